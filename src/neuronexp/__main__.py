@@ -1,0 +1,3 @@
+from neuronexp.cli import main
+
+main()

@@ -1,0 +1,63 @@
+"""The backend contract shared by the CPU, CUDA and Neuron implementations."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity
+
+
+class BackendUnavailable(RuntimeError):
+    """The backend cannot run here; the message says what is missing."""
+
+
+class Backend:
+    """Defaults suit a synchronous host device; subclasses override what differs."""
+
+    name = "cpu"
+    # Key-averages rows of this device type carry the device's own kernels (None: host only).
+    device_row_type: DeviceType | None = None
+    timing_method = "wallclock"
+    # Where device_time_us comes from: host self time on CPU, profiler device events elsewhere.
+    device_time_source = "cpu_self_time"
+
+    def __init__(self) -> None:
+        self.device = torch.device("cpu")
+
+    def device_name(self) -> str:
+        return "cpu"
+
+    def synchronize(self) -> None:
+        """Wait for queued device work; a no-op for synchronous devices."""
+
+    def activities(self) -> list[ProfilerActivity]:
+        return [ProfilerActivity.CPU]
+
+    def compile_backend(self) -> str:
+        return "inductor"
+
+    def prepare(self) -> None:
+        """Set up process state (environment, device selection) before the first tensor is made."""
+
+    def profiler_kwargs(self, out_dir: Path) -> dict[str, Any]:
+        """Extra `torch.profiler.profile` kwargs (e.g. Neuron's experimental_config)."""
+        return {}
+
+    def trace_handlers(self, out_dir: Path) -> list[Callable[[Any], None]]:
+        """Callbacks run with the profiler at each cycle end, beside neuronexp's own handler."""
+        return []
+
+    def after_profile(self, out_dir: Path) -> dict[str, Any]:
+        """Columns to add to the cell row once profiling is over (artifact paths, warnings)."""
+        return {}
+
+    def time_call(self, fn: Callable[[], Any]) -> float:
+        """One synchronized wall-clock sample of `fn`, in microseconds."""
+        start = time.perf_counter_ns()
+        fn()
+        self.synchronize()
+        return (time.perf_counter_ns() - start) / 1e3
