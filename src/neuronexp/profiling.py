@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -120,6 +121,8 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
             handler(prof)
 
     s = cfg.schedule
+    # Kineto warns that each cycle clears the last one's events: intended, each is read in on_trace_ready.
+    warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
     with profile(
         activities=backend.activities(),
         schedule=schedule(wait=s.wait, warmup=s.warmup, active=s.active, repeat=s.repeat),
