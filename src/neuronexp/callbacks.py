@@ -15,11 +15,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from neuronexp import exit_status
+from neuronexp.config import ConfigError
 
 log = logging.getLogger(__name__)
 
 
 _progress: Progress | None = None
+
+
+class SweepRejected(BaseException):
+    """A cell's config is invalid: the sweep must not start (cli.main reports it in one line)."""
+
+    def __init__(self, error: ConfigError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def stop_progress() -> None:
@@ -60,7 +69,11 @@ class SweepCallback(Callback):
         from neuronexp.results import write_json
         from neuronexp.sweep_plan import plan_sweep
 
-        cells = plan_sweep(config)  # raises ConfigError before any directory exists
+        try:
+            cells = plan_sweep(config)
+        except ConfigError as exc:
+            # Hydra turns a callback's Exception into a warning and sweeps on; this stops the sweep.
+            raise SweepRejected(exc) from None
         self.started = time.perf_counter()
         if cells is None:
             return

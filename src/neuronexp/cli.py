@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 from neuronexp import exit_status  # noqa: E402
-from neuronexp.callbacks import stop_progress  # noqa: E402
+from neuronexp.callbacks import SweepRejected, stop_progress  # noqa: E402
 from neuronexp.compose import spec_from  # noqa: E402
 from neuronexp.config import ConfigError  # noqa: E402
 
@@ -30,7 +30,7 @@ CONFIG_PACKAGE = "pkg://neuronexp.conf"
 
 def _job(cfg: DictConfig) -> dict[str, Any]:
     from neuronexp.display import print_cell
-    from neuronexp.results import atomic_write_text, mark_cached_if_complete, read_job
+    from neuronexp.results import atomic_write_text, mark_cached_if_complete, read_job, remove_stale_temporaries
     from neuronexp.runner import run_cell
 
     hc = HydraConfig.get()
@@ -40,6 +40,7 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
         spec = spec_from(cfg, dict(hc.runtime.choices), list(hc.overrides.task), ",".join(sorted(hc.overrides.task)))
         if mark_cached_if_complete(out_dir, spec.run_id):
             return _job_summary(read_job(out_dir))
+        remove_stale_temporaries(out_dir)
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         # In a sweep every config was validated up front; what is left (a factory that builds no
         # nn.Module) is the cell's own failure and becomes its error row.
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> Any:
     logging.getLogger("hydra.core.utils").addFilter(_DropJobErrorLog())
     try:
         _hydra_main()
+    except SweepRejected as rejected:
+        stop_progress()
+        print(f"neuronexp: error: {rejected.error}", file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:
         stop_progress()
         line = user_error_line(exc)

@@ -57,7 +57,7 @@ def top_ops_table(ops: pd.DataFrame, device: str, limit: int = 8) -> Table:
 
 
 def print_cell(results: Results, out_dir: Path, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(highlight=False)
     cell = results.cells.iloc[0]
     console.print(
         f"[bold]{cell['module']}[/] · {cell['backend']} ({cell['device_name']}) · {cell['dtype']} {cell['shape']}"

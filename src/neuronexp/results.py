@@ -124,6 +124,12 @@ def load(path: str | os.PathLike[str]) -> Results:
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
 
 
+def remove_stale_temporaries(job_dir: Path) -> None:
+    """Temporaries of a job that was killed mid-write; never read, removed before the cell reruns."""
+    for tmp in job_dir.glob(".*.tmp-*"):
+        tmp.unlink(missing_ok=True)
+
+
 def mark_cached_if_complete(job_dir: Path, run_id: str) -> bool:
     """True when `job_dir` already holds a finished, successful cell for this exact config.
 

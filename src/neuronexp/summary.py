@@ -108,7 +108,7 @@ def summary_markdown(outcome: SweepOutcome, sweep_dir: Path) -> str:
 
 
 def print_sweep(outcome: SweepOutcome, sweep_dir: Path, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or Console(highlight=False)
     cells = outcome.results.cells
     if not cells.empty:
         title = f"neuronexp sweep · {len(cells)} cells · median latency ×speedup vs {outcome.baseline or '—'} · profiled time/step · ops/step · hotspot"
