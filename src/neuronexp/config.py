@@ -88,6 +88,11 @@ class NeuronProfilerConfig:
     correlate_device_time: bool | None = None
     # Copy the NEFFs into the profile folder so Neuron Explorer can open it stand-alone.
     copy_neffs: bool = True
+    # The NEFF cache copied from when copy_neffs is on; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else /tmp/neff_cache.
+    neff_cache_dir: str | None = None
+    # Post-process the capture with `neuron-explorer view` (when on PATH) into neuron_* Summary columns.
+    explorer: bool = True
+    explorer_timeout_s: float = 900.0
 
 
 @dataclass
@@ -194,6 +199,8 @@ def validate(cfg: RunConfig) -> None:
         _positive("profiler.neuron.max_events_per_nc", nprof.max_events_per_nc)
     if not nprof.modes:
         raise ConfigError("profiler.neuron.modes", [], "list at least one of DEVICE, RUNTIME, CPU_UTIL, HOST_MEMORY")
+    if nprof.explorer_timeout_s <= 0:
+        raise ConfigError("profiler.neuron.explorer_timeout_s", nprof.explorer_timeout_s, "must be > 0 seconds")
     validate_core_list("neuron.visible_cores", cfg.neuron.visible_cores)
     if cfg.neuron.num_cores is not None:
         _positive("neuron.num_cores", cfg.neuron.num_cores, 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -75,8 +75,12 @@ def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir:
     call()
     backend.synchronize()
     first_call_s = time.perf_counter() - start
-    latency = time_callable(call, backend, spec.config.timing)
-    profile = profile_callable(call, backend, spec.config.profiler, out_dir)
+    timing = spec.config.timing
+    if timing.warmup < backend.min_warmup_calls:  # the backend's floor, documented where it is set
+        timing = replace(timing, warmup=backend.min_warmup_calls)
+    latency = time_callable(call, backend, timing)
+    with backend.profile_session(out_dir):
+        profile = profile_callable(call, backend, spec.config.profiler, out_dir)
     return _Measured(first_call_s, latency, profile)
 
 

@@ -1,0 +1,74 @@
+"""Neuron findings that belong in the cell's `warnings`, not only in a log: fallbacks, HBM, device time."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+DEVICE_HBM_RESERVE = 5 * 10**9  # ProfileMode.DEVICE's trace buffers on Trn2/Trn3, per the troubleshooting guide
+
+
+class SavedTraceProxy:
+    """The profiler, except that a second `export_chrome_trace` copies the trace neuronexp saved.
+
+    Kineto saves a cycle's trace once ("Trace is already saved"), and neuronexp's own handler runs
+    before `NeuronProfiler.export_trace`.
+    """
+
+    def __init__(self, prof: Any, out_dir: Path) -> None:
+        self._prof, self._out_dir = prof, out_dir
+
+    def export_chrome_trace(self, path: str, *args: Any, **kwargs: Any) -> None:
+        try:
+            self._prof.export_chrome_trace(path, *args, **kwargs)
+        except RuntimeError as exc:
+            saved = sorted(self._out_dir.glob("trace*.json"), key=lambda p: p.stat().st_mtime)
+            if "already saved" not in str(exc) or not saved:
+                raise
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(saved[-1], path)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._prof, name)
+
+
+def not_correlated(version: str, correlate_state: str, warnings: list[str]) -> dict[str, Any]:
+    """Cell columns for a profile whose key_averages() held no Neuron device time: NaN, and said so."""
+    warnings.append(f"device time did not reach key_averages() with torch-neuronx {version} "
+                    f"(correlate_device_time: {correlate_state}): device_time_us and device_ops are NaN; "
+                    "see neuron_total_time_us (Neuron Explorer) and latency_median_us")
+    return {"device_time_us": math.nan, "device_ops": math.nan, "device_time_source": "not_correlated"}
+
+
+def fallback_ops(tnx: ModuleType, warnings: list[str]) -> str:
+    """Ops that ran on the CPU instead of a NeuronCore since the last `clear_op_tracking()`, comma-joined."""
+    get = getattr(tnx, "get_fallback_ops", None)
+    if get is None:
+        return "n/a: torch_neuronx.get_fallback_ops is missing"
+    ops = sorted({str(op) for op in get()})
+    if ops:
+        more = f" and {len(ops) - 8} more" if len(ops) > 8 else ""
+        warnings.append(f"{len(ops)} op(s) fell back to CPU: {', '.join(ops[:8])}{more}")
+    return ",".join(ops)
+
+
+def hbm_note(tnx: ModuleType, modes: list[str], warnings: list[str]) -> None:
+    """Warn when ProfileMode.DEVICE's HBM reservation no longer fits beside this cell's peak."""
+    if "DEVICE" not in modes:
+        return
+    neuron = getattr(torch, "neuron", None)
+    peak_fn = getattr(tnx, "max_memory_reserved", None) or getattr(neuron, "max_memory_reserved", None)
+    try:
+        total = int(neuron.get_device_properties(0).total_memory)  # type: ignore[union-attr]
+        peak = int(peak_fn()) if peak_fn is not None else None
+    except Exception:  # memory queries differ between versions; the note is best effort
+        return
+    if peak is not None and total > 0 and total - peak < DEVICE_HBM_RESERVE:
+        warnings.append(f"ProfileMode.DEVICE reserves about 5 GB of HBM on Trn2/Trn3 and this cell peaked at "
+                        f"{peak / 2**30:.1f} of {total / 2**30:.1f} GiB: drop DEVICE from profiler.neuron.modes "
+                        "if it runs out of memory")
