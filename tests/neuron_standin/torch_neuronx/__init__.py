@@ -1,0 +1,92 @@
+"""STAND-IN for torch-neuronx (tests only). It is not TorchNeuron and runs nothing on a NeuronCore.
+
+Mirrors the public surface neuronexp uses, as documented by the Neuron SDK 2.31-2.33 docs and the
+April-2026 TorchNeuron source: `torch.neuron.{is_available, device_count, synchronize,
+get_device_properties}`, `get_fallback_ops`, `clear_op_tracking`, `is_neuron_runtime_initialized`,
+memory queries, and `torch_neuronx.profiling`. Tensors stay on the CPU (the tests point the backend's
+`device_type` at "cpu"). `STATE` records what the backend did so tests can assert on it.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+__standin__ = True
+__version__ = "0.0.0+standin"
+
+
+@dataclass
+class _State:
+    log: list[str] = field(default_factory=list)  # "sync" per synchronize(); tests add their own entries
+    runtime_started: bool = False
+    env_at_start: dict[str, str | None] = field(default_factory=dict)
+    fallback_ops: list[str] = field(default_factory=list)
+    total_memory: int = 96 * 2**30
+    peak_reserved: int = 2**30
+    # NeuronCore -> bytes of the session NTFF the emulated runtime writes (0: an unused core's empty file).
+    ntff_bytes: dict[int, int] = field(default_factory=lambda: {0: 4096})
+    configs: list[dict[str, Any]] = field(default_factory=list)  # kwargs of every NeuronConfig made
+    legacy_sessions: list[dict[str, Any]] = field(default_factory=list)
+
+
+STATE = _State()
+
+
+def _start_runtime() -> None:
+    import os
+
+    if not STATE.runtime_started:
+        STATE.runtime_started = True
+        STATE.env_at_start = {k: os.environ.get(k) for k in ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")}
+
+
+def is_neuron_runtime_initialized() -> bool:
+    return STATE.runtime_started
+
+
+def device_count() -> int:
+    _start_runtime()  # assume the worst: a device query starts the runtime
+    return 1
+
+
+def synchronize(device: Any = None) -> None:
+    STATE.log.append("sync")
+
+
+def get_fallback_ops() -> list[str]:
+    return list(STATE.fallback_ops)
+
+
+def clear_op_tracking() -> None:
+    STATE.fallback_ops.clear()
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return STATE.peak_reserved
+
+
+class _Props:
+    name = "NeuronCore stand-in (CPU)"
+
+    @property
+    def total_memory(self) -> int:
+        return STATE.total_memory
+
+
+neuron = types.ModuleType("torch.neuron", "stand-in of torch.neuron")
+neuron.is_available = lambda: device_count() > 0
+neuron.device_count = device_count
+neuron.synchronize = synchronize
+neuron.current_device = lambda: 0
+neuron.get_device_properties = lambda device=0: _Props()
+neuron.max_memory_reserved = max_memory_reserved
+
+# The real package registers its device module here (torch._register_device_module); a plain attribute
+# keeps the stand-in removable, and the test fixture deletes it again.
+torch.neuron = neuron  # type: ignore[attr-defined]
+
+from . import profiling  # noqa: E402

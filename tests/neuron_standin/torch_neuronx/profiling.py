@@ -1,0 +1,145 @@
+"""STAND-IN for `torch_neuronx.profiling` (tests only): three API generations, selected by `select_api`.
+
+- "documented": NeuronConfig / ProfileMode / NeuronProfiler(config).export_trace as in the SDK 2.31+
+  capture guide, with `correlate_device_time` (seen only in a third-party script).
+- "no_correlate": the same, with NeuronConfig's documented parameters only.
+- "legacy": the April-2026 `NeuronProfiler(pytorch_activities=..., neuron_output_dir=...)` context manager.
+- "none": no profiling API at all (e.g. the PyTorch/XLA-era torch-neuronx).
+
+The real runtime writes its files when the profiler stops; the stand-in cannot hook Kineto, so it
+writes the documented layout when `export_trace` runs (documented API) or at `stop()` (April API).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+from typing import Any
+
+from torch._C._profiler import _ExperimentalConfig
+from torch.profiler import ProfilerActivity
+
+from torch_neuronx import STATE
+
+INSTANCE_ID = "i-0standin00000000"
+TIMESTAMP = "20260701_120000_000"
+NEFF_HASH = "395760075800974"
+
+
+class ProfileMode(enum.Enum):
+    DEVICE = "device_profile"
+    RUNTIME = "system_profile"
+    CPU_UTIL = "cpu_util"
+    HOST_MEMORY = "host_memory"
+
+
+_Mode = ProfileMode  # select_api may remove the public name; the emulated runtime still needs it
+
+
+class NeuronConfig(_ExperimentalConfig):
+    def __init__(self, *, modes: list[ProfileMode] | None = None, max_events_per_nc: int = 1_000_000,
+                 capture_enabled_for_nc: str | None = None, profile_output_dir: str = "./output",
+                 neff_cache_dir: str | None = None, precache_node_info: bool = True,
+                 correlate_device_time: bool = False) -> None:
+        super().__init__()
+        self.kwargs = dict(modes=modes, max_events_per_nc=max_events_per_nc, capture_enabled_for_nc=capture_enabled_for_nc,
+                           profile_output_dir=profile_output_dir, neff_cache_dir=neff_cache_dir,
+                           precache_node_info=precache_node_info, correlate_device_time=correlate_device_time)
+        self.modes = modes if modes is not None else [_Mode.DEVICE, _Mode.RUNTIME]
+        self.profile_output_dir = profile_output_dir
+        self.neff_cache_dir = neff_cache_dir
+        STATE.configs.append(self.kwargs)
+
+
+class NeuronConfigWithoutCorrelate(NeuronConfig):
+    def __init__(self, *, modes: list[ProfileMode] | None = None, max_events_per_nc: int = 1_000_000,
+                 capture_enabled_for_nc: str | None = None, profile_output_dir: str = "./output",
+                 neff_cache_dir: str | None = None, precache_node_info: bool = True) -> None:
+        super().__init__(modes=modes, max_events_per_nc=max_events_per_nc, capture_enabled_for_nc=capture_enabled_for_nc,
+                         profile_output_dir=profile_output_dir, neff_cache_dir=neff_cache_dir,
+                         precache_node_info=precache_node_info)
+        del self.kwargs["correlate_device_time"]
+
+
+def write_capture(root: str, modes: list[Any], with_neffs: bool) -> Path:
+    """The per-process session folder the capture guide documents, with the files each mode produces."""
+    session = Path(root) / f"{INSTANCE_ID}_pid_{os.getpid()}" / TIMESTAMP
+    session.mkdir(parents=True, exist_ok=True)
+    if _Mode.RUNTIME in modes:
+        (session / "ntrace.pb").write_bytes(b"\x08\x01" * 64)
+        (session / "trace_info.pb").write_bytes(b"\x08\x02" * 16)
+    if _Mode.CPU_UTIL in modes:
+        (session / "cpu_util.pb").write_bytes(b"\x08\x03" * 8)
+    if _Mode.HOST_MEMORY in modes:
+        (session / "host_mem.pb").write_bytes(b"\x08\x04" * 8)
+    if _Mode.DEVICE in modes:
+        for nc, size in STATE.ntff_bytes.items():
+            (session / f"profile_nc_{nc}_session_0.ntff").write_bytes(b"\x00" * size)
+        if with_neffs:
+            (session / f"neff_{NEFF_HASH}_vnc_0.neff").write_bytes(b"NEFF" * 32)
+    return session
+
+
+class NeuronProfiler:
+    """Documented API: `on_trace_ready=NeuronProfiler(config).export_trace`."""
+
+    def __init__(self, config: NeuronConfig) -> None:
+        self.config = config
+        self.session: Path | None = None
+
+    def export_trace(self, prof: Any) -> None:
+        if self.session is None:
+            self.session = write_capture(self.config.profile_output_dir, self.config.modes, self.config.neff_cache_dir is not None)
+        prof.export_chrome_trace(str(self.session / "trace.json"))
+
+
+class AprilNeuronProfiler:
+    """April-2026 API: a context manager that runs the runtime capture (and optionally its own torch.profiler)."""
+
+    def __init__(self, pytorch_activities: list[ProfilerActivity] | None = None, record_shapes: bool = False,
+                 pytorch_trace_file: str | None = None, neuron_output_dir: str = "./output",
+                 event_filters: dict[str, list[str] | list[int]] | None = None) -> None:
+        self.pytorch_activities = pytorch_activities or []
+        self.neuron_output_dir = neuron_output_dir
+        self.event_filters = event_filters
+        self._active = False
+
+    def start(self) -> None:
+        if self._active:
+            raise RuntimeError("Profiler is already active")
+        self._active = True
+        STATE.log.append("legacy-start")
+
+    def stop(self) -> None:
+        self._active = False
+        STATE.log.append("legacy-stop")
+        STATE.legacy_sessions.append({"neuron_output_dir": self.neuron_output_dir, "event_filters": self.event_filters,
+                                      "pytorch_activities": self.pytorch_activities})
+        write_capture(self.neuron_output_dir, [_Mode.DEVICE, _Mode.RUNTIME], with_neffs=True)
+
+    def __enter__(self) -> AprilNeuronProfiler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.stop()
+        return False
+
+
+def select_api(variant: str) -> None:
+    """Rebind this module's names to one API generation (the fixture calls it before the backend is built)."""
+    g = globals()
+    if variant == "documented":
+        return
+    if variant == "no_correlate":
+        g["NeuronConfig"] = NeuronConfigWithoutCorrelate
+        return
+    for name in ("NeuronConfig", "ProfileMode"):
+        g.pop(name, None)
+    if variant == "legacy":
+        g["NeuronProfiler"] = AprilNeuronProfiler
+    elif variant == "none":
+        g.pop("NeuronProfiler", None)
+    else:
+        raise ValueError(f"unknown stand-in API variant {variant!r}")
