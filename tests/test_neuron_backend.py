@@ -159,3 +159,12 @@ def test_synchronize_precedes_every_profiler_step(standin, tmp_path: Path, monke
     result = profile_callable(lambda: log.append("call"), _backend(), cfg, tmp_path)
     assert log == ["call", "sync", "step"] * steps_needed(cfg)
     assert len(result.cycles) == 2
+
+
+def test_explorer_timeout_must_be_positive() -> None:
+    from neuronexp.config import RunConfig, validate
+
+    cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 8})
+    cfg.profiler.neuron.explorer_timeout_s = 0
+    with pytest.raises(ConfigError, match=r"^profiler.neuron.explorer_timeout_s=0: must be > 0 seconds$"):
+        validate(cfg)

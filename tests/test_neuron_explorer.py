@@ -130,3 +130,13 @@ def test_disabled_or_nothing_to_process(tmp_path: Path, fake_explorer: Path) -> 
     assert process_capture(_capture(tmp_path), tmp_path / "out", False, 60).status == "disabled"
     assert process_capture(None, tmp_path / "out", True, 60).status == "no_capture"
     assert not fake_explorer.exists()  # never called
+
+
+def test_an_unreadable_table_is_a_warning_not_a_crash(tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(output_dir: Path) -> None:
+        raise OSError("Parquet magic bytes not found in footer")
+
+    monkeypatch.setattr("neuronexp.neuron_explorer.read_summary", broken)
+    result = process_capture(_capture(tmp_path), tmp_path / "out", True, 60)
+    assert result.status == "failed" and result.warnings[-1].startswith("neuron-explorer output unreadable (OSError")
+    assert math.isnan(result.columns["neuron_total_time_us"])

@@ -135,8 +135,12 @@ def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, t
         last = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
         warnings.append(f"neuron-explorer view exited with {proc.returncode}: {last[:200]}")
         return ExplorerResult("failed", dict(empty, neuron_dropped_events=float(dropped)), warnings, cmd)
-    summary, files = read_summary(output_dir)
-    warnings += _table_warnings(output_dir)
+    try:
+        summary, files = read_summary(output_dir)
+        warnings += _table_warnings(output_dir)
+    except Exception as exc:  # a half-written or newer-format table must not cost the cell its row
+        warnings.append(f"neuron-explorer output unreadable ({type(exc).__name__}: {str(exc)[:160]})")
+        return ExplorerResult("failed", dict(empty, neuron_dropped_events=float(dropped)), warnings, cmd)
     columns = dict(summary_columns(summary), neuron_dropped_events=float(dropped))
     if summary.empty:
         warnings.append("neuron-explorer wrote no Summary table (no device profile in the capture?)")
