@@ -1,0 +1,137 @@
+"""A/B statistics on raw latency samples: ratio of medians, bootstrap CI, Mann–Whitney p-value, BH.
+
+numpy only and vectorised: a cell with a thousand samples a side takes a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# Work in chunks of at most this many resampled values, so a cell with many samples stays in memory.
+_CHUNK_VALUES = 4_000_000
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """B against A for one cell; ratio > 1 means B is slower."""
+
+    median_a_us: float
+    median_b_us: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n_a: int
+    n_b: int
+
+
+def _in_chunks(draw, rows: int, width: int) -> np.ndarray:
+    """`draw(k)` gives k statistics; call it in chunks so that `rows` × `width` values never sit in memory at once."""
+    step = max(1, _CHUNK_VALUES // max(width, 1))
+    return np.concatenate([draw(min(step, rows - start)) for start in range(0, rows, step)])
+
+
+def bootstrap_medians(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Medians of `resamples` bootstrap resamples of x.
+
+    x is sorted once, so a resample's median is x at the median of its (small integer) indices: a
+    partition of int16 indices instead of gathering and partitioning floats, several times faster.
+    """
+    xs = np.sort(x)
+    n = len(xs)
+    mid = sorted({(n - 1) // 2, n // 2})  # one position for odd n, the two middle ones for even n
+    dtype = np.int16 if n < 2**15 else np.int64
+
+    def draw(k: int) -> np.ndarray:
+        idx = np.partition(rng.integers(0, n, size=(k, n), dtype=dtype), mid, axis=1)
+        return xs[idx[:, mid]].mean(axis=1)
+
+    return _in_chunks(draw, resamples, n)
+
+
+def bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, resamples: int = 2000,
+                       level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of median(b) / median(a), each side resampled on its own.
+
+    The two runs are independent sets of samples, so they are resampled independently (not paired).
+    """
+    ratios = bootstrap_medians(b, rng, resamples) / bootstrap_medians(a, rng, resamples)
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Mann–Whitney U test, normal approximation with tie and continuity corrections.
+
+    Rank-based, so one slow outlier (a GC pause, a page fault) cannot fake or hide a difference, and
+    cheap (no resampling). Slightly conservative against the exact test at 5 samples a side (0.012 vs
+    0.008 for complete separation), close above that.
+    """
+    n_a, n_b = len(a), len(b)
+    pooled = np.concatenate([a, b])
+    _, inverse, counts = np.unique(pooled, return_inverse=True, return_counts=True)
+    average_rank = np.cumsum(counts) - (counts - 1) / 2  # tied values share the mean of their ranks
+    u = average_rank[inverse][:n_a].sum() - n_a * (n_a + 1) / 2
+    n = n_a + n_b
+    ties = float((counts.astype(float) ** 3 - counts).sum())
+    variance = n_a * n_b / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if variance <= 0:  # every sample equal: nothing to tell apart
+        return 1.0
+    z = max(abs(u - n_a * n_b / 2) - 0.5, 0.0) / math.sqrt(variance)
+    return math.erfc(z / math.sqrt(2))
+
+
+def compare_samples(a, b, seed: int = 0, resamples: int = 2000) -> CellStats:
+    """The ratio of medians with its bootstrap CI and a Mann–Whitney p-value (NaNs when a side is empty)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if len(a) == 0 or len(b) == 0:
+        nan = float("nan")
+        med_a = float(np.median(a)) if len(a) else nan
+        med_b = float(np.median(b)) if len(b) else nan
+        return CellStats(med_a, med_b, med_b / med_a if len(a) and len(b) else nan, nan, nan, nan, len(a), len(b))
+    rng = np.random.default_rng(seed)
+    med_a, med_b = float(np.median(a)), float(np.median(b))
+    low, high = bootstrap_ratio_ci(a, b, rng, resamples)
+    p = mann_whitney_p(a, b)
+    return CellStats(med_a, med_b, med_b / med_a, low, high, p, len(a), len(b))
+
+
+def benjamini_hochberg(p_values) -> np.ndarray:
+    """BH-adjusted q-values (step-up, monotone); NaN p-values stay NaN and do not count towards m."""
+    p = np.asarray(p_values, dtype=float)
+    q = np.full_like(p, np.nan)
+    ok = ~np.isnan(p)
+    m = int(ok.sum())
+    if m == 0:
+        return q
+    order = np.argsort(p[ok])
+    scaled = p[ok][order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(np.minimum.accumulate(scaled[::-1])[::-1], 1.0)
+    out = np.empty(m)
+    out[order] = adjusted
+    q[ok] = out
+    return q
+
+
+def verdict(ratio: float, q_value: float, alpha: float, threshold: float) -> str:
+    """faster / slower only when the difference is both significant and at least `threshold` in size.
+
+    The threshold is symmetric on the log scale: 2% means ≥ ×1.02 slower or ≤ ×1/1.02 faster.
+    """
+    if not (math.isfinite(ratio) and math.isfinite(q_value)) or ratio <= 0:
+        return "n/a"
+    if q_value >= alpha or abs(math.log(ratio)) < math.log1p(threshold):
+        return "no change"
+    return "slower" if ratio > 1 else "faster"
+
+
+def ci_within_threshold(ci_low: float, ci_high: float, threshold: float) -> bool:
+    """True when the CI rules out a change of `threshold` or more in either direction."""
+    bound = 1 + threshold
+    return bool(1 / bound < ci_low and ci_high < bound)
