@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from neuron_standin.fixture import fake_explorer, no_explorer, standin  # noqa: F401  (fixtures)
+from neuron_standin.fixture import standin  # noqa: F401  (fixture)
 from torch._C._profiler import _ExperimentalConfig
 from torch.profiler import ProfilerActivity
 

@@ -12,7 +12,7 @@ import importlib
 import importlib.metadata
 import inspect
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -60,7 +60,6 @@ class NeuronApi:
     module: ModuleType
     version: str
     correlate_supported: bool | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def detect(tnx: ModuleType) -> NeuronApi:
