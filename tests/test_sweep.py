@@ -164,6 +164,6 @@ def test_jobs_run_by_other_processes_aggregate_from_disk(cli, tmp_path: Path) ->
         res = cli(*FAST, f"module={module}", f"hydra.run.dir={sweep / str(i)}")
         assert res.returncode == 0, res.stderr
     outcome = aggregate(sweep, baseline="rmsnorm_naive")
-    assert outcome.failed == 0 and len(outcome.results.cells) == 2
+    assert outcome.failed == 0 and len(outcome.cells) == 2
     assert json.loads((sweep / "0" / "env.json").read_text())["host"]
-    assert outcome.results.cells.set_index("module").loc["rmsnorm_naive", "speedup_vs_baseline"] == 1.0
+    assert outcome.cells.set_index("module").loc["rmsnorm_naive", "speedup_vs_baseline"] == 1.0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,20 +16,22 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neuronexp.results import TABLES, Results, atomic_write_text, to_arrow, write_csv, write_table
+from neuronexp.results import TABLES, atomic_write_text, read_arrow, to_arrow, write_csv, write_table
 
 JOBS_MANIFEST = "jobs.json"
 
 
 @dataclass
 class SweepOutcome:
-    results: Results
+    cells: pd.DataFrame
     missing: list[str] = field(default_factory=list)
     baseline: str | None = None
+    op_rows: int = 0
+    sample_rows: int = 0
 
     @property
     def failed(self) -> int:
-        return int((self.results.cells["status"] == "error").sum()) + len(self.missing)
+        return int((self.cells["status"] == "error").sum()) + len(self.missing)
 
 
 def job_dirs_of(sweep_dir: Path) -> list[Path]:
@@ -45,23 +46,33 @@ def _natural_key(name: str) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def _read_all(paths: list[Path]) -> pa.Table | None:
-    if not paths:
-        return None
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        tables = list(pool.map(pq.read_table, paths))
-    return pa.concat_tables(tables, promote_options="default")
+def _read_job_table(job_dir: Path, name: str) -> pa.Table:
+    try:
+        return read_arrow(job_dir / f"{name}.arrow")
+    except FileNotFoundError:  # written by another tool, or before the Arrow copies existed
+        return pq.read_table(job_dir / f"{name}.parquet")
 
 
-def read_jobs(job_dirs: list[Path]) -> tuple[Results, list[str]]:
+def _concat(parts: list[pa.Table]) -> pa.Table:
+    first = parts[0].schema
+    same = all(p.schema.equals(first) for p in parts)
+    # Extra columns (e.g. neuron_*) on some jobs only: unify, filling the others with nulls.
+    table = pa.concat_tables(parts, promote_options="none" if same else "default")
+    # One contiguous table: writers handle thousands of one-row chunks very slowly.
+    return table.combine_chunks()
+
+
+def read_jobs(job_dirs: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
+    """The finished jobs' tables concatenated (Arrow, not pandas: a big sweep's ops stay compact)."""
     done = [d for d in job_dirs if (d / "cells.parquet").is_file()]
-    missing = [d.name for d in job_dirs if d not in set(done)]
-    frames = []
+    finished = set(done)
+    missing = [d.name for d in job_dirs if d not in finished]
+    tables = {}
     for name in TABLES:
-        table = _read_all([d / f"{name}.parquet" for d in done])
-        df = table.to_pandas() if table is not None else pd.DataFrame()
-        frames.append(to_arrow(name, df).to_pandas())
-    return Results(*frames), missing
+        # In batches: thousands of small tables cost more in per-table overhead than in data.
+        batches = [_concat([_read_job_table(d, name) for d in done[i : i + 1000]]) for i in range(0, len(done), 1000)]
+        tables[name] = _concat(batches or [to_arrow(name, pd.DataFrame())])
+    return tables, missing
 
 
 # Cells that differ only in these overrides are compared against each other for the speedup.
@@ -100,13 +111,14 @@ def aggregate(sweep_dir: Path, baseline: str | None) -> SweepOutcome:
     """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep."""
     from neuronexp.summary import summary_markdown
 
-    results, missing = read_jobs(job_dirs_of(sweep_dir))
-    results = results._replace(cells=add_speedups(results.cells, baseline))
+    tables, missing = read_jobs(job_dirs_of(sweep_dir))
+    cells = add_speedups(tables["cells"].to_pandas(), baseline)
+    tables["cells"] = to_arrow("cells", cells)
     out = sweep_dir / "results"
     out.mkdir(exist_ok=True)
-    for name, df in zip(TABLES, results):
-        write_table(out / f"{name}.parquet", to_arrow(name, df))
-        write_csv(out / f"{name}.csv", df)
-    outcome = SweepOutcome(results, missing, baseline)
+    for name, table in tables.items():
+        write_table(out / f"{name}.parquet", table)
+        write_csv(out / f"{name}.csv", table)
+    outcome = SweepOutcome(cells, missing, baseline, tables["ops"].num_rows, tables["samples"].num_rows)
     atomic_write_text(out / "summary.md", summary_markdown(outcome, sweep_dir))
     return outcome

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
 from rich.console import Console
@@ -40,7 +41,7 @@ def fmt_pct(value: float | None) -> str:
     return f"{100 * value:.1f}%"
 
 
-def device_word(cell: pd.Series) -> str:
+def device_word(cell: Mapping[str, Any]) -> str:
     """What the "device" columns measured for this cell, in words for a table header."""
     return "CPU" if cell["device_time_source"] == "cpu_self_time" else str(cell["backend"]).upper()
 

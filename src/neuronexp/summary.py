@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 from rich.console import Console
@@ -18,9 +18,16 @@ if TYPE_CHECKING:
 _ROW_AXES = ["backend", "dtype", "shape"]
 
 
-def variant_label(cell: pd.Series) -> str:
+def variant_label(cell: Mapping[str, Any]) -> str:
     name = str(cell["module"])
     return name + " +compile" if bool(cell["compiled"]) and "compile" not in name else name
+
+
+def variant_labels(cells: pd.DataFrame) -> pd.Series:
+    """variant_label for every row at once (sweeps can have thousands of cells)."""
+    names = cells["module"].astype(str)
+    tag = cells["compiled"].astype(bool) & ~names.str.contains("compile")
+    return names.where(~tag, names + " +compile")
 
 
 def _row_axes(cells: pd.DataFrame) -> list[str]:
@@ -28,23 +35,24 @@ def _row_axes(cells: pd.DataFrame) -> list[str]:
     return [c for c in _ROW_AXES if c == "shape" or cells[c].nunique(dropna=False) > 1]
 
 
-def comparison_grid(
-    cells: pd.DataFrame, baseline: str | None = None
-) -> tuple[list[str], list[str], dict[tuple, dict[str, pd.Series]]]:
+Grid = dict[tuple, dict[str, dict[str, Any]]]
+
+
+def comparison_grid(cells: pd.DataFrame, baseline: str | None = None) -> tuple[list[str], list[str], Grid]:
     """(row axes, variants, {row key: {variant: cell}}), rows ordered by input size, baseline first."""
     if cells.empty:
         return ["shape"], [], {}
-    cells = cells.assign(_variant=cells.apply(variant_label, axis=1))
+    cells = cells.assign(_variant=variant_labels(cells))
     axes = _row_axes(cells)
     variants: list[str] = list(dict.fromkeys(cells["_variant"]))
     variants.sort(key=lambda v: v != baseline)
-    grid: dict[tuple, dict[str, pd.Series]] = {}
-    for _, cell in cells.sort_values(["numel", *axes], kind="stable").iterrows():
+    grid: Grid = {}
+    for cell in cells.sort_values(["numel", *axes], kind="stable").to_dict("records"):
         grid.setdefault(tuple(cell[a] for a in axes), {})[cell["_variant"]] = cell
     return axes, variants, grid
 
 
-def cell_lines(cell: pd.Series | None) -> list[str]:
+def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     """What one table cell says: latency, profiled time and ops per step, speedup, hotspot."""
     if cell is None:
         return ["—"]
@@ -80,7 +88,7 @@ def _md(text: str) -> str:
 
 
 def summary_markdown(outcome: SweepOutcome, sweep_dir: Path) -> str:
-    cells = outcome.results.cells
+    cells = outcome.cells
     counts = cells["status"].value_counts().to_dict() if not cells.empty else {}
     status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     if outcome.missing:
@@ -109,7 +117,7 @@ def summary_markdown(outcome: SweepOutcome, sweep_dir: Path) -> str:
 
 def print_sweep(outcome: SweepOutcome, sweep_dir: Path, console: Console | None = None) -> None:
     console = console or Console(highlight=False)
-    cells = outcome.results.cells
+    cells = outcome.cells
     if not cells.empty:
         title = f"neuronexp sweep · {len(cells)} cells · median latency ×speedup vs {outcome.baseline or '—'} · profiled time/step · ops/step · hotspot"
         console.print(rich_table(cells, title, outcome.baseline))
