@@ -123,9 +123,12 @@ def write_job_tables(out_dir: Path, tables: dict[str, pd.DataFrame]) -> None:
     Arrow IPC reads in a few hundredths of that.
     """
     for name in ("ops", "samples", "cells"):
-        table = to_arrow(name, tables[name])
-        write_arrow(out_dir / f"{name}.arrow", table)
-        write_table(out_dir / f"{name}.parquet", table)
+        _write_job_table(out_dir, name, to_arrow(name, tables[name]))
+
+
+def _write_job_table(out_dir: Path, name: str, table: pa.Table) -> None:
+    write_arrow(out_dir / f"{name}.arrow", table)
+    write_table(out_dir / f"{name}.parquet", table)
 
 
 def read_job(job_dir: Path) -> Results:
@@ -146,10 +149,13 @@ def load(path: str | os.PathLike[str]) -> Results:
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
 
 
-def remove_stale_temporaries(job_dir: Path) -> None:
-    """Temporaries of a job that was killed mid-write; never read, removed before the cell reruns."""
-    for tmp in job_dir.glob(".*.tmp-*"):
-        tmp.unlink(missing_ok=True)
+def reset_job_dir(job_dir: Path) -> None:
+    """Before a cell (re)runs in `job_dir`: drop its completion marker and any half-written temporaries.
+
+    Without this, a rerun killed midway would leave the old cells row beside new ops and samples.
+    """
+    for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", *job_dir.glob(".*.tmp-*")]:
+        stale.unlink(missing_ok=True)
 
 
 def mark_cached_if_complete(job_dir: Path, run_id: str) -> bool:
@@ -169,6 +175,5 @@ def mark_cached_if_complete(job_dir: Path, run_id: str) -> bool:
     if row.get("run_id") != run_id or row.get("status") not in ("ok", "cached"):
         return False
     if row["status"] == "ok":
-        df = cells.to_pandas().assign(status="cached")
-        write_table(cells_path, to_arrow("cells", df))
+        _write_job_table(job_dir, "cells", to_arrow("cells", cells.to_pandas().assign(status="cached")))
     return True
