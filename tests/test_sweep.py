@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -167,3 +168,12 @@ def test_jobs_run_by_other_processes_aggregate_from_disk(cli, tmp_path: Path) ->
     assert outcome.failed == 0 and len(outcome.cells) == 2
     assert json.loads((sweep / "0" / "env.json").read_text())["host"]
     assert outcome.cells.set_index("module").loc["rmsnorm_naive", "speedup_vs_baseline"] == 1.0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch_neuronx") is not None, reason="torch-neuronx present")
+def test_an_unavailable_backend_stops_the_sweep_before_it_starts(cli, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    res = _sweep(cli, sweep, "-m", "backend=cpu,neuron", "input.shape=[1,8,64]")
+    assert res.returncode == 2
+    assert res.stderr.startswith("neuronexp: error: backend=neuron: torch-neuronx is not installed")
+    assert not sweep.exists()

@@ -14,7 +14,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neuronexp.backends import resolve_backend
+from neuronexp.backends import check_available
 from neuronexp.compose import spec_from_sweep_config
 
 _GRID_SWEEPERS = ("hydra._internal.core_plugins.basic_sweeper.BasicSweeper",)
@@ -58,5 +58,5 @@ def plan_sweep(config: DictConfig) -> list[PlannedCell] | None:
         backends.add(spec.config.backend)
         cells.append(PlannedCell(num, str(OmegaConf.select(cfg, "hydra.sweep.subdir")), job))
     for name in backends:  # an unavailable backend fails here, once, before any cell runs
-        resolve_backend(name)
+        check_available(name)
     return cells

@@ -8,7 +8,7 @@ from __future__ import annotations
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.config import BackendName, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
-__all__ = ["Backend", "BackendUnavailable", "available_backends", "resolve_backend"]
+__all__ = ["Backend", "BackendUnavailable", "check_available", "resolve_backend"]
 
 
 def _make(name: str, neuron_device: NeuronDeviceConfig, neuron_profiler: NeuronProfilerConfig) -> Backend:
@@ -50,13 +50,24 @@ def resolve_backend(
     return _make("cpu", nd, np_)
 
 
-def available_backends() -> list[str]:
-    """Names of the backends that can run here (cpu is always one)."""
-    names = []
-    for name in ("neuron", "cuda", "cpu"):
-        try:
-            _make(name, NeuronDeviceConfig(), NeuronProfilerConfig())
-            names.append(name)
-        except BackendUnavailable:
-            pass
-    return names
+def check_available(name: BackendName | str) -> None:
+    """A cheap check, for validating a sweep in the launching process before any cell runs.
+
+    It starts no device runtime: the Neuron runtime reads its core selection once, when it starts, so
+    starting it here would pin every later in-process cell to the defaults. Each cell still builds its
+    backend in full (resolve_backend) and fails cleanly if, e.g., no NeuronCore is visible.
+
+    Raises:
+        ConfigError: the backend cannot run here.
+    """
+    import importlib.util
+
+    import torch
+
+    name = BackendName(name).value
+    if name == "neuron" and importlib.util.find_spec("torch_neuronx") is None:
+        from neuronexp.backends.neuron import INSTALL_HINT
+
+        raise ConfigError("backend", name, f"{INSTALL_HINT}; use backend=auto or backend=cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        resolve_backend(name)  # raises the CUDA backend's own message
