@@ -19,6 +19,7 @@ fetch)
     ;;
 run)
     OUT=${OUT:-/tmp/h200-out}
+    mkdir -p "$OUT"
     python3 -m venv --system-site-packages /tmp/nx-venv      # keeps the machine's torch 2.11 + CUDA
     . /tmp/nx-venv/bin/activate
     pip install -q --no-index --find-links "$WHEELS" neuronexp
