@@ -132,6 +132,28 @@ def test_op_names_and_labels_are_escaped(tmp_path: Path) -> None:
     assert "<script" not in text and "<img" not in text and "&lt;script>alert(1)&lt;/script>" in text
 
 
+def _cells(medians: dict[str, float], n: int = 50, noise: float = 0.03):
+    rng = np.random.default_rng(0)
+    cells, samples = [], []
+    for module, median in medians.items():
+        lat = median * np.exp(noise * rng.standard_normal(n))
+        cells.append(dict(run_id=module, experiment="x", module=module, compiled=False, backend="cpu", device="cpu",
+                          dtype="float32", shape="[1,8]", numel=8, status="ok", latency_median_us=float(np.median(lat))))
+        samples += [dict(run_id=module, sample=i, latency_us=float(v)) for i, v in enumerate(lat)]
+    return frame("cells", cells), frame("samples", samples)
+
+
+def test_findings_give_the_speedup_with_its_interval_and_call_ties() -> None:
+    from neuronexp.report_findings import findings
+
+    cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 101.0, "rmsnorm_compiled": 50.0})
+    (line,) = findings(cells, samples, "rmsnorm_naive", {})
+    assert line.startswith("[1,8]: rmsnorm_compiled fastest") and re.search(r"×(1\.9|2\.0)\d vs rmsnorm_naive \(95% CI", line)
+    cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 100.5})
+    (line,) = findings(cells, samples, "rmsnorm_naive", {})
+    assert "ties with" in line and "vs rmsnorm_naive" not in line
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

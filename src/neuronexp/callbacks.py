@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,10 @@ log = logging.getLogger(__name__)
 
 
 _progress: Progress | None = None
+# With a parallel launcher: the thread reporting cells as their files appear, and the sweep being run
+# (so that cli.main can still aggregate it when the launcher aborts, e.g. a worker was killed).
+_watcher: Any = None
+_active: tuple[Path, str | None] | None = None
 
 
 class SweepRejected(BaseException):
@@ -33,7 +39,10 @@ class SweepRejected(BaseException):
 
 def stop_progress() -> None:
     """Take the progress bar off the terminal (also on Ctrl-C or an error; called by cli.main)."""
-    global _progress
+    global _progress, _watcher
+    if _watcher is not None:
+        _watcher.stop()
+        _watcher = None
     if _progress is not None:
         _progress.stop()
         _progress = None
@@ -55,6 +64,8 @@ class SweepCallback(Callback):
         self.done = 0
         self.started = time.perf_counter()
         self.task: Any = None
+        self.main_pid = os.getpid()
+        self.overrides: list[list[str]] = []
 
     def _start_progress(self) -> None:
         global _progress
@@ -69,6 +80,9 @@ class SweepCallback(Callback):
         from neuronexp.results import write_json
         from neuronexp.sweep_plan import plan_sweep
 
+        if _launcher(config).endswith(".SlurmLauncher") and not shutil.which("sbatch"):
+            raise SweepRejected(ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
+                                            "hydra/launcher=submitit_local runs the same path on this machine"))
         try:
             cells = plan_sweep(config)
         except ConfigError as exc:
@@ -85,6 +99,14 @@ class SweepCallback(Callback):
         # Hydra's launcher logs each job too; the per-cell lines below say the same with the outcome.
         logging.getLogger(BasicLauncher.__module__).setLevel(logging.WARNING)
         self._start_progress()
+        global _watcher, _active
+        self.main_pid, self.overrides = os.getpid(), [c.overrides for c in cells]
+        _active = (sweep_dir, OmegaConf.select(config, "baseline", default=None))
+        if _launcher(config) != BasicLauncher.__module__ + ".BasicLauncher":
+            from neuronexp.progress import CellWatcher
+
+            _warn_about_slots(config)
+            _watcher = CellWatcher([sweep_dir / c.dir for c in cells], self._cell_done).start()
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         if _progress is not None and self.task is not None:
@@ -93,12 +115,22 @@ class SweepCallback(Callback):
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         if OmegaConf.select(config, "hydra.mode") != RunMode.MULTIRUN:
             return
-        self.done += 1
+        if _watcher is not None or os.getpid() != self.main_pid:
+            return  # a worker's copy of this callback: the main process's watcher reports the cell
         summary = job_return.return_value if job_return.status.name == "COMPLETED" else None
-        outcome = _outcome(summary, job_return)
+        self._report(job_return.overrides, _outcome(summary, job_return))
+
+    def _cell_done(self, index: int, row: dict[str, Any]) -> None:
+        """A cell's file appeared (watcher thread): the same line as `on_job_end`, plus where it ran."""
+        outcome = _outcome({k: row.get(k) for k in ("status", "error", "latency_median_us")}, None)
+        self._report(self.overrides[index], f"{outcome} · {row.get('placement') or '?'}")
+
+    def _report(self, overrides: list[str], outcome: str) -> None:
+        self.done += 1
         total = f"/{self.total}" if self.total else ""
         elapsed = time.strftime("%H:%M:%S", time.gmtime(time.perf_counter() - self.started))
-        log.info("[%s] cell %d%s %s · %s", elapsed, self.done, total, " ".join(job_return.overrides), outcome)
+        shown = " ".join(o for o in overrides if not o.startswith("launcher."))  # the same for every cell
+        log.info("[%s] cell %d%s %s · %s", elapsed, self.done, total, shown, outcome)
         if _progress is not None and self.task is not None:
             _progress.update(self.task, completed=self.done)
 
@@ -106,13 +138,52 @@ class SweepCallback(Callback):
         from neuronexp.aggregate import aggregate
         from neuronexp.summary import print_sweep
 
+        global _active
         stop_progress()
+        _active = None
         sweep_dir = Path(str(config.hydra.sweep.dir))
         if not sweep_dir.is_dir():
             return
         outcome = aggregate(sweep_dir, OmegaConf.select(config, "baseline", default=None))
         exit_status.note_failed_cells(outcome.failed)
         print_sweep(outcome, sweep_dir)
+
+
+def aggregate_aborted_sweep() -> Path | None:
+    """The launcher gave up mid-sweep (a worker or a Slurm job died): aggregate what finished, count the rest.
+
+    Returns the sweep directory (to resume: the same command with hydra.sweep.dir=<it>), or None when no
+    sweep was running.
+    """
+    global _active
+    from neuronexp.aggregate import aggregate
+
+    stop_progress()
+    if _active is None or not _active[0].is_dir():
+        return None
+    sweep_dir, baseline = _active
+    _active = None
+    outcome = aggregate(sweep_dir, baseline)
+    exit_status.note_failed_cells(max(outcome.failed, 1))
+    log.info("sweep stopped: %d cells failed or missing (%d missing); results so far in %s/results",
+             outcome.failed, len(outcome.missing), sweep_dir)
+    return sweep_dir
+
+
+def _launcher(config: DictConfig) -> str:
+    return str(OmegaConf.select(config, "hydra.launcher._target_", default=""))
+
+
+def _warn_about_slots(config: DictConfig) -> None:
+    """joblib running more workers than there are device slots: the extra ones only wait."""
+    n_jobs = OmegaConf.select(config, "hydra.launcher.n_jobs", default=None)
+    devices = OmegaConf.select(config, "launcher.devices", default=1)
+    workers = (os.cpu_count() or 1) + 1 + n_jobs if n_jobs is not None and n_jobs < 0 else n_jobs  # joblib's rule
+    if workers is not None and workers > devices:
+        log.warning("joblib runs %d workers but launcher.devices=%d: cells wait for a free device slot; set "
+                    "launcher.devices=%d (hydra/launcher=parallel runs one worker per slot)", workers, devices, workers)
+    if OmegaConf.select(config, "launcher.isolate", default=None) is False:
+        log.warning("launcher.isolate=false with a parallel launcher: cells are not placed and may share a device")
 
 
 def _outcome(summary: dict[str, Any] | None, job_return: Any) -> str:

@@ -20,12 +20,20 @@ from omegaconf import DictConfig, OmegaConf
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 from neuronexp import exit_status  # noqa: E402
-from neuronexp.callbacks import SweepRejected, stop_progress  # noqa: E402
-from neuronexp.compose import spec_from  # noqa: E402
+from neuronexp.callbacks import SweepRejected, aggregate_aborted_sweep, stop_progress  # noqa: E402
+from neuronexp.compose import override_dirname, spec_from  # noqa: E402
 from neuronexp.config import ConfigError  # noqa: E402
 
 # Where results go is decided by Hydra (hydra.run.dir / hydra.sweep.dir); the job writes only there.
 CONFIG_PACKAGE = "pkg://neuronexp.conf"
+# Any other Hydra launcher runs jobs in worker processes or on other hosts: cells then get a device slot
+# and a fresh process each (neuronexp.isolated, docs/slurm.md).
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+# What joblib (loky) and submitit raise when a worker process or a job died under them.
+LAUNCHER_FAILURES = {"TerminatedWorkerError", "BrokenProcessPool", "UncompletedJobError", "FailedJobError"}
+# Launchers of optional extras, named when they are not installed (hydra/launcher=parallel builds on joblib).
+LAUNCHER_PLUGINS = {name: f"; install it with pip install 'neuronexp[{extra}]'" for name, extra in
+                    (("joblib", "parallel"), ("submitit_local", "slurm"), ("submitit_slurm", "slurm"))}
 
 
 def _job(cfg: DictConfig) -> dict[str, Any]:
@@ -37,14 +45,25 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
     out_dir = Path(hc.runtime.output_dir)
     single = hc.mode == RunMode.RUN
     try:
-        spec = spec_from(cfg, dict(hc.runtime.choices), list(hc.overrides.task), ",".join(sorted(hc.overrides.task)))
+        choices, task = dict(hc.runtime.choices), list(hc.overrides.task)
+        dirname = override_dirname(task)
+        spec = spec_from(cfg, choices, task, dirname)
         if mark_cached_if_complete(out_dir, spec.run_id):
+            os.utime(out_dir / "cells.parquet")  # seen as done by this sweep's progress (callbacks.py)
             return _job_summary(read_job(out_dir))
         remove_stale_temporaries(out_dir)
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-        # In a sweep every config was validated up front; what is left (a factory that builds no
-        # nn.Module) is the cell's own failure and becomes its error row.
-        results = run_cell(spec, out_dir, raise_config_errors=single)
+        isolate = spec.config.launcher.isolate
+        if isolate if isolate is not None else hc.launcher._target_ != BASIC_LAUNCHER:
+            from neuronexp.isolated import CellRequest, backend_kind, run_in_slot
+
+            config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+            request = CellRequest(config, choices, task, dirname, spec.run_id, str(out_dir), backend_kind(spec.config.backend.value))
+            results = run_in_slot(request, spec, spec.config.launcher)  # type: ignore[arg-type]
+        else:
+            # In a sweep every config was validated up front; what is left (a factory that builds no
+            # nn.Module) is the cell's own failure and becomes its error row.
+            results = run_cell(spec, out_dir, raise_config_errors=single)
     except ConfigError as exc:
         if not single:
             raise
@@ -113,7 +132,8 @@ def _missing_option_line(text: str, exc: BaseException) -> str:
     if not options:
         options = [ln.strip() for ln in text.splitlines()[1:] if ln.startswith("\t")]
     allowed = f"one of {', '.join(options)}" if options else "no such option"
-    return f"{group}={value}: unknown option; allowed: {allowed}"
+    hint = LAUNCHER_PLUGINS.get(value, "") if group == "hydra/launcher" else ""
+    return f"{group}={value}: unknown option; allowed: {allowed}{hint}"
 
 
 def _one_line(text: str) -> str:
@@ -161,6 +181,11 @@ def main(argv: list[str] | None = None) -> Any:
     except Exception as exc:
         stop_progress()
         line = user_error_line(exc)
+        if line is None and type(exc).__name__ in LAUNCHER_FAILURES and (sweep := aggregate_aborted_sweep()):
+            # A worker or a Slurm job died: what finished is aggregated, the rest reruns on resume.
+            print(f"neuronexp: error: the launcher stopped the sweep ({type(exc).__name__}: {_first_line(str(exc))}); "
+                  f"rerun with hydra.sweep.dir={sweep} to resume it", file=sys.stderr)
+            sys.exit(1)
         if line is None or full_error:
             raise
         print(f"neuronexp: error: {line}", file=sys.stderr)

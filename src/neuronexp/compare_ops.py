@@ -1,4 +1,7 @@
-"""Op tables of two matched cells side by side: which ops appeared, disappeared or changed most."""
+"""Op tables of matched cells side by side: which ops appeared, disappeared or changed most.
+
+All pairs at once (merges, not a loop of per-cell joins): a sweep can hold thousands of cells.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import pandas as pd
 from neuronexp.display import short_op
 
 OP_CHANGE_COLUMNS = ["cell", "op", "change", "a_us", "b_us", "delta_us", "a_calls", "b_calls"]
+_ORDER = {"appeared": 0, "disappeared": 1, "changed": 2}
 
 
 def op_key(name: str, device_type: str) -> str:
@@ -15,37 +19,34 @@ def op_key(name: str, device_type: str) -> str:
     return name if device_type in ("CPU", "", "None") else f"{name} [{device_type}]"
 
 
-def per_op(mine: pd.DataFrame | None) -> pd.DataFrame:
-    """Self device time and calls per step for one cell's op rows, averaged over profiler cycles."""
-    if mine is None or mine.empty:
-        return pd.DataFrame(columns=["us", "calls"])
-    keys = [op_key(o, str(t)) for o, t in zip(mine["op"], mine["device_type"])]
-    cycles = max(mine["cycle"].nunique(), 1)
-    summed = mine.assign(_key=keys).groupby("_key")[["self_device_us", "calls"]].sum() / cycles
-    return summed.rename(columns={"self_device_us": "us"})
-
-
-def diff_cell(a: pd.DataFrame, b: pd.DataFrame, label: str, top: int) -> list[dict]:
-    """Every op that appeared or disappeared, plus the `top` ops whose time changed most."""
-    joined = a.add_suffix("_a").join(b.add_suffix("_b"), how="outer")
-    rows = []
-    for op, r in joined.iterrows():
-        in_a, in_b = pd.notna(r["us_a"]), pd.notna(r["us_b"])
-        change = "changed" if in_a and in_b else "appeared" if in_b else "disappeared"
-        a_us, b_us = (r["us_a"] if in_a else 0.0), (r["us_b"] if in_b else 0.0)
-        rows.append({"cell": label, "op": op, "change": change, "a_us": a_us, "b_us": b_us, "delta_us": b_us - a_us,
-                     "a_calls": r["calls_a"] if in_a else 0.0, "b_calls": r["calls_b"] if in_b else 0.0})
-    changed = sorted((r for r in rows if r["change"] == "changed" and r["delta_us"] != 0),
-                     key=lambda r: abs(r["delta_us"]), reverse=True)[:top]
-    moved = [r for r in rows if r["change"] != "changed"]
-    return sorted(moved, key=lambda r: (r["change"], -abs(r["delta_us"]))) + changed
+def per_op(ops: pd.DataFrame) -> pd.DataFrame:
+    """run_id, op, us, calls: self device time and calls per step, averaged over profiler cycles."""
+    if ops.empty:
+        return pd.DataFrame(columns=["run_id", "op", "us", "calls"])
+    keys = [op_key(o, str(t)) for o, t in zip(ops["op"], ops["device_type"])]
+    summed = ops.assign(op=keys).groupby(["run_id", "op"], as_index=False)[["self_device_us", "calls"]].sum()
+    cycles = ops.groupby("run_id")["cycle"].nunique().clip(lower=1)
+    per_cycle = summed[["self_device_us", "calls"]].div(summed["run_id"].map(cycles).values, axis=0)
+    return pd.concat([summed[["run_id", "op"]], per_cycle], axis=1).rename(columns={"self_device_us": "us"})
 
 
 def op_changes(ops_a: pd.DataFrame, ops_b: pd.DataFrame, pairs: list[tuple[str, str, str]], top: int = 5) -> pd.DataFrame:
-    """One row per notable op change, for each (run_id in A, run_id in B, cell label) pair."""
-    by_a = {str(k): g for k, g in ops_a.groupby("run_id")} if not ops_a.empty else {}
-    by_b = {str(k): g for k, g in ops_b.groupby("run_id")} if not ops_b.empty else {}
-    rows = []
-    for run_a, run_b, label in pairs:
-        rows += diff_cell(per_op(by_a.get(run_a)), per_op(by_b.get(run_b)), label, top)
-    return pd.DataFrame(rows, columns=OP_CHANGE_COLUMNS)
+    """Per (run_id in A, run_id in B, cell label) pair: every op that appeared or disappeared, plus the
+    `top` ops whose self time changed most (unchanged ops are left out)."""
+    if not pairs:
+        return pd.DataFrame(columns=OP_CHANGE_COLUMNS)
+    index = pd.DataFrame(pairs, columns=["run_a", "run_b", "cell"]).assign(_pair=range(len(pairs)))
+    a = index.merge(per_op(ops_a), left_on="run_a", right_on="run_id")[["_pair", "cell", "op", "us", "calls"]]
+    b = index.merge(per_op(ops_b), left_on="run_b", right_on="run_id")[["_pair", "cell", "op", "us", "calls"]]
+    j = a.merge(b, on=["_pair", "cell", "op"], how="outer", suffixes=("_a", "_b"), indicator=True)
+    j["change"] = j["_merge"].map({"both": "changed", "left_only": "disappeared", "right_only": "appeared"}).astype(str)
+    for col in ("us_a", "us_b", "calls_a", "calls_b"):
+        j[col] = j[col].fillna(0.0)
+    j["delta_us"] = j["us_b"] - j["us_a"]
+    j["_size"] = -j["delta_us"].abs()
+    j = j.sort_values(["_pair", "_size"], kind="stable")
+    changed = j[(j["change"] == "changed") & (j["delta_us"] != 0)].groupby("_pair").head(top)
+    keep = pd.concat([j[j["change"] != "changed"], changed])
+    keep = keep.assign(_order=keep["change"].map(_ORDER)).sort_values(["_pair", "_order", "_size"], kind="stable")
+    out = keep.rename(columns={"us_a": "a_us", "us_b": "b_us", "calls_a": "a_calls", "calls_b": "b_calls"})
+    return out[OP_CHANGE_COLUMNS].reset_index(drop=True)

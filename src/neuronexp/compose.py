@@ -70,6 +70,7 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     validate(run_cfg)
     experiment, module = labels_from(cfg, choices, task_overrides)
     resolved = OmegaConf.to_container(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
+    resolved.pop("launcher", None)  # where a cell runs is not what it measures: same run_id under any launcher
     module_node = run_cfg.module
 
     def build_module() -> Any:
@@ -93,5 +94,8 @@ def spec_from_sweep_config(cfg: DictConfig) -> CellSpec:
 
 
 def override_dirname(task_overrides: list[str]) -> str:
-    """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree."""
-    return ",".join(sorted(task_overrides))
+    """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree.
+
+    `launcher.*` is left out: where cells run is not a label of the cell (it is recorded in `placement`).
+    """
+    return ",".join(sorted(o for o in task_overrides if not o.lstrip("+~").startswith("launcher.")))

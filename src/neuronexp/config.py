@@ -137,6 +137,24 @@ class NeuronDeviceConfig:
 
 
 @dataclass
+class LauncherConfig:
+    """Device slots for sweeps run by a parallel Hydra launcher (docs/slurm.md). Not part of a cell's run_id:
+    where a cell ran is recorded in its row (`placement`), not in what it measured."""
+
+    # Parallel device slots per host; each running cell owns one. hydra/launcher=parallel runs this many workers.
+    devices: int = 1
+    # Units per slot (NeuronCores, GPUs or CPU cores); null: 1 NeuronCore or GPU, or the CPU cores split evenly.
+    per_device: int | None = None
+    # The units to split, e.g. "0-31"; null: neuron.visible_cores or 0..devices*per_device-1 (Neuron),
+    # CUDA_VISIBLE_DEVICES or every GPU (CUDA), the process's CPU affinity (CPU).
+    pool: str | None = None
+    # Each cell in a fresh process pinned to its slot; null: yes under a parallel launcher, no under the basic one.
+    isolate: bool | None = None
+    # Node-local directory for the slot lock files; null: <tmp>/neuronexp-locks (shared by every sweep of the host).
+    lock_dir: str | None = None
+
+
+@dataclass
 class RunConfig:
     module: Any = MISSING
     input: InputConfig = field(default_factory=InputConfig)
@@ -145,6 +163,7 @@ class RunConfig:
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
     neuron: NeuronDeviceConfig = field(default_factory=NeuronDeviceConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
     # The module option that speedups are computed against in a sweep; null disables speedups.
     baseline: str | None = "rmsnorm_naive"
 
@@ -204,6 +223,10 @@ def validate(cfg: RunConfig) -> None:
     validate_core_list("neuron.visible_cores", cfg.neuron.visible_cores)
     if cfg.neuron.num_cores is not None:
         _positive("neuron.num_cores", cfg.neuron.num_cores, 0)
+    _positive("launcher.devices", cfg.launcher.devices)
+    if cfg.launcher.per_device is not None:
+        _positive("launcher.per_device", cfg.launcher.per_device)
+    validate_core_list("launcher.pool", cfg.launcher.pool)
     validate_module_target(cfg.module)
 
 

@@ -6,6 +6,7 @@ Matplotlib's object API with the Agg canvas: no pyplot state, no display, safe i
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -155,17 +156,25 @@ def speedup_plot(cells: pd.DataFrame, baseline: str | None) -> bytes | None:
     return _png(fig)
 
 
-def figures(report) -> list[tuple[str, str, bytes]]:
-    """(title, caption, png) for every plot the report's data supports."""
+@dataclass(frozen=True)
+class Plot:
+    title: str
+    caption: str
+    png: bytes
+    wide: bool = False  # gets the page's full width (a bar per cell needs it)
+
+
+def figures(report) -> list[Plot]:
+    """Every plot the report's data supports."""
     cells = report.cells
     out = []
     latency = latency_plot(cells, report.results.samples)
     if latency:
-        out.append(("Latency vs input size", "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.", latency))
+        out.append(Plot("Latency vs input size", "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.", latency))
     speedup = speedup_plot(cells, report.baseline)
     if speedup:
-        out.append((f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input.", speedup))
+        out.append(Plot(f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input.", speedup))
     breakdown = breakdown_plot(cells, report.hotspots)
     if breakdown:
-        out.append(("Op-time breakdown", "Self time per op as a share of the profiled step; grey is everything else.", breakdown))
+        out.append(Plot("Op-time breakdown", "Self time per op as a share of the profiled step; grey is everything else.", breakdown, wide=True))
     return out

@@ -17,10 +17,10 @@ import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 
 from neuronexp.aggregate import add_speedups, job_dirs_of
-from neuronexp.display import fmt_pct, fmt_us
+from neuronexp.report_findings import findings
 from neuronexp.report_ops import fusion_table, hotspots
 from neuronexp.results import Results, load
-from neuronexp.summary import comparison_grid, variant_label
+from neuronexp.summary import variant_label
 
 # env.json keys worth a line in the report, in reading order, with their labels.
 _ENV_FIELDS = [
@@ -126,25 +126,6 @@ def links(cells: pd.DataFrame, by_run: dict[str, Path], out_dir: Path) -> tuple[
     return traces, profiles
 
 
-def findings(cells: pd.DataFrame, baseline: str | None, spots: dict[str, pd.DataFrame]) -> list[str]:
-    """One line per input: the fastest variant, its speedup over the baseline, and the baseline's hotspot."""
-    axes, variants, grid = comparison_grid(cells[cells["status"].isin(["ok", "cached"])], baseline)
-    lines = []
-    for key, by_variant in grid.items():
-        best = min(by_variant.values(), key=lambda c: c["latency_median_us"])
-        verb = " fastest" if len(by_variant) > 1 else ""
-        line = f"{' '.join(map(str, key))}: {best['_variant']}{verb} ({fmt_us(best['latency_median_us'])})"
-        base = by_variant.get(baseline) if baseline else None
-        if base is not None and best["_variant"] != baseline and best["latency_median_us"] > 0:
-            line += f", ×{base['latency_median_us'] / best['latency_median_us']:.2f} vs {baseline} ({fmt_us(base['latency_median_us'])})"
-        spotted = base if base is not None else best
-        spot = spots.get(str(spotted["run_id"]))
-        if spot is not None and not spot.empty:
-            line += f"; {spotted['_variant']} hotspot {spot['op'].iloc[0]} {fmt_pct(spot['share'].iloc[0])}"
-        lines.append(line)
-    return lines
-
-
 def build_report(source: Path, out_dir: Path | None = None, baseline: str | None = None, top: int = 8) -> Report:
     """Gather everything a report shows for a run or sweep directory.
 
@@ -168,12 +149,11 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     cells = cells.assign(variant=cells.apply(variant_label, axis=1))
     cells["trace_link"], cells["profile_link"] = links(cells, by_run, out_dir)
     results = results._replace(cells=cells)
-    ops_by_run = {str(k): g for k, g in results.ops.groupby("run_id")} if not results.ops.empty else {}
-    spots = {str(r): hotspots(ops_by_run.get(str(r)), top) for r in cells["run_id"]}
+    spots = hotspots(results.ops, top)
     experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
     title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['shape'].iloc[0]}" if kind == "run" else "")
     return Report(
         source=source, out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
-        environment=environment(cells, dirs), hotspots=spots, fusion=fusion_table(cells, ops_by_run, baseline),
-        findings=findings(cells, baseline, spots),
+        environment=environment(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops, baseline),
+        findings=findings(cells, results.samples, baseline, spots),
     )

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from urllib.parse import quote
 
 from neuronexp import __version__
+from neuronexp.plots import Plot
 from neuronexp.report import Report
 from neuronexp.report_tables import (
     TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, status_line, summary_table,
@@ -28,12 +29,15 @@ th{background:#f5f5f7;font-weight:600}td.num{text-align:right;font-variant-numer
 tr:nth-child(even) td{background:#fafafa}.env td:first-child{font-weight:600;white-space:nowrap}
 .grid td{white-space:pre-line}.ops{white-space:normal;max-width:420px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}
-.card{border:1px solid #ddd;border-radius:6px;padding:10px}.card table{width:100%}
+.card{border:1px solid #ddd;border-radius:6px;padding:10px;min-width:0}
+.card table{width:100%;table-layout:fixed;font-size:12px}.card th,.card td{padding:3px 5px}
+.card th:nth-child(1){width:46%}.card th:nth-child(2){width:13%}.card th:nth-child(4){width:16%}.card code{overflow-wrap:anywhere}
 .bar{background:#4c78a8;height:8px;border-radius:2px}
-figure{margin:12px 0 20px}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
+.figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px;align-items:start}
+figure{margin:0}figure.wide{grid-column:1/-1}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
 .findings li{margin:2px 0}.error{color:#b00020}
 """
-_NUMERIC = {"median", "p10–p90", "n", "ops/step", "first call", "calls/step", "share", "median latency"}
+_NUMERIC = {"median", "p10–p90", "n", "ops/step", "first call", "calls", "share", "median latency"}
 
 
 def esc(value: object) -> str:
@@ -72,13 +76,14 @@ def _hotspot_card(heading: str, cell, table: TextTable) -> str:
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
-def _figure(title: str, caption: str, png: bytes) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><h3>{esc(title)}</h3><img alt="{esc(title)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{esc(caption)}</figcaption></figure>")
+def _figure(plot: Plot) -> str:
+    data = base64.b64encode(plot.png).decode("ascii")
+    cls = ' class="wide"' if plot.wide else ""
+    return (f'<figure{cls}><h3>{esc(plot.title)}</h3><img alt="{esc(plot.title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{esc(plot.caption)}</figcaption></figure>")
 
 
-def render_html(report: Report, figures: list[tuple[str, str, bytes]]) -> str:
+def render_html(report: Report, figures: list[Plot]) -> str:
     env = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in report.environment)
     findings = "".join(f"<li>{esc(line)}</li>" for line in report.findings)
     cards = "".join(_hotspot_card(*section) for section in hotspot_sections(report))
@@ -92,7 +97,7 @@ def render_html(report: Report, figures: list[tuple[str, str, bytes]]) -> str:
         f'<h2>Experiment and environment</h2><table class="env">{env}</table>',
         "<h2>Cells</h2>", render_table(summary_table(report), "summary"),
         "<h2>Variants side by side</h2>", render_table(grid_table(report), "grid"),
-        "<h2>Plots</h2>" + "".join(_figure(*f) for f in figures) if figures else "",
+        '<h2>Plots</h2><div class="figs">' + "".join(_figure(f) for f in figures) + "</div>" if figures else "",
         "<h2>Fusion view</h2><p class=\"muted\">Operators dispatched per profiled step, and which operators of the "
         "baseline are gone (fused away) or new in each variant, on the same input.</p>",
         render_table(fusion_rows(report), "fusion"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from neuronexp.plots import Plot
 from neuronexp.report import Report
 from neuronexp.report_tables import (
     TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, status_line, summary_table,
@@ -27,7 +28,7 @@ def render_table(table: TextTable) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(report: Report, figures: list[tuple[str, str, bytes]] | None = None) -> str:
+def render_markdown(report: Report, figures: list[Plot] | None = None) -> str:
     lines = [f"# {md(report.title)}", "",
              f"{md(report.kind)} `{report.source}` · {md(status_line(report))} · baseline {md(report.baseline or '—')}", ""]
     if report.findings:
@@ -46,5 +47,5 @@ def render_markdown(report: Report, figures: list[tuple[str, str, bytes]] | None
     if failed:
         lines += ["## Failed cells", ""] + [f"- **{md(name)}**: {md(err)}" for name, err in failed] + [""]
     if figures:
-        lines += [f"Plots ({', '.join(t for t, _, _ in figures)}) are in report.html.", ""]
+        lines += [f"Plots ({', '.join(p.title for p in figures)}) are in report.html.", ""]
     return "\n".join(lines)

@@ -1,4 +1,7 @@
-"""Op-level views for the report: each cell's hotspots and the fusion view against the baseline."""
+"""Op-level views for the report: each cell's hotspots and the fusion view against the baseline.
+
+Computed for all cells at once (one groupby, not one per cell): a sweep can hold thousands of cells.
+"""
 
 from __future__ import annotations
 
@@ -10,50 +13,46 @@ from neuronexp.summary import comparison_grid
 FUSION_COLUMNS = ["input", "variant", "is_baseline", "device_ops", "device_time_us", "latency_median_us", "removed", "added"]
 
 
-def host_ops(ops: pd.DataFrame | None) -> pd.DataFrame:
-    """One cell's operator rows, host side when the profile has both host and device rows.
+def host_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Operator rows, host side for cells whose profile has both host and device rows, op names keyed.
 
     Host op names (aten::mul) are what the module called, in the study's words; device rows are
-    kernels, often several per op.
+    kernels, often several per op. Keyed names merge Inductor graph calls that differ only by a hash.
     """
-    if ops is None:
-        return pd.DataFrame(columns=["op", "cycle", "calls", "self_device_us", "device_share"])
-    host = ops[ops["device_type"] == "CPU"]
-    return host if not host.empty else ops
+    has_host = set(ops.loc[ops["device_type"] == "CPU", "run_id"])
+    rows = ops[(ops["device_type"] == "CPU") | ~ops["run_id"].isin(has_host)]
+    names = {o: op_key(o, "CPU") for o in rows["op"].unique()}
+    return rows.assign(op=rows["op"].map(names))
 
 
-def hotspots(ops: pd.DataFrame | None, top: int = 8) -> pd.DataFrame:
-    """Top ops of one cell by self device time per step, averaged over profiler cycles, with their share."""
-    rows = host_ops(ops)
-    if rows.empty:
-        return pd.DataFrame(columns=["op", "calls", "self_device_us", "share"])
-    # Summed per op name within a cycle first: Inductor graph calls differ only by a hash (see op_key).
-    named = rows.assign(op=[op_key(o, "CPU") for o in rows["op"]])
-    per_cycle = named.groupby(["cycle", "op"], as_index=False)[["calls", "self_device_us", "device_share"]].sum()
-    per_op = per_cycle.groupby("op", as_index=False)[["calls", "self_device_us", "device_share"]].mean()
-    per_op = per_op.rename(columns={"device_share": "share"})
-    return per_op.sort_values("self_device_us", ascending=False, kind="stable").head(top).reset_index(drop=True)
+def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
+    """Per cell: top ops by self device time per step, averaged over profiler cycles, with their share."""
+    if ops.empty:
+        return {}
+    cols = ["calls", "self_device_us", "device_share"]
+    per_cycle = host_ops(ops).groupby(["run_id", "cycle", "op"], as_index=False)[cols].sum()
+    per_op = per_cycle.groupby(["run_id", "op"], as_index=False)[cols].mean().rename(columns={"device_share": "share"})
+    ranked = per_op.sort_values(["run_id", "self_device_us"], ascending=[True, False], kind="stable")
+    return {str(run): g.drop(columns="run_id").reset_index(drop=True)
+            for run, g in ranked.groupby("run_id").head(top).groupby("run_id")}
 
 
-def op_names(ops: pd.DataFrame | None) -> set[str]:
-    rows = host_ops(ops)
-    return {op_key(o, "CPU") for o in rows.loc[rows["calls"] > 0, "op"]}
-
-
-def fusion_table(cells: pd.DataFrame, ops_by_run: dict[str, pd.DataFrame], baseline: str | None) -> pd.DataFrame:
+def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
     """Per input and variant: device ops dispatched per step, and which ops disappeared or appeared
     compared with the baseline variant on the same input (the fusion finding, op by op)."""
     ok = cells[cells["status"].isin(["ok", "cached"])]
     _, variants, grid = comparison_grid(ok, baseline)
+    host = host_ops(ops) if not ops.empty else ops
+    names = host[host["calls"] > 0].groupby("run_id")["op"].agg(set).to_dict() if not host.empty else {}
     rows = []
     for key, by_variant in grid.items():
         base = by_variant.get(baseline) if baseline else None
-        base_ops = op_names(ops_by_run.get(str(base["run_id"]))) if base is not None else set()
+        base_ops = names.get(base["run_id"], set()) if base is not None else set()
         for variant in variants:
             cell = by_variant.get(variant)
             if cell is None:
                 continue
-            mine = op_names(ops_by_run.get(str(cell["run_id"])))
+            mine = names.get(cell["run_id"], set())
             compared = base is not None and variant != baseline
             rows.append({
                 "input": " ".join(map(str, key)), "variant": variant, "is_baseline": variant == baseline,

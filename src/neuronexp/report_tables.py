@@ -95,7 +95,7 @@ def hotspot_sections(report: Report) -> list[tuple[str, pd.Series, TextTable]]:
         word = device_word(c)
         rows = [[str(r.op), f"{r.calls:g}", fmt_us(r.self_device_us), fmt_pct(r.share)] for r in spots.itertuples()]
         heading = " · ".join([str(c["variant"]), str(c["shape"]), *(str(c[e]) for e in _varying(report.cells))])
-        out.append((heading, c, TextTable(["op", "calls/step", f"self {word} time/step", "share"], rows)))
+        out.append((heading, c, TextTable(["op", "calls", f"self {word}/step", "share"], rows)))
     return out
 
 

@@ -19,6 +19,7 @@ from neuronexp.backends import Backend, resolve_backend
 from neuronexp.config import ConfigError, RunConfig
 from neuronexp.env import environment, package_version
 from neuronexp.inputs import make_inputs, torch_dtype
+from neuronexp.placement import describe as describe_placement
 from neuronexp.profiling import ProfileResult, profile_callable
 from neuronexp.results import LABEL_COLUMNS, Results, frame, write_job_tables, write_json
 from neuronexp.timing import LatencyStats, time_callable
@@ -118,9 +119,33 @@ def run_cell(spec: CellSpec, out_dir: Path, raise_config_errors: bool = True) ->
         if backend.name == "cuda":
             torch.cuda.empty_cache()
     extra = backend.after_profile(out_dir) if measured else {}
+    extra = {**describe_placement(backend.name, backend.device), **extra}
     labels = _labels(spec, backend)
     tables = _tables(spec, backend, labels, measured, error, extra, started_at)
     write_json(out_dir / "env.json", environment(labels["device_name"], backend.name))
+    write_job_tables(out_dir, tables)
+    return Results(tables["cells"], tables["ops"], tables["samples"])
+
+
+class _NotStarted(Backend):
+    """Labels of a cell whose process died: the backend it was placed on, never started by the writer."""
+
+    timing_method = device_time_source = None  # type: ignore[assignment]
+
+    def __init__(self, name: str) -> None:
+        self.name, self.device = name, name  # type: ignore[assignment]
+
+    def device_name(self) -> str:
+        return "unknown"
+
+
+def write_lost_cell(spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str) -> Results:
+    """The error row of a cell whose own process died before writing one (killed, out of memory, crashed).
+
+    Written by the process that launched it, which never touches the device: labels and `extra` only.
+    """
+    backend = _NotStarted(backend_name)
+    tables = _tables(spec, backend, _labels(spec, backend), None, error, extra, started_at)
     write_job_tables(out_dir, tables)
     return Results(tables["cells"], tables["ops"], tables["samples"])
 

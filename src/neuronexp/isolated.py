@@ -1,0 +1,167 @@
+"""One cell in a fresh process of its own, on a device slot of its own (parallel and Slurm sweeps).
+
+Why a fresh process per cell rather than a worker pinned to a slot for its life: a device runtime reads its
+device selection once, when it starts (`NEURON_RT_VISIBLE_CORES`, `CUDA_VISIBLE_DEVICES`), and joblib's loky
+reuses its worker processes, which have imported torch (and with it torch-neuronx's autoload) before a job
+runs. A process started for the cell, with the slot's environment set before Python starts, is placed
+beyond doubt; it also starts with no other cell's compiled graphs, leaked device memory or crashed runtime,
+and when it dies (kill -9, the OOM killer) the launching worker survives to write the cell's error row. The
+cost is one interpreter start and torch import per cell (measured in docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from glob import glob
+from pathlib import Path
+from typing import Any
+
+from neuronexp.config import LauncherConfig
+from neuronexp.placement import PlacementError, Slot, format_units, hold_slot, host_cpus, parse_units, plan_slots
+
+# Runs before anything is imported, so numpy's and torch's thread pools start inside the slot's cores.
+_BOOTSTRAP = """\
+import os, sys
+cpus = os.environ.pop("NEURONEXP_CPUS", "")
+if cpus and hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+from neuronexp.isolated import child_main
+sys.exit(child_main(int(sys.argv[1])))
+"""
+
+
+@dataclass
+class CellRequest:
+    """What the fresh process needs to rebuild the cell: its resolved config and its labels."""
+
+    config: dict[str, Any]
+    choices: dict[str, Any]
+    task: list[str]
+    override_dirname: str
+    run_id: str
+    out_dir: str
+    kind: str = "cpu"
+
+
+def backend_kind(name: str) -> str:
+    """The device kind a cell will run on, decided without starting a device runtime in this process.
+
+    Same order as `resolve_backend("auto")`: neuron, cuda, cpu.
+    """
+    if name != "auto":
+        return name
+    if importlib.util.find_spec("torch_neuronx") is not None and glob("/dev/neuron*"):
+        return "neuron"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"  # counts devices; creates no CUDA context
+
+
+def default_pool(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> list[str]:
+    """The units this host offers for `kind` (see `LauncherConfig.pool`); [] means the CPU affinity."""
+    if launcher.pool:
+        return parse_units(launcher.pool)
+    if kind == "cuda":
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:  # set by Slurm (--gpus) or submitit_local (gpus_per_node)
+            return [u for u in visible.split(",") if u]
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    if kind == "neuron":  # counting cores would start the runtime here and reserve every core
+        cores = neuron_cores or os.environ.get("NEURON_RT_VISIBLE_CORES")
+        return parse_units(cores) if cores else [str(i) for i in range(launcher.devices * (launcher.per_device or 1))]
+    return []
+
+
+def run_in_slot(request: CellRequest, spec: Any, launcher: LauncherConfig) -> Any:
+    """Wait for a free slot, run the cell in a fresh process there, return its tables.
+
+    A process that dies without writing its row (signal, out of memory, crash) gets an error row here.
+    """
+    from neuronexp.results import read_job
+    from neuronexp.runner import write_lost_cell
+
+    out_dir = Path(request.out_dir)
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        slots = plan_slots(request.kind, launcher.devices, launcher.per_device,
+                           default_pool(request.kind, launcher, spec.config.neuron.visible_cores), host_cpus())
+    except PlacementError as exc:
+        return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", request.kind, _where(None), started_at)
+    lock_dir = Path(launcher.lock_dir) if launcher.lock_dir else None
+    with hold_slot(slots, lock_dir) as slot:
+        (out_dir / "cells.parquet").unlink(missing_ok=True)  # an earlier error row must not pass for this run's
+        pid, code = _spawn(request, slot, out_dir)
+    if (out_dir / "cells.parquet").is_file():
+        return read_job(out_dir)
+    return write_lost_cell(spec, out_dir, _death(code, out_dir / "cell.log"), request.kind, _where(slot, pid), started_at)
+
+
+def _spawn(request: CellRequest, slot: Slot, out_dir: Path) -> tuple[int, int]:
+    env = dict(os.environ, **slot.env())
+    if slot.kind == "neuron":
+        env.pop("NEURON_RT_NUM_CORES", None)  # the slot's VISIBLE_CORES says which cores, and so how many
+    with open(out_dir / "cell.log", "ab") as log:  # the cell's own output, kept apart from other cells'
+        proc = subprocess.Popen([sys.executable, "-c", _BOOTSTRAP, str(os.getpid())], stdin=subprocess.PIPE,
+                                stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc.communicate(json.dumps(vars(request)).encode())
+    return proc.pid, proc.returncode
+
+
+def _where(slot: Slot | None, pid: int | None = None) -> dict[str, Any]:
+    import socket
+
+    return {"placement": slot.label if slot else None, "placement_cpus": format_units(slot.cpus) if slot else None,
+            "worker_pid": pid, "host": socket.gethostname()}
+
+
+def _death(code: int, log: Path) -> str:
+    if code < 0:
+        name = signal.Signals(-code).name
+        hint = " (out of memory, or killed)" if -code == signal.SIGKILL else ""
+        return f"cell process killed by {name}{hint}"
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()] if log.is_file() else []
+    return f"cell process exited with status {code}" + (f": {lines[-1][:300]}" if lines else "")
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this process when the worker that launched it dies (a killed worker)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
+
+
+def child_main(parent: int) -> int:
+    """Entry of the fresh process: rebuild the cell from the request on stdin and run it."""
+    _die_with_parent(parent)
+    request = CellRequest(**json.load(sys.stdin))
+    import torch
+    from omegaconf import OmegaConf
+
+    from neuronexp.compose import spec_from
+    from neuronexp.config import RunConfig
+    from neuronexp.runner import run_cell
+
+    if hasattr(os, "sched_getaffinity"):
+        torch.set_num_threads(len(os.sched_getaffinity(0)))
+    cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), request.config)
+    spec = spec_from(cfg, request.choices, request.task, request.override_dirname)
+    if spec.run_id != request.run_id:
+        raise RuntimeError(f"the cell's config changed on its way to the cell process ({spec.run_id} != {request.run_id})")
+    if request.kind == "neuron":  # the slot's environment placed this process; the config must not move it
+        spec.config.neuron.visible_cores = spec.config.neuron.num_cores = None
+    run_cell(spec, Path(request.out_dir), raise_config_errors=False)
+    return 0
