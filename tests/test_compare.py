@@ -155,6 +155,7 @@ def test_a_label_that_differs_is_named_and_can_be_ignored() -> None:
         compare(a, b)
     cmp = compare(a, b, ignore=["backend"])  # device and device_name follow the backend
     assert len(cmp.cells) == 12 and "device_name" in cmp.ignored
+    assert cmp.notes == ["device_name differs: Xeon vs NVIDIA H200"]
 
 
 def test_other_overrides_are_labels() -> None:

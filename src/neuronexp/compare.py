@@ -39,6 +39,7 @@ class Comparison:
     threshold: float = 0.02
     alpha: float = 0.05
     ignored: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # environment differences worth knowing about
 
     def count(self, word: str) -> int:
         return int((self.cells["verdict"] == word).sum()) if not self.cells.empty else 0
@@ -49,6 +50,20 @@ class Comparison:
         if self.cells.empty:
             return 0
         return int(((self.cells["verdict"] == "no change") & ~self.cells["resolved"]).sum())
+
+
+# Not join keys (a new torch is exactly what one compares), but a reader should know they changed.
+_ENVIRONMENT = ["torch_version", "neuronx_version", "device_name", "host", "timing_method"]
+
+
+def environment_notes(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    notes = []
+    for col in _ENVIRONMENT:
+        if col in a.columns and col in b.columns:
+            va, vb = sorted(a[col].dropna().astype(str).unique()), sorted(b[col].dropna().astype(str).unique())
+            if va != vb:
+                notes.append(f"{col} differs: {'/'.join(va) or '—'} vs {'/'.join(vb) or '—'}")
+    return notes
 
 
 def expand_ignored(names: list[str]) -> list[str]:
@@ -140,4 +155,4 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
     only_a = [_describe(k, varying) for k in keyed_a if k not in keyed_b]
     only_b = [_describe(k, varying) for k in keyed_b if k not in keyed_a]
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
-    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored)
+    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, environment_notes(a.cells, b.cells))

@@ -81,6 +81,8 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     for side, names in (("A", cmp.only_a), ("B", cmp.only_b)):
         if names:
             console.print(f"[yellow]only in {side} ({len(names)}):[/] {escape(', '.join(names))}")
+    for note in cmp.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
     console.print(escape(verdict_line(cmp)))
 
 
@@ -98,6 +100,7 @@ def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
     for side, names in (("A", cmp.only_a), ("B", cmp.only_b)):
         if names:
             lines += [f"Only in {side}: " + ", ".join(names), ""]
+    lines += [f"Note: {n}" for n in cmp.notes] + ([""] if cmp.notes else [])
     return "\n".join(lines)
 
 

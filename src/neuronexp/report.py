@@ -153,7 +153,7 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
     title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['shape'].iloc[0]}" if kind == "run" else "")
     return Report(
-        source=source, out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
+        source=source.resolve(), out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
         environment=environment(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops, baseline),
         findings=findings(cells, results.samples, baseline, spots),
     )

@@ -26,7 +26,7 @@ h3{font-size:14px;margin:0 0 6px}.muted{color:#666}code{font:12px ui-monospace,M
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f5f5f7;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr:nth-child(even) td{background:#fafafa}.env td:first-child{font-weight:600;white-space:nowrap}
+tr:nth-child(even) td{background:#fafafa}.envs{display:flex;flex-wrap:wrap;gap:0 16px;align-items:flex-start}.env td:first-child{font-weight:600;white-space:nowrap}
 .grid td{white-space:pre-line}.ops{white-space:normal;max-width:420px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}
 .card{border:1px solid #ddd;border-radius:6px;padding:10px;min-width:0}
@@ -84,7 +84,9 @@ def _figure(plot: Plot) -> str:
 
 
 def render_html(report: Report, figures: list[Plot]) -> str:
-    env = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in report.environment)
+    half = (len(report.environment) + 1) // 2  # two tables side by side: the page is wide, the list is long
+    env = "".join('<table class="env">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part) + "</table>"
+                  for part in (report.environment[:half], report.environment[half:]) if part)
     findings = "".join(f"<li>{esc(line)}</li>" for line in report.findings)
     cards = "".join(_hotspot_card(*section) for section in hotspot_sections(report))
     failed = "".join(f'<li><b>{esc(name)}</b>: <span class="error">{esc(err)}</span></li>' for name, err in failed_cells(report))
@@ -94,7 +96,7 @@ def render_html(report: Report, figures: list[Plot]) -> str:
         f'<p class="muted">{esc(report.kind)} <code>{esc(report.source)}</code> · {esc(status_line(report))} · '
         f"baseline {esc(report.baseline or '—')} · generated {esc(generated)} by neuronexp {esc(__version__)}</p>",
         f'<h2>Findings</h2><ul class="findings">{findings}</ul>' if findings else "",
-        f'<h2>Experiment and environment</h2><table class="env">{env}</table>',
+        f'<h2>Experiment and environment</h2><div class="envs">{env}</div>',
         "<h2>Cells</h2>", render_table(summary_table(report), "summary"),
         "<h2>Variants side by side</h2>", render_table(grid_table(report), "grid"),
         '<h2>Plots</h2><div class="figs">' + "".join(_figure(f) for f in figures) + "</div>" if figures else "",
