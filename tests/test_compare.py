@@ -172,6 +172,18 @@ def test_unmatched_cells_are_listed() -> None:
     assert all("[1,512,2048]" in name for name in cmp.only_a)
 
 
+def test_a_cell_that_ran_in_a_and_fails_in_b_is_a_regression() -> None:
+    from neuronexp.compare_cli import comparison_markdown, regressed
+
+    a, b = make_results("a"), make_results("b")
+    b = b._replace(cells=b.cells.assign(status=lambda c: c["status"].where(c["run_id"] != "b-1-2", "error")))
+    cmp = compare(a, b)
+    assert len(cmp.cells) == 11 and cmp.broken == ["rmsnorm_fused · [1,128,1024]"] and not cmp.fixed
+    assert regressed(cmp) and "Failed in B, ran in A: rmsnorm_fused · [1,128,1024]" in comparison_markdown(cmp, "a", "b")
+    back = compare(b, a)
+    assert back.fixed == ["rmsnorm_fused · [1,128,1024]"] and not regressed(back)
+
+
 def test_ignoring_a_label_that_identifies_cells_is_an_error() -> None:
     with pytest.raises(CompareError, match="same labels"):
         compare(make_results("a"), make_results("b"), ignore=["shape"])

@@ -14,7 +14,7 @@ import pandas as pd
 
 from neuronexp.aggregate import split_overrides
 from neuronexp.compare_ops import op_changes
-from neuronexp.compare_stats import benjamini_hochberg, ci_within_threshold, compare_samples, verdict
+from neuronexp.compare_stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_samples, verdict
 from neuronexp.results import Results
 from neuronexp.summary import variant_label
 
@@ -24,6 +24,9 @@ _OVERRIDE_AS_LABEL = {"module", "input.shape", "input.dtype", "backend", "compil
 _MEASUREMENT_PREFIXES = ("timing.", "profiler", "hydra.", "baseline")
 # Naming one label ignores the ones derived from it: another backend is another device.
 _IMPLIED = {"backend": ("device", "device_name"), "device": ("device_name",), "module": ("compiled",)}
+
+
+_USABLE = ("ok", "cached")
 
 
 class CompareError(ValueError):
@@ -40,6 +43,8 @@ class Comparison:
     alpha: float = 0.05
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # environment differences worth knowing about
+    broken: list[str] = field(default_factory=list)  # ran in A, failed in B: a regression too
+    fixed: list[str] = field(default_factory=list)  # failed in A, ran in B
 
     def count(self, word: str) -> int:
         return int((self.cells["verdict"] == word).sum()) if not self.cells.empty else 0
@@ -129,30 +134,34 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
         CompareError: no cell of A matches a cell of B, or labels do not identify cells uniquely.
     """
     ignored = expand_ignored(ignore or [])
-    usable = ["ok", "cached"]
-    keyed_a = _keyed(a.cells[a.cells["status"].isin(usable)], ignored, "A")
-    keyed_b = _keyed(b.cells[b.cells["status"].isin(usable)], ignored, "B")
-    matched = [k for k in keyed_a if k in keyed_b]
-    if not matched:
-        diff = differing_labels(list(keyed_a), list(keyed_b))
+    all_a, all_b = _keyed(a.cells, ignored, "A"), _keyed(b.cells, ignored, "B")
+    ran_a = {k: c for k, c in all_a.items() if c["status"] in _USABLE}
+    ran_b = {k: c for k, c in all_b.items() if c["status"] in _USABLE}
+    matched = [k for k in ran_a if k in ran_b]
+    if not matched and not set(all_a) & set(all_b):
+        diff = differing_labels(list(all_a), list(all_b))
         hint = "; ".join(f"{k}: {'/'.join(x)} vs {'/'.join(y)}" for k, (x, y) in diff.items())
         names = " ".join(f"--ignore {k}" for k in diff)
         raise CompareError(f"no cell of A matches a cell of B; labels that differ: {hint or 'none'}"
                            + (f" (to compare across them: {names})" if names else ""))
-    varying = [k for k, _ in matched[0] if len({dict(m)[k] for m in matched}) > 1]
+    both = [k for k in all_a if k in all_b]
+    varying = [k for k, _ in both[0] if len({dict(m)[k] for m in both}) > 1]
     sa, sb = _samples_by_run(a.samples), _samples_by_run(b.samples)
     rows, pairs = [], []
     for i, key in enumerate(matched):
-        ca, cb = keyed_a[key], keyed_b[key]
+        ca, cb = ran_a[key], ran_b[key]
         stats = compare_samples(sa.get(str(ca["run_id"]), []), sb.get(str(cb["run_id"]), []), seed=seed + i)
         label = _describe(key, varying)
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
         rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats)})
-    cells = pd.DataFrame(rows)
+    cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__])
     cells["q_value"] = benjamini_hochberg(cells["p_value"])
     cells["verdict"] = [verdict(r, q, alpha, threshold) for r, q in zip(cells["ratio"], cells["q_value"])]
     cells["resolved"] = [ci_within_threshold(lo, hi, threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]
-    only_a = [_describe(k, varying) for k in keyed_a if k not in keyed_b]
-    only_b = [_describe(k, varying) for k in keyed_b if k not in keyed_a]
+    only_a = [_describe(k, varying) for k in all_a if k not in all_b]
+    only_b = [_describe(k, varying) for k in all_b if k not in all_a]
+    broken = [_describe(k, varying) for k in both if k in ran_a and k not in ran_b]
+    fixed = [_describe(k, varying) for k in both if k in ran_b and k not in ran_a]
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
-    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, environment_notes(a.cells, b.cells))
+    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, environment_notes(a.cells, b.cells),
+                      broken, fixed)

@@ -1,7 +1,8 @@
 """`neuronexp-compare A B`: is B faster or slower than A, cell by cell, and is the difference real?
 
-Exit status: 0 compared (and, with --fail-on-regression, nothing slower); 1 a cell is slower and
---fail-on-regression was given; 2 bad input (a directory without results, nothing to match).
+Exit status: 0 compared (and, with --fail-on-regression, nothing regressed); 1 with
+--fail-on-regression, a cell is slower or ran in A and fails in B; 2 bad input (a directory without
+results, nothing to match).
 """
 
 from __future__ import annotations
@@ -48,6 +49,17 @@ def _rows(cmp: Comparison) -> list[list[str]]:
 _HEADERS = ["cell", "A median", "B median", "B/A", "95% CI", "q (BH)", "n A/B", "verdict"]
 
 
+def _lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
+    pairs = [("failed in B, ran in A", cmp.broken), ("failed in A, ran in B", cmp.fixed),
+             ("only in A", cmp.only_a), ("only in B", cmp.only_b)]
+    return [(label, names) for label, names in pairs if names]
+
+
+def regressed(cmp: Comparison) -> bool:
+    """What --fail-on-regression fails on: a slower cell, or a cell that ran in A and fails in B."""
+    return bool(cmp.count("slower") or cmp.broken)
+
+
 def verdict_line(cmp: Comparison) -> str:
     counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change") if cmp.count(w))
     line = f"{counts} (threshold {fmt_pct(cmp.threshold)}, BH q < {cmp.alpha:g})"
@@ -78,9 +90,8 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
         for row in _op_rows(cmp, op_limit):
             ops.add_row(*map(escape, row))
         console.print(ops)
-    for side, names in (("A", cmp.only_a), ("B", cmp.only_b)):
-        if names:
-            console.print(f"[yellow]only in {side} ({len(names)}):[/] {escape(', '.join(names))}")
+    for label, names in _lists(cmp):
+        console.print(f"[yellow]{label} ({len(names)}):[/] {escape(', '.join(names))}")
     for note in cmp.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     console.print(escape(verdict_line(cmp)))
@@ -97,10 +108,8 @@ def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
         heads = ["cell", "op", "change", "A", "B", "Δ"]
         lines += ["## Op tables", "", row(heads), "|" + "---|" * len(heads)]
         lines += [row(r) for r in _op_rows(cmp, 30)] + [""]
-    for side, names in (("A", cmp.only_a), ("B", cmp.only_b)):
-        if names:
-            lines += [f"Only in {side}: " + ", ".join(names), ""]
-    lines += [f"Note: {n}" for n in cmp.notes] + ([""] if cmp.notes else [])
+    extra = [f"{label[0].upper()}{label[1:]}: " + ", ".join(names) for label, names in _lists(cmp)] + [f"Note: {n}" for n in cmp.notes]
+    lines += extra + ([""] if extra else [])
     return "\n".join(lines)
 
 
@@ -115,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write the per-cell table as CSV")
-    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when any cell is slower")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a cell is slower, or ran in A and fails in B")
     return p
 
 
@@ -135,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"neuronexp-compare: error: {exc}", file=sys.stderr)
         return 2
     print_comparison(cmp, Console(highlight=False))
-    return 1 if args.fail_on_regression and cmp.count("slower") else 0
+    return 1 if args.fail_on_regression and regressed(cmp) else 0
 
 
 if __name__ == "__main__":
