@@ -107,14 +107,14 @@ def test_bad_input_is_one_line_exit_2_and_no_files(tmp_path: Path, problem: str)
     assert not list(tmp_path.rglob("report.*")) and not list(tmp_path.rglob(".*tmp-*"))
 
 
-def _hostile_run(job: Path) -> None:
+def _hostile_run(job: Path, **extra) -> None:
     job.mkdir()
     labels = dict(run_id="r1", experiment="<img src=x onerror=alert(2)>", module="evil</td><b>", compiled=False,
                   backend="cpu", device="cpu", device_name="cpu & <i>co</i>", dtype="float32", shape="[1,8]")
     cell = dict(labels, numel=8, status="ok", latency_median_us=5.0, latency_p10_us=4.0, latency_p90_us=6.0,
                 latency_samples=3, timing_method="wallclock", device_time_us=3.0, cpu_time_us=3.0, device_ops=1.0,
-                device_time_source="cpu_self_time", top_op=EVIL_OP, top_op_share=1.0, trace_path=None,
-                overrides="module=evil", started_at="2026-01-01T00:00:00")
+                device_time_source="cpu_self_time", top_op=EVIL_OP, top_op_share=1.0,
+                overrides="module=evil", started_at="2026-01-01T00:00:00", **extra)
     ops = [dict(labels, cycle=0, op=EVIL_OP, device_type="CPU", calls=1.0, self_cpu_us=3.0, cpu_total_us=3.0,
                 self_device_us=3.0, device_total_us=3.0, device_share=1.0)]
     samples = [dict(run_id="r1", sample=i, latency_us=v) for i, v in enumerate([4.0, 5.0, 6.0])]
@@ -130,6 +130,19 @@ def test_op_names_and_labels_are_escaped(tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "evil&lt;/td&gt;&lt;b&gt;" in page
     text = render_markdown(report)
     assert "<script" not in text and "<img" not in text and "&lt;script>alert(1)&lt;/script>" in text
+
+
+def test_trace_and_neuron_profile_links(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _hostile_run(job, trace_path="trace.json", neuron_profile_dir="neuron_profile", neuron_system_profile=True)
+    (job / "trace.json").write_text("{}")
+    (job / "neuron_profile" / "i-0abc_pid_1").mkdir(parents=True)
+    page = render_html(build_report(job, tmp_path / "out"), [])
+    assert '<a href="../job/trace.json">trace</a>' in page
+    assert '<a href="../job/neuron_profile">Neuron profile</a>' in page
+    (job / "neuron_profile" / "i-0abc_pid_1").rmdir()
+    (job / "neuron_profile").rmdir()
+    assert "Neuron profile</a>" not in render_html(build_report(job), [])  # a link only to what exists
 
 
 def _cells(medians: dict[str, float], n: int = 50, noise: float = 0.03):

@@ -29,8 +29,9 @@ _ENV_FIELDS = [
     ("cpu_count", "CPU cores"), ("torch_threads", "torch threads"), ("git_commit", "git commit"),
     ("git_dirty", "uncommitted changes"), ("neuronexp_version", "neuronexp"),
 ]
-# A cell column naming a Neuron profile folder (neuron_profile_dir, neuron_profile_path, ...), if a backend adds one.
-_PROFILE_COLUMN = re.compile(r"^neuron_.*profile")
+# A cell column naming the Neuron profile folder (the Neuron backend writes neuron_profile_dir, relative to
+# the job directory); a `neuron_profile/` folder in the job directory is the fallback.
+_PROFILE_COLUMN = re.compile(r"^neuron_profile")
 
 
 class ReportError(ValueError):
