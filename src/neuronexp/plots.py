@@ -38,6 +38,15 @@ def _ok(cells: pd.DataFrame) -> pd.DataFrame:
     return cells[cells["status"].isin(["ok", "cached"]) & cells["latency_median_us"].notna()]
 
 
+def _input_labels(cells: pd.DataFrame) -> pd.Series:
+    """The input a cell measured: its shape, plus dtype and backend when the sweep varies them."""
+    label = cells["shape"].astype(str)
+    for col in ("dtype", "backend"):
+        if cells[col].nunique() > 1:
+            label = label + " " + cells[col].astype(str)
+    return label
+
+
 def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """Median and p10–p90 per cell from the raw samples (the cells' own columns when samples are missing)."""
     q = samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack() if not samples.empty else pd.DataFrame()
@@ -103,7 +112,7 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame]) -> by
     while len(cells) > _MAX_BARS and cells["numel"].nunique() > 1:
         cells = cells[cells["numel"] > cells["numel"].min()]
     colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
-    labels = [f"{v} · {s}" for v, s in zip(cells["variant"], cells["shape"])]
+    labels = [f"{v} · {s}" for v, s in zip(cells["variant"], _input_labels(cells))]
     fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
     ax = fig.add_subplot()
     y = np.arange(len(cells))[::-1]
@@ -132,13 +141,14 @@ def speedup_plot(cells: pd.DataFrame, baseline: str | None) -> bytes | None:
     cells = cells[(cells["variant"] != baseline) & np.isfinite(cells["speedup_vs_baseline"].astype(float))]
     if not baseline or cells.empty:
         return None
-    inputs = list(dict.fromkeys(cells.sort_values("numel", kind="stable")["shape"]))
+    cells = cells.assign(_input=_input_labels(cells))
+    inputs = list(dict.fromkeys(cells.sort_values("numel", kind="stable")["_input"]))
     variants = list(dict.fromkeys(cells["variant"]))
     width = 0.8 / len(variants)
     fig = Figure(figsize=(8, 4))
     ax = fig.add_subplot()
     for i, variant in enumerate(variants):
-        mine = cells[cells["variant"] == variant].groupby("shape")["speedup_vs_baseline"].mean()
+        mine = cells[cells["variant"] == variant].set_index("_input")["speedup_vs_baseline"]
         xs = [j + (i - (len(variants) - 1) / 2) * width for j, s in enumerate(inputs) if s in mine.index]
         vals = [mine[s] for s in inputs if s in mine.index]
         # Bars grow from 1 (no change): up is faster, down is slower, on a log axis too.
