@@ -184,10 +184,9 @@ def _console_messages(stderr: str) -> list[str]:
 
 
 @pytest.mark.browser
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
 def test_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> None:
     browser = _chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed (apt-get install chromium)")
     # Control: the console check must see a page's errors, or a clean result below would mean nothing.
     bad = tmp_path / "bad.html"
     bad.write_text('<!DOCTYPE html><p>x</p><script>console.error("boom"); undefinedFn();</script>')
