@@ -1,7 +1,9 @@
-"""Parallel sweeps: device slots (unit), the joblib launcher end to end, and cells or workers killed mid-sweep."""
+"""Parallel sweeps: device slots (unit), the joblib and submitit_local launchers end to end (fresh process per cell
+and warm pinned workers), and cells or workers killed mid-sweep."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -23,6 +25,8 @@ from conftest import FAST, console_script
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPU cores for 2 slots")
+JOBLIB = pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
+                            reason="pip install '.[parallel]'")
 
 # A user layer for the end-to-end tests: building it takes a while (so two cells surely overlap), and with
 # PROBE_PARK set its forward on 32-wide inputs records its pids and waits there to be killed.
@@ -169,6 +173,7 @@ def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
 
 
 @TWO_CPUS
+@JOBLIB
 def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli, tmp_path: Path, basic_sweep) -> None:
     (tmp_path / "probe.py").write_text(PROBE)
     sweep = tmp_path / "sweep"
@@ -189,6 +194,24 @@ def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli
     # The basic launcher still runs cells in its own process, and says where too.
     assert basic_sweep.cells["placement"].str.startswith("cpu:").all()
     assert basic_sweep.cells["worker_pid"].nunique() == 1
+
+
+@TWO_CPUS
+@JOBLIB
+def test_warm_workers_keep_one_slot_each_and_give_the_same_tables(cli, tmp_path: Path, basic_sweep) -> None:
+    # launcher.isolate=false: no fresh process per cell; each loky worker takes a slot at its first cell and
+    # keeps it, so every cell a worker ran has that worker's placement.
+    (tmp_path / "probe.py").write_text(PROBE)
+    sweep = tmp_path / "sweep"
+    res = cli(*PROBE_ARGS, SHAPES, "hydra/launcher=parallel", "launcher.devices=2", "launcher.isolate=false",
+              f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={sweep}")
+    assert res.returncode == 0, res.stderr
+    results = neuronexp.load(sweep)
+    _same_tables(results, basic_sweep)
+    cells = results.cells
+    assert set(cells["placement"]) == {"cpu:0", "cpu:1"} and cells["worker_pid"].nunique() == 2
+    assert (cells.groupby("worker_pid")["placement"].nunique() == 1).all()
+    assert not list(sweep.glob("*/cell.log"))  # nothing ran in a process of its own
 
 
 def _start_parked(tmp_path: Path, keep_park: bool = False) -> tuple[subprocess.Popen, dict[str, int]]:
@@ -223,6 +246,7 @@ def _rerun(cli, tmp_path: Path) -> neuronexp.Results:
 
 
 @TWO_CPUS
+@JOBLIB
 def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resume_finishes_both(cli, tmp_path: Path) -> None:
     # 1. The parked cell's own process is killed (as the OOM killer would): its worker writes an error row
     #    and the sweep completes.

@@ -182,8 +182,6 @@ def _warn_about_slots(config: DictConfig) -> None:
     if workers is not None and workers > devices:
         log.warning("joblib runs %d workers but launcher.devices=%d: cells wait for a free device slot; set "
                     "launcher.devices=%d (hydra/launcher=parallel runs one worker per slot)", workers, devices, workers)
-    if OmegaConf.select(config, "launcher.isolate", default=None) is False:
-        log.warning("launcher.isolate=false with a parallel launcher: cells are not placed and may share a device")
 
 
 def _outcome(summary: dict[str, Any] | None, job_return: Any) -> str:

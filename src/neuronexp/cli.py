@@ -38,7 +38,7 @@ LAUNCHER_PLUGINS = {name: f"; install it with pip install 'neuronexp[{extra}]'" 
 
 def _job(cfg: DictConfig) -> dict[str, Any]:
     from neuronexp.display import print_cell
-    from neuronexp.results import atomic_write_text, mark_cached_if_complete, read_job, remove_stale_temporaries
+    from neuronexp.results import atomic_write_text, mark_cached_if_complete, read_job, reset_job_dir
     from neuronexp.runner import run_cell
 
     hc = HydraConfig.get()
@@ -51,15 +51,19 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
         if mark_cached_if_complete(out_dir, spec.run_id):
             os.utime(out_dir / "cells.parquet")  # seen as done by this sweep's progress (callbacks.py)
             return _job_summary(read_job(out_dir))
-        remove_stale_temporaries(out_dir)
+        reset_job_dir(out_dir)
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-        isolate = spec.config.launcher.isolate
-        if isolate if isolate is not None else hc.launcher._target_ != BASIC_LAUNCHER:
-            from neuronexp.isolated import CellRequest, backend_kind, run_in_slot
+        isolate, parallel = spec.config.launcher.isolate, hc.launcher._target_ != BASIC_LAUNCHER
+        if parallel or isolate:  # a device slot of its own: a fresh process per cell, or a warm pinned worker
+            from neuronexp.isolated import CellRequest, backend_kind, run_in_slot, run_pinned
 
-            config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-            request = CellRequest(config, choices, task, dirname, spec.run_id, str(out_dir), backend_kind(spec.config.backend.value))
-            results = run_in_slot(request, spec, spec.config.launcher)  # type: ignore[arg-type]
+            kind = backend_kind(spec.config.backend.value)
+            if isolate is False:
+                results = run_pinned(spec, out_dir, kind, spec.config.launcher)
+            else:
+                config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+                request = CellRequest(config, choices, task, dirname, spec.run_id, str(out_dir), kind)  # type: ignore[arg-type]
+                results = run_in_slot(request, spec, spec.config.launcher)
         else:
             # In a sweep every config was validated up front; what is left (a factory that builds no
             # nn.Module) is the cell's own failure and becomes its error row.

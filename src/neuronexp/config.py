@@ -148,7 +148,8 @@ class LauncherConfig:
     # The units to split, e.g. "0-31"; null: neuron.visible_cores or 0..devices*per_device-1 (Neuron),
     # CUDA_VISIBLE_DEVICES or every GPU (CUDA), the process's CPU affinity (CPU).
     pool: str | None = None
-    # Each cell in a fresh process pinned to its slot; null: yes under a parallel launcher, no under the basic one.
+    # null: under a parallel launcher each cell runs in a fresh process on its slot (under the basic one, in its
+    # one process); false: cells run warm in workers that keep a slot each; true: fresh processes, any launcher.
     isolate: bool | None = None
     # Node-local directory for the slot lock files; null: <tmp>/neuronexp-locks (shared by every sweep of the host).
     lock_dir: str | None = None

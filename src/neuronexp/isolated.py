@@ -1,12 +1,14 @@
-"""One cell in a fresh process of its own, on a device slot of its own (parallel and Slurm sweeps).
+"""Cells of parallel and Slurm sweeps on device slots of their own: a fresh process per cell (the default), or
+cells run warm in a worker that keeps one slot for its life (`launcher.isolate=false`).
 
-Why a fresh process per cell rather than a worker pinned to a slot for its life: a device runtime reads its
-device selection once, when it starts (`NEURON_RT_VISIBLE_CORES`, `CUDA_VISIBLE_DEVICES`), and joblib's loky
-reuses its worker processes, which have imported torch (and with it torch-neuronx's autoload) before a job
-runs. A process started for the cell, with the slot's environment set before Python starts, is placed
-beyond doubt; it also starts with no other cell's compiled graphs, leaked device memory or crashed runtime,
-and when it dies (kill -9, the OOM killer) the launching worker survives to write the cell's error row. The
-cost is one interpreter start and torch import per cell (measured in docs/performance.md).
+Why a fresh process per cell by default: a device runtime reads its device selection once, when it starts
+(`NEURON_RT_VISIBLE_CORES`, `CUDA_VISIBLE_DEVICES`), and joblib's loky reuses its worker processes, which have
+imported torch (and with it torch-neuronx's autoload) before a job runs. A process started for the cell, with
+the slot's environment set before Python starts, is placed beyond doubt; it also starts with no other cell's
+compiled graphs, leaked device memory or crashed runtime, and when it dies (kill -9, the OOM killer) the
+launching worker survives to write the cell's error row. The cost is an interpreter start, `import torch` and
+a cold compiler stack per cell (docs/performance.md: large for TorchInductor on CPU), which the pinned worker
+avoids at the price of that isolation.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from glob import glob
@@ -103,6 +106,45 @@ def run_in_slot(request: CellRequest, spec: Any, launcher: LauncherConfig) -> An
     if (out_dir / "cells.parquet").is_file():
         return read_job(out_dir)
     return write_lost_cell(spec, out_dir, _death(code, out_dir / "cell.log"), request.kind, _where(slot, pid), started_at)
+
+
+def run_pinned(spec: Any, out_dir: Path, kind: str, launcher: LauncherConfig) -> Any:
+    """Run the cell in this worker, which takes a slot at its first cell and keeps it until it exits."""
+    from neuronexp.runner import run_cell, write_lost_cell
+
+    global _pinned
+    if _pinned is None:
+        try:
+            slots = plan_slots(kind, launcher.devices, launcher.per_device,
+                               default_pool(kind, launcher, spec.config.neuron.visible_cores), host_cpus())
+        except PlacementError as exc:
+            started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", kind, _where(None), started_at)
+        held = ExitStack()  # never closed: the kernel releases the lock when the worker exits
+        _pinned = held, held.enter_context(hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None))
+        _select_in_process(_pinned[1])
+    if kind == "neuron":  # the slot placed this worker; the config must not move it
+        spec.config.neuron.visible_cores = spec.config.neuron.num_cores = None
+    return run_cell(spec, out_dir, raise_config_errors=False)
+
+
+_pinned: tuple[ExitStack, Slot] | None = None
+
+
+def _select_in_process(slot: Slot) -> None:
+    """The slot's devices for this process, chosen where the process can still choose them."""
+    import torch
+
+    if slot.cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, slot.cpus)
+        torch.set_num_threads(len(slot.cpus))
+    if slot.kind == "cuda":  # CUDA_VISIBLE_DEVICES was read when CUDA started (the backend probe); pick by index
+        visible = [u for u in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if u]
+        unit = slot.units[0]
+        torch.cuda.set_device(visible.index(unit) if unit in visible else int(unit))
+    elif slot.kind == "neuron":  # read when the runtime starts: at this worker's first cell, after this
+        os.environ["NEURON_RT_VISIBLE_CORES"] = format_units(slot.units)
+        os.environ.pop("NEURON_RT_NUM_CORES", None)
 
 
 def _spawn(request: CellRequest, slot: Slot, out_dir: Path) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import re
 import socket
 import tempfile
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -122,9 +122,21 @@ def default_lock_dir() -> Path:
     return Path(tempfile.gettempdir()) / "neuronexp-locks"
 
 
+def _open(path: Path) -> int:
+    # Read-only is enough for flock. No O_CREAT on an existing file: in a sticky world-writable directory
+    # Linux (fs.protected_regular) refuses it on another user's file.
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return os.open(path, os.O_RDONLY)
+
+
 def _lock(path: Path) -> int | None:
     """An exclusive flock on `path`, or None when another process holds it."""
-    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+    fd = _open(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -139,11 +151,11 @@ def _lock(path: Path) -> int | None:
 def hold_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float = 0.1) -> Iterator[Slot]:
     """Wait for a slot whose every unit is free, hold it for the `with` block, then release it."""
     root = lock_dir or default_lock_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    try:
-        os.chmod(root, 0o1777)  # shared by every user of the host, like /tmp
-    except OSError:
-        pass
+    if not root.is_dir():
+        root.mkdir(parents=True, exist_ok=True)
+        if lock_dir is None:  # the default is shared by every user of the host, like /tmp itself
+            with suppress(OSError):
+                os.chmod(root, 0o1777)
     while True:
         for slot in slots:
             with ExitStack() as held:
