@@ -3,11 +3,12 @@
 Same work per cell as neuronexp's defaults: build, first call, 10 warm-up calls, up to 100 timed calls
 (5 s cap), then torch.profiler with schedule(2, 1, 1, 1), key_averages() and a Chrome trace.
 
-    python bench/bare_sweep.py OUT_DIR "[1,128,1024]" "[1,512,2048]" ...
+    python bench/bare_sweep.py OUT_DIR "[1,128,1024]" "[1,512,2048]" ... [--variants naive,fused,compiled] [--iters 100] [--warmup 10]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -32,7 +33,7 @@ class Fused(Naive):
         return torch.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
 
-def run_cell(variant: str, shape: list[int], out: Path) -> float:
+def run_cell(variant: str, shape: list[int], out: Path, iters: int = 100, warmup: int = 10) -> float:
     module = (Fused if variant == "fused" else Naive)(shape[-1]).to(torch.bfloat16).eval()
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     if variant == "compiled":
@@ -40,14 +41,14 @@ def run_cell(variant: str, shape: list[int], out: Path) -> float:
         module = torch.compile(module, backend="inductor", dynamic=False)
     with torch.inference_mode():
         module(x)
-        for _ in range(10):
+        for _ in range(warmup):
             module(x)
         samples, deadline = [], time.perf_counter() + 5.0
-        while len(samples) < 100:
+        while len(samples) < iters:
             t = time.perf_counter_ns()
             module(x)
             samples.append((time.perf_counter_ns() - t) / 1e3)
-            if len(samples) >= 5 and time.perf_counter() > deadline:
+            if len(samples) >= min(5, iters) and time.perf_counter() > deadline:
                 break
         tables = []
 
@@ -63,10 +64,16 @@ def run_cell(variant: str, shape: list[int], out: Path) -> float:
 
 
 def main() -> None:
-    out = Path(sys.argv[1])
-    out.mkdir(parents=True, exist_ok=True)
-    shapes = [json.loads(s) for s in sys.argv[2:]]
-    results = {f"{v} {s}": run_cell(v, s, out) for v in ("naive", "fused", "compiled") for s in shapes}
+    p = argparse.ArgumentParser()
+    p.add_argument("out", type=Path)
+    p.add_argument("shapes", nargs="+", type=json.loads)
+    p.add_argument("--variants", default="naive,fused,compiled")
+    p.add_argument("--iters", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=10)
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    variants = args.variants.split(",")
+    results = {f"{v} {s}": run_cell(v, s, args.out, args.iters, args.warmup) for v in variants for s in args.shapes}
     print(json.dumps(results))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra.experimental.callback import Callback
+from hydra.plugins.sweeper import Sweeper
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
@@ -91,6 +92,10 @@ class SweepCallback(Callback):
         self.started = time.perf_counter()
         if cells is None:
             return
+        # Every cell was just composed and validated; the basic sweeper would compose each one again
+        # before launching it (Sweeper.validate_batch_is_legal), a second full pass that buys nothing.
+        # Patched on the public base class: Hydra's plugin scan loads its own copy of BasicSweeper.
+        Sweeper.validate_batch_is_legal = lambda self, batch: None  # type: ignore[method-assign]
         self.total = len(cells)
         sweep_dir = Path(str(config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)

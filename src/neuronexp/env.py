@@ -8,6 +8,7 @@ import platform
 import socket
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,12 @@ def package_version(name: str) -> str | None:
         return None
 
 
+@lru_cache(maxsize=8)
 def git_state(cwd: Path) -> dict[str, Any]:
-    """Commit and dirtiness of the working tree the user runs from (None outside a repository)."""
+    """Commit and dirtiness of the working tree the user runs from (None outside a repository).
+
+    Asked once per process and directory: two git calls per cell add up over a sweep.
+    """
 
     def git(*args: str) -> str | None:
         try:
@@ -55,5 +60,5 @@ def environment(device_name: str, backend: str, cwd: Path | None = None) -> dict
         "neuron_env": {k: v for k, v in os.environ.items() if k.startswith(("NEURON_RT_", "TORCH_NEURONX_"))},
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
-    env.update(git_state(cwd or Path.cwd()))
+    env.update(git_state((cwd or Path.cwd()).resolve()))
     return env
