@@ -39,7 +39,6 @@ LAUNCHER_PLUGINS = {name: f"; install it with pip install 'neuronexp[{extra}]'" 
 def _job(cfg: DictConfig) -> dict[str, Any]:
     from neuronexp.display import print_cell
     from neuronexp.results import atomic_write_text, mark_cached_if_complete, read_job, reset_job_dir
-    from neuronexp.runner import run_cell
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
@@ -53,21 +52,7 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
             return _job_summary(read_job(out_dir))
         reset_job_dir(out_dir)
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-        isolate, parallel = spec.config.launcher.isolate, hc.launcher._target_ != BASIC_LAUNCHER
-        if parallel or isolate:  # a device slot of its own: a fresh process per cell, or a warm pinned worker
-            from neuronexp.isolated import CellRequest, backend_kind, run_in_slot, run_pinned
-
-            kind = backend_kind(spec.config.backend.value)
-            if isolate is False:
-                results = run_pinned(spec, out_dir, kind, spec.config.launcher)
-            else:
-                config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-                request = CellRequest(config, choices, task, dirname, spec.run_id, str(out_dir), kind)  # type: ignore[arg-type]
-                results = run_in_slot(request, spec, spec.config.launcher)
-        else:
-            # In a sweep every config was validated up front; what is left (a factory that builds no
-            # nn.Module) is the cell's own failure and becomes its error row.
-            results = run_cell(spec, out_dir, raise_config_errors=single)
+        results = _run_placed(spec, cfg, out_dir, hc, single)
     except ConfigError as exc:
         if not single:
             raise
@@ -80,6 +65,26 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
         exit_status.note_failed_cells(int(results.cells["status"].iloc[0] == "error"))
         print_cell(results, out_dir)
     return _job_summary(results)
+
+
+def _run_placed(spec: Any, cfg: DictConfig, out_dir: Path, hc: Any, single: bool) -> Any:
+    """Run the cell here, or on a device slot of its own (a fresh process, or a warm pinned worker)."""
+    from neuronexp.runner import run_cell
+
+    isolate, parallel = spec.config.launcher.isolate, hc.launcher._target_ != BASIC_LAUNCHER
+    if not (parallel or isolate):
+        # In a sweep every config was validated up front; what is left (a factory that builds no
+        # nn.Module) is the cell's own failure and becomes its error row.
+        return run_cell(spec, out_dir, raise_config_errors=single)
+    from neuronexp.isolated import CellRequest, backend_kind, run_in_slot, run_pinned
+
+    kind = backend_kind(spec.config.backend.value)
+    if isolate is False:
+        return run_pinned(spec, out_dir, kind, spec.config.launcher)
+    config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    choices, task = dict(hc.runtime.choices), list(hc.overrides.task)
+    request = CellRequest(config, choices, task, spec.overrides, spec.run_id, str(out_dir), kind)  # type: ignore[arg-type]
+    return run_in_slot(request, spec, spec.config.launcher)
 
 
 def _job_summary(results: Any) -> dict[str, Any]:
