@@ -316,7 +316,8 @@ def e1_compile(args: argparse.Namespace, model_factory: Callable[[], Any], x: An
 def f1_run_cell(args: argparse.Namespace, work: Path) -> tuple[str, str]:
     from neuronexp.config import BackendName, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
     from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm
-    from neuronexp.runner import CellSpec, run_cell
+    from neuronexp.cell import CellSpec
+    from neuronexp.runner import run_cell
 
     shape = [int(d) for d in args.shape.split(",")]
     out_lines, ok = [], True

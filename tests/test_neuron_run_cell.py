@@ -18,7 +18,8 @@ from neuronexp import neuron_api
 from neuronexp.config import BackendName, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
 from neuronexp.modules import NaiveRMSNorm
 from neuronexp.results import CELL_SCHEMA
-from neuronexp.runner import CellSpec, run_cell
+from neuronexp.cell import CellSpec
+from neuronexp.runner import run_cell
 
 
 class Counting(NaiveRMSNorm):

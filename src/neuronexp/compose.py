@@ -12,7 +12,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from neuronexp.config import ConfigError, RunConfig, validate
-from neuronexp.runner import CellSpec
+from neuronexp.cell import CellSpec
 
 # A config node `hidden_size: ${nx.last:${input.shape}}` follows the swept input shape, so module
 # options never need editing when `input.shape` changes.

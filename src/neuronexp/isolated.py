@@ -90,7 +90,7 @@ def run_in_slot(request: CellRequest, spec: Any, launcher: LauncherConfig) -> An
     A process that dies without writing its row (signal, out of memory, crash) gets an error row here.
     """
     from neuronexp.results import read_job
-    from neuronexp.runner import write_lost_cell
+    from neuronexp.cell import write_lost_cell
 
     out_dir = Path(request.out_dir)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -110,7 +110,8 @@ def run_in_slot(request: CellRequest, spec: Any, launcher: LauncherConfig) -> An
 
 def run_pinned(spec: Any, out_dir: Path, kind: str, launcher: LauncherConfig) -> Any:
     """Run the cell in this worker, which takes a slot at its first cell and keeps it until it exits."""
-    from neuronexp.runner import run_cell, write_lost_cell
+    from neuronexp.cell import write_lost_cell
+    from neuronexp.runner import run_cell
 
     global _pinned
     if _pinned is None:

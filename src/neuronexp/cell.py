@@ -1,0 +1,142 @@
+"""A cell: its spec (from the edges), its measurements, and the three tidy tables made from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from neuronexp.backends import Backend
+from neuronexp.config import RunConfig
+from neuronexp.env import package_version
+from neuronexp.profiling import ProfileResult
+from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table, write_job_tables
+from neuronexp.timing import LatencyStats
+
+
+@dataclass
+class CellSpec:
+    """What the edges (cli, sweeper) hand to the core: a typed config plus the cell's labels."""
+
+    config: RunConfig
+    build_module: Callable[[], Any]
+    run_id: str
+    experiment: str
+    module_name: str
+    overrides: str = ""
+
+
+@dataclass
+class Measured:
+    """What the timed and profiled passes of one cell produced."""
+
+    first_call_s: float
+    latency: LatencyStats
+    profile: ProfileResult
+
+
+def shape_label(shape: list[int]) -> str:
+    """The shape as the command line writes it, so a row can be pasted back as an override."""
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+class _NotStarted(Backend):
+    """Labels of a cell whose process died: the backend it was placed on, never started by the writer."""
+
+    timing_method = device_time_source = None  # type: ignore[assignment]
+
+    def __init__(self, name: str) -> None:
+        self.name, self.device = name, name  # type: ignore[assignment]
+
+    def device_name(self) -> str:
+        return "unknown"
+
+
+def write_lost_cell(spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str) -> Results:
+    """The error row of a cell whose own process died before writing one (killed, out of memory, crashed).
+
+    Written by the process that launched it, which never touches the device: labels and `extra` only.
+    """
+    backend = _NotStarted(backend_name)
+    tables = cell_tables(spec, backend, cell_labels(spec, backend), None, error, extra, started_at)
+    write_job_tables(out_dir, tables)
+    return Results(*(tables[name].to_pandas() for name in TABLES))
+
+
+def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
+    cfg = spec.config
+    return {
+        "run_id": spec.run_id,
+        "experiment": spec.experiment,
+        "module": spec.module_name,
+        "compiled": bool(cfg.compile.enabled),
+        "backend": backend.name,
+        "device": str(backend.device),
+        "device_name": backend.device_name(),
+        "dtype": cfg.input.dtype.value,
+        "shape": shape_label(cfg.input.shape),
+    }
+
+
+def hotspot(op_rows: list[dict[str, Any]], device_time_us: float) -> tuple[str | None, float]:
+    """The host op with the most self device time, averaged over cycles (the study's "hotspot")."""
+    rows = [r for r in op_rows if r["device_type"] == "CPU"] or op_rows
+    per_op: dict[str, list[float]] = {}
+    for r in rows:
+        per_op.setdefault(r["op"], []).append(r["self_device_us"])
+    means = {op: sum(v) / len(v) for op, v in per_op.items()}
+    top = max(means, key=means.__getitem__, default=None)
+    if top is None or not means[top] > 0:
+        return None, float("nan")
+    return top, means[top] / device_time_us if device_time_us > 0 else float("nan")
+
+
+def cell_tables(
+    spec: CellSpec,
+    backend: Backend,
+    labels: dict[str, Any],
+    m: Measured | None,
+    error: str | None,
+    extra: dict[str, Any],
+    started_at: str,
+) -> dict[str, pa.Table]:
+    cfg = spec.config
+    label_part = {k: labels[k] for k in LABEL_COLUMNS}
+    op_rows = [dict(label_part, **row) for c in (m.profile.cycles if m else []) for row in c.ops]
+    cell: dict[str, Any] = dict(
+        labels,
+        numel=int(np.prod(cfg.input.shape)),
+        overrides=spec.overrides,
+        status="ok" if error is None else "error",
+        error=error,
+        timing_method=backend.timing_method,
+        device_time_source=backend.device_time_source,
+        torch_version=torch.__version__,
+        neuronx_version=package_version("torch-neuronx"),
+        started_at=started_at,
+    )
+    samples: list[dict[str, Any]] = []
+    if m is not None:
+        cycles = m.profile.cycles
+        device_time = float(np.median([c.device_time_us for c in cycles])) if cycles else float("nan")
+        top_op, top_share = hotspot(op_rows, device_time)
+        cell.update(
+            latency_median_us=m.latency.median_us,
+            latency_p10_us=m.latency.p10_us,
+            latency_p90_us=m.latency.p90_us,
+            latency_samples=len(m.latency.samples_us),
+            first_call_s=m.first_call_s,
+            device_time_us=device_time,
+            cpu_time_us=float(np.median([c.cpu_time_us for c in cycles])) if cycles else float("nan"),
+            device_ops=float(np.median([c.device_ops for c in cycles])) if cycles else float("nan"),
+            top_op=top_op,
+            top_op_share=top_share,
+            trace_path=str(m.profile.trace_paths[0].name) if m.profile.trace_paths else None,
+        )
+        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v} for i, v in enumerate(m.latency.samples_us)]
+    cell.update(extra)
+    return {"cells": arrow_table("cells", [cell]), "ops": arrow_table("ops", op_rows), "samples": arrow_table("samples", samples)}
