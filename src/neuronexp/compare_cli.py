@@ -12,7 +12,6 @@ import math
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
