@@ -51,3 +51,17 @@ def cli(tmp_path: Path):
 
 def run_dirs(root: Path) -> list[Path]:
     return sorted(p for p in (root / "outputs" / "runs").glob("*") if p.is_dir()) if (root / "outputs").exists() else []
+
+
+def small_sweep(root: Path, shapes: str, *extra: str) -> Path:
+    """A real naive × fused RMSNorm sweep over `shapes` through the console script; its directory.
+
+    `extra` overrides FAST's values (e.g. "timing.iters=20").
+    """
+    out = root / "sweep"
+    keys = tuple(a.split("=", 1)[0] + "=" for a in extra) + ("input.shape=",)
+    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={shapes}",
+            *[a for a in FAST if not a.startswith(keys)], *extra, f"hydra.sweep.dir={out}"]
+    result = run_cli(args, cwd=root)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return out

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import FAST, run_cli
+from conftest import run_cli, small_sweep
 from neuronexp.compare import CompareError, compare
 from neuronexp.compare_ops import op_changes
 from neuronexp.compare_stats import benjamini_hochberg, bootstrap_medians, compare_samples, mann_whitney_p, verdict
@@ -214,13 +214,7 @@ def test_op_diff_names_appeared_disappeared_and_changed() -> None:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("compare")
-    out = root / "sweep"
-    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,16,128]",
-            *[a for a in FAST if not a.startswith(("input.shape", "timing.iters"))], "timing.iters=20", f"hydra.sweep.dir={out}"]
-    result = run_cli(args, cwd=root)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return out
+    return small_sweep(tmp_path_factory.mktemp("compare"), "[1,8,64],[1,16,128]", "timing.iters=20")
 
 
 def _slowed_copy(sweep: Path, dest: Path, factor: float) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FAST, run_cli, run_dirs
+from conftest import FAST, run_cli, run_dirs, small_sweep
 from neuronexp.plots import figures
 from neuronexp.report import build_report
 from neuronexp.report_html import render_html
@@ -24,13 +24,7 @@ EVIL_OP = "<script>alert(1)</script>"
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
     """A real 2 × 2 sweep (naive and fused RMSNorm, two tiny shapes) through the console script."""
-    root = tmp_path_factory.mktemp("report")
-    out = root / "sweep"
-    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,64,512]",
-            *[a for a in FAST if not a.startswith("input.shape")], f"hydra.sweep.dir={out}"]
-    result = run_cli(args, cwd=root)
-    assert result.returncode == 0, result.stderr[-2000:]
-    return out
+    return small_sweep(tmp_path_factory.mktemp("report"), "[1,8,64],[1,64,512]")
 
 
 @pytest.fixture(scope="module")
