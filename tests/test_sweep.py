@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 import neuronexp
+from neuronexp.display import short_op
 
 from conftest import FAST, console_script
 
@@ -65,7 +66,10 @@ def test_rmsnorm_experiment_runs_without_dash_m_and_prints_the_comparison(cli, t
     summary = (sweep / "results" / "summary.md").read_text()
     assert "| shape | rmsnorm_naive | rmsnorm_fused | rmsnorm_compiled |" in summary
     # The terminal table: one row per shape, one column per variant, hotspots included.
-    assert "rmsnorm_compiled" in res.stdout and "[1,32,256]" in res.stdout and "aten::mul" in res.stdout
+    assert "rmsnorm_compiled" in res.stdout and "[1,32,256]" in res.stdout
+    # Which op is hottest in a tiny cell varies run to run; each cell's own hotspot must be shown.
+    for top_op in cells["top_op"]:
+        assert short_op(top_op, 24) in res.stdout
     assert "cell 6/6" in res.stdout + res.stderr
     _assert_no_duplicates(results)
     assert set(results.samples["run_id"]) == set(cells["run_id"])
