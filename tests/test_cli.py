@@ -125,3 +125,43 @@ def test_bad_input_fails_in_one_line_before_any_work(cli, tmp_path: Path, args: 
     assert lines[0].startswith("neuronexp: error: ") and expected in lines[0]
     assert "Traceback" not in res.stderr
     assert not run_dirs(tmp_path), "no result files for a bad config"
+
+
+def test_a_config_error_never_removes_an_existing_run_directory(cli, tmp_path: Path) -> None:
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "file.txt").write_text("hi")
+    res = cli("input.shape=[0]", "hydra.run.dir=keep")
+    assert res.returncode == 2 and "input.shape=[0]" in res.stderr
+    assert (keep / "file.txt").read_text() == "hi"
+    assert sorted(p.name for p in keep.iterdir()) == ["file.txt"], "nothing written for a bad config"
+
+
+def test_a_config_error_with_the_working_directory_as_run_dir_leaves_it_alone(cli, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    res = cli("timing.iters=0", "hydra.run.dir=.")
+    assert res.returncode == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_a_finished_run_directory_keeps_its_results(cli, tmp_path: Path) -> None:
+    res = cli(*FAST, "input.dtype=float32", "backend=cpu", "hydra.run.dir=done")
+    assert res.returncode == 0, res.stderr
+    done = tmp_path / "done"
+    first = neuronexp.load(done).cells.iloc[0]
+    files = {p.name: p.read_bytes() for p in done.iterdir() if p.is_file()}
+    if not torch.cuda.is_available():  # an unavailable backend: one line, the results stay as they were
+        res = cli(*FAST, "input.dtype=float32", "backend=cuda", "hydra.run.dir=done")
+        assert res.returncode == 2 and "backend=cuda" in res.stderr
+    # Another cell into the same directory is refused, never written over the first one's results.
+    res = cli(*FAST, "input.dtype=float32", "backend=cpu", "module=rmsnorm_fused", "hydra.run.dir=done")
+    assert res.returncode == 2 and "hydra.run.dir" in res.stderr and first["run_id"] in res.stderr
+    assert {p.name: p.read_bytes() for p in done.iterdir() if p.is_file() and p.name in files} == files
+    # The same cell again is a cache hit on the results already there.
+    res = cli(*FAST, "input.dtype=float32", "backend=cpu", "hydra.run.dir=done")
+    assert res.returncode == 0, res.stderr
+    again = neuronexp.load(done).cells.iloc[0]
+    assert again["run_id"] == first["run_id"] and again["status"] == "cached"
+    assert again["latency_median_us"] == first["latency_median_us"]

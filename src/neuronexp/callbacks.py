@@ -76,6 +76,24 @@ class SweepCallback(Callback):
         self.task = _progress.add_task("", total=self.total)
         _progress.start()
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run is checked here, before Hydra creates its run directory: a bad value then leaves
+        nothing behind, and neuronexp never has to remove a directory (it may hold the user's files)."""
+        from neuronexp.backends import check_available
+        from neuronexp.compose import spec_from_sweep_config
+        from neuronexp.results import foreign_cell
+
+        try:
+            spec = spec_from_sweep_config(config)
+            check_available(spec.config.backend)
+            run_dir = Path(str(config.hydra.run.dir))
+            other = foreign_cell(run_dir, spec.run_id)
+            if other is not None:
+                raise ConfigError("hydra.run.dir", str(run_dir), f"already holds the results of another cell ({other}); "
+                                  "neuronexp never overwrites them: choose another directory")
+        except ConfigError as exc:
+            raise SweepRejected(exc) from None
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from neuronexp.aggregate import JOBS_MANIFEST
         from neuronexp.results import write_json

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,9 +53,10 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
         atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         results = _run_placed(spec, cfg, out_dir, hc, single)
     except ConfigError as exc:
+        # The config was checked before the run directory existed (callbacks.on_run_start); what is left is
+        # found while starting the cell. Nothing is removed: the directory may hold the user's files.
         if not single:
             raise
-        _discard_run_dir(out_dir)  # nothing measured yet: leave no half-made run directory behind
         print(f"neuronexp: error: {exc}", file=sys.stderr)
         exit_status.note_config_error()
         return {}
@@ -91,11 +91,6 @@ def _job_summary(results: Any) -> dict[str, Any]:
     """The small picklable value a job hands back to the sweeper for its progress log."""
     cell = results.cells.iloc[0]
     return {k: (None if cell[k] != cell[k] else cell[k]) for k in ("status", "error", "latency_median_us")}
-
-
-def _discard_run_dir(out_dir: Path) -> None:
-    if not (out_dir / "cells.parquet").exists():
-        shutil.rmtree(out_dir, ignore_errors=True)
 
 
 _hydra_main = hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_job)

@@ -172,6 +172,20 @@ def reset_job_dir(job_dir: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
+def foreign_cell(job_dir: Path, run_id: str) -> str | None:
+    """A description of the cell whose results `job_dir` holds when that is another cell than `run_id`, else None."""
+    cells_path = job_dir / "cells.parquet"
+    if not cells_path.is_file():
+        return None
+    try:
+        row = pq.read_table(cells_path).to_pylist()[0]
+    except (OSError, IndexError, pa.ArrowException):
+        return "an unreadable cells.parquet"
+    if row.get("run_id") == run_id:
+        return None
+    return f"run_id {row.get('run_id')}: {row.get('module')} {row.get('shape')} {row.get('dtype')}, {row.get('status')}"
+
+
 def mark_cached_if_complete(job_dir: Path, run_id: str) -> bool:
     """True when `job_dir` already holds a finished, successful cell for this exact config.
 
