@@ -3,7 +3,7 @@
     python bench/aggregate_scale.py [--cells 10000] [--ops 30] [--samples 100] [--dir /tmp/nx-agg]
 
 The job directories are made once (real job files: the same schemas a sweep writes, from
-neuronexp.results), then `aggregate()` runs in a fresh process, timed end to end with its peak RSS.
+neuronexp.results.files), then `aggregate()` runs in a fresh process, timed end to end with its peak RSS.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from neuronexp.results import frame, write_job_tables
+from neuronexp.results import frame
+from neuronexp.results.files import write_job_tables
 
 
 def make_sweep(root: Path, n_cells: int, n_ops: int, n_samples: int) -> None:
@@ -55,7 +56,7 @@ CHILD = """
 import resource, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from neuronexp.aggregate import aggregate
+from neuronexp.sweep.aggregate import aggregate
 t1 = time.perf_counter()
 out = aggregate(Path(sys.argv[1]), "rmsnorm_naive")
 t2 = time.perf_counter()

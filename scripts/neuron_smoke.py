@@ -145,7 +145,7 @@ def a4_surface(args: argparse.Namespace) -> tuple[str, str]:
 def b1_api(args: argparse.Namespace) -> tuple[str, str]:
     import torch_neuronx as tnx
 
-    from neuronexp import neuron_api
+    from neuronexp.backends.neuron import api as neuron_api
 
     mod = __import__("torch_neuronx.profiling", fromlist=["x"])
     members = sorted(n for n in dir(mod) if not n.startswith("_"))
@@ -181,9 +181,9 @@ def _profile_once(model: Callable[[], Any], out: Path, correlate: bool | None, e
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from neuronexp.neuron_checks import SavedTraceProxy
+    from neuronexp.backends.neuron.checks import SavedTraceProxy
 
-    from neuronexp import neuron_api
+    from neuronexp.backends.neuron import api as neuron_api
     from neuronexp.config import NeuronProfilerConfig
 
     # The arguments neuronexp builds (modes DEVICE+RUNTIME, neff_cache_dir, ...), correlate as asked.
@@ -225,7 +225,7 @@ def _profile_once(model: Callable[[], Any], out: Path, correlate: bool | None, e
 
 @check("C1", "device time reaches key_averages() (with correlate_device_time=True where accepted; without it)")
 def c1_device_time(args: argparse.Namespace, model: Callable[[], Any], work: Path) -> tuple[str, str]:
-    from neuronexp import neuron_api
+    from neuronexp.backends.neuron import api as neuron_api
 
     api = neuron_api.detect(__import__("torch_neuronx"))
     if api.kind != neuron_api.DOCUMENTED:
@@ -239,8 +239,8 @@ def c1_device_time(args: argparse.Namespace, model: Callable[[], Any], work: Pat
 
 @check("C2", "the capture layout is <dir>/<instance>_pid_<pid>/<timestamp>/ with trace.json, .pb, .neff/.ntff; export after a first save")
 def c2_layout(args: argparse.Namespace, model: Callable[[], Any], work: Path) -> tuple[str, str]:
-    from neuronexp import neuron_api
-    from neuronexp.neuron_artifacts import index_capture
+    from neuronexp.backends.neuron import api as neuron_api
+    from neuronexp.backends.neuron.capture import index_capture
 
     if neuron_api.detect(__import__("torch_neuronx")).kind != neuron_api.DOCUMENTED:
         return "SKIP", "not the documented API"
@@ -259,8 +259,8 @@ def c2_layout(args: argparse.Namespace, model: Callable[[], Any], work: Path) ->
 def d1_explorer(args: argparse.Namespace, work: Path) -> tuple[str, str]:
     import pandas as pd
 
-    from neuronexp.neuron_artifacts import index_capture
-    from neuronexp.neuron_explorer import SUMMARY_FIELDS, explorer_command, find_explorer
+    from neuronexp.backends.neuron.capture import index_capture
+    from neuronexp.backends.neuron.explorer import SUMMARY_FIELDS, explorer_command, find_explorer
 
     exe = find_explorer()
     if exe is None:
@@ -316,8 +316,8 @@ def e1_compile(args: argparse.Namespace, model_factory: Callable[[], Any], x: An
 def f1_run_cell(args: argparse.Namespace, work: Path) -> tuple[str, str]:
     from neuronexp.config import BackendName, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
     from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm
-    from neuronexp.cell import CellSpec
-    from neuronexp.runner import run_cell
+    from neuronexp.config import CellSpec
+    from neuronexp.cell.run import run_cell
 
     shape = [int(d) for d in args.shape.split(",")]
     out_lines, ok = [], True
@@ -343,7 +343,7 @@ def render(args: argparse.Namespace, standin: bool) -> str:
     head = ["# neuronexp Neuron smoke report", "", f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
             f"- command: `{' '.join(sys.argv)}`"]
     if standin:
-        head += ["", "**STAND-IN torch_neuronx (tests/neuron_standin): this report says nothing about Trainium.**"]
+        head += ["", "**STAND-IN torch_neuronx (tests/helpers/neuron_standin): this report says nothing about Trainium.**"]
     table = ["", "| id | assumption | result |", "|---|---|---|"] + [f"| {c} | {a} | {r} |" for c, a, r, _ in REPORT]
     details = [f"\n### {c} — {r}\n\n{a}\n\n```\n{d.strip()}\n```" for c, a, r, d in REPORT]
     return "\n".join(head + table + details) + "\n"

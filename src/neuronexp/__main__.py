@@ -1,3 +1,3 @@
-from neuronexp.cli import main
+from neuronexp.cli.main import main
 
 main()

@@ -5,10 +5,16 @@ Each backend imports its vendor package (`torch_neuronx`) only inside its own mo
 
 from __future__ import annotations
 
+import importlib.util
+from glob import glob
+
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.config import BackendName, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
-__all__ = ["Backend", "BackendUnavailable", "check_available", "resolve_backend"]
+__all__ = ["AUTO_ORDER", "Backend", "BackendUnavailable", "backend_kind", "check_available", "resolve_backend"]
+
+# What backend=auto tries, in order (the one place this order is written).
+AUTO_ORDER = ("neuron", "cuda", "cpu")
 
 
 def _make(name: str, neuron_device: NeuronDeviceConfig, neuron_profiler: NeuronProfilerConfig) -> Backend:
@@ -42,12 +48,32 @@ def resolve_backend(
             return _make(name, nd, np_)
         except BackendUnavailable as exc:
             raise ConfigError("backend", name, f"{exc}; use backend=auto or backend=cpu") from None
-    for candidate in ("neuron", "cuda"):
+    for candidate in AUTO_ORDER[:-1]:
         try:
             return _make(candidate, nd, np_)
         except BackendUnavailable:
             continue
-    return _make("cpu", nd, np_)
+    return _make(AUTO_ORDER[-1], nd, np_)
+
+
+def backend_kind(name: BackendName | str) -> str:
+    """The device kind a cell will run on, decided without starting a device runtime in this process.
+
+    The same order as `resolve_backend("auto")` (AUTO_ORDER), from cheap probes: a NeuronCore is assumed
+    where torch-neuronx is installed and /dev/neuron* exists; CUDA is asked for its device count only.
+    """
+    name = BackendName(name).value
+    if name != "auto":
+        return name
+    for candidate in AUTO_ORDER:
+        if candidate == "neuron" and importlib.util.find_spec("torch_neuronx") is not None and glob("/dev/neuron*"):
+            return candidate
+        if candidate == "cuda":
+            import torch
+
+            if torch.cuda.is_available():  # counts devices; creates no CUDA context
+                return candidate
+    return AUTO_ORDER[-1]
 
 
 def check_available(name: BackendName | str) -> None:
@@ -60,8 +86,6 @@ def check_available(name: BackendName | str) -> None:
     Raises:
         ConfigError: the backend cannot run here.
     """
-    import importlib.util
-
     import torch
 
     name = BackendName(name).value

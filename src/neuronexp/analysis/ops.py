@@ -1,0 +1,81 @@
+"""Op-level views: op names keyed across builds, each cell's hotspots, per-op time, the fusion view.
+
+Computed for all cells at once (one groupby, not one per cell): a sweep can hold thousands of cells.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from neuronexp.analysis.variants import comparison_grid
+from neuronexp.formatting import short_op
+from neuronexp.results import usable
+
+FUSION_COLUMNS = ["input", "variant", "is_baseline", "device_ops", "device_time_us", "latency_median_us", "removed", "added"]
+
+
+def op_key(name: str, device_type: str) -> str:
+    """Inductor's graph call carries a per-build hash, so two builds of one graph would never match."""
+    name = short_op(str(name), width=10**6)
+    return name if device_type in ("CPU", "", "None") else f"{name} [{device_type}]"
+
+
+def per_op(ops: pd.DataFrame) -> pd.DataFrame:
+    """run_id, op, us, calls: self device time and calls per step, averaged over profiler cycles."""
+    if ops.empty:
+        return pd.DataFrame(columns=["run_id", "op", "us", "calls"])
+    keys = [op_key(o, str(t)) for o, t in zip(ops["op"], ops["device_type"])]
+    summed = ops.assign(op=keys).groupby(["run_id", "op"], as_index=False)[["self_device_us", "calls"]].sum()
+    cycles = ops.groupby("run_id")["cycle"].nunique().clip(lower=1)
+    per_cycle = summed[["self_device_us", "calls"]].div(summed["run_id"].map(cycles).values, axis=0)
+    return pd.concat([summed[["run_id", "op"]], per_cycle], axis=1).rename(columns={"self_device_us": "us"})
+
+
+def host_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Operator rows, host side for cells whose profile has both host and device rows, op names keyed.
+
+    Host op names (aten::mul) are what the module called, in the study's words; device rows are
+    kernels, often several per op. Keyed names merge Inductor graph calls that differ only by a hash.
+    """
+    has_host = set(ops.loc[ops["device_type"] == "CPU", "run_id"])
+    rows = ops[(ops["device_type"] == "CPU") | ~ops["run_id"].isin(has_host)]
+    names = {o: op_key(o, "CPU") for o in rows["op"].unique()}
+    return rows.assign(op=rows["op"].map(names))
+
+
+def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
+    """Per cell: top ops by self device time per step, averaged over profiler cycles, with their share."""
+    if ops.empty:
+        return {}
+    cols = ["calls", "self_device_us", "device_share"]
+    per_cycle = host_ops(ops).groupby(["run_id", "cycle", "op"], as_index=False)[cols].sum()
+    per_op = per_cycle.groupby(["run_id", "op"], as_index=False)[cols].mean().rename(columns={"device_share": "share"})
+    ranked = per_op.sort_values(["run_id", "self_device_us"], ascending=[True, False], kind="stable")
+    return {str(run): g.drop(columns="run_id").reset_index(drop=True)
+            for run, g in ranked.groupby("run_id").head(top).groupby("run_id")}
+
+
+def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
+    """Per input and variant: device ops dispatched per step, and which ops disappeared or appeared
+    compared with the baseline variant on the same input (the fusion finding, op by op)."""
+    ok = cells[cells["status"].map(usable)]
+    _, variants, grid = comparison_grid(ok, baseline)
+    host = host_ops(ops) if not ops.empty else ops
+    names = host[host["calls"] > 0].groupby("run_id")["op"].agg(set).to_dict() if not host.empty else {}
+    rows = []
+    for key, by_variant in grid.items():
+        base = by_variant.get(baseline) if baseline else None
+        base_ops = names.get(base["run_id"], set()) if base is not None else set()
+        for variant in variants:
+            cell = by_variant.get(variant)
+            if cell is None:
+                continue
+            mine = names.get(cell["run_id"], set())
+            compared = base is not None and variant != baseline
+            rows.append({
+                "input": " ".join(map(str, key)), "variant": variant, "is_baseline": variant == baseline,
+                "device_ops": cell["device_ops"], "device_time_us": cell["device_time_us"],
+                "latency_median_us": cell["latency_median_us"],
+                "removed": sorted(base_ops - mine) if compared else [], "added": sorted(mine - base_ops) if compared else [],
+            })
+    return pd.DataFrame(rows, columns=FUSION_COLUMNS)

@@ -1,0 +1,99 @@
+"""The environment fingerprint written to every job's env.json."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import socket
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from neuronexp.config import format_units
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=8)
+def git_state(cwd: Path) -> dict[str, Any]:
+    """Commit and dirtiness of the working tree the user runs from (None outside a repository).
+
+    Asked once per process and directory: two git calls per cell add up over a sweep.
+    """
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None, "git_dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": bool(status)}
+
+
+def environment_record(device_name: str, backend: str, cwd: Path | None = None) -> dict[str, Any]:
+    env = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "torch_neuronx_version": package_version("torch-neuronx"),
+        "neuronx_cc_version": package_version("neuronx-cc"),
+        "cuda_runtime": torch.version.cuda,
+        "neuronexp_version": package_version("neuronexp"),
+        "backend": backend,
+        "device_name": device_name,
+        "neuron_env": {k: v for k, v in os.environ.items() if k.startswith(("NEURON_RT_", "TORCH_NEURONX_"))},
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    env.update(git_state((cwd or Path.cwd()).resolve()))
+    return env
+
+
+def host_cpus() -> list[int]:
+    """The cores this process may run on (its affinity: a Slurm job sees only its allocation)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def visible_cuda_devices() -> list[str] | None:
+    """CUDA_VISIBLE_DEVICES as a list (set by Slurm --gpus, submitit, a launcher slot), None when unset."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return None if visible is None else [u for u in visible.split(",") if u]
+
+
+def describe_placement(backend_name: str, device: Any) -> dict[str, Any]:
+    """Where the current process runs its cell: the row's placement columns.
+
+    Read from the process itself (environment, affinity), so it is true however the cell was launched: in
+    a slot's fresh process, in the basic launcher's single process, or in a Slurm job with its allocation.
+    """
+    cpus = format_units(host_cpus())
+    if backend_name == "cuda":
+        index = getattr(device, "index", None) or 0
+        visible = visible_cuda_devices() or []
+        where = f"cuda:{visible[index] if index < len(visible) else index}"
+    elif backend_name == "neuron":
+        cores = os.environ.get("NEURON_RT_VISIBLE_CORES")
+        num = os.environ.get("NEURON_RT_NUM_CORES")
+        where = f"neuron:{cores}" if cores else f"neuron:any{num}" if num else "neuron:all"
+    else:
+        where = f"cpu:{cpus}"
+    return {"placement": where, "placement_cpus": cpus, "worker_pid": os.getpid(), "host": socket.gethostname()}

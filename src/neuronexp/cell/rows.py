@@ -1,0 +1,129 @@
+"""A cell's rows: its labels, its measurements, and the three tidy tables made from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import torch
+
+from neuronexp.analysis.ops import hotspots
+from neuronexp.backends import Backend
+from neuronexp.cell.environment import package_version
+from neuronexp.cell.profiling import ProfileResult
+from neuronexp.cell.timing import LatencyStats
+from neuronexp.config import CellSpec
+from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
+from neuronexp.results.files import write_job_tables
+
+
+@dataclass
+class Measured:
+    """What the timed and profiled passes of one cell produced."""
+
+    first_call_s: float
+    latency: LatencyStats
+    profile: ProfileResult
+
+
+def shape_label(shape: list[int]) -> str:
+    """The shape as the command line writes it, so a row can be pasted back as an override."""
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+class _NotStarted(Backend):
+    """Labels of a cell whose process died: the backend it was placed on, never started by the writer."""
+
+    timing_method = device_time_source = None  # type: ignore[assignment]
+
+    def __init__(self, name: str) -> None:
+        self.name, self.device = name, name  # type: ignore[assignment]
+
+    def device_name(self) -> str:
+        return "unknown"
+
+
+def write_lost_cell(spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str) -> Results:
+    """The error row of a cell whose own process died before writing one (killed, out of memory, crashed).
+
+    Written by the process that launched it, which never touches the device: labels and `extra` only.
+    """
+    backend = _NotStarted(backend_name)
+    tables = cell_tables(spec, backend, cell_labels(spec, backend), None, error, extra, started_at)
+    write_job_tables(out_dir, tables)
+    return Results(*(tables[name].to_pandas() for name in TABLES))
+
+
+def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
+    cfg = spec.config
+    return {
+        "run_id": spec.run_id,
+        "experiment": spec.experiment,
+        "module": spec.module_name,
+        "compiled": bool(cfg.compile.enabled),
+        "backend": backend.name,
+        "device": str(backend.device),
+        "device_name": backend.device_name(),
+        "dtype": cfg.input.dtype.value,
+        "shape": shape_label(cfg.input.shape),
+    }
+
+
+def hotspot(op_rows: list[dict[str, Any]]) -> tuple[str | None, float]:
+    """The op with the most self device time per step and its share (analysis.ops.hotspots, the one rule)."""
+    spots = hotspots(pd.DataFrame(op_rows), top=1) if op_rows else {}
+    top = next(iter(spots.values()), None)
+    if top is None or top.empty or not top["self_device_us"].iloc[0] > 0:
+        return None, float("nan")
+    return str(top["op"].iloc[0]), float(top["share"].iloc[0])
+
+
+def cell_tables(
+    spec: CellSpec,
+    backend: Backend,
+    labels: dict[str, Any],
+    m: Measured | None,
+    error: str | None,
+    extra: dict[str, Any],
+    started_at: str,
+) -> dict[str, pa.Table]:
+    cfg = spec.config
+    label_part = {k: labels[k] for k in LABEL_COLUMNS}
+    op_rows = [dict(label_part, **row) for c in (m.profile.cycles if m else []) for row in c.ops]
+    cell: dict[str, Any] = dict(
+        labels,
+        numel=int(np.prod(cfg.input.shape)),
+        overrides=spec.overrides,
+        status="ok" if error is None else "error",
+        error=error,
+        timing_method=backend.timing_method,
+        device_time_source=backend.device_time_source,
+        torch_version=torch.__version__,
+        neuronx_version=package_version("torch-neuronx"),
+        started_at=started_at,
+    )
+    samples: list[dict[str, Any]] = []
+    if m is not None:
+        cycles = m.profile.cycles
+        device_time = float(np.median([c.device_time_us for c in cycles])) if cycles else float("nan")
+        top_op, top_share = hotspot(op_rows)
+        cell.update(
+            latency_median_us=m.latency.median_us,
+            latency_p10_us=m.latency.p10_us,
+            latency_p90_us=m.latency.p90_us,
+            latency_samples=len(m.latency.samples_us),
+            first_call_s=m.first_call_s,
+            device_time_us=device_time,
+            cpu_time_us=float(np.median([c.cpu_time_us for c in cycles])) if cycles else float("nan"),
+            device_ops=float(np.median([c.device_ops for c in cycles])) if cycles else float("nan"),
+            top_op=top_op,
+            top_op_share=top_share,
+            trace_path=str(m.profile.trace_paths[0].name) if m.profile.trace_paths else None,
+        )
+        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v} for i, v in enumerate(m.latency.samples_us)]
+    cell.update(extra)
+    return {"cells": arrow_table("cells", [cell]), "ops": arrow_table("ops", op_rows), "samples": arrow_table("samples", samples)}

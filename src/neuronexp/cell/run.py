@@ -1,0 +1,105 @@
+"""One experiment cell, end to end: build, first call, the timed pass, the profiled pass, the files."""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from neuronexp.backends import Backend, resolve_backend
+from neuronexp.config import CellSpec
+from neuronexp.cell.rows import Measured, cell_labels, cell_tables
+from neuronexp.config import ConfigError
+from neuronexp.cell.environment import describe_placement, environment_record
+from neuronexp.cell.inputs import make_inputs, torch_dtype
+from neuronexp.cell.profiling import profile_callable
+from neuronexp.results import TABLES, Results
+from neuronexp.results.files import write_job_tables, write_json
+from neuronexp.cell.timing import time_callable
+
+
+def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
+    cfg = spec.config
+    module = spec.build_module()
+    if not isinstance(module, nn.Module):
+        raise ConfigError("module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module")
+    dtype = torch_dtype(cfg.input.dtype)
+    module = module.to(device=backend.device, dtype=dtype).eval()
+    inputs = make_inputs(cfg.input, backend.device)
+    model: Any = module
+    if cfg.compile.enabled:
+        # A fresh Dynamo per cell: earlier cells' graphs and recompile counters must not leak in.
+        torch._dynamo.reset()
+        model = torch.compile(
+            module,
+            backend=cfg.compile.backend or backend.compile_backend(),
+            mode=cfg.compile.mode,
+            fullgraph=cfg.compile.fullgraph,
+            dynamic=cfg.compile.dynamic,
+        )
+    return (lambda: model(*inputs)), module
+
+
+def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir: Path) -> Measured:
+    start = time.perf_counter()
+    call()
+    backend.synchronize()
+    first_call_s = time.perf_counter() - start
+    timing = spec.config.timing
+    if timing.warmup < backend.min_warmup_calls:  # the backend's floor, documented where it is set
+        timing = replace(timing, warmup=backend.min_warmup_calls)
+    latency = time_callable(call, backend, timing)
+    with backend.profile_session(out_dir):
+        profile = profile_callable(call, backend, spec.config.profiler, out_dir)
+    return Measured(first_call_s, latency, profile)
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
+
+
+def run_cell(spec: CellSpec, out_dir: Path, raise_config_errors: bool = True) -> Results:
+    """Run one cell and write its tables into `out_dir`; a failing cell becomes an `error` row.
+
+    Raises:
+        ConfigError: the backend is unavailable, or (with `raise_config_errors`) the module target
+            builds something that is not an nn.Module. Nothing is written then.
+    """
+    cfg = spec.config
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
+    backend.prepare()
+    measured: Measured | None = None
+    error: str | None = None
+    grad = torch.inference_mode() if backend.name != "neuron" else torch.no_grad()
+    try:
+        with grad:
+            call, _module = _build(spec, backend)
+            measured = _measure(call, spec, backend, out_dir)
+    except ConfigError as exc:
+        if raise_config_errors:
+            raise
+        error = str(exc)
+    except Exception as exc:  # failures are data: the sweep goes on with an error row
+        error = _error_text(exc)
+    finally:
+        if backend.name != "cpu":
+            # Device memory held by reference cycles (compiled graphs) must be back before the next
+            # cell; on the host, reference counting suffices and a full collection costs ~0.2 s a cell.
+            gc.collect()
+        if backend.name == "cuda":
+            torch.cuda.empty_cache()
+    extra = backend.after_profile(out_dir) if measured else {}
+    extra = {**describe_placement(backend.name, backend.device), **extra}
+    labels = cell_labels(spec, backend)
+    tables = cell_tables(spec, backend, labels, measured, error, extra, started_at)
+    write_json(out_dir / "env.json", environment_record(labels["device_name"], backend.name))
+    write_job_tables(out_dir, tables)
+    return Results(*(tables[name].to_pandas() for name in TABLES))

@@ -1,0 +1,57 @@
+"""`neuronexp-compare A B`: is B faster or slower than A, cell by cell, and is the difference real?
+
+Exit status: 0 compared (and, with --fail-on-regression, nothing regressed); 1 with
+--fail-on-regression, a cell is slower or ran in A and fails in B; 2 bad input (a directory without
+results, nothing to match).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+from rich.console import Console
+
+from neuronexp.compare import CompareError, compare, comparison_markdown, print_comparison, regressed
+from neuronexp.results import load
+from neuronexp.results.files import atomic_write_text
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="neuronexp-compare", description=__doc__.splitlines()[0].split(": ", 1)[1])
+    p.add_argument("a", metavar="A", help="run or sweep directory: the reference")
+    p.add_argument("b", metavar="B", help="run or sweep directory: the candidate")
+    p.add_argument("--ignore", action="append", default=[], metavar="LABEL",
+                   help="label that differs on purpose (backend, experiment, an override key); repeat or comma-separate")
+    p.add_argument("--threshold", type=float, default=0.02, help="practical threshold: smaller changes are 'no change' (default 0.02 = 2%%)")
+    p.add_argument("--alpha", type=float, default=0.05, help="false discovery rate across cells (default 0.05)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="also write the per-cell table as CSV")
+    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a cell is slower, or ran in A and fails in B")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not 0 <= args.threshold < 1 or not 0 < args.alpha < 1:
+        parser.error(f"--threshold must be in [0, 1) and --alpha in (0, 1); got {args.threshold} and {args.alpha}")
+    ignore = [name.strip() for item in args.ignore for name in item.split(",") if name.strip()]
+    try:
+        cmp = compare(load(args.a), load(args.b), ignore=ignore, threshold=args.threshold, alpha=args.alpha, seed=args.seed)
+        if args.markdown:
+            atomic_write_text(args.markdown, comparison_markdown(cmp, args.a, args.b))
+        if args.csv:
+            atomic_write_text(args.csv, cmp.cells.to_csv(index=False))
+    except (CompareError, OSError, pa.ArrowException) as exc:  # ArrowException: a damaged Parquet file
+        print(f"neuronexp-compare: error: {exc}", file=sys.stderr)
+        return 2
+    print_comparison(cmp, Console(highlight=False))
+    return 1 if args.fail_on_regression and regressed(cmp) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""`neuronexp-report DIR`: report.html and report.md for a run or sweep directory, and a short summary.
+
+Exit status: 0 written; 2 bad input (no results there, an unwritable output directory). Nothing is
+written unless everything rendered, and each file is replaced atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+from rich.console import Console
+from rich.markup import escape
+
+from neuronexp.report.plots import figures
+from neuronexp.report.model import ReportError, build_report
+from neuronexp.report.html import render_html
+from neuronexp.report.markdown import render_markdown
+from neuronexp.report.tables import status_line
+from neuronexp.results.files import atomic_write_text
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="neuronexp-report", description="Render report.html and report.md for a run or sweep directory.")
+    p.add_argument("dir", type=Path, metavar="DIR", help="a run directory (cells.parquet) or a sweep directory (results/)")
+    p.add_argument("--out", type=Path, metavar="OUT", help="write the report here instead of DIR (created if missing)")
+    p.add_argument("--baseline", metavar="MODULE", help="module the speedups are against (default: the sweep's own baseline)")
+    p.add_argument("--top", type=int, default=8, metavar="N", help="ops per hotspot table (default 8)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console(highlight=False)
+    out_dir = args.out or args.dir
+    try:
+        report = build_report(args.dir, out_dir, baseline=args.baseline, top=args.top)
+        figs = figures(report)
+        page, text = render_html(report, figs), render_markdown(report, figs)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out_dir / "report.html", page)
+        atomic_write_text(out_dir / "report.md", text)
+    except (ReportError, OSError, pa.ArrowException) as exc:  # ArrowException: a damaged Parquet file
+        print(f"neuronexp-report: error: {exc}", file=sys.stderr)
+        return 2
+    # Escaped: op names and labels are data, and "[...]" would read as rich markup.
+    console.print(f"[bold]{escape(report.title)}[/] · {status_line(report)} · baseline {escape(report.baseline or '—')}")
+    for line in report.findings:
+        console.print(f"  {escape(line)}")
+    console.print(f"report: [cyan]{escape(str(out_dir / 'report.html'))}[/] and [cyan]{escape(str(out_dir / 'report.md'))}[/]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""A/B comparison of two result sets: join cells on their configuration labels, test each pair.
+
+B is compared against A: a ratio above 1 means B is slower. Cells are joined on what was measured
+(module, compile, backend, device, dtype, shape and any other override), never on what differs between
+any two runs anyway (run id, start time, trace paths) or on how the measurement was taken (timing and
+profiler settings), and never on labels the user names with `ignore`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from neuronexp.analysis.variants import split_overrides
+from neuronexp.compare.ops import op_changes
+from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_samples, verdict
+from neuronexp.results import Results, usable
+from neuronexp.analysis.variants import variant_label
+
+LABELS = ["experiment", "module", "compiled", "backend", "device", "device_name", "dtype", "shape"]
+# Overrides that repeat a label column above (compared there) or only set how the measurement was taken.
+_OVERRIDE_AS_LABEL = {"module", "input.shape", "input.dtype", "backend", "compile.enabled", "experiment"}
+_MEASUREMENT_PREFIXES = ("timing.", "profiler", "hydra.", "baseline")
+# Naming one label ignores the ones derived from it: another backend is another device.
+_IMPLIED = {"backend": ("device", "device_name"), "device": ("device_name",), "module": ("compiled",)}
+
+
+
+class CompareError(ValueError):
+    """The two result sets cannot be compared (nothing matches, or a label set is ambiguous)."""
+
+
+@dataclass
+class Comparison:
+    cells: pd.DataFrame  # one row per matched cell: labels, medians, ratio, CI, p, q, verdict
+    ops: pd.DataFrame  # op-table changes: appeared, disappeared, changed most
+    only_a: list[str] = field(default_factory=list)
+    only_b: list[str] = field(default_factory=list)
+    threshold: float = 0.02
+    alpha: float = 0.05
+    ignored: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # environment differences worth knowing about
+    broken: list[str] = field(default_factory=list)  # ran in A, failed in B: a regression too
+    fixed: list[str] = field(default_factory=list)  # failed in A, ran in B
+
+    def count(self, word: str) -> int:
+        return int((self.cells["verdict"] == word).sum()) if not self.cells.empty else 0
+
+    @property
+    def unresolved(self) -> int:
+        """"no change" cells whose CI still allows a change of the threshold's size."""
+        if self.cells.empty:
+            return 0
+        return int(((self.cells["verdict"] == "no change") & ~self.cells["resolved"]).sum())
+
+
+# Not join keys (a new torch is exactly what one compares), but a reader should know they changed.
+_ENVIRONMENT = ["torch_version", "neuronx_version", "device_name", "host", "timing_method"]
+
+
+def environment_notes(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
+    notes = []
+    for col in _ENVIRONMENT:
+        if col in a.columns and col in b.columns:
+            va, vb = sorted(a[col].dropna().astype(str).unique()), sorted(b[col].dropna().astype(str).unique())
+            if va != vb:
+                notes.append(f"{col} differs: {'/'.join(va) or '—'} vs {'/'.join(vb) or '—'}")
+    return notes
+
+
+def expand_ignored(names: list[str]) -> list[str]:
+    out = list(dict.fromkeys(names))
+    for name in names:
+        out += [n for n in _IMPLIED.get(name, ()) if n not in out]
+    return out
+
+
+def join_labels(cell: pd.Series, ignored: list[str]) -> dict[str, str]:
+    labels = {c: str(cell[c]) for c in LABELS if c not in ignored}
+    for override in split_overrides(cell.get("overrides") or ""):
+        key, _, value = override.lstrip("+~").partition("=")
+        if key not in _OVERRIDE_AS_LABEL and not key.startswith(_MEASUREMENT_PREFIXES) and key not in ignored:
+            labels[key] = value
+    return labels
+
+
+def _keyed(cells: pd.DataFrame, ignored: list[str], side: str) -> dict[tuple, pd.Series]:
+    keyed: dict[tuple, pd.Series] = {}
+    for _, cell in cells.iterrows():
+        key = tuple(sorted(join_labels(cell, ignored).items()))
+        if key in keyed:
+            raise CompareError(f"two cells of {side} have the same labels once {', '.join(ignored) or 'nothing'} is ignored: {dict(key)}")
+        keyed[key] = cell
+    return keyed
+
+
+def _describe(key: tuple, varying: list[str]) -> str:
+    """A short name for a cell: variant and shape, then whichever other labels vary across the cells."""
+    labels = dict(key)
+    parts = []
+    if "module" in labels:
+        parts.append(variant_label(pd.Series({"module": labels["module"], "compiled": labels.get("compiled") == "True"})))
+    extra = [k for k in varying if k not in ("module", "compiled", "shape")]
+    parts += [labels[k] for k in ["shape", *extra] if k in labels]
+    return " · ".join(parts)
+
+
+def differing_labels(keys_a: list[tuple], keys_b: list[tuple]) -> dict[str, tuple[list[str], list[str]]]:
+    """Labels whose values never overlap between A and B: the usual reason nothing matches."""
+    def values(keys: list[tuple]) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for key in keys:
+            for k, v in key:
+                out.setdefault(k, set()).add(v)
+        return out
+
+    va, vb = values(keys_a), values(keys_b)
+    return {k: (sorted(va.get(k, {"—"})), sorted(vb.get(k, {"—"}))) for k in sorted(set(va) | set(vb))
+            if not va.get(k, set()) & vb.get(k, set())}
+
+
+def _samples_by_run(samples: pd.DataFrame) -> dict[str, pd.Series]:
+    return {str(k): g["latency_us"] for k, g in samples.groupby("run_id")} if not samples.empty else {}
+
+
+def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: float = 0.02,
+            alpha: float = 0.05, seed: int = 0, top_ops: int = 5) -> Comparison:
+    """Compare B against A cell by cell (see the module docstring for how cells are joined).
+
+    Raises:
+        CompareError: no cell of A matches a cell of B, or labels do not identify cells uniquely.
+    """
+    ignored = expand_ignored(ignore or [])
+    all_a, all_b = _keyed(a.cells, ignored, "A"), _keyed(b.cells, ignored, "B")
+    ran_a = {k: c for k, c in all_a.items() if usable(c["status"])}
+    ran_b = {k: c for k, c in all_b.items() if usable(c["status"])}
+    matched = [k for k in ran_a if k in ran_b]
+    if not matched and not set(all_a) & set(all_b):
+        diff = differing_labels(list(all_a), list(all_b))
+        hint = "; ".join(f"{k}: {'/'.join(x)} vs {'/'.join(y)}" for k, (x, y) in diff.items())
+        names = " ".join(f"--ignore {k}" for k in diff)
+        raise CompareError(f"no cell of A matches a cell of B; labels that differ: {hint or 'none'}"
+                           + (f" (to compare across them: {names})" if names else ""))
+    both = [k for k in all_a if k in all_b]
+    varying = [k for k, _ in both[0] if len({dict(m)[k] for m in both}) > 1]
+    sa, sb = _samples_by_run(a.samples), _samples_by_run(b.samples)
+    rows, pairs = [], []
+    for i, key in enumerate(matched):
+        ca, cb = ran_a[key], ran_b[key]
+        stats = compare_samples(sa.get(str(ca["run_id"]), []), sb.get(str(cb["run_id"]), []), seed=seed + i)
+        label = _describe(key, varying)
+        pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
+        rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats)})
+    cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__])
+    cells["q_value"] = benjamini_hochberg(cells["p_value"])
+    cells["verdict"] = [verdict(r, q, alpha, threshold) for r, q in zip(cells["ratio"], cells["q_value"])]
+    cells["resolved"] = [ci_within_threshold(lo, hi, threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]
+    only_a = [_describe(k, varying) for k in all_a if k not in all_b]
+    only_b = [_describe(k, varying) for k in all_b if k not in all_a]
+    broken = [_describe(k, varying) for k in both if k in ran_a and k not in ran_b]
+    fixed = [_describe(k, varying) for k in both if k in ran_b and k not in ran_a]
+    ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
+    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, environment_notes(a.cells, b.cells),
+                      broken, fixed)

@@ -1,0 +1,84 @@
+"""A comparison as people read it: the terminal table (rich) and Markdown."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from neuronexp.compare.join import Comparison
+from neuronexp.formatting import fmt_ci, fmt_delta, fmt_pct, fmt_q, fmt_ratio, fmt_us, md_cell, short_op
+
+_STYLE = {"slower": "bold red", "faster": "bold green", "no change": "dim", "n/a": "yellow"}
+
+
+def _rows(cmp: Comparison) -> list[list[str]]:
+    return [[str(r.cell), fmt_us(r.median_a_us), fmt_us(r.median_b_us), fmt_ratio(r.ratio), fmt_ci(r.ci_low, r.ci_high),
+             fmt_q(r.q_value), f"{r.n_a}/{r.n_b}", str(r.verdict)] for r in cmp.cells.itertuples()]
+
+
+_HEADERS = ["cell", "A median", "B median", "B/A", "95% CI", "q (BH)", "n A/B", "verdict"]
+
+
+def _lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
+    pairs = [("failed in B, ran in A", cmp.broken), ("failed in A, ran in B", cmp.fixed),
+             ("only in A", cmp.only_a), ("only in B", cmp.only_b)]
+    return [(label, names) for label, names in pairs if names]
+
+
+def regressed(cmp: Comparison) -> bool:
+    """What --fail-on-regression fails on: a slower cell, or a cell that ran in A and fails in B."""
+    return bool(cmp.count("slower") or cmp.broken)
+
+
+def verdict_line(cmp: Comparison) -> str:
+    counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change") if cmp.count(w))
+    line = f"{counts} (threshold {fmt_pct(cmp.threshold)}, BH q < {cmp.alpha:g})"
+    if cmp.unresolved:
+        line += (f"; {cmp.unresolved} 'no change' cell(s) have a CI wider than ±{fmt_pct(cmp.threshold)}: "
+                 "more samples (timing.iters) would be needed to rule out a change that size")
+    return line
+
+
+def _op_rows(cmp: Comparison, limit: int) -> list[list[str]]:
+    ops = cmp.ops.reindex(cmp.ops["delta_us"].abs().sort_values(ascending=False).index).head(limit)
+    return [[str(r.cell), short_op(str(r.op), 48), str(r.change), fmt_us(r.a_us), fmt_us(r.b_us), fmt_delta(r.delta_us)]
+            for r in ops.itertuples()]
+
+
+def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> None:
+    table = Table(title="B vs A · median latency · ratio of medians with bootstrap CI", title_justify="left")
+    for h in _HEADERS:
+        table.add_column(h, justify="left" if h in ("cell", "verdict") else "right", no_wrap=h != "cell")
+    for row in _rows(cmp):
+        # Labels and op names are data: escaped so "[...]" in them is not read as rich markup.
+        table.add_row(*map(escape, row[:-1]), f"[{_STYLE.get(row[-1], '')}]{escape(row[-1])}[/]")
+    console.print(table)
+    if not cmp.ops.empty:
+        ops = Table(title="Op tables: largest changes in self device time per step", title_justify="left")
+        for h in ("cell", "op", "change", "A", "B", "Δ"):
+            ops.add_column(h, justify="right" if h in ("A", "B", "Δ") else "left", no_wrap=h != "cell")
+        for row in _op_rows(cmp, op_limit):
+            ops.add_row(*map(escape, row))
+        console.print(ops)
+    for label, names in _lists(cmp):
+        console.print(f"[yellow]{label} ({len(names)}):[/] {escape(', '.join(names))}")
+    for note in cmp.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    console.print(escape(verdict_line(cmp)))
+
+
+def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
+    def row(cells: list[str]) -> str:
+        return "| " + " | ".join(md_cell(c) for c in cells) + " |"
+
+    lines = ["# neuronexp compare", "", f"A: `{a}`  ", f"B: `{b}`", "", row(_HEADERS), "|" + "---|" * len(_HEADERS)]
+    lines += [row(r) for r in _rows(cmp)]
+    lines += ["", verdict_line(cmp), ""]
+    if not cmp.ops.empty:
+        heads = ["cell", "op", "change", "A", "B", "Δ"]
+        lines += ["## Op tables", "", row(heads), "|" + "---|" * len(heads)]
+        lines += [row(r) for r in _op_rows(cmp, 30)] + [""]
+    extra = [f"{label[0].upper()}{label[1:]}: " + ", ".join(names) for label, names in _lists(cmp)] + [f"Note: {n}" for n in cmp.notes]
+    lines += extra + ([""] if extra else [])
+    return "\n".join(lines)

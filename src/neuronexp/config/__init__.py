@@ -1,0 +1,21 @@
+"""Stage 0, configuration: the schema, its validation, the device-unit grammar, the cell spec, and the
+composition of a Hydra config into that spec (config.compose, the one Hydra edge of this package).
+
+Imports nothing else from neuronexp.
+"""
+
+from neuronexp.config.errors import ConfigError
+from neuronexp.config.schema import (
+    BackendName, CompileConfig, DType, ExtraInput, InputConfig, LauncherConfig, NeuronDeviceConfig, NeuronMode,
+    NeuronProfilerConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig,
+)
+from neuronexp.config.spec import CellSpec
+from neuronexp.config.units import format_units, parse_units, unit_set, validate_units
+from neuronexp.config.validate import locate, validate, validate_module_target
+
+__all__ = [
+    "BackendName", "CellSpec", "CompileConfig", "ConfigError", "DType", "ExtraInput", "InputConfig", "LauncherConfig",
+    "NeuronDeviceConfig", "NeuronMode", "NeuronProfilerConfig", "ProfilerConfig", "RunConfig", "ScheduleConfig",
+    "TimingConfig", "format_units", "locate", "parse_units", "unit_set", "validate", "validate_module_target",
+    "validate_units",
+]

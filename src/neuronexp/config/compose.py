@@ -1,0 +1,103 @@
+"""From a composed Hydra config to the core's CellSpec (Hydra edge: used by the cli and the sweeper)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from neuronexp.config.errors import ConfigError
+from neuronexp.config.schema import RunConfig
+from neuronexp.config.spec import CellSpec
+from neuronexp.config.validate import validate
+
+# A config node `hidden_size: ${nx.last:${input.shape}}` follows the swept input shape, so module
+# options never need editing when `input.shape` changes.
+OmegaConf.register_new_resolver("nx.last", lambda xs: xs[-1], replace=True)
+ConfigStore.instance().store(name="base_config", node=RunConfig)
+
+NO_EXPERIMENT = "adhoc"
+
+
+def _choices(cfg: DictConfig) -> dict[str, Any]:
+    return dict(OmegaConf.select(cfg, "hydra.runtime.choices", default={}) or {})
+
+
+def labels_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str]) -> tuple[str, str]:
+    """(experiment, module) labels: the chosen options, or the target's class for an inline module."""
+    experiment = choices.get("experiment") or NO_EXPERIMENT
+    module = choices.get("module") or ""
+    inline = any(o.lstrip("+").startswith("module._target_=") for o in task_overrides)
+    if inline or not module:
+        module = str(OmegaConf.select(cfg, "module._target_", default="module")).rsplit(".", 1)[-1]
+    return str(experiment), str(module)
+
+
+def run_id_for(resolved: dict[str, Any], experiment: str, module: str) -> str:
+    """Content hash of what was measured: the resolved config plus the labels."""
+    blob = json.dumps({"config": resolved, "experiment": experiment, "module": module}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def to_run_config(cfg: DictConfig) -> RunConfig:
+    """Resolve and type the job config; interpolation errors become ConfigErrors."""
+    job_cfg = cfg
+    if "hydra" in cfg:  # the sweeper's configs still carry it; the job never sees it
+        job_cfg = copy.deepcopy(cfg)
+        with read_write(job_cfg), open_dict(job_cfg):
+            del job_cfg["hydra"]
+    try:
+        run_cfg = OmegaConf.to_object(job_cfg)
+    except Exception as exc:  # interpolation or conversion problem in a user config
+        key = getattr(exc, "full_key", None) or "config"
+        raise ConfigError(str(key), "?", str(exc).splitlines()[0]) from None
+    assert isinstance(run_cfg, RunConfig), type(run_cfg)
+    if not isinstance(run_cfg.module, dict):
+        raise ConfigError("module", run_cfg.module, "must be a config node with a _target_ (pick module=<option>)")
+    return run_cfg
+
+
+def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str) -> CellSpec:
+    """Build and validate the CellSpec of one job.
+
+    Raises:
+        ConfigError: any bad value, before work starts.
+    """
+    run_cfg = to_run_config(cfg)
+    validate(run_cfg)
+    experiment, module = labels_from(cfg, choices, task_overrides)
+    resolved = OmegaConf.to_container(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
+    resolved.pop("launcher", None)  # where a cell runs is not what it measures: same run_id under any launcher
+    module_node = run_cfg.module
+
+    def build_module() -> Any:
+        return instantiate(module_node, _convert_="all")
+
+    return CellSpec(
+        config=run_cfg,
+        build_module=build_module,
+        run_id=run_id_for(resolved, experiment, module),
+        experiment=experiment,
+        module_name=module,
+        overrides=override_dirname,
+    )
+
+
+def spec_from_sweep_config(cfg: DictConfig) -> CellSpec:
+    """For a config composed by the sweeper (it still carries its `hydra` node)."""
+    hc = cfg.hydra
+    task = list(hc.overrides.task)
+    return spec_from(cfg, _choices(cfg), task, override_dirname(task))
+
+
+def override_dirname(task_overrides: list[str]) -> str:
+    """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree.
+
+    `launcher.*` is left out: where cells run is not a label of the cell (it is recorded in `placement`).
+    """
+    return ",".join(sorted(o for o in task_overrides if not o.lstrip("+~").startswith("launcher.")))

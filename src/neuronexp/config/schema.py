@@ -1,0 +1,158 @@
+"""The run configuration schema: plain dataclasses, one per config node.
+
+Hydra registers `RunConfig` as `base_config` (config.compose), so a wrong type or an unknown enum value
+already fails at compose time; config.validate adds the checks a type cannot express.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from omegaconf import MISSING
+
+
+class DType(str, Enum):
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    float64 = "float64"
+    int64 = "int64"
+    int32 = "int32"
+    bool = "bool"
+
+
+class BackendName(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+    neuron = "neuron"
+
+
+class NeuronMode(str, Enum):
+    """Members of `torch_neuronx.profiling.ProfileMode` (documented in the Neuron Explorer guide)."""
+
+    DEVICE = "DEVICE"
+    RUNTIME = "RUNTIME"
+    CPU_UTIL = "CPU_UTIL"
+    HOST_MEMORY = "HOST_MEMORY"
+
+
+@dataclass
+class ExtraInput:
+    shape: list[int] = MISSING
+    dtype: DType = DType.float32
+    # Integer inputs (token ids, indices) are drawn from [0, high).
+    high: int = 2
+
+
+@dataclass
+class InputConfig:
+    shape: list[int] = field(default_factory=lambda: [1, 1024, 4096])
+    dtype: DType = DType.bfloat16
+    extra: list[ExtraInput] = field(default_factory=list)
+    seed: int = 0
+
+
+@dataclass
+class ScheduleConfig:
+    """torch.profiler.schedule: wait + warmup + active steps, repeated `repeat` times (one cycle each)."""
+
+    wait: int = 2
+    warmup: int = 1
+    active: int = 1
+    repeat: int = 1
+
+
+@dataclass
+class NeuronProfilerConfig:
+    """Options of `torch_neuronx.profiling.NeuronConfig`; ignored on other backends."""
+
+    modes: list[NeuronMode] = field(default_factory=lambda: [NeuronMode.DEVICE, NeuronMode.RUNTIME])
+    # NeuronCores to capture, e.g. "0", "0,1" or "0,1,2-5"; null captures all.
+    capture_enabled_for_nc: str | None = None
+    max_events_per_nc: int | None = None
+    # null: use it when the installed torch-neuronx accepts it (not in the official docs yet).
+    correlate_device_time: bool | None = None
+    # Copy the NEFFs into the profile folder so Neuron Explorer can open it stand-alone.
+    copy_neffs: bool = True
+    # The NEFF cache copied from when copy_neffs is on; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else /tmp/neff_cache.
+    neff_cache_dir: str | None = None
+    # Post-process the capture with `neuron-explorer view` (when on PATH) into neuron_* Summary columns.
+    explorer: bool = True
+    explorer_timeout_s: float = 900.0
+
+
+@dataclass
+class ProfilerConfig:
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    record_shapes: bool = False
+    with_stack: bool = False
+    profile_memory: bool = False
+    with_flops: bool = False
+    export_trace: bool = True
+    neuron: NeuronProfilerConfig = field(default_factory=NeuronProfilerConfig)
+
+
+@dataclass
+class TimingConfig:
+    """The wall-clock pass, separate from the profiled one."""
+
+    warmup: int = 10
+    iters: int = 100
+    # Stop sampling early after this many seconds (at least `min_iters` samples are still taken),
+    # so large shapes on a slow CPU do not dominate a sweep. The sample count is recorded per cell.
+    max_seconds: float = 5.0
+    min_iters: int = 5
+
+
+@dataclass
+class CompileConfig:
+    enabled: bool = False
+    # null: "neuron" on Trainium, "inductor" elsewhere.
+    backend: str | None = None
+    mode: str | None = None
+    fullgraph: bool = False
+    dynamic: bool | None = False
+
+
+@dataclass
+class NeuronDeviceConfig:
+    """NeuronCore selection, exported as NEURON_RT_* before the Neuron runtime starts."""
+
+    visible_cores: str | None = None
+    num_cores: int | None = None
+
+
+@dataclass
+class LauncherConfig:
+    """Device slots for sweeps run by a parallel Hydra launcher (docs/slurm.md). Not part of a cell's run_id:
+    where a cell ran is recorded in its row (`placement`), not in what it measured."""
+
+    # Parallel device slots per host; each running cell owns one. hydra/launcher=parallel runs this many workers.
+    devices: int = 1
+    # Units per slot (NeuronCores, GPUs or CPU cores); null: 1 NeuronCore or GPU, or the CPU cores split evenly.
+    per_device: int | None = None
+    # The units to split, e.g. "0-31"; null: neuron.visible_cores or 0..devices*per_device-1 (Neuron),
+    # CUDA_VISIBLE_DEVICES or every GPU (CUDA), the process's CPU affinity (CPU).
+    pool: str | None = None
+    # null: under a parallel launcher each cell runs in a fresh process on its slot (under the basic one, in its
+    # one process); false: cells run warm in workers that keep a slot each; true: fresh processes, any launcher.
+    isolate: bool | None = None
+    # Node-local directory for the slot lock files; null: <tmp>/neuronexp-locks (shared by every sweep of the host).
+    lock_dir: str | None = None
+
+
+@dataclass
+class RunConfig:
+    module: Any = MISSING
+    input: InputConfig = field(default_factory=InputConfig)
+    backend: BackendName = BackendName.auto
+    compile: CompileConfig = field(default_factory=CompileConfig)
+    profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    neuron: NeuronDeviceConfig = field(default_factory=NeuronDeviceConfig)
+    launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    # The module option that speedups are computed against in a sweep; null disables speedups.
+    baseline: str | None = "rmsnorm_naive"

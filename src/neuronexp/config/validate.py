@@ -1,0 +1,97 @@
+"""The checks a schema type cannot express: ranges, shapes, device lists and the module target.
+
+They run on every cell before any work starts, so a mistake is one line naming the key, never a
+half-finished run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from neuronexp.config.errors import ConfigError
+from neuronexp.config.schema import DType, RunConfig
+from neuronexp.config.units import validate_units
+
+
+def _positive(key: str, value: int, minimum: int = 1) -> None:
+    if value < minimum:
+        raise ConfigError(key, value, f"must be an integer >= {minimum}")
+
+
+def _check_shape(key: str, shape: list[int]) -> None:
+    if len(shape) == 0 or any(d < 1 for d in shape):
+        raise ConfigError(key, list(shape), "must be a non-empty list of positive integers, e.g. [1,1024,4096]")
+
+
+def validate(cfg: RunConfig) -> None:
+    """Check what the schema types cannot: ranges, shapes, core lists and the module target."""
+    _check_shape("input.shape", cfg.input.shape)
+    if cfg.input.dtype in (DType.int64, DType.int32, DType.bool):
+        raise ConfigError("input.dtype", cfg.input.dtype.value, "the first input must be a floating dtype")
+    for i, extra in enumerate(cfg.input.extra):
+        _check_shape(f"input.extra[{i}].shape", extra.shape)
+        _positive(f"input.extra[{i}].high", extra.high)
+    s = cfg.profiler.schedule
+    _positive("profiler.schedule.wait", s.wait, 0)
+    _positive("profiler.schedule.warmup", s.warmup, 0)
+    _positive("profiler.schedule.active", s.active)
+    _positive("profiler.schedule.repeat", s.repeat)
+    _positive("timing.warmup", cfg.timing.warmup, 0)
+    _positive("timing.iters", cfg.timing.iters)
+    _positive("timing.min_iters", cfg.timing.min_iters)
+    if cfg.timing.max_seconds <= 0:
+        raise ConfigError("timing.max_seconds", cfg.timing.max_seconds, "must be > 0")
+    nprof = cfg.profiler.neuron
+    validate_units("profiler.neuron.capture_enabled_for_nc", nprof.capture_enabled_for_nc)
+    if nprof.max_events_per_nc is not None:
+        _positive("profiler.neuron.max_events_per_nc", nprof.max_events_per_nc)
+    if not nprof.modes:
+        raise ConfigError("profiler.neuron.modes", [], "list at least one of DEVICE, RUNTIME, CPU_UTIL, HOST_MEMORY")
+    if nprof.explorer_timeout_s <= 0:
+        raise ConfigError("profiler.neuron.explorer_timeout_s", nprof.explorer_timeout_s, "must be > 0 seconds")
+    validate_units("neuron.visible_cores", cfg.neuron.visible_cores)
+    if cfg.neuron.num_cores is not None:
+        _positive("neuron.num_cores", cfg.neuron.num_cores, 0)
+    _positive("launcher.devices", cfg.launcher.devices)
+    if cfg.launcher.per_device is not None:
+        _positive("launcher.per_device", cfg.launcher.per_device)
+    validate_units("launcher.pool", cfg.launcher.pool)
+    validate_module_target(cfg.module)
+
+
+def validate_module_target(module: Any) -> None:
+    """The module node must name an importable `_target_`; a class target must be an nn.Module."""
+    import torch.nn as nn
+
+    target = module.get("_target_") if isinstance(module, dict) else None
+    if not target:
+        raise ConfigError("module._target_", None, "set module=<option> or give a node with a _target_ that builds an nn.Module")
+    obj = locate(str(target))
+    if isinstance(obj, type) and not issubclass(obj, nn.Module):
+        raise ConfigError("module._target_", target, f"{obj.__module__}.{obj.__qualname__} is not a torch.nn.Module")
+    if not callable(obj):
+        raise ConfigError("module._target_", target, "is not callable; name an nn.Module class or a factory function")
+
+
+def locate(path: str) -> Any:
+    """Import `pkg.mod.Name` (like hydra.utils.get_object) but fail with a ConfigError."""
+    parts = path.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        mod_name = ".".join(parts[:split])
+        try:
+            obj: Any = importlib.import_module(mod_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (mod_name == exc.name or mod_name.startswith(exc.name + ".")):
+                continue
+            raise ConfigError("module._target_", path, f"importing {mod_name} failed: {exc}") from exc
+        except Exception as exc:  # a user module that raises at import time
+            raise ConfigError("module._target_", path, f"importing {mod_name} failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            for attr in parts[split:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            raise ConfigError("module._target_", path, f"{mod_name} has no attribute {'.'.join(parts[split:])}") from None
+        return obj
+    raise ConfigError("module._target_", path, "cannot be imported; give a dotted path like mypkg.layers.MyLayer "
+                      "importable from the working directory or experiments/")

@@ -1,0 +1,69 @@
+"""Numbers and names as people read them, and text made safe for Markdown tables. Plain functions;
+imports nothing else from neuronexp."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def fmt_us(value: float | None) -> str:
+    """Three significant digits, in µs, ms or s."""
+    if _missing(value):
+        return "—"
+    for scale, unit in ((1e6, "s"), (1e3, "ms"), (1.0, "µs")):
+        if abs(value) >= scale or unit == "µs":  # type: ignore[arg-type]
+            v = value / scale  # type: ignore[operator]
+            return f"{v:.3g} {unit}" if v < 1000 else f"{v:,.0f} {unit}"
+    raise AssertionError("unreachable")
+
+
+def fmt_pct(value: float | None) -> str:
+    return "—" if _missing(value) else f"{100 * value:.1f}%"  # type: ignore[operator]
+
+
+def fmt_speedup(value: float | None) -> str:
+    return "—" if _missing(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"  # type: ignore[arg-type]
+
+
+def fmt_ratio(ratio: float) -> str:
+    return "—" if not math.isfinite(ratio) else f"×{ratio:.3f} {(ratio - 1) * 100:+.1f}%"
+
+
+def fmt_ci(low: float, high: float) -> str:
+    return "—" if not (math.isfinite(low) and math.isfinite(high)) else f"{low:.3f}–{high:.3f}"
+
+
+def fmt_delta(us: float) -> str:
+    return ("+" if us >= 0 else "−") + fmt_us(abs(us))
+
+
+def fmt_q(q: float) -> str:
+    return "—" if not math.isfinite(q) else f"{q:.2g}" if q >= 1e-3 else "<0.001"
+
+
+_COMPILED_GRAPH = re.compile(r"^## Call CompiledFxGraph \w+ ##$")
+
+
+def short_op(name: str, width: int = 40) -> str:
+    """Op names for narrow tables: Inductor's graph call loses its hash, long names are cut."""
+    if _COMPILED_GRAPH.match(name):
+        return "CompiledFxGraph call"
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def device_word(cell: Mapping[str, Any]) -> str:
+    """What the "device" columns measured for this cell, in words for a table header."""
+    return "CPU" if cell["device_time_source"] == "cpu_self_time" else str(cell["backend"]).upper()
+
+
+def md_cell(text: object) -> str:
+    """Text safe inside a Markdown table cell: a pipe would split the cell, a newline end the row, '<' open
+    an HTML tag (error messages and op names are data, never markup)."""
+    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\r", "").replace("\n", "<br>"))

@@ -1,0 +1,143 @@
+"""The report model: what a run or sweep directory says, gathered once for the HTML and Markdown renderers.
+
+Plain frames and strings only; formatting belongs to report_html / report_md, pictures to plots.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import OmegaConf
+
+from neuronexp.analysis.ops import fusion_table, hotspots
+from neuronexp.analysis.variants import add_speedups, variant_label
+from neuronexp.report.findings import findings
+from neuronexp.results import Results, read_any
+
+# env.json keys worth a line in the report, in reading order, with their labels.
+_ENV_FIELDS = [
+    ("host", "host"), ("platform", "platform"), ("python", "python"), ("torch_version", "torch"),
+    ("torch_neuronx_version", "torch-neuronx"), ("neuronx_cc_version", "neuronx-cc"), ("cuda_runtime", "CUDA runtime"),
+    ("cpu_count", "CPU cores"), ("torch_threads", "torch threads"), ("git_commit", "git commit"),
+    ("git_dirty", "uncommitted changes"), ("neuronexp_version", "neuronexp"),
+]
+# A cell column naming the Neuron profile folder (the Neuron backend writes neuron_profile_dir, relative to
+# the job directory); a `neuron_profile/` folder in the job directory is the fallback.
+_PROFILE_COLUMN = re.compile(r"^neuron_profile")
+
+
+class ReportError(ValueError):
+    """The directory holds nothing to report on."""
+
+
+@dataclass
+class Report:
+    source: Path
+    out_dir: Path
+    kind: str  # "sweep" or "run"
+    title: str
+    baseline: str | None
+    results: Results  # cells gain: variant, trace_link, profile_link (relative to out_dir)
+    environment: list[tuple[str, str]] = field(default_factory=list)
+    hotspots: dict[str, pd.DataFrame] = field(default_factory=dict)  # run_id → op, calls, self_device_us, share
+    fusion: pd.DataFrame = field(default_factory=pd.DataFrame)
+    findings: list[str] = field(default_factory=list)
+
+    @property
+    def cells(self) -> pd.DataFrame:
+        return self.results.cells
+
+
+def configured_baseline(job_dirs: list[Path], modules: set[str]) -> str | None:
+    """The `baseline` the sweep was run with (from a job's config.yaml), if that module is in the results."""
+    for d in job_dirs[:1]:
+        if (d / "config.yaml").is_file():
+            value = OmegaConf.load(d / "config.yaml").get("baseline")
+            return str(value) if value in modules else None
+    return "rmsnorm_naive" if "rmsnorm_naive" in modules else None
+
+
+def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[str, str]]:
+    """(label, value) pairs; a value that differs across jobs lists every distinct value."""
+    envs = [json.loads((d / "env.json").read_text()) for d in job_dirs if (d / "env.json").is_file()]
+
+    def distinct(values) -> str:
+        vals = [str(v) for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
+        return "; ".join(vals)
+
+    rows = [(label, distinct(cells[col])) for label, col in (
+        ("experiment", "experiment"), ("backend", "backend"), ("device", "device_name"), ("dtype", "dtype"),
+        ("latency method", "timing_method"), ("profiled time source", "device_time_source"))]
+    rows.append(("variants", distinct(cells["variant"])))
+    rows.append(("shapes", distinct(cells.sort_values("numel", kind="stable")["shape"])))
+    started = cells["started_at"].dropna().sort_values()
+    if len(started):
+        rows.append(("started", f"{started.iloc[0]} … {started.iloc[-1]}" if len(started) > 1 else started.iloc[0]))
+    rows += [(label, distinct(env.get(key) for env in envs)) for key, label in _ENV_FIELDS]
+    neuron_env = {k: v for env in envs for k, v in (env.get("neuron_env") or {}).items()}
+    rows += [(k, str(v)) for k, v in sorted(neuron_env.items())]
+    return [(k, v) for k, v in rows if v]
+
+
+def _relative(path: Path, out_dir: Path) -> str:
+    return Path(os.path.relpath(path, out_dir)).as_posix()
+
+
+def links(cells: pd.DataFrame, by_run: dict[str, Path], out_dir: Path) -> tuple[list, list]:
+    """Each cell's trace and Neuron profile folder, relative to the report (None when absent)."""
+    profile_cols = [c for c in cells.columns if _PROFILE_COLUMN.match(c)]
+    traces, profiles = [], []
+    for _, cell in cells.iterrows():
+        job = by_run.get(str(cell["run_id"]))
+        trace = cell.get("trace_path")
+        trace_file = (job / trace) if job is not None and isinstance(trace, str) and trace else None
+        traces.append(_relative(trace_file, out_dir) if trace_file is not None and trace_file.is_file() else None)
+        named = [Path(str(cell[c])) for c in profile_cols if isinstance(cell[c], str) and cell[c]]
+        candidates = [p if p.is_absolute() or job is None else job / p for p in named]
+        candidates += [job / "neuron_profile"] if job is not None else []
+        found = next((p for p in candidates if p.exists()), None)
+        profiles.append(_relative(found, out_dir) if found is not None else None)
+    return traces, profiles
+
+
+def build_report(source: Path, out_dir: Path | None = None, baseline: str | None = None, top: int = 8) -> Report:
+    """Gather everything a report shows for a run or sweep directory.
+
+    Raises:
+        ReportError: `source` holds no results, or only an empty table.
+    """
+    source = Path(source)
+    if not source.is_dir():
+        raise ReportError(f"{source}: no such directory")
+    out_dir = Path(out_dir) if out_dir is not None else source
+    try:
+        found = read_any(source)
+    except FileNotFoundError as exc:
+        raise ReportError(str(exc)) from None
+    results, kind, by_run = found.results, found.kind, found.job_dir_of
+    cells = results.cells
+    if cells.empty:
+        raise ReportError(f"{source}: the results hold no cells")
+    dirs = list(dict.fromkeys(by_run.values()))
+    explicit = baseline is not None
+    baseline = baseline or configured_baseline(dirs, set(cells["module"]))
+    # Recomputed when asked for another baseline, or when nobody computed it (a single run).
+    if baseline and (explicit or cells["speedup_vs_baseline"].isna().all()):
+        cells = add_speedups(cells, baseline)
+    cells = cells.assign(variant=cells.apply(variant_label, axis=1))
+    cells["trace_link"], cells["profile_link"] = links(cells, by_run, out_dir)
+    results = results._replace(cells=cells)
+    spots = hotspots(results.ops, top)
+    experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
+    title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['shape'].iloc[0]}" if kind == "run" else "")
+    return Report(
+        source=source.resolve(), out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
+        environment=environment_rows(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops, baseline),
+        findings=findings(cells, results.samples, baseline, spots),
+    )

@@ -1,0 +1,191 @@
+"""Report figures as PNG bytes: latency vs input size, op-time breakdown, speedup vs baseline.
+
+Matplotlib's object API with the Agg canvas: no pyplot state, no display, safe in any process.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import NullLocator
+
+from neuronexp.formatting import fmt_us, short_op
+from neuronexp.results import USABLE
+
+_DPI = 100
+_OTHER = "other"
+# An op gets its own colour when it takes at least this share of some cell's step.
+_MIN_SHARE = 0.05
+_MAX_OPS = 9
+# Beyond this many bars the breakdown keeps the largest inputs only: a readable figure beats a complete one.
+_MAX_BARS = 36
+
+
+def _png(fig: Figure) -> bytes:
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _ok(cells: pd.DataFrame) -> pd.DataFrame:
+    return cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+
+
+def _input_labels(cells: pd.DataFrame) -> pd.Series:
+    """The input a cell measured: its shape, plus dtype and backend when the sweep varies them."""
+    label = cells["shape"].astype(str)
+    for col in ("dtype", "backend"):
+        if cells[col].nunique() > 1:
+            label = label + " " + cells[col].astype(str)
+    return label
+
+
+def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+    """Median and p10–p90 per cell from the raw samples (the cells' own columns when samples are missing)."""
+    q = samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack() if not samples.empty else pd.DataFrame()
+    out = cells.set_index("run_id")[["latency_p10_us", "latency_median_us", "latency_p90_us"]].copy()
+    out.columns = [0.1, 0.5, 0.9]
+    out.update(q)
+    return out
+
+
+def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame) -> bytes | None:
+    """Median latency vs input size, one line per variant, the p10–p90 band shaded.
+
+    Log axes once sizes (or latencies) span two decades, else small inputs crowd into one corner.
+    """
+    cells = _ok(cells)
+    if cells.empty:
+        return None
+    spread = _spread(cells, samples)
+    series = cells["variant"] + (" · " + cells["dtype"] if cells["dtype"].nunique() > 1 else "")
+    series = series + (" · " + cells["backend"] if cells["backend"].nunique() > 1 else "")
+    fig = Figure(figsize=(8, 4.5))
+    ax = fig.add_subplot()
+    for name, group in cells.assign(_series=series).groupby("_series", sort=False):
+        group = group.sort_values("numel")
+        s = spread.loc[group["run_id"]]
+        line = ax.plot(group["numel"], s[0.5], marker="o", label=name)[0]
+        ax.fill_between(group["numel"], s[0.1], s[0.9], color=line.get_color(), alpha=0.18, linewidth=0)
+    sizes = cells.drop_duplicates("numel").sort_values("numel")
+    if sizes["numel"].max() >= 100 * sizes["numel"].min():
+        ax.set_xscale("log")
+    if spread[0.9].max() >= 100 * max(spread[0.1].min(), 1e-9):
+        ax.set_yscale("log")
+    ax.set_xticks(sizes["numel"], sizes["shape"], rotation=20, ha="right", fontsize=8)
+    ax.xaxis.set_minor_locator(NullLocator())  # the shapes are the ticks; log minor ticks would add 2×10⁴ …
+    ax.set_xlabel("input shape (positioned by element count)")
+    ax.set_ylabel("latency per call (µs), median and p10–p90")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
+    best: dict[str, float] = {}
+    for frame in hotspots.values():
+        for op, share in zip(frame["op"], frame["share"]):
+            if share >= _MIN_SHARE:
+                best[op] = max(best.get(op, 0.0), float(share))
+    ops = sorted(best, key=best.get, reverse=True)[:_MAX_OPS]
+    palette = colormaps["tab10"]
+    return {op: palette(i) for i, op in enumerate(ops)}
+
+
+def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame]) -> bytes | None:
+    """Where each cell's profiled step goes: one 100% bar per cell, stacked by op, total time at the end.
+
+    Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver.
+    """
+    cells = _ok(cells).sort_values(["numel", "shape"], kind="stable")
+    cells = cells[[not hotspots.get(str(r), pd.DataFrame()).empty for r in cells["run_id"]]]
+    if cells.empty:
+        return None
+    total = len(cells)
+    while len(cells) > _MAX_BARS and cells["numel"].nunique() > 1:
+        cells = cells[cells["numel"] > cells["numel"].min()]
+    colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
+    labels = [f"{v} · {s}" for v, s in zip(cells["variant"], _input_labels(cells))]
+    fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
+    ax = fig.add_subplot()
+    y = np.arange(len(cells))[::-1]
+    for yi, (_, cell) in zip(y, cells.iterrows()):
+        spots = hotspots[str(cell["run_id"])]
+        left = 0.0
+        for op, share in zip(spots["op"], spots["share"].fillna(0.0)):
+            if op in colours and share > 0:
+                ax.barh(yi, share, left=left, color=colours[op], edgecolor="white", linewidth=0.5)
+                left += share
+        ax.barh(yi, max(1.0 - left, 0.0), left=left, color="#d0d0d0", edgecolor="white", linewidth=0.5)
+        ax.text(1.01, yi, fmt_us(cell["device_time_us"]), va="center", fontsize=8)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of profiled time per step (label: total per step)")
+    if len(cells) < total:
+        ax.set_title(f"largest inputs only: {len(cells)} of {total} cells", fontsize=9)
+    handles = [Patch(color=c, label=short_op(op, 32)) for op, c in colours.items()] + [Patch(color="#d0d0d0", label=_OTHER)]
+    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.4 / len(cells)), ncol=3, frameon=False)
+    return _png(fig)
+
+
+def speedup_plot(cells: pd.DataFrame, baseline: str | None) -> bytes | None:
+    """Speedup of every variant over the baseline per input: bars above 1 are faster."""
+    cells = _ok(cells)
+    cells = cells[(cells["variant"] != baseline) & np.isfinite(cells["speedup_vs_baseline"].astype(float))]
+    if not baseline or cells.empty:
+        return None
+    cells = cells.assign(_input=_input_labels(cells))
+    inputs = list(dict.fromkeys(cells.sort_values("numel", kind="stable")["_input"]))
+    variants = list(dict.fromkeys(cells["variant"]))
+    width = 0.8 / len(variants)
+    fig = Figure(figsize=(8, 4))
+    ax = fig.add_subplot()
+    for i, variant in enumerate(variants):
+        mine = cells[cells["variant"] == variant].set_index("_input")["speedup_vs_baseline"]
+        xs = [j + (i - (len(variants) - 1) / 2) * width for j, s in enumerate(inputs) if s in mine.index]
+        vals = [mine[s] for s in inputs if s in mine.index]
+        # Bars grow from 1 (no change): up is faster, down is slower, on a log axis too.
+        bars = ax.bar(xs, [v - 1 for v in vals], bottom=1.0, width=width, label=variant)
+        ax.bar_label(bars, [f"×{v:.2f}" for v in vals], fontsize=7)
+    values = cells["speedup_vs_baseline"].astype(float)
+    if values.max() / max(values.min(), 1e-9) >= 20:
+        ax.set_yscale("log")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(inputs)), inputs, fontsize=8)
+    ax.set_ylabel(f"speedup vs {baseline} (median latency)")
+    ax.margins(y=0.15)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return _png(fig)
+
+
+@dataclass(frozen=True)
+class Plot:
+    title: str
+    caption: str
+    png: bytes
+    wide: bool = False  # gets the page's full width (a bar per cell needs it)
+
+
+def figures(report) -> list[Plot]:
+    """Every plot the report's data supports."""
+    cells = report.cells
+    out = []
+    latency = latency_plot(cells, report.results.samples)
+    if latency:
+        out.append(Plot("Latency vs input size", "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.", latency))
+    speedup = speedup_plot(cells, report.baseline)
+    if speedup:
+        out.append(Plot(f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input.", speedup))
+    breakdown = breakdown_plot(cells, report.hotspots)
+    if breakdown:
+        out.append(Plot("Op-time breakdown", "Self time per op as a share of the profiled step; grey is everything else.", breakdown, wide=True))
+    return out

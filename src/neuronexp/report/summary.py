@@ -1,0 +1,62 @@
+"""The sweep's comparison in text: what each table cell says, and `results/summary.md`."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from neuronexp.analysis.variants import comparison_grid
+from neuronexp.formatting import device_word, fmt_pct, fmt_us, md_cell, short_op
+
+
+def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
+    """What one table cell says: latency, profiled time and ops per step, speedup, hotspot."""
+    if cell is None:
+        return ["—"]
+    if cell["status"] == "error":
+        return ["error", str(cell["error"])[:60]]
+    device = device_word(cell)
+    speedup = cell["speedup_vs_baseline"]
+    first = fmt_us(cell["latency_median_us"])
+    if speedup is not None and not math.isnan(speedup):
+        first += f" ×{speedup:.2f}"
+    lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {cell['device_ops']:g} ops"]
+    if isinstance(cell["top_op"], str):
+        lines.append(f"{short_op(cell['top_op'], 24)} {fmt_pct(cell['top_op_share'])}")
+    if cell["status"] == "cached":
+        lines.append("(cached)")
+    return lines
+
+
+def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: str | None, sweep_dir: Path) -> str:
+    """results/summary.md: counts, devices, the variants side by side, and every failed or missing cell.
+
+    Every value from the results goes through md_cell: error texts and op names are data, never markup.
+    """
+    counts = cells["status"].value_counts().to_dict() if not cells.empty else {}
+    status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    if missing:
+        status += f", {len(missing)} missing"
+    experiment = ", ".join(sorted(cells["experiment"].dropna().unique())) if not cells.empty else "?"
+    lines = [f"# Sweep summary: {md_cell(experiment)}", "", f"Directory: `{sweep_dir}`  ", f"Cells: {status or 'none'}", ""]
+    if not cells.empty:
+        devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
+        methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
+        lines += [f"Devices: {md_cell(devices)}  ", f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}", ""]
+        axes, variants, grid = comparison_grid(cells, baseline)
+        lines.append("| " + " | ".join(md_cell(h) for h in axes + variants) + " |")
+        lines.append("|" + "---|" * (len(axes) + len(variants)))
+        for key, by_variant in grid.items():
+            row = [md_cell(k) for k in key] + ["<br>".join(md_cell(x) for x in cell_lines(by_variant.get(v))) for v in variants]
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append("")
+    failed = cells[cells["status"] == "error"] if not cells.empty else cells
+    if len(failed) or missing:
+        lines += ["## Failed cells", ""]
+        lines += [f"- {md_cell(r.overrides)}: {md_cell(r.error)}" for r in failed.itertuples()]
+        lines += [f"- job {md_cell(m)}: no result (the job died or has not run; rerun the sweep to resume)" for m in missing]
+        lines.append("")
+    return "\n".join(lines)

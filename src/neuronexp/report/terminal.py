@@ -1,0 +1,80 @@
+"""Terminal output: one cell's summary and a sweep's comparison table (rich).
+
+Every value from the results is escaped: op names and error texts may contain "[...]", which rich would
+otherwise read as markup.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from neuronexp.analysis.ops import hotspots
+from neuronexp.analysis.variants import comparison_grid
+from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
+from neuronexp.report.summary import cell_lines
+from neuronexp.results import Results
+
+
+def top_ops_table(results: Results, device: str, limit: int = 8) -> Table:
+    table = Table(title=f"Top ops by self {device} time per step", title_justify="left")
+    for name, justify in (("op", "left"), ("calls", "right"), (f"self {device}", "right"), ("share", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    spots = hotspots(results.ops, top=limit).get(str(results.cells["run_id"].iloc[0]), pd.DataFrame())
+    for row in spots.itertuples():
+        table.add_row(escape(short_op(str(row.op), 60)), f"{row.calls:g}", fmt_us(row.self_device_us), fmt_pct(row.share))
+    return table
+
+
+def print_cell(results: Results, out_dir: Path, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    cell = results.cells.iloc[0]
+    console.print(
+        f"[bold]{escape(str(cell['module']))}[/] · {escape(str(cell['backend']))} ({escape(str(cell['device_name']))}) · "
+        f"{escape(str(cell['dtype']))} {escape(str(cell['shape']))}" + (" · compiled" if cell["compiled"] else "")
+    )
+    if cell["status"] == "error":
+        console.print(f"[red]cell failed:[/] {escape(str(cell['error']))}")
+    else:
+        device = device_word(cell)
+        if not results.ops.empty:
+            console.print(top_ops_table(results, device))
+        console.print(
+            f"latency ({escape(str(cell['timing_method']))}, {cell['latency_samples']} samples): "
+            f"median [bold]{fmt_us(cell['latency_median_us'])}[/] "
+            f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])})"
+        )
+        console.print(
+            f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, "
+            f"{cell['device_ops']:g} ops dispatched · first call {cell['first_call_s']:.3f} s"
+        )
+        if isinstance(cell.get("warnings"), str) and cell["warnings"]:
+            console.print(f"[yellow]warnings:[/] {escape(cell['warnings'])}")
+    files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
+    console.print(f"files in [cyan]{escape(str(out_dir))}[/]: {escape(', '.join(files))}")
+
+
+def rich_table(cells: pd.DataFrame, title: str, baseline: str | None = None) -> Table:
+    axes, variants, grid = comparison_grid(cells, baseline)
+    table = Table(title=escape(title), show_lines=True, title_justify="left")
+    for a in axes:
+        table.add_column(escape(a), no_wrap=True)
+    for v in variants:
+        table.add_column(escape(v))
+    for key, by_variant in grid.items():
+        table.add_row(*(escape(str(k)) for k in key), *(escape("\n".join(cell_lines(by_variant.get(v)))) for v in variants))
+    return table
+
+
+def print_sweep(cells: pd.DataFrame, failed: int, baseline: str | None, sweep_dir: Path, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    if not cells.empty:
+        title = (f"neuronexp sweep · {len(cells)} cells · median latency ×speedup vs {baseline or '—'} · "
+                 "profiled time/step · ops/step · hotspot")
+        console.print(rich_table(cells, title, baseline))
+    tail = f"[red]{failed} failed[/]" if failed else "all cells ok"
+    console.print(f"{tail} · results in [cyan]{escape(str(sweep_dir / 'results'))}[/] (summary.md, cells/ops/samples .parquet + .csv)")

@@ -1,0 +1,115 @@
+"""The one reader of neuronexp's tables: a run directory, a sweep's aggregated `results/`, or a sweep's job
+directories (a sweep that was never aggregated, or is being aggregated)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from neuronexp.results.files import read_arrow
+from neuronexp.results.schema import TABLES, Results, to_arrow
+
+# The sweep's planned cells, written before the first one runs: what "missing" is measured against.
+JOBS_MANIFEST = "jobs.json"
+
+
+def read_job(job_dir: Path) -> Results:
+    return Results(*(pd.read_parquet(job_dir / f"{name}.parquet") for name in TABLES))
+
+
+def load(path: str | os.PathLike[str]) -> Results:
+    """The three tables of a run directory, or the aggregated ones of a sweep directory.
+
+    Raises:
+        FileNotFoundError: `path` holds neither a finished job nor an aggregated sweep.
+    """
+    root = Path(path)
+    if (root / "results" / "cells.parquet").is_file():
+        return Results(*(pd.read_parquet(root / "results" / f"{n}.parquet") for n in TABLES))
+    if (root / "cells.parquet").is_file():
+        return read_job(root)
+    raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
+
+
+def job_dirs_of(sweep_dir: Path) -> list[Path]:
+    """The sweep's jobs: from the sweeper's manifest, else every subdirectory holding a cell."""
+    manifest = sweep_dir / JOBS_MANIFEST
+    if manifest.is_file():
+        return [sweep_dir / job["dir"] for job in json.loads(manifest.read_text())]
+    return sorted((p.parent for p in sweep_dir.glob("*/cells.parquet")), key=lambda p: _natural_key(p.name))
+
+
+def _natural_key(name: str) -> list[object]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def _read_job_table(job_dir: Path, name: str) -> pa.Table:
+    try:
+        return read_arrow(job_dir / f"{name}.arrow")
+    except FileNotFoundError:  # written by another tool, or before the Arrow copies existed
+        return pq.read_table(job_dir / f"{name}.parquet")
+
+
+def _concat(parts: list[pa.Table]) -> pa.Table:
+    first = parts[0].schema
+    same = all(p.schema.equals(first) for p in parts)
+    # Extra columns (e.g. neuron_*) on some jobs only: unify, filling the others with nulls.
+    table = pa.concat_tables(parts, promote_options="none" if same else "default")
+    # One contiguous table: writers handle thousands of one-row chunks very slowly.
+    return table.combine_chunks()
+
+
+def read_jobs(job_dirs: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
+    """The finished jobs' tables concatenated (Arrow, not pandas: a big sweep's ops stay compact), and the
+    names of the job directories that hold no finished cell."""
+    done = [d for d in job_dirs if (d / "cells.parquet").is_file()]
+    finished = set(done)
+    missing = [d.name for d in job_dirs if d not in finished]
+    tables = {}
+    for name in TABLES:
+        # In batches: thousands of small tables cost more in per-table overhead than in data.
+        batches = [_concat([_read_job_table(d, name) for d in done[i : i + 1000]]) for i in range(0, len(done), 1000)]
+        tables[name] = _concat(batches or [to_arrow(name, pd.DataFrame())])
+    return tables, missing
+
+
+@dataclass
+class Found:
+    """What a directory holds: its tables, "sweep" or "run", each cell's job directory, and planned cells
+    that never finished (a killed sweep)."""
+
+    results: Results
+    kind: str
+    job_dir_of: dict[str, Path]
+    missing: list[str] = field(default_factory=list)
+
+
+def read_any(root: Path) -> Found:
+    """A run directory, an aggregated sweep, or a sweep read from its job directories (never aggregated).
+
+    Raises:
+        FileNotFoundError: no results here.
+    """
+    if (root / "cells.parquet").is_file():
+        results = load(root)
+        return Found(results, "run", {str(r): root for r in results.cells["run_id"]})
+    planned = job_dirs_of(root) if root.is_dir() else []
+    dirs = [d for d in planned if (d / "cells.parquet").is_file()]
+    missing = [d.name for d in planned if not (d / "cells.parquet").is_file()]
+    if (root / "results" / "cells.parquet").is_file():
+        results = load(root)
+    elif dirs:
+        tables, _ = read_jobs(dirs)
+        results = Results(*(tables[name].to_pandas() for name in TABLES))
+    else:
+        raise FileNotFoundError(f"{root}: no results here (no cells.parquet, no results/, no job directories); "
+                                "point at a run or a sweep directory")
+    by_run = {str(pq.read_table(d / "cells.parquet", columns=["run_id"]).column(0)[0]): d for d in dirs}
+    return Found(results, "sweep", by_run, missing)

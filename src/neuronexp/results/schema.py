@@ -1,0 +1,92 @@
+"""The results contract: the three tidy tables, their columns and types, and row → table conversion.
+
+Imports nothing else from neuronexp (every stage writes or reads these tables).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import pandas as pd
+import pyarrow as pa
+
+# Labels every op row repeats, so an op table can be grouped without a join.
+LABEL_COLUMNS = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "shape"]
+
+_STR, _F64, _I64, _BOOL = pa.string(), pa.float64(), pa.int64(), pa.bool_()
+
+CELL_SCHEMA = pa.schema(
+    [
+        ("run_id", _STR), ("experiment", _STR), ("module", _STR), ("compiled", _BOOL), ("backend", _STR),
+        ("device", _STR), ("device_name", _STR), ("dtype", _STR), ("shape", _STR), ("numel", _I64),
+        ("overrides", _STR), ("status", _STR), ("error", _STR),
+        ("latency_median_us", _F64), ("latency_p10_us", _F64), ("latency_p90_us", _F64),
+        ("latency_samples", _I64), ("timing_method", _STR), ("first_call_s", _F64),
+        ("device_time_us", _F64), ("cpu_time_us", _F64), ("device_ops", _F64), ("device_time_source", _STR),
+        ("top_op", _STR), ("top_op_share", _F64), ("speedup_vs_baseline", _F64),
+        ("trace_path", _STR), ("warnings", _STR), ("torch_version", _STR), ("neuronx_version", _STR),
+        ("started_at", _STR),
+        # Where the cell ran (neuronexp.sweep.placement.describe): "cpu:0-1", "cuda:3", "neuron:4-5"; the host cores
+        # its process was pinned to, that process's id and its host.
+        ("placement", _STR), ("placement_cpus", _STR), ("worker_pid", _I64), ("host", _STR),
+    ]
+)
+
+OP_SCHEMA = pa.schema(
+    [(c, _BOOL if c == "compiled" else _STR) for c in LABEL_COLUMNS]
+    + [
+        ("cycle", _I64), ("op", _STR), ("device_type", _STR), ("calls", _F64), ("self_cpu_us", _F64),
+        ("cpu_total_us", _F64), ("self_device_us", _F64), ("device_total_us", _F64), ("device_share", _F64),
+        ("input_shapes", _STR), ("flops", _F64),
+    ]
+)
+
+SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64)])
+
+SCHEMAS = {"cells": CELL_SCHEMA, "ops": OP_SCHEMA, "samples": SAMPLE_SCHEMA}
+TABLES = ("cells", "ops", "samples")
+
+
+class Results(NamedTuple):
+    cells: pd.DataFrame
+    ops: pd.DataFrame
+    samples: pd.DataFrame
+
+
+def to_arrow(name: str, df: pd.DataFrame) -> pa.Table:
+    """Cast to the contract's types; extra columns (e.g. `neuron_*`) follow with inferred types."""
+    schema = SCHEMAS[name]
+    for col in schema.names:
+        if col not in df.columns:
+            df = df.assign(**{col: None})
+    extras = [c for c in df.columns if c not in schema.names]
+    core = pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+    for col in extras:
+        core = core.append_column(col, pa.Array.from_pandas(df[col]))
+    return core
+
+
+def arrow_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows → an Arrow table with the contract's columns and types, extra columns after them.
+
+    Built straight from the rows (no pandas on the way): this runs once per table of every cell.
+    """
+    schema = SCHEMAS[name]
+    table = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
+    extras = dict.fromkeys(k for r in rows for k in r if k not in schema.names)
+    for col in extras:
+        table = table.append_column(col, pa.array([r.get(col) for r in rows]))
+    return table
+
+
+def frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Rows → DataFrame with the contract's columns in order and its dtypes."""
+    return arrow_table(name, rows).to_pandas()
+
+
+# A cell whose measurements can be used: run now, or reused from an earlier run of the same config.
+USABLE = ("ok", "cached")
+
+
+def usable(status: Any) -> bool:
+    return status in USABLE

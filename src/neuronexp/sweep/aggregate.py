@@ -1,0 +1,45 @@
+"""Sweep aggregation: read every job directory from disk, join, add speedups, write `results/`.
+
+Reads the files the jobs left, not in-memory returns, so it works the same when jobs ran in other
+processes or on other hosts that share the sweep directory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from neuronexp.analysis.variants import add_speedups
+from neuronexp.report.summary import summary_markdown
+from neuronexp.results import job_dirs_of, read_jobs, to_arrow
+from neuronexp.results.files import atomic_write_text, write_csv, write_table
+
+
+@dataclass
+class SweepOutcome:
+    cells: pd.DataFrame
+    missing: list[str] = field(default_factory=list)
+    baseline: str | None = None
+    op_rows: int = 0
+    sample_rows: int = 0
+
+    @property
+    def failed(self) -> int:
+        return int((self.cells["status"] == "error").sum()) + len(self.missing)
+
+
+def aggregate(sweep_dir: Path, baseline: str | None) -> SweepOutcome:
+    """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep."""
+    tables, missing = read_jobs(job_dirs_of(sweep_dir))
+    cells = add_speedups(tables["cells"].to_pandas(), baseline)
+    tables["cells"] = to_arrow("cells", cells)
+    out = sweep_dir / "results"
+    out.mkdir(exist_ok=True)
+    for name, table in tables.items():
+        write_table(out / f"{name}.parquet", table)
+        write_csv(out / f"{name}.csv", table)
+    outcome = SweepOutcome(cells, missing, baseline, tables["ops"].num_rows, tables["samples"].num_rows)
+    atomic_write_text(out / "summary.md", summary_markdown(cells, missing, baseline, sweep_dir))
+    return outcome

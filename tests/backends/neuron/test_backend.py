@@ -1,0 +1,169 @@
+"""The Neuron backend's real code over the torch-neuronx STAND-IN: environment, NeuronConfig, API branches, sync."""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from torch._C._profiler import _ExperimentalConfig
+from torch.profiler import ProfilerActivity
+
+from neuronexp.backends.neuron import api as neuron_api
+from neuronexp.backends import resolve_backend
+from neuronexp.backends.neuron import NeuronBackend
+from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronMode, NeuronProfilerConfig, ProfilerConfig, ScheduleConfig
+from neuronexp.cell.profiling import profile_callable, steps_needed
+
+
+def _backend(device: NeuronDeviceConfig | None = None, **profiler: object) -> NeuronBackend:
+    backend = resolve_backend("neuron", device or NeuronDeviceConfig(), NeuronProfilerConfig(**profiler))
+    assert isinstance(backend, NeuronBackend)
+    return backend
+
+
+def test_without_torch_neuronx_neuron_fails_in_one_line_saying_what_to_install() -> None:
+    with pytest.raises(ConfigError) as err:
+        resolve_backend("neuron")
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("backend=neuron: torch-neuronx is not installed")
+    assert "pip install -e .[neuron]" in line and "docs/neuron.md" in line
+
+
+def test_core_selection_reaches_the_environment_before_the_runtime_starts(standin) -> None:
+    backend = _backend(NeuronDeviceConfig(visible_cores="0-1", num_cores=2))
+    assert os.environ["NEURON_RT_VISIBLE_CORES"] == "0-1" and os.environ["NEURON_RT_NUM_CORES"] == "2"
+    # The availability check started the (stand-in) runtime: it saw the values already set.
+    assert standin.STATE.env_at_start == {"NEURON_RT_VISIBLE_CORES": "0-1", "NEURON_RT_NUM_CORES": "2"}
+    assert backend.notes == []
+
+
+def test_core_selection_after_the_runtime_started_is_reported_not_silently_ignored(standin) -> None:
+    standin.device_count()  # e.g. an earlier cell of the same process already used the device
+    backend = _backend(NeuronDeviceConfig(visible_cores="3"))
+    (note,) = backend.notes
+    assert note.startswith("neuron.visible_cores=3 not applied: the Neuron runtime already started")
+    assert "NEURON_RT_VISIBLE_CORES=unset" in note
+
+
+def test_unset_core_keys_leave_the_users_environment_alone(standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "4")
+    _backend()
+    assert os.environ["NEURON_RT_NUM_CORES"] == "4" and "NEURON_RT_VISIBLE_CORES" not in os.environ
+
+
+@pytest.mark.parametrize(("preset", "expected"), [("2-3", "2-3"), ("4", "4"), ("8", "0-7"), ("6-9", "0-7")])
+def test_a_narrower_core_list_already_in_the_environment_is_kept(standin, preset: str, expected: str) -> None:
+    """A parallel launcher's slot (or the user) may have carved a few cores out of neuron.visible_cores."""
+    os.environ["NEURON_RT_VISIBLE_CORES"] = preset
+    _backend(NeuronDeviceConfig(visible_cores="0-7"))
+    assert os.environ["NEURON_RT_VISIBLE_CORES"] == expected
+
+
+def test_device_activities_compile_backend_and_warmup_floor(standin) -> None:
+    backend = _backend()
+    assert backend.activities() == [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
+    assert backend.compile_backend() == "neuron"
+    assert backend.min_warmup_calls == 3
+    assert backend.device == torch.device("cpu")  # the stand-in's test hook; production keeps "neuron"
+    assert NeuronBackend.__dict__["device_type"] == "cpu" and backend.device_name() == "NeuronCore stand-in (CPU)"
+    assert backend.api.kind == neuron_api.DOCUMENTED and backend.api.version == "0.0.0+standin"
+
+
+def test_neuron_config_is_built_from_profiler_neuron_keys(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
+    backend = _backend(modes=[NeuronMode.DEVICE, NeuronMode.CPU_UTIL], capture_enabled_for_nc="0,1,2-5", max_events_per_nc=250_000)
+    kwargs = backend.profiler_kwargs(tmp_path)
+    config = kwargs["experimental_config"]
+    assert isinstance(config, _ExperimentalConfig)  # what torch.profiler.profile requires
+    (made,) = standin.STATE.configs
+    P = standin.profiling.ProfileMode
+    assert made["modes"] == [P.DEVICE, P.CPU_UTIL]
+    assert made["capture_enabled_for_nc"] == "0,1,2-5" and made["max_events_per_nc"] == 250_000
+    assert made["profile_output_dir"] == str((tmp_path / "neuron_profile").resolve())
+    assert made["neff_cache_dir"] == neuron_api.DEFAULT_NEFF_CACHE
+    assert made["correlate_device_time"] is True  # accepted by this NeuronConfig, and unset: turned on
+    # on_trace_ready gets NeuronProfiler(<the same config>).export_trace, then neuronexp's own check.
+    calls = []
+    monkeypatch.setattr(standin.profiling.NeuronProfiler, "export_trace", lambda self, prof: calls.append((self.config, prof)))
+    export, note = backend.trace_handlers(tmp_path)
+    prof = object()
+    export(prof)
+    ((seen_config, seen_prof),) = calls
+    assert seen_config is config and seen_prof._prof is prof
+    assert note == backend._note_correlation
+
+
+def test_unset_optional_keys_are_not_passed(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", "/var/cache/neffs")
+    backend = _backend(correlate_device_time=False)
+    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
+    assert set(kwargs) == {"modes", "profile_output_dir", "neff_cache_dir", "correlate_device_time"}
+    assert kwargs["neff_cache_dir"] == "/var/cache/neffs" and kwargs["correlate_device_time"] is False
+    no_copy = neuron_api.neuron_config_kwargs(backend.api, NeuronProfilerConfig(copy_neffs=False), "/out")
+    assert "neff_cache_dir" not in no_copy
+    own = neuron_api.neuron_config_kwargs(backend.api, NeuronProfilerConfig(neff_cache_dir="/mine"), "/out")
+    assert own["neff_cache_dir"] == "/mine"
+
+
+@pytest.mark.parametrize("standin", ["no_correlate"], indirect=True)
+def test_correlate_device_time_only_where_the_signature_has_it(standin, tmp_path: Path) -> None:
+    backend = _backend()
+    assert backend.api.correlate_supported is False
+    backend.profiler_kwargs(tmp_path)
+    assert "correlate_device_time" not in standin.STATE.configs[-1]
+    with pytest.raises(ConfigError) as err:
+        _backend(correlate_device_time=True)
+    assert str(err.value).startswith("profiler.neuron.correlate_device_time=True: not accepted by the installed torch-neuronx 0.0.0+standin")
+
+
+def test_a_profile_mode_the_installed_version_lacks_is_a_config_error(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(standin.profiling, "ProfileMode", enum.Enum("ProfileMode", ["DEVICE", "RUNTIME"]))
+    backend = _backend(modes=[NeuronMode.DEVICE, NeuronMode.HOST_MEMORY])
+    with pytest.raises(ConfigError, match=r"^profiler.neuron.modes=HOST_MEMORY: .* has no ProfileMode.HOST_MEMORY; it has DEVICE, RUNTIME$"):
+        backend.profiler_kwargs(tmp_path)
+
+
+@pytest.mark.parametrize("standin", ["legacy"], indirect=True)
+def test_april_2026_api_wraps_the_profiled_pass_in_its_context_manager(standin, tmp_path: Path) -> None:
+    backend = _backend(capture_enabled_for_nc="0,2-3", modes=[NeuronMode.DEVICE, NeuronMode.RUNTIME, NeuronMode.CPU_UTIL])
+    assert backend.api.kind == neuron_api.LEGACY and backend.api.correlate_supported is False
+    assert backend.activities() == [ProfilerActivity.CPU]
+    assert backend.profiler_kwargs(tmp_path) == {}
+    session = backend.profile_session(tmp_path)
+    assert isinstance(session, standin.profiling.AprilNeuronProfiler)
+    assert session.pytorch_activities == [] and session.neuron_output_dir == str((tmp_path / "neuron_profile").resolve())
+    assert session.event_filters == {"nc": ["0", "2-3"]}
+    assert any("modes is not honoured" in n for n in backend.notes)
+    assert backend.trace_handlers(tmp_path) == [backend._note_correlation]
+
+
+@pytest.mark.parametrize("standin", ["none"], indirect=True)
+def test_neither_api_fails_in_one_line_naming_the_installed_version(standin) -> None:
+    with pytest.raises(ConfigError) as err:
+        resolve_backend("neuron")
+    line = str(err.value)
+    assert "\n" not in line
+    assert line.startswith("backend=neuron: torch-neuronx 0.0.0+standin has neither torch_neuronx.profiling.NeuronConfig")
+    assert resolve_backend("auto").name in ("cuda", "cpu")  # auto moves on
+
+
+def test_synchronize_precedes_every_profiler_step(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = standin.STATE.log
+    real_step = torch.profiler.profile.step
+    monkeypatch.setattr(torch.profiler.profile, "step", lambda self: (log.append("step"), real_step(self))[1])
+    cfg = ProfilerConfig(schedule=ScheduleConfig(wait=1, warmup=1, active=1, repeat=2))
+    result = profile_callable(lambda: log.append("call"), _backend(), cfg, tmp_path)
+    assert log == ["call", "sync", "step"] * steps_needed(cfg)
+    assert len(result.cycles) == 2
+
+
+def test_explorer_timeout_must_be_positive() -> None:
+    from neuronexp.config import RunConfig, validate
+
+    cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 8})
+    cfg.profiler.neuron.explorer_timeout_s = 0
+    with pytest.raises(ConfigError, match=r"^profiler.neuron.explorer_timeout_s=0: must be > 0 seconds$"):
+        validate(cfg)

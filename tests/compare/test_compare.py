@@ -1,0 +1,268 @@
+"""neuronexp-compare: known-answer statistics on constructed data, the join, op diffs, and the CLI on a real sweep."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import run_cli, small_sweep
+from neuronexp.compare.join import CompareError, compare
+from neuronexp.compare.ops import op_changes
+from neuronexp.analysis.stats import benjamini_hochberg, bootstrap_medians, compare_samples, mann_whitney_p, verdict
+from neuronexp.results import Results, frame, load, to_arrow
+from neuronexp.results.files import write_table
+
+MODULES = ["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"]
+SHAPES = ["[1,8,64]", "[1,64,512]", "[1,128,1024]", "[1,512,2048]"]
+
+
+def make_results(tag: str, *, scale: float = 1.0, noise: float = 0.03, n: int = 40, seed: int = 0,
+                 backend: str = "cpu", extra_override: str = "", shapes: list[str] = SHAPES) -> Results:
+    """12 cells (3 modules × 4 shapes) with lognormal-ish samples around a known median per cell."""
+    rng = np.random.default_rng(seed)
+    cells, samples, ops = [], [], []
+    for i, module in enumerate(MODULES):
+        for j, shape in enumerate(shapes):
+            run_id = f"{tag}-{i}-{j}"
+            true_median = 10.0 * (j + 1) * (i + 1) * scale
+            lat = true_median * np.exp(noise * rng.standard_normal(n))
+            labels = dict(run_id=run_id, experiment="adhoc", module=module, compiled=module.endswith("compiled"),
+                          backend=backend, device="cpu" if backend == "cpu" else "cuda:0",
+                          device_name="Xeon" if backend == "cpu" else "NVIDIA H200", dtype="bfloat16", shape=shape)
+            cells.append(dict(labels, numel=64 * (j + 1), status="ok", latency_median_us=float(np.median(lat)),
+                              overrides=f"module={module},input.shape={shape},timing.iters={n}{extra_override}",
+                              started_at=f"2026-01-0{1 + (tag == 'b')}T00:00:00", trace_path=f"{tag}/trace.json"))
+            samples += [dict(run_id=run_id, sample=k, latency_us=float(v)) for k, v in enumerate(lat)]
+            ops.append(dict(labels, cycle=0, op="aten::mul", device_type="CPU", calls=3.0, self_device_us=float(true_median)))
+    return Results(frame("cells", cells), frame("ops", ops), frame("samples", samples))
+
+
+# --- statistics with known answers ---------------------------------------------------------------
+
+def test_identical_inputs_give_no_significant_cell() -> None:
+    r = make_results("a")
+    cmp = compare(r, r)
+    assert len(cmp.cells) == 12
+    assert (cmp.cells["verdict"] == "no change").all()
+    assert (cmp.cells["ratio"] == 1.0).all() and (cmp.cells["p_value"] == 1.0).all()
+
+
+def test_two_runs_of_the_same_distribution_give_no_significant_cell() -> None:
+    a, b = make_results("a", seed=1), make_results("b", seed=2)
+    cmp = compare(a, b)
+    assert (cmp.cells["verdict"] == "no change").all()
+    assert (cmp.cells["q_value"] >= 0.05).all()
+
+
+def test_a_known_2x_slowdown_is_found_in_every_cell() -> None:
+    cmp = compare(make_results("a", seed=1), make_results("b", seed=2, scale=2.0))
+    assert (cmp.cells["verdict"] == "slower").all()
+    assert cmp.cells["ratio"].between(1.9, 2.1).all()
+    assert (cmp.cells["ci_low"] > 1.8).all() and (cmp.cells["ci_high"] < 2.2).all()
+    # 95% intervals: nearly every one of the 12 covers the true ratio.
+    assert ((cmp.cells["ci_low"] <= 2.0) & (2.0 <= cmp.cells["ci_high"])).sum() >= 10
+
+
+def test_a_known_2x_speedup_is_faster() -> None:
+    cmp = compare(make_results("a", seed=1), make_results("b", seed=2, scale=0.5))
+    assert (cmp.cells["verdict"] == "faster").all() and cmp.cells["ratio"].between(0.45, 0.55).all()
+
+
+def test_noise_of_a_known_size_stays_below_the_threshold() -> None:
+    # A real 0.5% shift under 2% noise with many samples: detectable, but below the practical threshold.
+    a = make_results("a", seed=1, noise=0.02, n=2000)
+    b = make_results("b", seed=2, noise=0.02, n=2000, scale=1.005)
+    cmp = compare(a, b)
+    assert (cmp.cells["verdict"] == "no change").all()
+    assert cmp.cells["ratio"].between(0.995, 1.015).all()
+    assert (cmp.cells["q_value"] < 0.05).sum() >= 6  # the shift is real: the threshold is what calls it no change
+    assert cmp.unresolved == 0  # and the CIs are tight enough to rule out a 2% change
+    strict = compare(a, b, threshold=0.0)
+    assert (strict.cells["verdict"] == "slower").sum() >= 6
+
+
+def test_few_noisy_samples_are_not_called_and_say_so() -> None:
+    cmp = compare(make_results("a", seed=1, noise=0.3, n=5), make_results("b", seed=2, noise=0.3, n=5, scale=1.1))
+    assert (cmp.cells["verdict"] == "no change").all()
+    assert cmp.unresolved == 12
+
+
+@pytest.mark.parametrize("n", [10, 11])
+def test_fast_bootstrap_medians_match_the_plain_bootstrap(n: int) -> None:
+    x = np.random.default_rng(0).lognormal(0, 0.5, n)
+    fast = bootstrap_medians(x, np.random.default_rng(1), 20000)
+    plain = np.median(x[np.random.default_rng(2).integers(0, n, size=(20000, n))], axis=1)
+    assert fast.mean() == pytest.approx(plain.mean(), rel=0.01)
+    assert fast.std() == pytest.approx(plain.std(), rel=0.05)
+    assert set(np.round(fast, 9)) <= set(np.round(np.add.outer(x, x).ravel() / 2, 9))  # a median of x's values
+
+
+def test_benjamini_hochberg_matches_the_definition() -> None:
+    q = benjamini_hochberg([0.01, 0.04, 0.03, 0.2, float("nan")])
+    np.testing.assert_allclose(q[:4], [0.04, 0.16 / 3, 0.16 / 3, 0.2])
+    assert math.isnan(q[4])
+    p = np.random.default_rng(3).uniform(size=50) ** 2
+    q = benjamini_hochberg(p)
+    order = np.argsort(p)
+    brute = [min(p[order[j]] * 50 / (j + 1) for j in range(r, 50)) for r in range(50)]
+    np.testing.assert_allclose(q[order], np.minimum(brute, 1.0))
+    assert benjamini_hochberg([]).size == 0
+
+
+def test_benjamini_hochberg_controls_false_discoveries_over_many_null_cells() -> None:
+    rng = np.random.default_rng(4)
+    p = [compare_samples(rng.normal(100, 3, 30), rng.normal(100, 3, 30), seed=i).p_value for i in range(200)]
+    assert sum(np.array(p) < 0.05) >= 2  # uncorrected, some nulls look "significant" by chance …
+    assert (benjamini_hochberg(p) < 0.05).sum() == 0  # … BH removes them
+
+
+def test_mann_whitney_known_values() -> None:
+    assert mann_whitney_p(np.array([1.0, 2, 3]), np.array([4.0, 5, 6])) == pytest.approx(0.0808556, abs=1e-6)
+    assert mann_whitney_p(np.array([5.0, 5, 5]), np.array([5.0, 5])) == 1.0
+
+
+def test_verdict_rules() -> None:
+    assert verdict(1.5, 0.01, 0.05, 0.02) == "slower"
+    assert verdict(1 / 1.5, 0.01, 0.05, 0.02) == "faster"
+    assert verdict(1.5, 0.2, 0.05, 0.02) == "no change"
+    assert verdict(1.01, 1e-9, 0.05, 0.02) == "no change"
+    assert verdict(float("nan"), 0.01, 0.05, 0.02) == "n/a"
+
+
+def test_a_cell_without_samples_is_not_judged() -> None:
+    a, b = make_results("a"), make_results("b")
+    b = b._replace(samples=b.samples[b.samples["run_id"] != "b-0-0"])
+    row = compare(a, b).cells.set_index("run_id_b").loc["b-0-0"]
+    assert row["verdict"] == "n/a" and row["n_b"] == 0
+
+
+# --- the join ---------------------------------------------------------------------------------------
+
+def test_join_ignores_run_ids_timestamps_traces_and_timing_settings() -> None:
+    a, b = make_results("a", n=40), make_results("b", n=30)
+    cmp = compare(a, b)
+    assert len(cmp.cells) == 12 and not cmp.only_a and not cmp.only_b
+    assert set(cmp.cells["cell"]) >= {"rmsnorm_naive · [1,8,64]", "rmsnorm_compiled · [1,512,2048]"}
+
+
+def test_a_label_that_differs_is_named_and_can_be_ignored() -> None:
+    a, b = make_results("a"), make_results("b", backend="cuda")
+    with pytest.raises(CompareError, match=r"backend: cpu vs cuda.*--ignore backend"):
+        compare(a, b)
+    cmp = compare(a, b, ignore=["backend"])  # device and device_name follow the backend
+    assert len(cmp.cells) == 12 and "device_name" in cmp.ignored
+    assert cmp.notes == ["device_name differs: Xeon vs NVIDIA H200"]
+
+
+def test_other_overrides_are_labels() -> None:
+    a, b = make_results("a"), make_results("b", extra_override=",module.eps=1e-5")
+    with pytest.raises(CompareError, match="module.eps"):
+        compare(a, b)
+    assert len(compare(a, b, ignore=["module.eps"]).cells) == 12
+
+
+def test_unmatched_cells_are_listed() -> None:
+    a, b = make_results("a"), make_results("b", shapes=SHAPES[:3])
+    cmp = compare(a, b)
+    assert len(cmp.cells) == 9 and len(cmp.only_a) == 3 and not cmp.only_b
+    assert all("[1,512,2048]" in name for name in cmp.only_a)
+
+
+def test_a_cell_that_ran_in_a_and_fails_in_b_is_a_regression() -> None:
+    from neuronexp.cli.compare import comparison_markdown, regressed
+
+    a, b = make_results("a"), make_results("b")
+    b = b._replace(cells=b.cells.assign(status=lambda c: c["status"].where(c["run_id"] != "b-1-2", "error")))
+    cmp = compare(a, b)
+    assert len(cmp.cells) == 11 and cmp.broken == ["rmsnorm_fused · [1,128,1024]"] and not cmp.fixed
+    assert regressed(cmp) and "Failed in B, ran in A: rmsnorm_fused · [1,128,1024]" in comparison_markdown(cmp, "a", "b")
+    back = compare(b, a)
+    assert back.fixed == ["rmsnorm_fused · [1,128,1024]"] and not regressed(back)
+
+
+def test_ignoring_a_label_that_identifies_cells_is_an_error() -> None:
+    with pytest.raises(CompareError, match="same labels"):
+        compare(make_results("a"), make_results("b"), ignore=["shape"])
+
+
+# --- op tables --------------------------------------------------------------------------------------
+
+def _ops(run_id: str, rows: list[tuple[str, float, float]]) -> pd.DataFrame:
+    return frame("ops", [dict(run_id=run_id, cycle=0, op=op, device_type="CPU", calls=calls, self_device_us=us)
+                         for op, calls, us in rows])
+
+
+def test_op_diff_names_appeared_disappeared_and_changed() -> None:
+    a = _ops("a", [("aten::mul", 3, 30.0), ("aten::mean", 1, 10.0), ("aten::add", 1, 1.0),
+                   ("## Call CompiledFxGraph f1abc ##", 1, 5.0), ("aten::to", 2, 2.0)])
+    b = _ops("b", [("aten::_fused_rms_norm", 1, 12.0), ("aten::add", 1, 2.5),
+                   ("## Call CompiledFxGraph zz999 ##", 1, 4.0), ("aten::to", 2, 2.0)])
+    diff = op_changes(a, b, [("a", "b", "cell")], top=5).set_index("op")
+    assert diff.loc["aten::_fused_rms_norm", "change"] == "appeared"
+    assert set(diff.index[diff["change"] == "disappeared"]) == {"aten::mul", "aten::mean"}
+    # One graph under two build hashes is the same op, and an unchanged op is not listed.
+    assert diff.loc["CompiledFxGraph call", "change"] == "changed"
+    assert diff.loc["aten::add", "delta_us"] == pytest.approx(1.5)
+    assert "aten::to" not in diff.index
+
+
+# --- the CLI on a real sweep ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    return small_sweep(tmp_path_factory.mktemp("compare"), "[1,8,64],[1,16,128]", "timing.iters=20")
+
+
+def _slowed_copy(sweep: Path, dest: Path, factor: float) -> Path:
+    shutil.copytree(sweep, dest)
+    samples = load(dest).samples.assign(latency_us=lambda s: s["latency_us"] * factor)
+    write_table(dest / "results" / "samples.parquet", to_arrow("samples", samples))
+    return dest
+
+
+def test_cli_same_sweep_twice_is_no_change_with_markdown_and_csv(sweep: Path, tmp_path: Path) -> None:
+    result = run_cli([str(sweep), str(sweep), "--markdown", "cmp.md", "--csv", "cmp.csv", "--fail-on-regression"],
+                     cwd=tmp_path, script="neuronexp-compare")
+    assert result.returncode == 0, result.stderr
+    assert "4 no change" in result.stdout and "slower" not in result.stdout.replace("0 slower", "")
+    md = (tmp_path / "cmp.md").read_text()
+    assert "| rmsnorm_fused · [1,16,128] |" in md and "no change" in md
+    csv = pd.read_csv(tmp_path / "cmp.csv")
+    assert len(csv) == 4 and (csv["verdict"] == "no change").all()
+
+
+def test_cli_finds_a_regression_and_fails_on_request(sweep: Path, tmp_path: Path) -> None:
+    # A factor well beyond this machine's run-to-run spread, so the answer does not depend on load.
+    slow = _slowed_copy(sweep, tmp_path / "slow", 10.0)
+    result = run_cli([str(sweep), str(slow)], cwd=tmp_path, script="neuronexp-compare")
+    assert result.returncode == 0 and "4 slower" in result.stdout, result.stdout
+    failing = run_cli([str(sweep), str(slow), "--fail-on-regression"], cwd=tmp_path, script="neuronexp-compare")
+    assert failing.returncode == 1
+    improved = run_cli([str(slow), str(sweep), "--fail-on-regression"], cwd=tmp_path, script="neuronexp-compare")
+    assert improved.returncode == 0 and "4 faster" in improved.stdout
+
+
+@pytest.mark.parametrize("problem", ["missing", "empty", "unmatched"])
+def test_cli_bad_input_is_one_line_and_exit_2(sweep: Path, tmp_path: Path, problem: str) -> None:
+    (tmp_path / "empty").mkdir()
+    other = {"missing": tmp_path / "nope", "empty": tmp_path / "empty", "unmatched": sweep}[problem]
+    args = [str(sweep), str(other)] + (["--ignore", "nothing-to-ignore"] if problem != "unmatched" else [])
+    if problem == "unmatched":
+        args = [str(sweep), str(_relabelled(sweep, tmp_path / "other"))]
+    result = run_cli(args + ["--csv", "out.csv"], cwd=tmp_path, script="neuronexp-compare")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neuronexp-compare: error: "), result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "out.csv").exists()
+
+
+def _relabelled(sweep: Path, dest: Path) -> Path:
+    shutil.copytree(sweep, dest)
+    cells = load(dest).cells.assign(experiment="another")
+    write_table(dest / "results" / "cells.parquet", to_arrow("cells", cells))
+    return dest

@@ -1,0 +1,209 @@
+"""neuronexp-report on real sweep and run output, escaping of hostile names, bad input, and a real browser."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import FAST, run_cli, run_dirs, small_sweep
+from neuronexp.report.plots import figures
+from neuronexp.report.model import build_report
+from neuronexp.report.html import render_html
+from neuronexp.report.markdown import render_markdown
+from neuronexp.results import frame
+
+EVIL_OP = "<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    """A real 2 × 2 sweep (naive and fused RMSNorm, two tiny shapes) through the console script."""
+    return small_sweep(tmp_path_factory.mktemp("report"), "[1,8,64],[1,64,512]")
+
+
+@pytest.fixture(scope="module")
+def reported(sweep: Path) -> Path:
+    result = run_cli([str(sweep)], cwd=sweep.parent, script="neuronexp-report")
+    assert result.returncode == 0, result.stderr
+    assert "report.html" in result.stdout and "[1,64,512]" in result.stdout
+    return sweep
+
+
+def _images(page: str) -> list[bytes]:
+    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+
+
+def test_sweep_report_is_self_contained_with_plots_tables_and_links(reported: Path) -> None:
+    page = (reported / "report.html").read_text()
+    images = _images(page)
+    assert len(images) == 3 and all(img.startswith(b"\x89PNG\r\n\x1a\n") for img in images)
+    # No script and nothing fetched: no src/href to any scheme but data: and relative paths.
+    assert "<script" not in page and not re.search(r'(src|href)="(https?:|//|file:)', page)
+    for section in ("Findings", "Experiment and environment", "Cells", "Variants side by side", "Fusion view", "Hotspots"):
+        assert f"<h2>{section}</h2>" in page
+    links = re.findall(r'href="([^"]+)"', page)
+    assert len(links) == 2 * 4  # every cell's trace, in the summary and on its hotspot card
+    assert all((reported / link).is_file() for link in links)
+    text = (reported / "report.md").read_text()
+    assert "## Fusion view" in text and "| rmsnorm_fused | [1,64,512] |" in text and "[trace](<0/trace.json>)" in text
+
+
+def test_report_model_fusion_view_and_hotspots(sweep: Path) -> None:
+    report = build_report(sweep)
+    assert report.kind == "sweep" and report.baseline == "rmsnorm_naive"
+    fusion = report.fusion.set_index(["input", "variant"])
+    assert fusion.loc[("[1,64,512]", "rmsnorm_naive"), "device_ops"] == 6  # mul ×3, mean, add, rsqrt …
+    assert fusion.loc[("[1,64,512]", "rmsnorm_fused"), "device_ops"] == 1  # one torch.rms_norm call
+    assert "aten::_fused_rms_norm" in fusion.loc[("[1,64,512]", "rmsnorm_fused"), "added"]
+    naive = report.cells[(report.cells["module"] == "rmsnorm_naive") & (report.cells["shape"] == "[1,64,512]")].iloc[0]
+    spots = report.hotspots[naive["run_id"]]
+    assert "aten::mul" in set(spots["op"]) and spots["self_device_us"].is_monotonic_decreasing
+    assert spots.loc[spots["op"] == "aten::mul", "calls"].iloc[0] == 3
+    assert report.cells.loc[report.cells["module"] == "rmsnorm_naive", "speedup_vs_baseline"].eq(1.0).all()
+    env = dict(report.environment)
+    assert env["backend"] == "cpu" and env["torch"].startswith("2.") and "[1,8,64]; [1,64,512]" == env["shapes"]
+
+
+def test_report_of_a_single_run_written_elsewhere(tmp_path: Path) -> None:
+    run = run_cli(["module=rmsnorm_fused", *FAST], cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (job,) = run_dirs(tmp_path)
+    result = run_cli([str(job), "--out", "reports/one"], cwd=tmp_path, script="neuronexp-report")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "reports" / "one"
+    page = (out / "report.html").read_text()
+    (link,) = set(re.findall(r'href="([^"]+)"', page))
+    assert link.startswith("../../outputs/runs/") and (out / link).resolve() == (job / "trace.json").resolve()
+    assert len(_images(page)) == 2  # latency and breakdown; no speedup without a baseline cell
+    assert not (job / "report.html").exists()
+
+
+@pytest.mark.parametrize("problem", ["empty", "missing", "damaged"])
+def test_bad_input_is_one_line_exit_2_and_no_files(tmp_path: Path, problem: str) -> None:
+    target = tmp_path / "dir"
+    if problem != "missing":
+        target.mkdir()
+    if problem == "damaged":
+        (target / "cells.parquet").write_bytes(b"not parquet")
+        for name in ("ops", "samples"):
+            (target / f"{name}.parquet").write_bytes(b"")
+    result = run_cli([str(target)], cwd=tmp_path, script="neuronexp-report")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neuronexp-report: error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.rglob("report.*")) and not list(tmp_path.rglob(".*tmp-*"))
+
+
+def _hostile_run(job: Path, **extra) -> None:
+    job.mkdir()
+    labels = dict(run_id="r1", experiment="<img src=x onerror=alert(2)>", module="evil</td><b>", compiled=False,
+                  backend="cpu", device="cpu", device_name="cpu & <i>co</i>", dtype="float32", shape="[1,8]")
+    cell = dict(labels, numel=8, status="ok", latency_median_us=5.0, latency_p10_us=4.0, latency_p90_us=6.0,
+                latency_samples=3, timing_method="wallclock", device_time_us=3.0, cpu_time_us=3.0, device_ops=1.0,
+                device_time_source="cpu_self_time", top_op=EVIL_OP, top_op_share=1.0,
+                overrides="module=evil", started_at="2026-01-01T00:00:00", **extra)
+    ops = [dict(labels, cycle=0, op=EVIL_OP, device_type="CPU", calls=1.0, self_cpu_us=3.0, cpu_total_us=3.0,
+                self_device_us=3.0, device_total_us=3.0, device_share=1.0)]
+    samples = [dict(run_id="r1", sample=i, latency_us=v) for i, v in enumerate([4.0, 5.0, 6.0])]
+    for name, rows in (("cells", [cell]), ("ops", ops), ("samples", samples)):
+        frame(name, rows).to_parquet(job / f"{name}.parquet")
+
+
+def test_op_names_and_labels_are_escaped(tmp_path: Path) -> None:
+    _hostile_run(tmp_path / "job")
+    report = build_report(tmp_path / "job")
+    page = render_html(report, figures(report))
+    assert "<script" not in page and "<img src=x" not in page and "</td><b>" not in page and "<i>co</i>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "evil&lt;/td&gt;&lt;b&gt;" in page
+    text = render_markdown(report)
+    assert "<script" not in text and "<img" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_trace_and_neuron_profile_links(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    _hostile_run(job, trace_path="trace.json", neuron_profile_dir="neuron_profile", neuron_system_profile=True)
+    (job / "trace.json").write_text("{}")
+    (job / "neuron_profile" / "i-0abc_pid_1").mkdir(parents=True)
+    page = render_html(build_report(job, tmp_path / "out"), [])
+    assert '<a href="../job/trace.json">trace</a>' in page
+    assert '<a href="../job/neuron_profile">Neuron profile</a>' in page
+    (job / "neuron_profile" / "i-0abc_pid_1").rmdir()
+    (job / "neuron_profile").rmdir()
+    assert "Neuron profile</a>" not in render_html(build_report(job), [])  # a link only to what exists
+
+
+def _cells(medians: dict[str, float], n: int = 50, noise: float = 0.03):
+    rng = np.random.default_rng(0)
+    cells, samples = [], []
+    for module, median in medians.items():
+        lat = median * np.exp(noise * rng.standard_normal(n))
+        cells.append(dict(run_id=module, experiment="x", module=module, compiled=False, backend="cpu", device="cpu",
+                          dtype="float32", shape="[1,8]", numel=8, status="ok", latency_median_us=float(np.median(lat))))
+        samples += [dict(run_id=module, sample=i, latency_us=float(v)) for i, v in enumerate(lat)]
+    return frame("cells", cells), frame("samples", samples)
+
+
+def test_findings_give_the_speedup_with_its_interval_and_call_ties() -> None:
+    from neuronexp.report.findings import findings
+
+    cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 101.0, "rmsnorm_compiled": 50.0})
+    (line,) = findings(cells, samples, "rmsnorm_naive", {})
+    assert line.startswith("[1,8]: rmsnorm_compiled fastest") and re.search(r"×(1\.9|2\.0)\d vs rmsnorm_naive \(95% CI", line)
+    cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 100.5})
+    (line,) = findings(cells, samples, "rmsnorm_naive", {})
+    assert "ties with" in line and "vs rmsnorm_naive" not in line
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _headless(browser: str, page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, page.resolve().as_uri()]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+
+def _console_messages(stderr: str) -> list[str]:
+    # Chromium logs every page console message (errors, uncaught exceptions) as INFO:CONSOLE lines.
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> None:
+    browser = _chromium()
+    # Control: the console check must see a page's errors, or a clean result below would mean nothing.
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><p>x</p><script>console.error("boom"); undefinedFn();</script>')
+    control = _headless(browser, bad, tmp_path / "profile-control", "--dump-dom")
+    assert any("boom" in line for line in _console_messages(control.stderr)), control.stderr[-2000:]
+
+    page = reported / "report.html"
+    dom = _headless(browser, page, tmp_path / "profile-dom", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert _console_messages(dom.stderr) == []
+    assert dom.stdout.count("<table") >= 4 + 4 and dom.stdout.count('<img alt="') == 3  # + a hotspot table per cell
+    assert "aten::mul" in dom.stdout and "Fusion view" in dom.stdout
+
+    shot = tmp_path / "report.png"
+    run = _headless(browser, page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,2000",
+                    "--hide-scrollbars")
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    assert _console_messages(run.stderr) == []
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
+    assert pixels.shape == (2000, 1280, 3)
+    # The plots drew: matplotlib's coloured lines, bands and bars are the only saturated colour on the page
+    # besides link text, so a broken or missing image leaves almost none.
+    saturated = int((pixels.max(axis=2) - pixels.min(axis=2) > 80).sum())
+    assert saturated > 5000, saturated

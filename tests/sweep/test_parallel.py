@@ -1,0 +1,305 @@
+"""Parallel sweeps: device slots (unit), the joblib and submitit_local launchers end to end (fresh process per cell
+and warm pinned workers), and cells or workers killed mid-sweep."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import neuronexp
+from neuronexp.cell.environment import describe_placement as describe
+from neuronexp.config import format_units, parse_units
+from neuronexp.sweep.placement import PlacementError, Slot, hold_slot, plan_slots
+from neuronexp.sweep.watch import CellWatcher
+
+from helpers import FAST, console_script
+
+QUICK = [a for a in FAST if not a.startswith("input.shape")]
+TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPU cores for 2 slots")
+JOBLIB = pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
+                            reason="pip install '.[parallel]'")
+
+# A user layer for the end-to-end tests: building it takes a while (so two cells surely overlap), and with
+# PROBE_PARK set its forward on 32-wide inputs records its pids and waits there to be killed.
+PROBE = """
+import json, os, time, torch
+from pathlib import Path
+
+class Probe(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        time.sleep(0.5)
+
+    def forward(self, x):
+        park = os.environ.get("PROBE_PARK")
+        if park and x.shape[-1] == 32:
+            Path(park, "pids.json").write_text(json.dumps({"cell": os.getpid(), "worker": os.getppid()}))
+            time.sleep(120)
+        return x * 2
+"""
+PROBE_ARGS = ["-m", "module._target_=probe.Probe", "~module.hidden_size", "~module.eps", *QUICK]
+SHAPES = "input.shape=[1,8,16],[1,8,32],[1,8,48]"
+
+
+# --- slots -------------------------------------------------------------------------------------------------
+
+def test_units_parse_and_format_as_ranges() -> None:
+    assert parse_units("0-3,6") == ["0", "1", "2", "3", "6"]
+    assert format_units(["0", "1", "2", "5"]) == "0-2,5" and format_units([7]) == "7" and format_units([]) == ""
+    assert format_units(parse_units("GPU-aa,GPU-bb")) == "GPU-aa,GPU-bb"
+
+
+def test_slots_split_the_host_without_overlap() -> None:
+    cpu = plan_slots("cpu", 2, None, [], [0, 1, 2, 3])
+    assert [s.units for s in cpu] == [("0", "1"), ("2", "3")] and [s.cpus for s in cpu] == [(0, 1), (2, 3)]
+    neuron = plan_slots("neuron", 4, 2, parse_units("0-7"), list(range(16)))
+    assert [s.label for s in neuron] == ["neuron:0-1", "neuron:2-3", "neuron:4-5", "neuron:6-7"]
+    assert neuron[2].env()["NEURON_RT_VISIBLE_CORES"] == "4-5" and neuron[2].cpus == (8, 9, 10, 11)
+    cuda = plan_slots("cuda", 2, None, ["3", "5"], [0])
+    assert [s.env()["CUDA_VISIBLE_DEVICES"] for s in cuda] == ["3", "5"] and cuda[1].cpus == (0,)  # too few to split
+    assert cuda[0].env()["OMP_NUM_THREADS"] == "1"
+
+
+@pytest.mark.parametrize(("kind", "devices", "per", "pool", "message"), [
+    ("cuda", 3, None, ["0", "1"], "launcher.devices=3 x launcher.per_device=1 needs 3 GPUs; 2 available here (0-1)"),
+    ("cpu", 3, None, [], "needs 3 CPU cores; 2 available"),
+    ("neuron", 1, 2, ["0", "2"], "NeuronCore slot 0,2 is not a contiguous range"),
+])
+def test_slots_that_do_not_fit_say_which_key_to_change(kind, devices, per, pool, message) -> None:
+    with pytest.raises(PlacementError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        plan_slots(kind, devices, per, pool, [0, 1])
+
+
+def _hold(slots: list[Slot], lock_dir: str, log: str, hold_s: float) -> None:
+    with hold_slot(slots, Path(lock_dir), poll_s=0.01) as slot:
+        start = time.monotonic()
+        time.sleep(hold_s)
+        with open(log, "a") as f:
+            f.write(json.dumps([slot.index, start, time.monotonic()]) + "\n")
+
+
+def test_concurrent_processes_never_share_a_slot(tmp_path: Path) -> None:
+    # 1. Six processes compete for two slots at once; 2. each logs the interval it held its slot;
+    # 3. per slot, the intervals must not overlap, and both slots must have been used.
+    slots = plan_slots("cpu", 2, 1, ["0", "1"], [0, 1])
+    log = tmp_path / "held.jsonl"
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=_hold, args=(slots, str(tmp_path / "locks"), str(log), 0.15)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    assert all(p.exitcode == 0 for p in procs)
+    held = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(held) == 6 and {h[0] for h in held} == {0, 1}
+    for index in (0, 1):
+        spans = sorted((s, e) for i, s, e in held if i == index)
+        assert all(prev_end <= start for (_, prev_end), (start, _) in zip(spans, spans[1:])), spans
+
+
+def test_a_killed_holder_frees_its_slot(tmp_path: Path) -> None:
+    slots = plan_slots("cuda", 1, None, ["0"], [0])
+    ctx = mp.get_context("fork")
+    holder = ctx.Process(target=_hold, args=(slots, str(tmp_path), str(tmp_path / "log"), 60))
+    holder.start()
+    deadline = time.time() + 10
+    while not list(tmp_path.glob("cuda-0.lock")) and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join()
+    started = time.monotonic()
+    with hold_slot(slots, tmp_path) as slot:  # the kernel released the dead process's lock
+        assert slot.index == 0 and time.monotonic() - started < 1
+
+
+def test_describe_reads_the_process_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    cpus = format_units(sorted(os.sched_getaffinity(0)))
+    assert describe("cpu", None)["placement"] == f"cpu:{cpus}"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert describe("cuda", type("D", (), {"index": 1})())["placement"] == "cuda:5"
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "4-5")
+    row = describe("neuron", None)
+    assert row["placement"] == "neuron:4-5" and row["worker_pid"] == os.getpid() and row["placement_cpus"] == cpus
+
+
+def test_the_watcher_reports_new_and_rewritten_cells_once(tmp_path: Path) -> None:
+    jobs = [tmp_path / str(i) for i in range(3)]
+    for d in jobs:
+        d.mkdir()
+    table = pa.table({"status": ["ok"], "placement": ["cpu:0"]})
+    pq.write_table(table, jobs[0] / "cells.parquet")  # from an earlier run: not this sweep's
+    seen: list[tuple[int, str]] = []
+    watcher = CellWatcher(jobs, lambda i, row: seen.append((i, row["placement"])), interval_s=0.01)
+    pq.write_table(table, jobs[1] / "cells.parquet")
+    watcher.poll()
+    assert seen == [(1, "cpu:0")]
+    os.utime(jobs[0] / "cells.parquet", ns=(1, 1))  # a cached cell is touched when its job revisits it
+    watcher.start().stop()
+    watcher.poll()
+    assert sorted(seen) == [(0, "cpu:0"), (1, "cpu:0")]
+
+
+# --- end to end --------------------------------------------------------------------------------------------
+
+def _same_tables(a: neuronexp.Results, b: neuronexp.Results) -> None:
+    """Same columns in the same order, and the same cells (labels, config hash, outcome)."""
+    for x, y in zip(a, b):
+        assert list(x.columns) == list(y.columns)
+    key = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "shape", "overrides", "status"]
+    assert sorted(map(tuple, a.cells[key].astype(str).values)) == sorted(map(tuple, b.cells[key].astype(str).values))
+    assert set(a.ops["run_id"]) == set(b.ops["run_id"]) and set(a.samples["run_id"]) == set(b.samples["run_id"])
+
+
+@pytest.fixture(scope="module")
+def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
+    """The reference: the same sweep through Hydra's basic launcher, in one process."""
+    from helpers import run_cli
+
+    root = tmp_path_factory.mktemp("basic")
+    (root / "probe.py").write_text(PROBE)
+    res = run_cli([*PROBE_ARGS, SHAPES, f"hydra.sweep.dir={root / 'sweep'}"], cwd=root)
+    assert res.returncode == 0, res.stderr
+    return neuronexp.load(root / "sweep")
+
+
+@TWO_CPUS
+@JOBLIB
+def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli, tmp_path: Path, basic_sweep) -> None:
+    (tmp_path / "probe.py").write_text(PROBE)
+    sweep = tmp_path / "sweep"
+    res = cli(*PROBE_ARGS, SHAPES, "hydra/launcher=parallel", "launcher.devices=2", f"launcher.lock_dir={tmp_path / 'locks'}",
+              f"hydra.sweep.dir={sweep}")
+    assert res.returncode == 0, res.stderr
+    results = neuronexp.load(sweep)
+    cells = results.cells
+    assert len(cells) == 3 and (cells["status"] == "ok").all()
+    _same_tables(results, basic_sweep)
+    # Each cell ran in a fresh process pinned to one core of its own; both slots were used.
+    assert set(cells["placement"]) == {"cpu:0", "cpu:1"}
+    assert (cells["placement"] == "cpu:" + cells["placement_cpus"]).all()
+    assert cells["worker_pid"].nunique() == 3 and os.getpid() not in set(cells["worker_pid"])
+    # The main process reported every cell as its file appeared, with where it ran.
+    log = res.stdout + res.stderr
+    assert "cell 3/3" in log and "· cpu:" in log and "launcher.devices" not in cells["overrides"].str.cat()
+    # The basic launcher still runs cells in its own process, and says where too.
+    assert basic_sweep.cells["placement"].str.startswith("cpu:").all()
+    assert basic_sweep.cells["worker_pid"].nunique() == 1
+
+
+@TWO_CPUS
+@JOBLIB
+def test_warm_workers_keep_one_slot_each_and_give_the_same_tables(cli, tmp_path: Path, basic_sweep) -> None:
+    # launcher.isolate=false: no fresh process per cell; each loky worker takes a slot at its first cell and
+    # keeps it, so every cell a worker ran has that worker's placement.
+    (tmp_path / "probe.py").write_text(PROBE)
+    sweep = tmp_path / "sweep"
+    res = cli(*PROBE_ARGS, SHAPES, "hydra/launcher=parallel", "launcher.devices=2", "launcher.isolate=false",
+              f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={sweep}")
+    assert res.returncode == 0, res.stderr
+    results = neuronexp.load(sweep)
+    _same_tables(results, basic_sweep)
+    cells = results.cells
+    assert set(cells["placement"]) == {"cpu:0", "cpu:1"} and cells["worker_pid"].nunique() == 2
+    assert (cells.groupby("worker_pid")["placement"].nunique() == 1).all()
+    assert not list(sweep.glob("*/cell.log"))  # nothing ran in a process of its own
+
+
+def _start_parked(tmp_path: Path, keep_park: bool = False) -> tuple[subprocess.Popen, dict[str, int]]:
+    (tmp_path / "probe.py").write_text(PROBE)
+    park = tmp_path / "park"
+    park.mkdir(exist_ok=keep_park)
+    env = dict(os.environ, PROBE_PARK=str(park), COLUMNS="200")
+    env.pop("HYDRA_FULL_ERROR", None)
+    args = [console_script("neuronexp"), *PROBE_ARGS, "input.shape=[1,8,16],[1,8,32]", "hydra/launcher=parallel",
+            "launcher.devices=2", f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (park / "pids.json").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(0.1)
+    return proc, json.loads((park / "pids.json").read_text())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _rerun(cli, tmp_path: Path) -> neuronexp.Results:
+    res = cli(*PROBE_ARGS, "input.shape=[1,8,16],[1,8,32]", "hydra/launcher=parallel", "launcher.devices=2",
+              f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert res.returncode == 0, res.stderr
+    return neuronexp.load(tmp_path / "sweep")
+
+
+@TWO_CPUS
+@JOBLIB
+def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resume_finishes_both(cli, tmp_path: Path) -> None:
+    # 1. The parked cell's own process is killed (as the OOM killer would): its worker writes an error row
+    #    and the sweep completes.
+    proc, pids = _start_parked(tmp_path)
+    os.kill(pids["cell"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    sweep = tmp_path / "sweep"
+    cells = neuronexp.load(sweep).cells.set_index("shape")
+    assert cells.loc["[1,8,16]", "status"] == "ok"
+    victim = cells.loc["[1,8,32]"]
+    assert victim["status"] == "error" and victim["error"] == "cell process killed by SIGKILL (out of memory, or killed)"
+    assert victim["placement"] in ("cpu:0", "cpu:1") and victim["worker_pid"] == pids["cell"]
+    # 2. Resumed, the failed cell runs again and parks again; now its worker (a loky process) is killed: the
+    #    launcher stops, what finished is aggregated, the parked cell is missing (no half-written file) and its
+    #    process died with its worker.
+    (tmp_path / "park" / "pids.json").unlink()
+    proc, pids = _start_parked(tmp_path, keep_park=True)
+    os.kill(pids["worker"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "the launcher stopped the sweep (TerminatedWorkerError" in err and "to resume it" in err
+    for path in sweep.glob("*/*.parquet"):
+        pd.read_parquet(path)
+    assert not (sweep / "1" / "cells.parquet").exists()
+    assert "job 1: no result" in (sweep / "results" / "summary.md").read_text()
+    assert not _alive(pids["cell"])  # PR_SET_PDEATHSIG: not left running on its device
+    # 3. Resumed again (nothing parks now): complete, and the cell that finished first was never rerun.
+    again = _rerun(cli, tmp_path).cells.set_index("shape")
+    assert again.loc["[1,8,32]", "status"] == "ok"
+    assert again.loc["[1,8,16]", "status"] == "cached" and again.loc["[1,8,16]", "worker_pid"] == cells.loc["[1,8,16]", "worker_pid"]
+
+
+@pytest.mark.slow
+@TWO_CPUS
+def test_submitit_local_sweep_has_the_basic_tables_and_resumes_on_resubmission(cli, tmp_path: Path, basic_sweep) -> None:
+    # The Slurm path for real (submitit pickles each job, runs it in its own process, results come back through
+    # the shared sweep directory), on submitit's local executor: no Slurm mock.
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    (tmp_path / "probe.py").write_text(PROBE)
+    sweep = tmp_path / "sweep"
+    args = (*PROBE_ARGS, SHAPES, "hydra/launcher=submitit_local", "launcher.devices=2", f"launcher.lock_dir={tmp_path / 'locks'}",
+            f"hydra.sweep.dir={sweep}")
+    res = cli(*args)
+    assert res.returncode == 0, res.stderr
+    results = neuronexp.load(sweep)
+    _same_tables(results, basic_sweep)
+    assert set(results.cells["placement"]) == {"cpu:0", "cpu:1"} and len(list((sweep / ".submitit").glob("*/*_result.pkl"))) == 3
+    # Resubmitting the same sweep (as after a preempted or timed-out allocation) measures nothing again.
+    res = cli(*args)
+    assert res.returncode == 0, res.stderr
+    again = neuronexp.load(sweep).cells.set_index("run_id")
+    first = results.cells.set_index("run_id")
+    assert (again["status"] == "cached").all()
+    assert (again.loc[first.index, "worker_pid"] == first["worker_pid"]).all()

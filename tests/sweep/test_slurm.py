@@ -1,0 +1,59 @@
+"""The launcher presets: what `hydra/launcher=slurm|parallel` compose to, and the sbatch script Slurm would get.
+
+No Slurm here: the Slurm path itself runs for real through submitit's local executor (test_parallel.py); these
+check the configuration a cluster would receive.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
+import neuronexp.config.compose  # noqa: F401  (registers the schema, `base_config`)
+
+pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+
+
+def _compose(*overrides: str):
+    GlobalHydra.instance().clear()
+    with initialize_config_module("neuronexp.conf", version_base="1.3"):
+        return compose("config", overrides=list(overrides), return_hydra_config=True)
+
+
+def test_parallel_runs_one_joblib_worker_per_device_slot() -> None:
+    cfg = _compose("hydra/launcher=parallel", "launcher.devices=4")
+    launcher = cfg.hydra.launcher
+    assert launcher._target_.endswith("JoblibLauncher") and launcher.n_jobs == 4 and int(launcher.batch_size) == 1  # a string in the schema
+
+
+def test_slurm_preset_resources_and_the_sbatch_script(tmp_path: Path) -> None:
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    cfg = _compose("hydra/launcher=slurm", "hydra.launcher.partition=trn1", f"hydra.sweep.dir={tmp_path}",
+                   "launcher.devices=16", "launcher.per_device=2")
+    params = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
+    assert params["_target_"].endswith("SlurmLauncher")
+    assert (params["partition"], params["cpus_per_task"], params["timeout_min"], params["array_parallelism"]) == ("trn1", 8, 60, 64)
+    assert params["submitit_folder"] == f"{tmp_path}/.submitit/%j"  # logs land in the shared sweep directory
+    # What sbatch receives for a 48-cell sweep (submitit's own renderer, with its key names).
+    script = _make_sbatch_string(command="python -m submitit.core._submit FOLDER", folder=params["submitit_folder"],
+                                 map_count=48, job_name="neuronexp", partition=params["partition"], time=params["timeout_min"],
+                                 cpus_per_task=params["cpus_per_task"], ntasks_per_node=params["tasks_per_node"],
+                                 nodes=params["nodes"], array_parallelism=params["array_parallelism"])
+    for line in ("#SBATCH --partition=trn1", "#SBATCH --cpus-per-task=8", "#SBATCH --time=60", "#SBATCH --array=0-47%48"):
+        assert line in script, script
+
+
+def test_slurm_on_a_machine_without_slurm_fails_in_one_line_before_anything_is_written(cli, tmp_path: Path) -> None:
+    res = cli("-m", "input.shape=[1,8,64]", "hydra/launcher=slurm", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+              # Only the virtual environment's bin on PATH: "no Slurm here" even next to a real Slurm (CI has one).
+              env={"PATH": str(Path(__import__("sys").executable).parent)})
+    assert res.returncode == 2
+    assert res.stderr.strip() == ("neuronexp: error: hydra/launcher=slurm: no Slurm here (sbatch is not on PATH); "
+                                  "hydra/launcher=submitit_local runs the same path on this machine")
+    assert not (tmp_path / "sweep").exists()
