@@ -12,9 +12,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from neuronexp.backends import Backend, resolve_backend
+from neuronexp.backends import Backend, backend_kind, resolve_backend
 from neuronexp.config import CellSpec
-from neuronexp.cell.rows import Measured, cell_labels, cell_tables
+from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
 from neuronexp.config import ConfigError
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import make_inputs, torch_dtype
@@ -61,20 +61,21 @@ def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir:
 
 
 def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the layer called sys.exit({exc.code!r})"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
 
 
-def run_cell(spec: CellSpec, out_dir: Path, raise_config_errors: bool = True) -> Results:
-    """Run one cell and write its tables into `out_dir`; a failing cell becomes an `error` row.
-
-    Raises:
-        ConfigError: the backend is unavailable, or (with `raise_config_errors`) the module target
-            builds something that is not an nn.Module. Nothing is written then.
-    """
+def run_cell(spec: CellSpec, out_dir: Path) -> Results:
+    """Run one cell and write its tables into `out_dir`. Never raises for the cell's own failures: a backend
+    that cannot start, a layer that raises or calls sys.exit, a compile error all become the `error` row."""
     cfg = spec.config
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
+    try:
+        backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
+    except ConfigError as exc:
+        return write_lost_cell(spec, out_dir, str(exc), backend_kind(cfg.backend), describe_placement("cpu", None), started_at)
     backend.prepare()
     measured: Measured | None = None
     error: str | None = None
@@ -84,10 +85,8 @@ def run_cell(spec: CellSpec, out_dir: Path, raise_config_errors: bool = True) ->
             call, _module = _build(spec, backend)
             measured = _measure(call, spec, backend, out_dir)
     except ConfigError as exc:
-        if raise_config_errors:
-            raise
         error = str(exc)
-    except Exception as exc:  # failures are data: the sweep goes on with an error row
+    except (Exception, SystemExit) as exc:  # failures are data: the sweep goes on with an error row
         error = _error_text(exc)
     finally:
         if backend.name != "cpu":

@@ -37,6 +37,9 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         f"[bold]{escape(str(cell['module']))}[/] · {escape(str(cell['backend']))} ({escape(str(cell['device_name']))}) · "
         f"{escape(str(cell['dtype']))} {escape(str(cell['shape']))}" + (" · compiled" if cell["compiled"] else "")
     )
+    if cell["status"] == "cached":
+        console.print(f"reused: this directory already holds this cell's results (run_id {escape(str(cell['run_id']))}); "
+                      "nothing was measured again")
     if cell["status"] == "error":
         console.print(f"[red]cell failed:[/] {escape(str(cell['error']))}")
     else:

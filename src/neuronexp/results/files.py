@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from neuronexp.results.schema import to_arrow, usable
+from neuronexp.results.schema import TABLES, to_arrow, usable
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
@@ -89,36 +89,40 @@ def reset_job_dir(job_dir: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
-def foreign_cell(job_dir: Path, run_id: str) -> str | None:
-    """A description of the cell whose results `job_dir` holds when that is another cell than `run_id`, else None."""
-    cells_path = job_dir / "cells.parquet"
-    if not cells_path.is_file():
-        return None
-    try:
-        row = pq.read_table(cells_path).to_pylist()[0]
-    except (OSError, IndexError, pa.ArrowException):
-        return "an unreadable cells.parquet"
-    if row.get("run_id") == run_id:
-        return None
-    return f"run_id {row.get('run_id')}: {row.get('module')} {row.get('shape')} {row.get('dtype')}, {row.get('status')}"
+# Written first into every job directory a cell runs in: whose directory it is, even if the cell never ends.
+CELL_MARKER = "cell.json"
 
 
-def mark_cached_if_complete(job_dir: Path, run_id: str) -> bool:
-    """True when `job_dir` already holds a finished, successful cell for this exact config.
+def complete_run_id(job_dir: Path) -> str | None:
+    """The run_id of the complete, successful cell in `job_dir`, or None.
 
-    The cell's status becomes `cached` (its measurements are kept as they are); failed or partial cells
-    return False and are run again.
+    Complete means every file aggregation reads is there and readable: a truncated or damaged table makes
+    the cell run again, never pass as reused.
     """
-    cells_path = job_dir / "cells.parquet"
-    if not (cells_path.is_file() and (job_dir / "ops.parquet").is_file() and (job_dir / "samples.parquet").is_file()):
-        return False
     try:
-        cells = pq.read_table(cells_path)
+        for name in TABLES:
+            read_arrow(job_dir / f"{name}.arrow")
+            pq.read_metadata(job_dir / f"{name}.parquet")
+        rows = pq.read_table(job_dir / "cells.parquet", columns=["run_id", "status"]).to_pylist()
     except (OSError, pa.ArrowException):
-        return False
-    row = cells.to_pylist()[0] if cells.num_rows == 1 else {}
-    if row.get("run_id") != run_id or not usable(row.get("status")):
-        return False
-    if row["status"] == "ok":
-        _write_job_table(job_dir, "cells", to_arrow("cells", cells.to_pandas().assign(status="cached")))
-    return True
+        return None
+    if len(rows) != 1 or not usable(rows[0]["status"]):
+        return None
+    return str(rows[0]["run_id"])
+
+
+def owner(job_dir: Path) -> str | None:
+    """The run_id of the cell that has written into `job_dir` (complete, failed or cut short), None when no
+    cell has, "unknown" when its files cannot be read."""
+    marker = job_dir / CELL_MARKER
+    if marker.is_file():
+        try:
+            return str(json.loads(marker.read_text())["run_id"])
+        except (OSError, ValueError, KeyError):
+            return "unknown"
+    if (job_dir / "cells.parquet").is_file():
+        try:
+            return str(pq.read_table(job_dir / "cells.parquet", columns=["run_id"]).column(0)[0])
+        except (OSError, pa.ArrowException, IndexError):
+            return "unknown"
+    return None

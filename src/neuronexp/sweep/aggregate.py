@@ -30,10 +30,16 @@ class SweepOutcome:
         return int((self.cells["status"] == "error").sum()) + len(self.missing)
 
 
-def aggregate(sweep_dir: Path, baseline: str | None) -> SweepOutcome:
-    """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep."""
+def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozenset[str] = frozenset()) -> SweepOutcome:
+    """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep.
+
+    `cached`: run_ids reused from an earlier run of the sweep rather than measured now; their rows say
+    `cached` here (the job's own files are left as they were written).
+    """
     tables, missing = read_jobs(job_dirs_of(sweep_dir))
-    cells = add_speedups(tables["cells"].to_pandas(), baseline)
+    cells = tables["cells"].to_pandas()
+    cells.loc[cells["run_id"].isin(cached) & (cells["status"] == "ok"), "status"] = "cached"
+    cells = add_speedups(cells, baseline)
     tables["cells"] = to_arrow("cells", cells)
     out = sweep_dir / "results"
     out.mkdir(exist_ok=True)

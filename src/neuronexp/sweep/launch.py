@@ -18,7 +18,6 @@ import os
 import signal
 import subprocess
 import sys
-from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 from neuronexp.backends import backend_kind
 from neuronexp.cell.environment import host_cpus, visible_cuda_devices
 from neuronexp.config import LauncherConfig, format_units, parse_units
-from neuronexp.sweep.placement import PlacementError, Slot, hold_slot, plan_slots
+from neuronexp.sweep.placement import PlacementError, Slot, acquire_slot, hold_slot, plan_slots
 
 # Runs before anything is imported, so numpy's and torch's thread pools start inside the slot's cores.
 _BOOTSTRAP = """\
@@ -38,6 +37,10 @@ if cpus and hasattr(os, "sched_setaffinity"):
 from neuronexp.sweep.launch import child_main
 sys.exit(child_main(int(sys.argv[1])))
 """
+
+
+# Set in a warm worker once it holds its slot (launcher.isolate=false): the slot's label.
+PINNED_ENV = "NEURONEXP_PINNED_SLOT"
 
 
 @dataclass
@@ -99,23 +102,22 @@ def run_pinned(spec: Any, out_dir: Path, kind: str, launcher: LauncherConfig) ->
     from neuronexp.cell.rows import write_lost_cell
     from neuronexp.cell.run import run_cell
 
-    global _pinned
-    if _pinned is None:
+    # Where this worker is placed is state of the process, and kept where such state lives: its environment
+    # (like CUDA_VISIBLE_DEVICES). The slot's lock descriptors are never closed; the kernel releases them
+    # when the worker exits.
+    if PINNED_ENV not in os.environ:
         try:
             slots = plan_slots(kind, launcher.devices, launcher.per_device,
                                default_pool(kind, launcher, spec.config.neuron.visible_cores), host_cpus())
         except PlacementError as exc:
             started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
             return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", kind, _where(None), started_at)
-        held = ExitStack()  # never closed: the kernel releases the lock when the worker exits
-        _pinned = held, held.enter_context(hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None))
-        _select_in_process(_pinned[1])
+        slot, _ = acquire_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None)
+        _select_in_process(slot)
+        os.environ[PINNED_ENV] = slot.label
     if kind == "neuron":  # the slot placed this worker; the config must not move it
         spec.config.neuron.visible_cores = spec.config.neuron.num_cores = None
-    return run_cell(spec, out_dir, raise_config_errors=False)
-
-
-_pinned: tuple[ExitStack, Slot] | None = None
+    return run_cell(spec, out_dir)
 
 
 def _select_in_process(slot: Slot) -> None:
@@ -192,5 +194,5 @@ def child_main(parent: int) -> int:
         raise RuntimeError(f"the cell's config changed on its way to the cell process ({spec.run_id} != {request.run_id})")
     if request.kind == "neuron":  # the slot's environment placed this process; the config must not move it
         spec.config.neuron.visible_cores = spec.config.neuron.num_cores = None
-    run_cell(spec, Path(request.out_dir), raise_config_errors=False)
+    run_cell(spec, Path(request.out_dir))
     return 0

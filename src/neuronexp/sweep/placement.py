@@ -15,7 +15,7 @@ import os
 import re
 import tempfile
 import time
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -113,9 +113,11 @@ def _lock(path: Path) -> int | None:
     return fd
 
 
-@contextmanager
-def hold_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float = 0.1) -> Iterator[Slot]:
-    """Wait for a slot whose every unit is free, hold it for the `with` block, then release it."""
+def acquire_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float = 0.1) -> tuple[Slot, list[int]]:
+    """Wait for a slot whose every unit is free and lock it; returns the slot and its lock descriptors.
+
+    Closing a descriptor releases its unit (so does the process's exit, e.g. when it is killed).
+    """
     root = lock_dir or default_lock_dir()
     if not root.is_dir():
         root.mkdir(parents=True, exist_ok=True)
@@ -124,15 +126,25 @@ def hold_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float = 0
                 os.chmod(root, 0o1777)
     while True:
         for slot in slots:
-            with ExitStack() as held:
-                fds = []
-                for unit in slot.units:
-                    fd = _lock(root / f"{slot.kind}-{re.sub(r'[^A-Za-z0-9_.-]', '_', unit)}.lock")
-                    if fd is None:
-                        break
-                    fds.append(fd)
-                    held.callback(os.close, fd)  # closing the descriptor releases the lock
-                else:
-                    yield slot
-                    return
+            fds: list[int] = []
+            for unit in slot.units:
+                fd = _lock(root / f"{slot.kind}-{re.sub(r'[^A-Za-z0-9_.-]', '_', unit)}.lock")
+                if fd is None:
+                    break
+                fds.append(fd)
+            else:
+                return slot, fds
+            for fd in fds:  # part of this slot is busy: let go of what was taken, try the next
+                os.close(fd)
         time.sleep(poll_s)
+
+
+@contextmanager
+def hold_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float = 0.1) -> Iterator[Slot]:
+    """Wait for a free slot, hold it for the `with` block, then release it."""
+    slot, fds = acquire_slot(slots, lock_dir, poll_s)
+    try:
+        yield slot
+    finally:
+        for fd in fds:
+            os.close(fd)

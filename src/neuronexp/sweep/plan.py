@@ -1,93 +1,130 @@
-"""The cells of a grid sweep, composed and validated before the first one runs (Hydra edge).
+"""The cells of a sweep, composed and validated before the first one runs.
 
-Hydra's basic sweeper composes each batch just before launching it and checks only composition; a bad
-value in the last cell would surface after all the others ran. Here every cell goes through the same
-validation as a single run, up front, so a sweep either starts clean or fails in one line with no files.
+Every cell goes through the same validation as a single run, up front, so a sweep either starts clean or
+fails in one line with no files. Each cell gets its job directory here too: two cells never share one, and a
+cell already complete in the sweep directory (same run_id, wherever it sits) is reused, not run again.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from hydra import compose
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neuronexp.backends import check_available
+from neuronexp.config import ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
-
-_GRID_SWEEPERS = ("hydra._internal.core_plugins.basic_sweeper.BasicSweeper",)
+from neuronexp.sweep._hydra import apply_value_overrides, override_dirname
 
 
 @dataclass
 class PlannedCell:
     num: int
     dir: str  # relative to the sweep directory
-    overrides: list[str]
+    overrides: list[str]  # the job's task overrides, as typed
+    run_id: str
+    backend: str
+    label: str  # the overrides that tell this cell apart, for progress lines
 
 
-def grid_jobs(config: DictConfig) -> list[list[str]] | None:
-    """Each job's overrides, in the order the basic sweeper launches them (None for other sweepers)."""
-    if OmegaConf.select(config, "hydra.sweeper._target_") not in _GRID_SWEEPERS:
-        return None
-    params = OmegaConf.select(config, "hydra.sweeper.params") or {}
-    arguments = [f"{k}={v}" for k, v in params.items()] + list(config.hydra.overrides.task)
-    overrides = OverridesParser.create().parse_overrides(arguments)
-    return BasicSweeper.split_arguments(overrides, None)[0]
+def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
+    """Every job's overrides: the cartesian product of the swept values (`a=1,2 b=x,y`), in the order Hydra's
+    basic sweeper would launch them; `hydra.sweeper.params` first, then the command line's overrides."""
+    parser = OverridesParser.create()
+    axes: dict[str, list[str]] = {}
+    for o in parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + list(arguments)):
+        key = o.get_key_element()
+        if o.is_sweep_override():
+            if not o.is_discrete_sweep():
+                raise ConfigError(o.input_line or key, "", "only lists of values can be swept (a,b,c or range())")
+            axes[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
+        else:
+            axes[key] = [f"{key}={o.get_value_element_as_str()}"]
+    return [list(job) for job in itertools.product(*axes.values())]
 
 
-def plan_sweep(config: DictConfig) -> list[PlannedCell] | None:
-    """Compose and validate every cell of the sweep.
+class CellComposer:
+    """Each cell's config, composing only once per choice of config groups.
 
-    Raises:
-        ConfigError: the first bad value found, naming its key.
+    Cells mostly differ in plain values (shapes, dtypes) that Hydra applies after composing; those are
+    applied to a copy of the composition (sweep._hydra) instead of composing every cell from scratch.
     """
-    jobs = grid_jobs(config)
-    if jobs is None:
-        return None
-    composer = _CellComposer(config)
-    cells, backends = [], set()
-    for num, job in enumerate(jobs):
-        cfg = composer.compose(job)
+
+    def __init__(self, master: DictConfig, loader: Any) -> None:
+        self.master, self.loader = master, loader
+        self.groups = _all_groups(loader)
+        self.cache: dict[tuple[str, ...], DictConfig] = {}
+
+    def compose(self, job: list[str], num: int) -> DictConfig:
+        parsed = OverridesParser.create().parse_overrides(job)
+        group_overrides = [o for o in parsed if o.key_or_group.lstrip("+~") in self.groups or o.package is not None]
+        values = [o for o in parsed if o not in group_overrides and not o.is_hydra_override()]
+        hydra_values = [o for o in parsed if o.is_hydra_override()]
+        key = tuple(o.input_line for o in group_overrides + hydra_values)
+        if key not in self.cache:
+            self.cache[key] = self.loader.load_sweep_config(self.master, list(key))
+        cfg = copy.deepcopy(self.cache[key])
+        apply_value_overrides(cfg, values)
+        task = [o for o in parsed if not o.is_hydra_override()]
         with open_dict(cfg):
+            cfg.hydra.overrides.task = [o.input_line for o in task]
+            cfg.hydra.job.override_dirname = override_dirname(cfg, task)
             cfg.hydra.job.num = num
             cfg.hydra.job.id = str(num)
+        return cfg
+
+
+def _all_groups(loader: Any, parent: str = "") -> set[str]:
+    out: set[str] = set()
+    for name in loader.list_groups(parent):
+        path = f"{parent}/{name}" if parent else name
+        out |= {path} | _all_groups(loader, path)
+    return out
+
+
+def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[PlannedCell]:
+    """Compose and validate every cell and give each its job directory.
+
+    Raises:
+        ConfigError: the first bad value, naming its key; two cells that would share a directory; a
+            backend or launcher that cannot run here.
+    """
+    launcher = str(OmegaConf.select(master, "hydra.launcher._target_", default=""))
+    if launcher.endswith(".SlurmLauncher") and not shutil.which("sbatch"):
+        raise ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
+                          "hydra/launcher=submitit_local runs the same path on this machine")
+    composer = CellComposer(master, loader)
+    cells, backends, by_dir, by_run = [], set(), {}, {}
+    varying = _varying_keys(jobs)
+    for num, job in enumerate(jobs):
+        cfg = composer.compose(job, num)
         spec = spec_from_sweep_config(cfg)
         backends.add(spec.config.backend)
-        cells.append(PlannedCell(num, str(OmegaConf.select(cfg, "hydra.sweep.subdir")), job))
+        subdir = str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
+        label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
+        if subdir in by_dir:
+            raise ConfigError("hydra.sweep.subdir", OmegaConf.select(master, "hydra.sweep.subdir", throw_on_resolution_failure=False),
+                              f"cells {by_dir[subdir]} and {num} would share the job directory {subdir!r}; "
+                              "keep ${hydra.job.num} in it, or every swept key")
+        if spec.run_id in by_run:
+            raise ConfigError("sweep", label, f"cells {by_run[spec.run_id]} and {num} are the same configuration")
+        by_dir[subdir], by_run[spec.run_id] = num, num
+        cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label))
     for name in backends:  # an unavailable backend fails here, once, before any cell runs
         check_available(name)
     return cells
 
 
-class _CellComposer:
-    """Each cell's config, composing only once per choice of config groups.
-
-    A full Hydra composition costs ~60 ms; cells mostly differ in plain values (shapes, dtypes), which
-    Hydra itself applies after composing (ConfigLoaderImpl._apply_overrides_to_config). So: compose
-    once per distinct set of group overrides (`module=...`, `+experiment=...`), then apply the value
-    overrides to a copy, exactly as Hydra's loader does.
-    """
-
-    def __init__(self, config: DictConfig) -> None:
-        self.config_name = config.hydra.job.config_name
-        self.hydra_overrides = list(config.hydra.overrides.hydra)
-        self.repository = GlobalHydra.instance().config_loader().repository  # type: ignore[attr-defined]
-        self.cache: dict[tuple[str, ...], DictConfig] = {}
-
-    def compose(self, job: list[str]) -> DictConfig:
-        parsed = OverridesParser.create().parse_overrides(job)
-        groups = [o for o in parsed if self.repository.group_exists(o.key_or_group)]
-        values = [o for o in parsed if o not in groups]
-        key = tuple(o.input_line for o in groups)
-        if key not in self.cache:
-            self.cache[key] = compose(self.config_name, overrides=self.hydra_overrides + list(key), return_hydra_config=True)
-        cfg = copy.deepcopy(self.cache[key])
-        ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
-        with open_dict(cfg):
-            cfg.hydra.overrides.task = list(job)
-        return cfg
+def _varying_keys(jobs: list[list[str]]) -> set[str]:
+    values: dict[str, set[str]] = {}
+    for job in jobs:
+        for o in job:
+            k, _, v = o.partition("=")
+            values.setdefault(k.lstrip("+~"), set()).add(v)
+    return {k for k, v in values.items() if len(v) > 1}

@@ -19,7 +19,7 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
-from neuronexp.backends.neuron import api as neuron_api
+import neuronexp.backends.neuron.api as neuron_api
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig, unit_set
 from neuronexp.backends.neuron.capture import artifact_columns, index_capture, place_framework_trace

@@ -1,0 +1,62 @@
+"""User mistakes as one line: Hydra's and OmegaConf's errors translated to "key=value: what is allowed"."""
+
+from __future__ import annotations
+
+import re
+
+from hydra.errors import HydraException, MissingConfigException
+from omegaconf.errors import OmegaConfBaseException
+
+from neuronexp.config import ConfigError
+
+# Launchers of optional extras, named when they are not installed (hydra/launcher=parallel builds on joblib).
+LAUNCHER_PLUGINS = {name: f"; install it with pip install 'neuronexp[{extra}]'" for name, extra in
+                    (("joblib", "parallel"), ("submitit_local", "slurm"), ("submitit_slurm", "slurm"))}
+
+
+def user_error_line(exc: BaseException) -> str | None:
+    """One line for a configuration mistake, or None for a genuine bug (which keeps its traceback)."""
+    if isinstance(exc, ConfigError):
+        return str(exc)
+    if isinstance(exc, MissingConfigException) or (
+        isinstance(exc, HydraException) and "Could not find" in str(exc)
+    ):
+        return _missing_option_line(str(exc), exc)
+    if isinstance(exc, (HydraException, OmegaConfBaseException)):
+        return _hydra_error_line(str(exc), exc.__cause__)
+    return None
+
+
+def _hydra_error_line(text: str, cause: BaseException | None) -> str:
+    detail = _first_line(str(cause)) if cause is not None else ""
+    if m := re.match(r"Error merging override (.+)", text):
+        return f"{m.group(1)}: {detail or 'cannot be applied'}"
+    if m := re.match(r"Could not override '([^']+)'", text):
+        return f"{m.group(1)}: no such key ({detail}); add a new key with +{m.group(1)}=..."
+    if m := re.match(r"Error parsing override '([^']+)'\s*(.*)", text, re.S):
+        return f"{m.group(1)}: cannot parse ({_first_line(m.group(2))}); quote values with commas, e.g. 'key=\"0,1\"'"
+    return _one_line(f"{text}; {detail}" if detail else text)
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def _missing_option_line(text: str, exc: BaseException) -> str:
+    options = getattr(exc, "options", None)
+    match = re.search(r"Could not find '([^']+)/([^']+)'", text)
+    if match is None:
+        return _one_line(text)
+    group, value = match.groups()
+    if not options:
+        options = [ln.strip() for ln in text.splitlines()[1:] if ln.startswith("\t")]
+    allowed = f"one of {', '.join(options)}" if options else "no such option"
+    hint = LAUNCHER_PLUGINS.get(value, "") if group == "hydra/launcher" else ""
+    return f"{group}={value}: unknown option; allowed: {allowed}{hint}"
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("object_type=",))]
+    return re.sub(r"\s+", " ", "; ".join(lines))
+
+

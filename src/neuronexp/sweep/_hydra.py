@@ -1,0 +1,74 @@
+"""What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3
+and tested against Hydra's own composition (tests/sweep/test_hydra_compat.py).
+
+- `apply_value_overrides` repeats what Hydra's config loader does with `key=value`, `+key=value`,
+  `++key=value` and `~key` overrides after composing, so a sweep composes once per choice of config
+  groups and applies the plain values itself (a full composition costs ~60 ms a cell).
+- `override_dirname` repeats how Hydra names `${hydra.job.override_dirname}`.
+- `runs_in_process` recognises Hydra's basic launcher, which runs jobs one after another in this process.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from neuronexp.config import ConfigError
+
+BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
+
+
+def runs_in_process(launcher: Any) -> bool:
+    cls = type(launcher)
+    return f"{cls.__module__}.{cls.__qualname__}" == BASIC_LAUNCHER
+
+
+def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:
+    """Apply parsed value overrides (hydra.core.override_parser Override objects) to a composed config.
+
+    Raises:
+        ConfigError: naming the override, like Hydra's own composition errors.
+    """
+    for override in overrides:
+        key, value, line = override.key_or_group, override.value(), override.input_line
+        current = OmegaConf.select(cfg, key, throw_on_missing=False)
+        if override.is_delete():
+            if current is None:
+                raise ConfigError(line, "", f"cannot delete {key}: no such key")
+            parent, _, leaf = key.rpartition(".")
+            with open_dict(cfg):
+                node = OmegaConf.select(cfg, parent) if parent else cfg
+                del node[leaf]
+        elif override.is_add():
+            if current is not None and not isinstance(value, (dict, list)):
+                raise ConfigError(line, "", f"{key} already exists: drop the + to set it, or use ++ to add or set it")
+            OmegaConf.update(cfg, key, value, merge=True, force_add=True)
+        elif override.is_force_add():
+            OmegaConf.update(cfg, key, value, merge=True, force_add=True)
+        else:
+            try:
+                OmegaConf.update(cfg, key, value, merge=True)
+            except Exception as exc:  # unknown key, or a value of the wrong type for the schema
+                raise ConfigError(line.split("=", 1)[0], line.split("=", 1)[-1], _first_line(exc)) from None
+
+
+def override_dirname(cfg: DictConfig, task_overrides: list[Any]) -> str:
+    """${hydra.job.override_dirname} for these task overrides, with the config's separators and exclusions."""
+    conf = cfg.hydra.job.config.override_dirname
+    lines = sorted(o.input_line for o in task_overrides if o.key_or_group not in conf.exclude_keys)
+    return conf.item_sep.join(lines).replace("=", conf.kv_sep)
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+
+
+def subdir_override(subdir: str) -> str:
+    """`hydra.sweep.subdir=<subdir>` as an override Hydra parses back to exactly `subdir`.
+
+    Single-quoted; Hydra's grammar escapes only quotes and the backslashes right before a quote or the end.
+    """
+    quoted = re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), subdir)
+    return f"hydra.sweep.subdir='{quoted}'"

@@ -1,0 +1,103 @@
+"""A sweep from start to end: plan and validate every cell, lock the directory, reuse complete cells, hand the
+rest to the configured Hydra launcher, aggregate `results/`, print the comparison.
+
+Called by neuronexp's Hydra sweeper plugin (hydra_plugins/neuronexp_sweeper), which Hydra instantiates from
+`hydra/sweeper: neuronexp` (conf/config.yaml). The outcome reaches the exit status as an exception,
+SweepStopped, which only the command line catches.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from neuronexp.report.terminal import print_sweep
+from neuronexp.results import JOBS_MANIFEST
+from neuronexp.results.files import write_json
+from neuronexp.sweep._hydra import BASIC_LAUNCHER, runs_in_process, subdir_override
+from neuronexp.sweep.aggregate import aggregate
+from neuronexp.sweep.lock import locked
+from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
+from neuronexp.sweep.progress import SweepProgress
+from neuronexp.sweep.resume import assign
+
+log = logging.getLogger("neuronexp.sweep")
+
+
+class SweepStopped(Exception):
+    """The sweep ended with a non-zero exit status: cells failed (1), the launcher gave up (1), or it was
+    interrupted (130). `message`, when set, is the one line to print."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message or f"exit status {code}")
+        self.code, self.message = code, message
+
+
+@dataclass
+class SweepContext:
+    master: DictConfig  # the sweep's composed config (with its `hydra` node)
+    params: dict[str, str]  # hydra.sweeper.params
+    arguments: list[str]  # the command line's overrides
+    launcher: Any  # the configured Hydra launcher, set up
+    loader: Any  # Hydra's config loader (public ConfigLoader interface)
+
+
+def run_sweep(ctx: SweepContext) -> list[Any]:
+    """Run the sweep; returns the launcher's job returns.
+
+    Raises:
+        ConfigError: a bad value in any cell, a directory another sweep holds; nothing has run then.
+        SweepStopped: cells failed, the launcher stopped, or Ctrl-C; what finished is aggregated first.
+    """
+    cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
+    sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
+    baseline = OmegaConf.select(ctx.master, "baseline", default=None)
+    with locked(sweep_dir, "hydra.sweep.dir"):
+        reused = assign(cells, sweep_dir)
+        write_json(sweep_dir / JOBS_MANIFEST, [vars(c) for c in cells])
+        todo = [c for c in cells if c.run_id not in reused]
+        log.info("sweep of %d cells into %s%s", len(cells), sweep_dir,
+                 f" ({len(reused)} complete already, reused)" if reused else "")
+        stopped, returns = None, []
+        with SweepProgress(sweep_dir, cells, reused) as progress:
+            try:
+                returns = _launch(ctx.launcher, todo, progress)
+            except KeyboardInterrupt:
+                stopped = SweepStopped(130, f"interrupted; the finished cells are in {sweep_dir}/results. To resume, "
+                                            f"run the same command with hydra.sweep.dir={sweep_dir}")
+            except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
+                stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {_first_line(exc)}); "
+                                          f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
+        outcome = aggregate(sweep_dir, baseline, cached=reused)
+        print_sweep(outcome.cells, outcome.failed, baseline, sweep_dir)
+    if stopped is not None:
+        raise stopped
+    if outcome.failed:
+        raise SweepStopped(1)
+    return returns
+
+
+def _launch(launcher: Any, cells: list[PlannedCell], progress: SweepProgress) -> list[Any]:
+    """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid."""
+    jobs = [[*c.overrides, subdir_override(c.dir)] for c in cells]
+    if not jobs:  # every cell was complete already (launchers refuse an empty batch)
+        return []
+    if not runs_in_process(launcher):
+        with progress.watching():  # cells finish in other processes: seen on disk
+            return list(launcher.launch(jobs, initial_job_idx=0))
+    # Hydra's basic launcher logs each launch; the progress line per finished cell says the same and more.
+    logging.getLogger(BASIC_LAUNCHER.rsplit(".", 1)[0]).setLevel(logging.WARNING)
+    returns = []
+    for cell, job in zip(cells, jobs):  # one at a time, so each finished cell is reported at once
+        progress.running(cell)
+        returns += list(launcher.launch([job], initial_job_idx=cell.num))
+        progress.finished(cell)
+    return returns
+
+
+def _first_line(exc: BaseException) -> str:
+    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")[:200]

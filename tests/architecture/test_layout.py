@@ -1,0 +1,130 @@
+"""The package's shape, checked: imports point one way between stages, no import cycle, small modules,
+Hydra's private modules in one place only, no module-level `global` state.
+
+The allowed edges are the pipeline (README, "Layout"): cli → sweep → cell → backends → config, and
+report/compare → analysis → results. A new edge is a design decision: add it here on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO
+
+PACKAGE = REPO / "src" / "neuronexp"
+PLUGIN = REPO / "src" / "hydra_plugins"
+# stage -> the stages it may import (itself always allowed)
+ALLOWED = {
+    "formatting": set(),
+    "config": set(),
+    "results": set(),
+    "modules": set(),
+    "backends": {"config", "results"},
+    "analysis": {"results", "formatting"},
+    "cell": {"backends", "config", "results", "analysis"},
+    "report": {"analysis", "results", "formatting"},
+    "compare": {"analysis", "results", "formatting"},
+    "sweep": {"cell", "backends", "config", "results", "analysis", "report", "formatting"},
+    "cli": {"sweep", "cell", "backends", "config", "results", "analysis", "report", "compare", "formatting"},
+    "__init__": {"results"},
+    "__main__": {"cli"},
+}
+MAX_LINES = 250
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "conf" not in p.relative_to(PACKAGE).parts[:1])
+
+
+def _stage(module: str) -> str:
+    """neuronexp.<stage>...; a name imported from the package itself (`from neuronexp import x`) is "__init__"."""
+    parts = module.split(".")
+    if len(parts) < 2 or not ((PACKAGE / parts[1]).is_dir() or (PACKAGE / f"{parts[1]}.py").is_file()):
+        return "__init__"
+    return parts[1]
+
+
+def _name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> list[str]:
+    """Every neuronexp module a file imports, at any depth (function-level imports included)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name.startswith("neuronexp")]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("neuronexp"):
+            out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return out
+
+
+def test_imports_point_one_way_between_stages() -> None:
+    wrong = []
+    for path in _modules():
+        me = _stage(_name(path))
+        for target in _imports(path):
+            other = _stage(target)
+            if other != me and other not in ALLOWED.get(me, set()) and other != "__init__":
+                wrong.append(f"{_name(path)} imports {target} ({me} → {other})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    names = {_name(p): p for p in _modules()}
+    # Only module-level imports can form a cycle at import time (a function-level one runs later).
+    graph = {n: {t for t in _top_level_imports(p) if t in names and t != n} for n, p in names.items()}
+    seen: dict[str, int] = {}
+
+    def visit(n: str, stack: list[str]) -> None:
+        seen[n] = 1
+        for m in graph[n]:
+            if seen.get(m) == 1:
+                pytest.fail("import cycle: " + " → ".join(stack[stack.index(m):] + [m]))
+            if m not in seen:
+                visit(m, stack + [m])
+        seen[n] = 2
+
+    for n in graph:
+        if n not in seen:
+            visit(n, [n])
+
+
+def _top_level_imports(path: Path) -> list[str]:
+    out = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("neuronexp"):
+            out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name.startswith("neuronexp")]
+    return out
+
+
+def test_modules_stay_small() -> None:
+    big = [f"{p.relative_to(REPO)}: {n} lines" for p in _modules() + list(PLUGIN.rglob("*.py"))
+           if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not big, "\n".join(big)
+
+
+def test_hydra_private_modules_only_in_one_place() -> None:
+    allowed = PACKAGE / "sweep" / "_hydra.py"
+    users = [str(p.relative_to(REPO)) for p in _modules() + list(PLUGIN.rglob("*.py"))
+             if p != allowed and "hydra._internal" in p.read_text()]
+    assert not users, users
+
+
+def test_no_module_level_global_state() -> None:
+    found = [f"{_name(p)}: global {', '.join(n.names)}" for p in _modules()
+             for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.Global)]
+    assert not found, "\n".join(found)
+
+
+def test_every_stage_says_what_it_holds() -> None:
+    missing = [str(p.relative_to(REPO)) for p in PACKAGE.glob("*/__init__.py")
+               if p.parent.name != "conf" and not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
+    assert not missing, missing
