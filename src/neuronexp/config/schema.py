@@ -73,11 +73,13 @@ class NeuronProfilerConfig:
     # NeuronCores to capture, e.g. "0", "0,1" or "0,1,2-5"; null captures all.
     capture_enabled_for_nc: str | None = None
     max_events_per_nc: int | None = None
-    # null: use it when the installed torch-neuronx accepts it (not in the official docs yet).
+    # Not a documented NeuronConfig parameter (seen in one third-party script): null never passes it;
+    # true/false pass it where the installed NeuronConfig's signature shows it.
     correlate_device_time: bool | None = None
-    # Copy the NEFFs into the profile folder so Neuron Explorer can open it stand-alone.
+    # Pass NeuronConfig(neff_cache_dir=...), so the NEFFs land next to the NTFFs and Explorer can open the capture.
     copy_neffs: bool = True
-    # The NEFF cache copied from when copy_neffs is on; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else /tmp/neff_cache.
+    # The NEFF cache; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else the first of /tmp/neff_cache and
+    # $TORCH_NEURONX_DEBUG_DIR (default /tmp/neuron_backend) that holds NEFFs after the first compile.
     neff_cache_dir: str | None = None
     # Post-process the capture with `neuron-explorer view` (when on PATH) into neuron_* Summary columns.
     explorer: bool = True
@@ -119,10 +121,16 @@ class CompileConfig:
 
 @dataclass
 class NeuronDeviceConfig:
-    """NeuronCore selection, exported as NEURON_RT_* before the Neuron runtime starts."""
+    """NeuronCore selection (NEURON_RT_*) and compile-time debug info, exported before the runtime starts."""
 
+    # One contiguous ascending run: "3", "3-6", "3,4,5,6" or "3-5,6" (Neuron runtime developer guide).
     visible_cores: str | None = None
     num_cores: int | None = None
+    # Layer names in profiles: XLA_IR_DEBUG=1, XLA_HLO_DEBUG=1 and NEURON_FRAMEWORK_DEBUG=1 set before the first
+    # compile, with a fresh NEFF cache (cached NEFFs lack the names). nki_debug_info adds NKI_DEBUG_INFO=1
+    # (NKI source lines; slower compiles, more memory).
+    debug_info: bool = False
+    nki_debug_info: bool = False
 
 
 @dataclass

@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from neuronexp.config.errors import ConfigError
+from neuronexp.config.neuron import validate_neuron
 from neuronexp.config.schema import DType, RunConfig
 from neuronexp.config.units import validate_units
 
@@ -50,7 +51,7 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("profiler.neuron.modes", [], "list at least one of DEVICE, RUNTIME, CPU_UTIL, HOST_MEMORY")
     if nprof.explorer_timeout_s <= 0:
         raise ConfigError("profiler.neuron.explorer_timeout_s", nprof.explorer_timeout_s, "must be > 0 seconds")
-    validate_units("neuron.visible_cores", cfg.neuron.visible_cores)
+    validate_neuron(cfg)
     if cfg.neuron.num_cores is not None:
         _positive("neuron.num_cores", cfg.neuron.num_cores, 0)
     _positive("launcher.devices", cfg.launcher.devices)
