@@ -93,5 +93,11 @@ def check_available(name: BackendName | str) -> None:
         from neuronexp.backends.neuron import INSTALL_HINT
 
         raise ConfigError("backend", name, f"{INSTALL_HINT}; use backend=auto or backend=cpu")
+    if backend_kind(name) == "neuron":
+        from neuronexp.backends.neuron.process_env import inspect_conflict
+
+        conflict = inspect_conflict()
+        if conflict is not None:
+            raise conflict
     if name == "cuda" and not torch.cuda.is_available():
         resolve_backend(name)  # raises the CUDA backend's own message

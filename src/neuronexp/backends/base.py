@@ -47,6 +47,12 @@ class Backend:
     def prepare(self) -> None:
         """Set up process state (environment, device selection) before the first tensor is made."""
 
+    def finish(self) -> None:
+        """Undo process state set for this cell only, once its files are written (Neuron: compile-time variables)."""
+
+    def check_compile(self, compile_cfg: Any) -> None:
+        """Refuse compile options this backend's torch.compile backend rejects or ignores (raises ConfigError)."""
+
     def profiler_kwargs(self, out_dir: Path) -> dict[str, Any]:
         """Extra `torch.profiler.profile` kwargs (e.g. Neuron's experimental_config)."""
         return {}
@@ -61,6 +67,11 @@ class Backend:
 
     def after_profile(self, out_dir: Path) -> dict[str, Any]:
         """Columns to add to the cell row once profiling is over (artifact paths, warnings)."""
+        return {}
+
+    def device_op_times(self) -> dict[str, float]:
+        """Device microseconds per profiled step by host op name, from a source other than key_averages() (Neuron
+        Explorer), for a profile whose key_averages() had no device time; empty when there is none."""
         return {}
 
     def time_call(self, fn: Callable[[], Any]) -> float:

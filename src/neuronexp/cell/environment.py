@@ -59,7 +59,9 @@ def environment_record(device_name: str, backend: str, cwd: Path | None = None) 
         "neuronexp_version": package_version("neuronexp"),
         "backend": backend,
         "device_name": device_name,
-        "neuron_env": {k: v for k, v in os.environ.items() if k.startswith(("NEURON_RT_", "TORCH_NEURONX_"))},
+        # Runtime variables, and the compile-time ones that decide whether profiles carry layer names.
+        "neuron_env": {k: v for k, v in os.environ.items() if k.startswith(("NEURON_RT_", "TORCH_NEURONX_"))
+                       or k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NKI_DEBUG_INFO", "NEURON_FRAMEWORK_DEBUG")},
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
     env.update(git_state((cwd or Path.cwd()).resolve()))

@@ -16,6 +16,7 @@ from neuronexp.backends import Backend, backend_kind, resolve_backend
 from neuronexp.config import CellSpec
 from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
 from neuronexp.config import ConfigError
+from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import make_inputs, torch_dtype
 from neuronexp.cell.profiling import profile_callable
@@ -34,6 +35,7 @@ def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
     inputs = make_inputs(cfg.input, backend.device)
     model: Any = module
     if cfg.compile.enabled:
+        backend.check_compile(cfg.compile)
         # A fresh Dynamo per cell: earlier cells' graphs and recompile counters must not leak in.
         torch._dynamo.reset()
         model = torch.compile(
@@ -96,9 +98,12 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
         if backend.name == "cuda":
             torch.cuda.empty_cache()
     extra = backend.after_profile(out_dir) if measured else {}
+    if measured:
+        fill_device_times(measured.profile, backend.device_op_times())
     extra = {**describe_placement(backend.name, backend.device), **extra}
     labels = cell_labels(spec, backend)
     tables = cell_tables(spec, backend, labels, measured, error, extra, started_at)
     write_json(out_dir / "env.json", environment_record(labels["device_name"], backend.name))
     write_job_tables(out_dir, tables)
+    backend.finish()
     return Results(*(tables[name].to_pandas() for name in TABLES))

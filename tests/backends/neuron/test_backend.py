@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch._C._profiler import _ExperimentalConfig
 from torch.profiler import ProfilerActivity
 
 from neuronexp.backends.neuron import api as neuron_api
@@ -29,7 +28,7 @@ def test_without_torch_neuronx_neuron_fails_in_one_line_saying_what_to_install()
         resolve_backend("neuron")
     line = str(err.value)
     assert "\n" not in line and line.startswith("backend=neuron: torch-neuronx is not installed")
-    assert "pip install -e .[neuron]" in line and "docs/neuron.md" in line
+    assert "family matching your PyTorch" in line and "pip install -e .[neuron]" in line and "docs/neuron.md" in line
 
 
 def test_core_selection_reaches_the_environment_before_the_runtime_starts(standin) -> None:
@@ -67,24 +66,26 @@ def test_device_activities_compile_backend_and_warmup_floor(standin) -> None:
     assert backend.activities() == [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]
     assert backend.compile_backend() == "neuron"
     assert backend.min_warmup_calls == 3
-    assert backend.device == torch.device("cpu")  # the stand-in's test hook; production keeps "neuron"
-    assert NeuronBackend.__dict__["device_type"] == "cpu" and backend.device_name() == "NeuronCore stand-in (CPU)"
-    assert backend.api.kind == neuron_api.DOCUMENTED and backend.api.version == "0.0.0+standin"
+    assert backend.device_name() == "NeuronCore stand-in (CPU)"
+    assert backend.api.kind == neuron_api.DOCUMENTED and backend.api.version == standin.__version__
 
 
 def test_neuron_config_is_built_from_profiler_neuron_keys(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
+    monkeypatch.setattr(neuron_api, "OLD_NEFF_CACHE", str(tmp_path / "no-old-cache"))
+    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(tmp_path / "debug-dir"))
     backend = _backend(modes=[NeuronMode.DEVICE, NeuronMode.CPU_UTIL], capture_enabled_for_nc="0,1,2-5", max_events_per_nc=250_000)
     kwargs = backend.profiler_kwargs(tmp_path)
     config = kwargs["experimental_config"]
-    assert isinstance(config, _ExperimentalConfig)  # what torch.profiler.profile requires
     (made,) = standin.STATE.configs
     P = standin.profiling.ProfileMode
     assert made["modes"] == [P.DEVICE, P.CPU_UTIL]
     assert made["capture_enabled_for_nc"] == "0,1,2-5" and made["max_events_per_nc"] == 250_000
     assert made["profile_output_dir"] == str((tmp_path / "neuron_profile").resolve())
-    assert made["neff_cache_dir"] == neuron_api.DEFAULT_NEFF_CACHE
-    assert made["correlate_device_time"] is True  # accepted by this NeuronConfig, and unset: turned on
+    # Nothing names a cache and neither documented folder holds a NEFF: TorchNeuron's debug folder.
+    assert made["neff_cache_dir"] == str(tmp_path / "debug-dir")
+    # Undocumented, so not passed unless asked for.
+    assert "correlate_device_time" not in neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
     # on_trace_ready gets NeuronProfiler(<the same config>).export_trace, then neuronexp's own check.
     calls = []
     monkeypatch.setattr(standin.profiling.NeuronProfiler, "export_trace", lambda self, prof: calls.append((self.config, prof)))
@@ -93,12 +94,12 @@ def test_neuron_config_is_built_from_profiler_neuron_keys(standin, tmp_path: Pat
     export(prof)
     ((seen_config, seen_prof),) = calls
     assert seen_config is config and seen_prof._prof is prof
-    assert note == backend._note_correlation
+    assert note == backend.observed.record
 
 
 def test_unset_optional_keys_are_not_passed(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", "/var/cache/neffs")
-    backend = _backend(correlate_device_time=False)
+    backend = _backend(correlate_device_time=False)  # asked for explicitly, accepted by this NeuronConfig: passed
     kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
     assert set(kwargs) == {"modes", "profile_output_dir", "neff_cache_dir", "correlate_device_time"}
     assert kwargs["neff_cache_dir"] == "/var/cache/neffs" and kwargs["correlate_device_time"] is False
@@ -106,6 +107,23 @@ def test_unset_optional_keys_are_not_passed(standin, tmp_path: Path, monkeypatch
     assert "neff_cache_dir" not in no_copy
     own = neuron_api.neuron_config_kwargs(backend.api, NeuronProfilerConfig(neff_cache_dir="/mine"), "/out")
     assert own["neff_cache_dir"] == "/mine"
+
+
+def test_without_a_named_cache_the_folder_holding_neffs_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two defaults are documented: /tmp/neff_cache (Explorer guides) and $TORCH_NEURONX_DEBUG_DIR (TorchNeuron 2.33)."""
+    old, debug = tmp_path / "neff_cache", tmp_path / "neuron_backend"
+    monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
+    monkeypatch.setattr(neuron_api, "OLD_NEFF_CACHE", str(old))
+    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(debug))
+    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == (str(debug), "TorchNeuron default (no NEFFs found)")
+    (debug / "graph" / "abc").mkdir(parents=True)
+    (debug / "graph" / "abc" / "model.neff").write_bytes(b"NEFF")
+    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == (str(debug), "holds NEFFs")
+    (old / "x").mkdir(parents=True)
+    (old / "x" / "model.neff").write_bytes(b"NEFF")
+    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == (str(old), "holds NEFFs")  # the older name first
+    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", "/env/cache")
+    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == ("/env/cache", "TORCH_NEURONX_NEFF_CACHE_DIR")
 
 
 @pytest.mark.parametrize("standin", ["no_correlate"], indirect=True)
@@ -116,7 +134,7 @@ def test_correlate_device_time_only_where_the_signature_has_it(standin, tmp_path
     assert "correlate_device_time" not in standin.STATE.configs[-1]
     with pytest.raises(ConfigError) as err:
         _backend(correlate_device_time=True)
-    assert str(err.value).startswith("profiler.neuron.correlate_device_time=True: not accepted by the installed torch-neuronx 0.0.0+standin")
+    assert str(err.value).startswith(f"profiler.neuron.correlate_device_time=True: not accepted by the installed torch-neuronx {standin.__version__}")
 
 
 def test_a_profile_mode_the_installed_version_lacks_is_a_config_error(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -137,7 +155,7 @@ def test_april_2026_api_wraps_the_profiled_pass_in_its_context_manager(standin, 
     assert session.pytorch_activities == [] and session.neuron_output_dir == str((tmp_path / "neuron_profile").resolve())
     assert session.event_filters == {"nc": ["0", "2-3"]}
     assert any("modes is not honoured" in n for n in backend.notes)
-    assert backend.trace_handlers(tmp_path) == [backend._note_correlation]
+    assert backend.trace_handlers(tmp_path) == [backend.observed.record]
 
 
 @pytest.mark.parametrize("standin", ["none"], indirect=True)
@@ -146,7 +164,7 @@ def test_neither_api_fails_in_one_line_naming_the_installed_version(standin) -> 
         resolve_backend("neuron")
     line = str(err.value)
     assert "\n" not in line
-    assert line.startswith("backend=neuron: torch-neuronx 0.0.0+standin has neither torch_neuronx.profiling.NeuronConfig")
+    assert line.startswith(f"backend=neuron: torch-neuronx {standin.__version__} has neither torch_neuronx.profiling.NeuronConfig")
     assert resolve_backend("auto").name in ("cuda", "cpu")  # auto moves on
 
 

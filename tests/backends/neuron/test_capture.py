@@ -41,12 +41,14 @@ def test_pytorch_session_layout_is_one_session_with_everything_present(tmp_path:
     (ntff,) = s.ntffs
     assert ntff["scheme"] == "session" and ntff["nc"] == 0 and ntff["neffs"] == ["neff_1111_vnc_0.neff", "neff_2222_vnc_0.neff"]
     assert index.warnings == []
-    assert index.upload_dir() == session
+    # Every documented `neuron-explorer view -d` example passes the capture root, not the session folder.
+    assert index.upload_dir() == root and session.parent.parent == root
     cols = artifact_columns(index, tmp_path / "job")
     assert cols == {
-        "neuron_profile_dir": "neuron_profile", "neuron_upload_dir": f"neuron_profile/{PID_DIR}/20260701_120000_000",
+        "neuron_profile_dir": "neuron_profile", "neuron_upload_dir": "neuron_profile",
         "neuron_sessions": 1, "neuron_neff_files": 2, "neuron_ntff_files": 1, "neuron_ntff_empty": 0,
         "neuron_ntff_unpaired": 0, "neuron_system_profile": True, "neuron_framework_trace": True,
+        "neuron_memory_snapshots": 0,
     }
     json.dumps(index.to_json())  # the manifest part is plain JSON
 
@@ -100,8 +102,9 @@ def test_missing_files_for_requested_modes_are_named(tmp_path: Path) -> None:
 def test_ntffs_without_any_neff_point_at_the_neff_cache(tmp_path: Path) -> None:
     _write(tmp_path / PID_DIR / "ts" / "profile_nc_0_session_0.ntff")
     _write(tmp_path / PID_DIR / "ts" / "trace_info.pb")
-    warnings = index_capture(tmp_path, ["DEVICE"]).warnings
-    assert any(w.startswith("no .neff files next to the .ntff files") and "/tmp/neff_cache" in w for w in warnings)
+    warnings = index_capture(tmp_path, ["DEVICE"], neff_hint="/tmp/neuron_backend (holds NEFFs)").warnings
+    assert any(w.startswith("no .neff files next to the .ntff files (NeuronConfig was given /tmp/neuron_backend (holds NEFFs))")
+               for w in warnings)
 
 
 def test_an_empty_or_missing_capture_says_so(tmp_path: Path) -> None:
@@ -131,3 +134,17 @@ def test_framework_trace_is_copied_into_the_one_session_lacking_it(tmp_path: Pat
     assert (session / "trace.json").read_bytes() == job_trace.read_bytes()
     assert artifact_columns(index, tmp_path)["neuron_framework_trace"] is True
     assert place_framework_trace(index, job_trace) is None  # present now: left alone
+
+
+def test_rank_named_framework_traces_and_memory_snapshots_are_recognised(tmp_path: Path) -> None:
+    """Troubleshooting page: neuron_framework_trace_rank_<N>.json; SDK 2.33: a system profile may hold a memory snapshot."""
+    session = _pytorch_session(tmp_path / "neuron_profile")
+    (session / "trace.json").unlink()
+    _write(session / "neuron_framework_trace_rank_0.json")
+    _write(session / "memory_snapshot.pickle")
+    index = index_capture(tmp_path / "neuron_profile", ALL)
+    (s,) = index.sessions
+    assert s.has_framework_trace and s.memory_snapshots == ["memory_snapshot.pickle"] and s.unrecognized == []
+    cols = artifact_columns(index, tmp_path)
+    assert cols["neuron_framework_trace"] is True and cols["neuron_memory_snapshots"] == 1
+    assert place_framework_trace(index, _write(tmp_path / "trace.json")) is None  # it has one already

@@ -1,4 +1,5 @@
-"""The Summary join on fixture Parquet tables that follow the documented schema, and the CLI call itself."""
+"""`neuron-explorer view` as neuronexp runs it, against the STAND-IN CLI (fake_neuron_explorer.py): the documented
+command and filters, retries, tool problems, and what is read from its output."""
 
 from __future__ import annotations
 
@@ -6,75 +7,9 @@ import json
 import math
 from pathlib import Path
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from helpers.neuron_standin.fake_neuron_explorer import SUMMARY
 
-from neuronexp.backends.neuron.explorer import (
-    SUMMARY_COLUMNS,
-    SUMMARY_FIELDS,
-    column_name,
-    dropped_events,
-    process_capture,
-    read_summary,
-    summary_columns,
-)
-
-
-PINNED = (
-    "neuron_total_time_us neuron_total_exec_time_us neuron_total_active_time_us neuron_total_active_time_percent "
-    "neuron_neuroncore_cycle_count neuron_model_flops neuron_hardware_flops neuron_mfu_estimated_percent "
-    "neuron_hfu_estimated_percent neuron_mbu_estimated_percent neuron_mm_arithmetic_intensity neuron_hbm_read_bytes "
-    "neuron_hbm_write_bytes neuron_sbuf_read_bytes neuron_sbuf_write_bytes neuron_spill_save_bytes "
-    "neuron_spill_reload_bytes neuron_dma_active_time_us neuron_dma_active_time_percent neuron_dma_transfer_count "
-    "neuron_dma_transfer_total_bytes neuron_matmul_instruction_count "
-    + " ".join(f"neuron_{e}_engine_active_time_us neuron_{e}_engine_active_time_percent neuron_{e}_engine_instruction_count"
-               for e in ("tensor", "vector", "scalar", "gpsimd", "sync"))
-).split()
-
-
-def test_column_names_are_pinned() -> None:
-    # docs/neuron.md lists these; renaming one breaks users' notebooks.
-    assert SUMMARY_COLUMNS == PINNED
-    assert column_name("total_time") == "neuron_total_time_us" and SUMMARY_FIELDS["total_time"] == "s"
-    assert column_name("mfu_estimated_percent") == "neuron_mfu_estimated_percent"
-
-
-def test_one_summary_row_joins_with_seconds_as_microseconds(tmp_path: Path) -> None:
-    pq.write_table(pa.Table.from_pylist([SUMMARY]), tmp_path / "Summary.parquet")
-    summary, files = read_summary(tmp_path)
-    cols = summary_columns(summary)
-    assert files == ["Summary.parquet"] and cols["neuron_summary_rows"] == 1
-    assert cols["neuron_total_time_us"] == pytest.approx(403.0)
-    assert cols["neuron_dma_active_time_us"] == pytest.approx(300.0)
-    assert cols["neuron_vector_engine_active_time_us"] == pytest.approx(120.0)
-    assert cols["neuron_mbu_estimated_percent"] == pytest.approx(42.25)
-    assert cols["neuron_hbm_read_bytes"] == 8388608 and cols["neuron_dma_transfer_count"] == 256
-    # Fields the fixture row lacks (the schema marks every Summary field optional) stay NaN, not 0.
-    assert math.isnan(cols["neuron_tensor_engine_active_time_us"]) and math.isnan(cols["neuron_gpsimd_engine_instruction_count"])
-    assert "neuron_trace_count" not in cols  # only the pinned fields are joined
-
-
-def test_several_device_profiles_sum_times_and_weight_percentages(tmp_path: Path) -> None:
-    rows = [dict(total_time=0.001, mfu_estimated_percent=10.0, hbm_read_bytes=100),
-            dict(total_time=0.003, mfu_estimated_percent=50.0, hbm_read_bytes=300)]
-    for i, row in enumerate(rows):  # one processed profile per folder, as --output-file may lay them out
-        (tmp_path / f"p{i}").mkdir()
-        pq.write_table(pa.Table.from_pylist([row]), tmp_path / f"p{i}" / "Summary.parquet")
-    summary, files = read_summary(tmp_path)
-    cols = summary_columns(summary)
-    assert sorted(files) == ["p0/Summary.parquet", "p1/Summary.parquet"] and cols["neuron_summary_rows"] == 2
-    assert cols["neuron_total_time_us"] == pytest.approx(4000.0)
-    assert cols["neuron_hbm_read_bytes"] == 400
-    assert cols["neuron_mfu_estimated_percent"] == pytest.approx((10 * 1 + 50 * 3) / 4)
-
-
-def test_no_summary_gives_every_pinned_column_as_nan() -> None:
-    cols = summary_columns(pd.DataFrame())
-    assert set(SUMMARY_COLUMNS) <= set(cols) and all(math.isnan(cols[c]) for c in SUMMARY_COLUMNS)
-    assert cols["neuron_summary_rows"] == 0
+from neuronexp.backends.neuron.explorer import capture_filters, dropped_events, process_capture
 
 
 def test_dropped_event_counts_are_read_from_the_tool_output() -> None:
@@ -82,23 +17,63 @@ def test_dropped_event_counts_are_read_from_the_tool_output() -> None:
     assert dropped_events("all good") == 0
 
 
+def test_filters_skip_what_was_not_captured() -> None:
+    assert capture_filters(["DEVICE", "RUNTIME"], None) == []
+    assert capture_filters(["DEVICE", "RUNTIME"], ["0", "1"]) == ["--system-trace-filter-neuron-core", "0,1"]
+    assert capture_filters(["RUNTIME", "CPU_UTIL"], ["2"]) == ["--ignore-device-profile", "--system-trace-filter-neuron-core", "2"]
+    assert capture_filters(["DEVICE"], ["2"]) == ["--ignore-system-profile"]
+
+
 def _capture(tmp_path: Path) -> Path:
+    """A capture root with one session folder; returns the root."""
     session = tmp_path / "neuron_profile" / "i-0abc_pid_1" / "ts"
     session.mkdir(parents=True)
     (session / "trace_info.pb").write_bytes(b"x")
-    return session
+    return tmp_path / "neuron_profile"
 
 
-def test_the_documented_command_runs_and_its_summary_is_joined(tmp_path: Path, fake_explorer: Path) -> None:
-    session = _capture(tmp_path)
-    result = process_capture(session, tmp_path / "neuron_explorer", True, 60)
+def _argv(log: Path) -> list[list[str]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("schema", ["7.4.0", "12.0.1"])
+def test_the_documented_command_runs_and_its_tables_are_read(tmp_path: Path, fake_explorer: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, schema: str) -> None:
+    monkeypatch.setenv("FAKE_EXPLORER_SCHEMA", schema)
+    root = _capture(tmp_path)
+    result = process_capture(root, tmp_path / "neuron_explorer", True, 60, ["--system-trace-filter-neuron-core", "0,1"])
     assert result.status == "ok", result.warnings
-    (argv,) = [json.loads(line) for line in fake_explorer.read_text().splitlines()]
-    assert argv == ["view", "-d", str(session), "--output-format", "parquet", "--output-file", str(tmp_path / "neuron_explorer")]
+    (argv,) = _argv(fake_explorer)
+    assert argv == ["view", "-d", str(root), "--output-format", "parquet", "--output-file", str(tmp_path / "neuron_explorer"),
+                    "--system-trace-filter-neuron-core", "0,1"]
     assert result.command[1:] == argv and result.summary_files == ["Summary.parquet"]
     assert result.columns["neuron_total_time_us"] == pytest.approx(403.0) and result.columns["neuron_dropped_events"] == 0
+    assert result.columns["neuron_profile_schema_version"] == schema and result.schema["units_source"] == ["SchemaFields"]
+    assert result.columns["neuron_insights"] == "" and "transpose_flops" in result.columns["neuron_insights_checked"]
+    assert result.device_ops.hlo_us == {"multiply": pytest.approx(10.0), "reduce": pytest.approx(3.0)}
     # Explorer's own Warning table lands in the cell's warnings.
     assert result.warnings == ["neuron-explorer: Missing Data: Current NEFF is missing compiler metrics."]
+
+
+def test_a_tool_that_rejects_the_filters_is_rerun_without_them(tmp_path: Path, fake_explorer: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_EXPLORER_MODE", "noflags")
+    root = _capture(tmp_path)
+    result = process_capture(root, tmp_path / "out", True, 60, ["--ignore-system-profile"])
+    assert result.status == "ok" and [a["returncode"] for a in result.attempts] == [2, 0]
+    assert _argv(fake_explorer)[1][-1] == str(tmp_path / "out_retry1")  # a fresh folder for the second try
+    assert result.columns["neuron_total_time_us"] == pytest.approx(403.0)
+    assert result.warnings[0].startswith("neuron-explorer view exited with 2: ")
+    assert result.warnings[0].endswith("; processed on attempt 2: view -d " + str(root))
+
+
+def test_a_tool_that_refuses_the_root_gets_the_session_folder(tmp_path: Path, fake_explorer: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_EXPLORER_MODE", "rootfail")
+    root = _capture(tmp_path)
+    session = root / "i-0abc_pid_1" / "ts"
+    result = process_capture(root, tmp_path / "out", True, 60, None, session)
+    assert result.status == "ok" and [a["command"][3] for a in result.attempts] == [str(root), str(session)]
 
 
 @pytest.mark.parametrize(
@@ -113,7 +88,7 @@ def test_tool_problems_become_warnings(tmp_path: Path, fake_explorer: Path, monk
                                        mode: str, status: str, expected: str) -> None:
     monkeypatch.setenv("FAKE_EXPLORER_MODE", mode)
     result = process_capture(_capture(tmp_path), tmp_path / "out", True, 60)
-    assert result.status == status
+    assert result.status == status and len(result.attempts) == 1
     assert any(w.startswith(expected) for w in result.warnings), result.warnings
     if mode == "dropped":
         assert result.columns["neuron_dropped_events"] == 1500
@@ -135,7 +110,15 @@ def test_an_unreadable_table_is_a_warning_not_a_crash(tmp_path: Path, fake_explo
     def broken(output_dir: Path) -> None:
         raise OSError("Parquet magic bytes not found in footer")
 
-    monkeypatch.setattr("neuronexp.backends.neuron.explorer.read_summary", broken)
+    monkeypatch.setattr("neuronexp.backends.neuron.explorer.read_output", broken)
     result = process_capture(_capture(tmp_path), tmp_path / "out", True, 60)
     assert result.status == "failed" and result.warnings[-1].startswith("neuron-explorer output unreadable (OSError")
+    assert math.isnan(result.columns["neuron_total_time_us"])
+
+
+def test_a_tool_past_its_timeout_is_given_up_with_a_note(tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_EXPLORER_MODE", "hang")
+    result = process_capture(_capture(tmp_path), tmp_path / "out", True, 1.5, ["--ignore-system-profile"])
+    assert result.status == "timeout" and len(result.attempts) == 1  # a retry would only time out again
+    assert result.warnings == ["neuron-explorer view ran past 1.5 s (profiler.neuron.explorer_timeout_s); Summary columns are empty"]
     assert math.isnan(result.columns["neuron_total_time_us"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,9 @@ import torch
 
 import neuronexp
 from neuronexp.backends.neuron import api as neuron_api
-from neuronexp.config import BackendName, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
+from neuronexp.config import (
+    BackendName, DType, InputConfig, NeuronDeviceConfig, NeuronProfilerConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig,
+)
 from neuronexp.modules import NaiveRMSNorm
 from neuronexp.results import CELL_SCHEMA
 from neuronexp.config import CellSpec
@@ -27,8 +30,11 @@ class Counting(NaiveRMSNorm):
     def __init__(self, fallback: str | None = None) -> None:
         super().__init__(64)
         self.calls, self.fallback = 0, fallback
+        self.env_at_first_call: dict[str, str] = {}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.calls:  # the first call is where a real torch-neuronx compiles
+            self.env_at_first_call = dict(os.environ)
         self.calls += 1
         if self.fallback:
             import torch_neuronx
@@ -37,13 +43,15 @@ class Counting(NaiveRMSNorm):
         return super().forward(x)
 
 
-def _spec(module: torch.nn.Module, backend: str = "neuron") -> CellSpec:
+def _spec(module: torch.nn.Module, backend: str = "neuron", active: int = 1, **neuron: object) -> CellSpec:
     cfg = RunConfig(
         module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64},
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName(backend),
-        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)),
+        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1),
+                                neuron=NeuronProfilerConfig(**{k: v for k, v in neuron.items() if k != "debug_info"})),
         timing=TimingConfig(warmup=0, iters=1, min_iters=1, max_seconds=1.0),
+        neuron=NeuronDeviceConfig(debug_info=bool(neuron.get("debug_info", False))),
     )
     return CellSpec(config=cfg, build_module=lambda: module, run_id="standin", experiment="test", module_name="rmsnorm_naive")
 
@@ -54,17 +62,19 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     cell = run_cell(_spec(Counting()), out).cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
     assert cell["backend"] == "neuron" and cell["neuron_api"] == neuron_api.DOCUMENTED
-    assert cell["neuron_api_version"] == "0.0.0+standin" and cell["neuron_correlate_device_time"] == "true"
-    # The stand-in feeds no device events to Kineto, as the April-2026 source did not: said, not zero.
+    assert cell["neuron_api_version"] == standin.__version__ and cell["neuron_correlate_device_time"] == "not_passed"
+    # Without correlate_device_time and without layer names, device time is said to be missing, not zero.
     assert cell["device_time_source"] == "not_correlated"
     assert math.isnan(cell["device_time_us"]) and math.isnan(cell["device_ops"])
     warnings = cell["warnings"].split(" | ")
-    assert any(w.startswith("device time did not reach key_averages() with torch-neuronx 0.0.0+standin") for w in warnings)
+    assert any(w.startswith(f"device time did not reach key_averages() with torch-neuronx {standin.__version__}")
+               and w.endswith("Explorer's per-op table needs layer names: set neuron.debug_info=true: device_time_us and "
+                              "device_ops are NaN; see neuron_total_time_us and latency_median_us") for w in warnings)
     assert "neuron-explorer: Missing Data: Current NEFF is missing compiler metrics." in warnings
     assert not any("export_trace" in w for w in warnings)
-    # Artifacts: one session folder, to be opened in Neuron Explorer, with the framework trace in it.
-    session = out / cell["neuron_upload_dir"]
-    assert cell["neuron_upload_dir"].startswith("neuron_profile/i-0standin00000000_pid_")
+    # Artifacts: the capture root is what Neuron Explorer gets; one session folder with the framework trace in it.
+    assert cell["neuron_upload_dir"] == "neuron_profile"
+    (session,) = [p for p in (out / "neuron_profile").glob("i-0standin00000000_pid_*/*") if p.is_dir()]
     assert {p.name for p in session.iterdir()} >= {"trace.json", "ntrace.pb", "trace_info.pb", "profile_nc_0_session_0.ntff"}
     assert (session / "trace.json").read_bytes() == (out / "trace.json").read_bytes()  # via the saved-trace proxy
     assert cell["neuron_sessions"] == 1 and cell["neuron_ntff_files"] == 1 and cell["neuron_neff_files"] == 1
@@ -72,10 +82,13 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     # Device-level metrics joined from the (fake) neuron-explorer Summary.
     assert cell["neuron_explorer_status"] == "ok" and cell["neuron_total_time_us"] == pytest.approx(403.0)
     assert cell["neuron_mbu_estimated_percent"] == pytest.approx(42.25) and cell["neuron_dropped_events"] == 0
-    assert math.isnan(cell["neuron_mfu_estimated_percent"]) is False
+    assert cell["neuron_profile_schema_version"] == "7.4.0" and cell["neuron_units_source"] == "SchemaFields"
+    assert cell["neuron_insights"] == "" and cell["neuron_debug_info"] == "off"
+    assert cell["neuron_max_memory_reserved_bytes"] == standin.STATE.peak_reserved
     manifest = json.loads((out / cell["neuron_manifest"]).read_text())
-    assert manifest["api"] == neuron_api.DOCUMENTED and manifest["upload_dir"] == str(session.resolve())
-    assert manifest["explorer"]["command"][1:3] == ["view", "-d"] and len(manifest["sessions"]) == 1
+    assert manifest["api"] == neuron_api.DOCUMENTED and manifest["upload_dir"] == str((out / "neuron_profile").resolve())
+    assert manifest["explorer"]["command"][1:4] == ["view", "-d", str((out / "neuron_profile").resolve())]
+    assert manifest["explorer"]["schema"]["versions"] == ["7.4.0"] and len(manifest["sessions"]) == 1
     # On disk: the contract columns first, the neuron_* columns after them.
     loaded = neuronexp.load(out).cells
     assert list(loaded.columns[: len(CELL_SCHEMA.names)]) == CELL_SCHEMA.names
@@ -132,3 +145,65 @@ def test_a_failing_cell_is_still_a_row(standin, no_explorer: None, tmp_path: Pat
 
     cell = run_cell(_spec(Broken()), tmp_path).cells.iloc[0]
     assert cell["status"] == "error" and cell["error"] == "RuntimeError: NEFF load failed"
+
+
+@pytest.mark.parametrize("active", [1, 2])
+def test_stand_in_device_events_give_known_device_sums_shares_and_counts(standin, no_explorer: None, tmp_path: Path,
+                                                                         active: int) -> None:
+    """With correlate_device_time=true the stand-in attaches PrivateUse1 kernels of known length to each op call
+    (a hypothesis about TorchNeuron, see _device_events): the per-step sums must come out exactly."""
+    standin.STATE.device_us = {"aten::mul": 40.0, "aten::mean": 10.0, "aten::add": 5.0, "aten::rsqrt": 5.0}
+    results = run_cell(_spec(Counting(), active=active, correlate_device_time=True), tmp_path)
+    cell = results.cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["device_time_source"] == "profiler_device_events" and cell["neuron_correlate_device_time"] == "true"
+    # Per profiled step: three muls, one mean, one add, one rsqrt.
+    assert cell["device_time_us"] == pytest.approx(3 * 40 + 10 + 5 + 5)
+    assert cell["device_ops"] == 6
+    assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(120 / 140)
+    device = results.ops[results.ops["device_type"] == "PrivateUse1"].set_index("op")
+    assert device.loc["neuron_exec::aten::mul", "calls"] == 3 and device.loc["neuron_exec::aten::mul", "self_device_us"] == pytest.approx(120)
+    assert device["device_share"].sum() == pytest.approx(1.0)
+    assert not any("device time did not reach" in w for w in str(cell["warnings"]).split(" | "))
+
+
+@pytest.mark.parametrize("active", [1, 2])
+def test_explorer_per_op_time_fills_device_time_when_key_averages_has_none(standin, fake_explorer: Path, tmp_path: Path,
+                                                                           active: int) -> None:
+    """Compiled with layer names (neuron.debug_info), the STAND-IN Explorer writes FrameworkInstruction rows of known
+    length for each op call in the capture's trace; neuronexp divides by the profiled steps and fills the host rows."""
+    module = Counting()
+    results = run_cell(_spec(module, active=active, debug_info=True), tmp_path)
+    cell = results.cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert module.env_at_first_call["XLA_HLO_DEBUG"] == "1" and module.env_at_first_call["XLA_IR_DEBUG"] == "1"
+    assert cell["device_time_source"] == "neuron_explorer" and cell["neuron_explorer_op_steps"] == active
+    # fake_explorer_tables.DEVICE_NS: mul 30 us, mean 12, add 4, rsqrt 6 per call; nki.custom_kernel 1 us per step.
+    assert cell["device_time_us"] == pytest.approx(3 * 30 + 12 + 4 + 6)
+    assert cell["device_ops"] == 6 and cell["neuron_explorer_ops_matched"] == 4
+    assert cell["neuron_explorer_ops_unmatched_us"] == pytest.approx(1.0)
+    assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(90 / 112)
+    host = results.ops[results.ops["device_type"] == "CPU"].set_index("op")
+    assert host.loc["aten::rsqrt", "self_device_us"] == pytest.approx(6.0) and host.loc["aten::sum", "self_device_us"] == 0
+    warnings = cell["warnings"].split(" | ")
+    assert any(w.startswith("device time per op from Neuron Explorer's FrameworkInstruction table: the whole capture "
+                            f"divided by {active} profiled step(s)") for w in warnings)
+    assert "Neuron Explorer ops without a key_averages() row, left out of device_time_us: nki::custom_kernel (1.0 us per step)" in warnings
+    # The debug variables were recorded with the cell, and are gone once it ended.
+    env = json.loads((tmp_path / "env.json").read_text())["neuron_env"]
+    assert env["XLA_HLO_DEBUG"] == "1" and env["TORCH_NEURONX_NEFF_CACHE_DIR"] == cell["neuron_neff_cache_dir"]
+    assert cell["neuron_debug_info"] == "XLA_IR_DEBUG=1,XLA_HLO_DEBUG=1,NEURON_FRAMEWORK_DEBUG=1"
+    assert "XLA_HLO_DEBUG" not in os.environ
+
+
+def test_compile_options_neuron_refuses_make_an_error_row(standin, no_explorer: None, tmp_path: Path) -> None:
+    spec = _spec(Counting())
+    spec.config.compile.enabled, spec.config.compile.dynamic = True, True
+    cell = run_cell(spec, tmp_path).cells.iloc[0]
+    assert cell["status"] == "error" and cell["error"].startswith('compile.dynamic=True: torch.compile(backend="neuron") rejects')
+
+
+def test_a_memory_snapshot_in_the_capture_is_counted(standin, no_explorer: None, tmp_path: Path) -> None:
+    standin.STATE.memory_snapshot = True
+    cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
+    assert cell["neuron_memory_snapshots"] == 1

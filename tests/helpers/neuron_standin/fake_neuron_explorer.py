@@ -1,9 +1,16 @@
-"""STAND-IN for the `neuron-explorer` CLI (tests only): `view -d DIR --output-format parquet --output-file OUT`.
+"""STAND-IN for the `neuron-explorer` CLI (tests only):
+`view -d DIR --output-format parquet --output-file OUT [filters]` and `view --show-profile-schema`.
 
-Writes a `Summary.parquet` whose fields and units follow the Neuron Explorer profile schema reference
-(schema 7.4.0: seconds, percent, bytes), plus a `Warning.parquet`, and logs its argv as JSON lines to
-$FAKE_EXPLORER_LOG. $FAKE_EXPLORER_MODE picks a behaviour: ok (default), dropped (also prints the
-documented dropped-events warning), fail (exits 3), empty (no Summary table).
+Writes Summary, Metadata, SchemaFields, Warning, FrameworkInstruction, HloInstruction, OpcodeSummary and
+ThrottleSummary tables (fake_explorer_tables.py; schema $FAKE_EXPLORER_SCHEMA: 7.4.0 as documented, 12.0.1
+HYPOTHETICAL, 7.4.0-noschemafields) and logs its argv as JSON lines to $FAKE_EXPLORER_LOG.
+
+FrameworkInstruction stands for NEFFs compiled with debug info: written when $FAKE_EXPLORER_FRAMEWORK is "on",
+or is "auto" (the default) and XLA_HLO_DEBUG=1 is in the environment (neuron.debug_info sets it, and it is
+still set while neuronexp runs this tool). $FAKE_EXPLORER_MODE picks a behaviour: ok (default), dropped (also
+prints the documented dropped-events warning), fail (exits 3), empty (no Summary table), insights (a profile
+on which Summary Viewer rules fire), noflags (rejects the processing filters, as an older tool might),
+rootfail (refuses a -d folder that holds no trace_info.pb itself), hang (sleeps a minute).
 """
 
 from __future__ import annotations
@@ -12,25 +19,34 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# One device profile's Summary row; the tests check the join against these numbers.
-SUMMARY = {
-    "total_time": 0.000403, "total_exec_time": 0.000390, "total_active_time": 0.000350, "total_active_time_percent": 86.8,
-    "neuroncore_cycle_count": 483600, "model_flops": 0, "hardware_flops": 1048576,
-    "mfu_estimated_percent": 0.0, "hfu_estimated_percent": 1.5, "mbu_estimated_percent": 42.25,
-    "mm_arithmetic_intensity": 0.5, "hbm_read_bytes": 8388608, "hbm_write_bytes": 8388608,
-    "sbuf_read_bytes": 16777216, "sbuf_write_bytes": 16777216, "spill_save_bytes": 0, "spill_reload_bytes": 0,
-    "dma_active_time": 0.000300, "dma_active_time_percent": 74.4, "dma_transfer_count": 256,
-    "dma_transfer_total_bytes": 16777216, "matmul_instruction_count": 0,
-    "vector_engine_active_time": 0.000120, "vector_engine_active_time_percent": 29.8, "vector_engine_instruction_count": 96,
-    "scalar_engine_active_time": 0.000080, "scalar_engine_active_time_percent": 19.9, "scalar_engine_instruction_count": 32,
-    # Fields outside neuronexp's pinned list, as the real table has many more.
-    "trace_count": 12345, "event_count": 678,
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fake_explorer_tables import INSIGHTS_US, SUMMARY_US, framework_rows, other_tables, summary_row  # noqa: E402
+
+
+def _parser(mode: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="neuron-explorer")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    view = sub.add_parser("view")
+    view.add_argument("-d", dest="dir")
+    view.add_argument("--output-format", choices=["parquet", "summary-text", "summary-json", "json", "perfetto"])
+    view.add_argument("--output-file")
+    view.add_argument("--show-profile-schema", action="store_true")
+    if mode != "noflags":
+        view.add_argument("--ignore-device-profile", action="store_true")
+        view.add_argument("--ignore-system-profile", action="store_true")
+        view.add_argument("--system-trace-filter-neuron-core")
+    return parser
+
+
+def _write(out: Path, table: str, rows: list[dict]) -> None:
+    if rows:
+        pq.write_table(pa.Table.from_pylist(rows), out / f"{table}.parquet")
 
 
 def main(argv: list[str]) -> int:
@@ -38,28 +54,39 @@ def main(argv: list[str]) -> int:
     if log:
         with open(log, "a", encoding="utf-8") as f:
             f.write(json.dumps(argv) + "\n")
-    parser = argparse.ArgumentParser(prog="neuron-explorer")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    view = sub.add_parser("view")
-    view.add_argument("-d", dest="dir", required=True)
-    view.add_argument("--output-format", required=True, choices=["parquet", "summary-text", "summary-json", "json", "perfetto"])
-    view.add_argument("--output-file", required=True)
-    args = parser.parse_args(argv)
     mode = os.environ.get("FAKE_EXPLORER_MODE", "ok")
-    if not (Path(args.dir) / "trace_info.pb").is_file() and not list(Path(args.dir).rglob("*.ntff")):
+    version = os.environ.get("FAKE_EXPLORER_SCHEMA", "7.4.0")
+    args = _parser(mode).parse_args(argv)
+    if args.show_profile_schema:
+        print(f"# STAND-IN neuron-explorer: a placeholder, not the real OpenAPI schema\nversion: {version}")
+        return 0
+    capture = Path(args.dir)
+    if not list(capture.rglob("trace_info.pb")) and not list(capture.rglob("*.ntff")):
         print(f"No metadata found for system profile: {args.dir}", file=sys.stderr)
         return 2
-    if mode == "fail":
+    if mode == "fail" or (mode == "rootfail" and not (capture / "trace_info.pb").is_file()):
         print("ERROR_PROCESS_INCOMPLETE: NEFF/NTFF UUID mismatch", file=sys.stderr)
         return 3
+    if mode == "hang":
+        time.sleep(60)
     if mode == "dropped":
         print("Warning: 1,500 trace events were dropped", file=sys.stderr)
     out = Path(args.output_file)
     out.mkdir(parents=True, exist_ok=True)
-    if mode != "empty":
-        pq.write_table(pa.Table.from_pylist([SUMMARY]), out / "Summary.parquet")
-    pq.write_table(pa.Table.from_pylist([{"message": "Current NEFF is missing compiler metrics.", "category": "Missing Data"}]),
-                   out / "Warning.parquet")
+    if mode != "empty" and not getattr(args, "ignore_device_profile", False):
+        row, fields = summary_row(version.replace("-noschemafields", ""), INSIGHTS_US if mode == "insights" else SUMMARY_US)
+        _write(out, "Summary", [row])
+        _write(out, "Metadata", [{"profile_schema_version": version.replace("-noschemafields", ""), "ntff_version": 2}])
+        framework = os.environ.get("FAKE_EXPLORER_FRAMEWORK", "auto")
+        if framework == "on" or (framework == "auto" and os.environ.get("XLA_HLO_DEBUG") == "1"):
+            _write(out, "FrameworkInstruction", framework_rows(capture))
+        for table, rows in other_tables(mode).items():
+            _write(out, table, rows)
+        timeline = [{"table_name": t, "field_name": "start_ts", "field_unit": "nanoseconds", "field_maximum": None}
+                    for t in ("FrameworkInstruction", "HloInstruction")]
+        if not version.endswith("-noschemafields"):
+            _write(out, "SchemaFields", fields + timeline)
+    _write(out, "Warning", [{"message": "Current NEFF is missing compiler metrics.", "category": "Missing Data"}])
     print(f"processed {args.dir}")
     return 0
 

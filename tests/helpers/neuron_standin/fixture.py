@@ -15,10 +15,13 @@ import torch
 from neuronexp.backends.neuron import NeuronBackend
 
 STANDIN_DIR = Path(__file__).resolve().parent
-CORE_ENV = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+CORE_ENV = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_RT_INSPECT_ENABLE")
 
 
 def _drop_standin() -> None:
+    events = sys.modules.get("torch_neuronx._device_events")
+    if events is not None:
+        events.uninstall()
     for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
         del sys.modules[name]
     if hasattr(torch, "neuron"):

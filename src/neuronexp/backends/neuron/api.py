@@ -12,7 +12,10 @@ import importlib
 import importlib.metadata
 import inspect
 import os
+import re
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -20,7 +23,8 @@ from neuronexp.config import ConfigError, NeuronProfilerConfig
 
 DOCUMENTED = "neuronconfig-2.31"
 LEGACY = "neuronprofiler-2026-04"
-DEFAULT_NEFF_CACHE = "/tmp/neff_cache"  # where the troubleshooting guide says NEFFs are cached by default
+OLD_NEFF_CACHE = "/tmp/neff_cache"  # the Neuron Explorer guides' NEFF cache (SDK 2.31/2.32)
+DEBUG_DIR_DEFAULT = "/tmp/neuron_backend"  # TORCH_NEURONX_DEBUG_DIR's default (TorchNeuron env-var reference, 2.33)
 LEGACY_PARAMS = ("pytorch_activities", "neuron_output_dir")
 
 
@@ -34,6 +38,30 @@ def installed_version(tnx: ModuleType | None = None) -> str:
         return importlib.metadata.version("torch-neuronx")
     except importlib.metadata.PackageNotFoundError:
         return str(getattr(tnx, "__version__", "unknown"))
+
+
+def _release(version: str) -> tuple[int, ...]:
+    m = re.match(r"^(\d+(?:\.\d+)*)", version)
+    return tuple(int(x) for x in m[1].split(".")) if m else ()
+
+
+def family_problem(tnx: ModuleType, version: str, torch_version: str) -> str | None:
+    """Why this torch-neuronx is not TorchNeuron for the installed torch, or None (also when it cannot be told).
+
+    TorchNeuron versions read <torch major>.<torch minor>.<backend release>.<patch> (2.14.3.0 pairs with
+    PyTorch 2.14); the PyTorch/XLA-based library reads <torch version>.<neuron version> (2.9.0.2.15.32035) and
+    has a `torch_neuronx.xla_impl` module. The April-2026 source (0.1.0) is neither, and passes.
+    """
+    tnx_rel, torch_rel = _release(version), _release(torch_version)
+    want = f"torch-neuronx=={torch_rel[0]}.{torch_rel[1]}.*" if len(torch_rel) >= 2 else "the torch-neuronx family matching torch"
+    xla_era = "torch_neuronx.xla_impl" in sys.modules or hasattr(tnx, "xla_impl")
+    if xla_era or (len(tnx_rel) >= 5 and (1, 0) <= tnx_rel[:2] <= (2, 9)):
+        return (f"torch-neuronx {version} is the PyTorch/XLA-based library (PyTorch <= 2.9), not TorchNeuron; "
+                f"install {want} (TorchNeuron; Neuron SDK 2.33 pairs it with PyTorch 2.13 and 2.14)")
+    if len(tnx_rel) == 4 and tnx_rel[:2] >= (2, 10) and len(torch_rel) >= 2 and tnx_rel[:2] != torch_rel[:2]:
+        return (f"torch-neuronx {version} is built for PyTorch {tnx_rel[0]}.{tnx_rel[1]} but torch {torch_version} "
+                f"is installed; install {want}, the family matching your PyTorch")
+    return None
 
 
 def _parameters(obj: Any) -> dict[str, inspect.Parameter] | None:
@@ -87,8 +115,33 @@ def detect(tnx: ModuleType) -> NeuronApi:
     )
 
 
-def neff_cache_dir(cfg: NeuronProfilerConfig) -> str:
-    return cfg.neff_cache_dir or os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR") or DEFAULT_NEFF_CACHE
+def neff_cache_dir(cfg: NeuronProfilerConfig) -> tuple[str, str]:
+    """The NEFF cache to name in `NeuronConfig(neff_cache_dir=...)`, and how it was chosen.
+
+    Called after the first compile, so the default can be the folder that actually holds NEFFs: the docs
+    name two (Neuron Explorer: /tmp/neff_cache; TorchNeuron 2.33: $TORCH_NEURONX_DEBUG_DIR, default
+    /tmp/neuron_backend, which keeps its NEFFs only with TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS=1).
+    """
+    if cfg.neff_cache_dir:
+        return cfg.neff_cache_dir, "profiler.neuron.neff_cache_dir"
+    if os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR"):
+        return os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"], "TORCH_NEURONX_NEFF_CACHE_DIR"
+    for candidate in neff_search_dirs():
+        if holds_neffs(Path(candidate)):
+            return candidate, "holds NEFFs"
+    return neff_search_dirs()[-1], "TorchNeuron default (no NEFFs found)"
+
+
+def neff_search_dirs() -> list[str]:
+    """Where NEFFs are looked for when nothing names a cache, in order."""
+    return [OLD_NEFF_CACHE, os.environ.get("TORCH_NEURONX_DEBUG_DIR") or DEBUG_DIR_DEFAULT]
+
+
+def holds_neffs(folder: Path) -> bool:
+    try:
+        return folder.is_dir() and next(folder.rglob("*.neff"), None) is not None
+    except OSError:  # an unreadable corner of a shared /tmp
+        return False
 
 
 def check_correlate(api: NeuronApi, cfg: NeuronProfilerConfig) -> None:
@@ -120,13 +173,11 @@ def neuron_config_kwargs(api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: 
     if cfg.max_events_per_nc is not None:
         kwargs["max_events_per_nc"] = int(cfg.max_events_per_nc)
     if cfg.copy_neffs:
-        kwargs["neff_cache_dir"] = neff_cache_dir(cfg)
-    # Not in the official docs (seen in one third-party script): pass it only where the signature
-    # shows it, and by default turn it on, since it is the only hope of device time in key_averages().
-    if api.correlate_supported:
-        kwargs["correlate_device_time"] = True if cfg.correlate_device_time is None else bool(cfg.correlate_device_time)
-    elif api.correlate_supported is None and cfg.correlate_device_time is not None:
-        kwargs["correlate_device_time"] = bool(cfg.correlate_device_time)  # asked for; a TypeError will say if not
+        kwargs["neff_cache_dir"] = neff_cache_dir(cfg)[0]
+    # Not a documented NeuronConfig parameter (one third-party script uses it): passed only when the user
+    # sets it, and only where the signature shows it or cannot be read (then a TypeError says if not).
+    if cfg.correlate_device_time is not None and api.correlate_supported is not False:
+        kwargs["correlate_device_time"] = bool(cfg.correlate_device_time)
     return kwargs
 
 

@@ -1,19 +1,18 @@
 """AWS Trainium through TorchNeuron (the `neuron` PrivateUse1 device of torch-neuronx).
 
-Written against the documented API (Neuron Explorer "capture profiles" guide, SDK 2.31-2.33), with the
-April-2026 TorchNeuron profiler as a fallback; neuronexp.backends.neuron.api detects which one is installed. Not
-verified on hardware here: docs/neuron.md lists what is and is not, scripts/neuron_smoke.py checks it.
+Written against the documented API (Neuron Explorer capture guides, SDK 2.31-2.33), with the April-2026
+TorchNeuron profiler as a fallback; neuronexp.backends.neuron.api detects which one is installed. Not verified
+on hardware here: docs/neuron.md lists what is and is not, scripts/neuron_smoke.py checks it.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import torch
 from torch.autograd import DeviceType
@@ -21,24 +20,24 @@ from torch.profiler import ProfilerActivity
 
 import neuronexp.backends.neuron.api as neuron_api
 from neuronexp.backends.base import Backend, BackendUnavailable
-from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig, unit_set
-from neuronexp.backends.neuron.capture import artifact_columns, index_capture, place_framework_trace
-from neuronexp.backends.neuron.checks import SavedTraceProxy, fallback_ops, hbm_note, not_correlated
-from neuronexp.backends.neuron.explorer import process_capture
-from neuronexp.results.files import write_json
+from neuronexp.backends.neuron.checks import SavedTraceProxy, reset_peak_memory
+from neuronexp.backends.neuron.outcome import Observed, profile_columns
+from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict
+from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
+from neuronexp.config.neuron import check_neuron_compile
 
 INSTALL_HINT = (
-    "torch-neuronx is not installed; on a Trn2/Trn3 instance install it from the Neuron package repository "
-    "(pip install -e .[neuron], see docs/neuron.md)"
+    "torch-neuronx is not installed; on a Trn2/Trn3 instance install TorchNeuron, the torch-neuronx family "
+    "matching your PyTorch, from the Neuron package repository (pip install -e .[neuron], see docs/neuron.md)"
 )
-PROFILE_DIR, EXPLORER_DIR, MANIFEST = "neuron_profile", "neuron_explorer", "neuron_profile/manifest.json"
+PROFILE_DIR = "neuron_profile"
 
 
-def _within(current: str | None, wanted: str) -> bool:
-    try:
-        return bool(current) and unit_set(current) <= unit_set(wanted)  # type: ignore[arg-type]
-    except ValueError:
-        return False
+def _runtime_started() -> bool:
+    # torch-neuronx registers a `torch.backends` entry point, so `import torch` may already have loaded it;
+    # the runtime itself starts lazily (first device use), which is what lets the environment still apply.
+    loaded = sys.modules.get("torch_neuronx")
+    return bool(getattr(loaded, "is_neuron_runtime_initialized", lambda: False)()) if loaded else False
 
 
 class NeuronBackend(Backend):
@@ -54,45 +53,58 @@ class NeuronBackend(Backend):
 
     def __init__(self, device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig) -> None:
         self.device_cfg, self.profiler_cfg = device_cfg, profiler_cfg
-        self.notes: list[str] = []
-        # Before the import and the first device query: the runtime reads these once, when it starts.
-        self._apply_core_env()
+        # Before the import and the first device query or compile: read once, when the runtime starts / compiles.
+        started = _runtime_started()
+        self.notes: list[str] = apply_core_env(device_cfg, started)
+        self.debug = apply_debug_info(device_cfg, profiler_cfg, started)
+        self.notes += self.debug.notes
         try:
             self.tnx = importlib.import_module("torch_neuronx")
         except ImportError:
-            raise BackendUnavailable(INSTALL_HINT) from None
+            self._give_up(BackendUnavailable(INSTALL_HINT))
+        version = neuron_api.installed_version(self.tnx)
+        problem = neuron_api.family_problem(self.tnx, version, torch.__version__)
+        if problem:
+            self._give_up(BackendUnavailable(problem))
         if not hasattr(torch, "neuron") or not torch.neuron.is_available():
-            raise BackendUnavailable("torch-neuronx is installed but no NeuronCore is visible to this process")
+            self._give_up(BackendUnavailable("torch-neuronx is installed but no NeuronCore is visible to this process"))
+        conflict = inspect_conflict()
+        if conflict:
+            self._give_up(conflict)
         try:
             self.api = neuron_api.detect(self.tnx)
+            neuron_api.check_correlate(self.api, profiler_cfg)
         except neuron_api.NeuronApiMissing as exc:
-            raise BackendUnavailable(str(exc)) from None
-        neuron_api.check_correlate(self.api, profiler_cfg)
+            self._give_up(BackendUnavailable(str(exc)))
+        except ConfigError as exc:
+            self._give_up(exc)
         self.device = torch.device(self.device_type)
         self._config: Any = None
-        self._correlated: list[bool] = []
+        self._cache: tuple[str, str] | None = None
+        self.observed = Observed()
 
-    def _apply_core_env(self) -> None:
-        # torch-neuronx registers a `torch.backends` entry point, so `import torch` may already have loaded
-        # it; the runtime itself starts lazily (first device use), which is what makes this still work.
-        loaded = sys.modules.get("torch_neuronx")
-        started = bool(getattr(loaded, "is_neuron_runtime_initialized", lambda: False)()) if loaded else False
-        for key, env, value in (("neuron.visible_cores", "NEURON_RT_VISIBLE_CORES", self.device_cfg.visible_cores),
-                                ("neuron.num_cores", "NEURON_RT_NUM_CORES", self.device_cfg.num_cores)):
-            if value is None:
-                continue
-            value = str(value).replace(" ", "")
-            if env == "NEURON_RT_VISIBLE_CORES" and _within(os.environ.get(env), value):
-                continue  # already narrowed to part of these cores (a launcher slot, or the user): keep it
-            if started and os.environ.get(env) != value:
-                self.notes.append(f"{key}={value} not applied: the Neuron runtime already started in this process with "
-                                  f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead")
-            os.environ[env] = value
+    def _give_up(self, error: Exception) -> NoReturn:
+        self.finish()
+        if self.debug.neff_cache and not any(Path(self.debug.neff_cache).iterdir()):
+            os.rmdir(self.debug.neff_cache)  # made a moment ago by this backend, and still empty
+        raise error
 
     def prepare(self) -> None:
         clear = getattr(self.tnx, "clear_op_tracking", None)
         if clear is not None:
             clear()  # fallback ops are counted per process; count this cell's only
+        reset_peak_memory(self.tnx)
+
+    def finish(self) -> None:
+        self.debug.restore()  # the next cell of this process compiles without this one's debug variables
+
+    def check_compile(self, compile_cfg: CompileConfig) -> None:
+        if not compile_cfg.enabled or (compile_cfg.backend or self.compile_backend()) != "neuron":
+            return
+        check_neuron_compile(compile_cfg)
+        if not compile_cfg.fullgraph:
+            self.notes.append("compile.fullgraph=false: graph breaks run eagerly; the TorchNeuron torch.compile "
+                              "reference recommends fullgraph=true on Neuron")
 
     def device_name(self) -> str:
         try:
@@ -119,6 +131,8 @@ class NeuronBackend(Backend):
 
     def neuron_config(self, out_dir: Path) -> Any:
         if self._config is None:
+            # Built after the warm-up, so the NEFF cache can be the folder the first compile filled.
+            self._cache = neuron_api.neff_cache_dir(self.profiler_cfg) if self.profiler_cfg.copy_neffs else None
             self._config = neuron_api.build_neuron_config(self.api, self.profiler_cfg, str(self._profile_root(out_dir)))
         return self._config
 
@@ -135,7 +149,7 @@ class NeuronBackend(Backend):
         return self.api.module.NeuronProfiler(**kwargs)
 
     def trace_handlers(self, out_dir: Path) -> list[Callable[[Any], None]]:
-        handlers: list[Callable[[Any], None]] = [self._note_correlation]
+        handlers: list[Callable[[Any], None]] = [self.observed.record]
         if self.api.kind == neuron_api.DOCUMENTED:
             export = self.api.module.NeuronProfiler(self.neuron_config(out_dir)).export_trace
             handlers.insert(0, lambda prof: self._export(export, prof, out_dir))
@@ -149,46 +163,14 @@ class NeuronBackend(Backend):
         except Exception as exc:
             self.notes.append(f"NeuronProfiler.export_trace failed ({type(exc).__name__}: {str(exc)[:160]})")
 
-    def _note_correlation(self, prof: Any) -> None:
-        # The same test the profiling summary uses for device time: PrivateUse1 rows with self time.
-        rows = prof.key_averages()
-        self._correlated.append(any(e.device_type == DeviceType.PrivateUse1 and e.self_device_time_total > 0 for e in rows))
+    def device_op_times(self) -> dict[str, float]:
+        return dict(self.observed.filled)
 
     def after_profile(self, out_dir: Path) -> dict[str, Any]:
-        cfg, warnings = self.profiler_cfg, list(self.notes)
-        modes = [getattr(m, "value", str(m)) for m in cfg.modes]
-        index = index_capture(self._profile_root(out_dir), modes)
-        copied = place_framework_trace(index, out_dir / "trace.json")
-        if copied and self.api.kind == neuron_api.DOCUMENTED:
-            warnings.append("NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there")
-        warnings += index.warnings
-        explorer = process_capture(index.upload_dir() if index.sessions else None, out_dir / EXPLORER_DIR,
-                                   cfg.explorer, cfg.explorer_timeout_s)
-        warnings += explorer.warnings
-        cols: dict[str, Any] = {
-            "neuron_api": self.api.kind,
-            "neuron_api_version": self.api.version,
-            "neuron_correlate_device_time": self._correlate_state(),
-            "neuron_min_warmup_calls": self.min_warmup_calls,
-            **artifact_columns(index, out_dir),
-            "neuron_explorer_status": explorer.status,
-            **explorer.columns,
-            "neuron_fallback_ops": fallback_ops(self.tnx, warnings),
-            "neuron_manifest": MANIFEST,
-        }
-        if not any(self._correlated):
-            cols.update(not_correlated(self.api.version, self._correlate_state(), warnings))
-        hbm_note(self.tnx, modes, warnings)
-        cols["warnings"] = " | ".join(dict.fromkeys(warnings)) or None
-        manifest = dict(index.to_json(), api=self.api.kind, torch_neuronx=self.api.version, framework_trace_copied=copied,
-                        explorer={"status": explorer.status, "command": explorer.command, "summary_files": explorer.summary_files},
-                        columns={k: None if isinstance(v, float) and math.isnan(v) else v for k, v in cols.items()})
-        (out_dir / PROFILE_DIR).mkdir(parents=True, exist_ok=True)
-        write_json(out_dir / MANIFEST, manifest)
-        return cols
+        return profile_columns(self, out_dir)
 
-    def _correlate_state(self) -> str:
+    def correlate_state(self) -> str:
         if self.api.kind == neuron_api.LEGACY or self.api.correlate_supported is False:
             return "not_accepted"
-        passed = neuron_api.neuron_config_kwargs(self.api, self.profiler_cfg, "").get("correlate_device_time")
+        passed = self.profiler_cfg.correlate_device_time
         return "not_passed" if passed is None else str(passed).lower()

@@ -3,8 +3,11 @@
 Layout per the Neuron Explorer capture guide (SDK 2.31+), PyTorch session mode:
 `<profile_output_dir>/<instance-id>_pid_<pid>/<timestamp>/{trace.json, ntrace.pb, trace_info.pb, cpu_util.pb,
 host_mem.pb, neff_<hash>_vnc_<n>.neff, profile_nc_<n>_session_<k>.ntff}`. The env-var/model-mode naming
-(`<hash>_instid_<i>_vnc_<n>.ntff` next to `neff_<hash>.neff`) and vLLM's `neffs/graph_<hash>.neff` are read too.
-Nothing here assumes exactly that nesting: any folder holding capture files is a session.
+(`<hash>_instid_<i>_vnc_<n>.ntff` next to `neff_<hash>.neff`) and vLLM's `neffs/graph_<hash>.neff` are read too,
+and so are the troubleshooting page's framework trace name `neuron_framework_trace_rank_<N>.json` and a memory
+snapshot (SDK 2.33 "Neuron Explorer profile files": a system profile may hold one; its file name is not
+documented, so `*.pickle` and `*snapshot*` files count). Nothing here assumes exactly that nesting: any folder
+holding capture files is a session.
 """
 
 from __future__ import annotations
@@ -24,6 +27,15 @@ _PROCESS_DIR = re.compile(r"^(?P<instance>.+)_pid_(?P<pid>\d+)$")
 _NEFF = re.compile(r"^(?:neff|graph)_(?P<hash>[0-9A-Za-z]+?)(?:_vnc_(?P<vnc>\d+))?\.neff$")
 _NTFF_MODEL = re.compile(r"^(?P<hash>[0-9A-Za-z]+)_instid_(?P<inst>\d+)_vnc_(?P<vnc>\d+)\.ntff$")
 _NTFF_SESSION = re.compile(r"^profile_nc_(?P<nc>\d+)_session_(?P<session>\d+)\.ntff$")
+_RANK_TRACE = re.compile(r"^neuron_framework_trace_rank_(?P<rank>\d+)\.json$")
+
+
+def is_framework_trace(name: str) -> bool:
+    return name == "trace.json" or _RANK_TRACE.match(name) is not None
+
+
+def _is_memory_snapshot(name: str) -> bool:
+    return name.endswith(".pickle") or "snapshot" in name.lower()
 
 
 @dataclass
@@ -37,7 +49,12 @@ class Session:
     files: dict[str, int] = field(default_factory=dict)  # system/framework files present: name -> bytes
     neffs: list[dict[str, Any]] = field(default_factory=list)
     ntffs: list[dict[str, Any]] = field(default_factory=list)
+    memory_snapshots: list[str] = field(default_factory=list)
     unrecognized: list[str] = field(default_factory=list)
+
+    @property
+    def has_framework_trace(self) -> bool:
+        return any(is_framework_trace(name) for name in self.files)
 
 
 @dataclass
@@ -55,8 +72,9 @@ class CaptureIndex:
         return [n for s in self.sessions for n in s.neffs]
 
     def upload_dir(self) -> Path:
-        """The folder to give Neuron Explorer: the one session folder, else the capture root."""
-        return self.root / self.sessions[0].dir if len(self.sessions) == 1 else self.root
+        """The folder to give Neuron Explorer: the capture root, as every documented `view -d` example does
+        (it keeps each process's `<instance>_pid_<pid>/` folder, to which framework events are tied)."""
+        return self.root
 
     def to_json(self) -> dict[str, Any]:
         return {"root": str(self.root), "upload_dir": str(self.upload_dir()),
@@ -78,8 +96,10 @@ def _session_for(root: Path, folder: Path) -> Session:
 def _add_file(session: Session, path: Path) -> None:
     size = path.stat().st_size
     name = path.name
-    if name in SYSTEM_FILES:
+    if name in SYSTEM_FILES or is_framework_trace(name):
         session.files[name] = size
+    elif _is_memory_snapshot(name):
+        session.memory_snapshots.append(name)
     elif m := _NEFF.match(name):
         session.neffs.append({"file": str(path.name if path.parent.name != "neffs" else f"neffs/{name}"),
                               "hash": m["hash"], "vnc": None if m["vnc"] is None else int(m["vnc"]), "bytes": size})
@@ -92,12 +112,16 @@ def _add_file(session: Session, path: Path) -> None:
         session.unrecognized.append(name)
 
 
-def index_capture(root: Path, modes: list[str]) -> CaptureIndex:
-    """Walk `root` and return its sessions plus the troubleshooting guide's warnings for what is missing."""
+def index_capture(root: Path, modes: list[str], neff_hint: str = "the NEFF cache") -> CaptureIndex:
+    """Walk `root` and return its sessions plus the troubleshooting guide's warnings for what is missing.
+
+    `neff_hint` names where the NEFFs were expected, for the warning when none reached the capture.
+    """
     index = CaptureIndex(root)
     by_folder: dict[Path, Session] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []:
-        capture_file = path.name in SYSTEM_FILES or path.suffix in (".neff", ".ntff", ".pb")
+        capture_file = (path.name in SYSTEM_FILES or is_framework_trace(path.name) or _is_memory_snapshot(path.name)
+                        or path.suffix in (".neff", ".ntff", ".pb"))
         if not capture_file:
             continue
         folder = path.parent.parent if path.parent.name == "neffs" else path.parent
@@ -106,7 +130,7 @@ def index_capture(root: Path, modes: list[str]) -> CaptureIndex:
         _add_file(by_folder[folder], path)
     index.sessions = list(by_folder.values())
     _pair(index)
-    index.warnings = _warnings(index, modes)
+    index.warnings = _warnings(index, modes, neff_hint)
     return index
 
 
@@ -121,7 +145,7 @@ def _pair(index: CaptureIndex) -> None:
                 ntff["neffs"] = [n["file"] for n in s.neffs if n["vnc"] in (None, ntff["nc"])]
 
 
-def _warnings(index: CaptureIndex, modes: list[str]) -> list[str]:
+def _warnings(index: CaptureIndex, modes: list[str], neff_hint: str) -> list[str]:
     if not index.sessions:
         return [f"no Neuron capture files under {index.root.name}/: profiling was not enabled, or nothing ran on a NeuronCore"]
     out: list[str] = []
@@ -139,8 +163,9 @@ def _warnings(index: CaptureIndex, modes: list[str]) -> list[str]:
         out.append(f"{len(unpaired)} .ntff without a .neff of the same hash ({', '.join(unpaired[:3])}): Neuron Explorer "
                    "cannot process them; keep profiler.neuron.copy_neffs=true or copy the NEFFs from the compile cache")
     if ntffs and not index.neffs:
-        out.append("no .neff files next to the .ntff files: set profiler.neuron.neff_cache_dir (or "
-                   "TORCH_NEURONX_NEFF_CACHE_DIR) to the NEFF cache, or copy them from /tmp/neff_cache")
+        out.append(f"no .neff files next to the .ntff files (NeuronConfig was given {neff_hint}): set "
+                   "profiler.neuron.neff_cache_dir (or TORCH_NEURONX_NEFF_CACHE_DIR) to the folder that holds them "
+                   "before the run; Neuron Explorer cannot process an NTFF without its NEFF")
     for mode, names in MODE_FILES.items():
         missing = [n for n in names if n not in present]
         if mode in modes and missing:
@@ -154,7 +179,7 @@ def place_framework_trace(index: CaptureIndex, job_trace: Path) -> str | None:
     The troubleshooting guide: framework events only show when the trace sits in the matching
     `<instance-id>_pid_<pid>/` folder. Returns the session-relative path written, or None.
     """
-    targets = [s for s in index.sessions if "trace_info.pb" in s.files and "trace.json" not in s.files]
+    targets = [s for s in index.sessions if "trace_info.pb" in s.files and not s.has_framework_trace]
     if len(targets) != 1 or len(index.sessions) != 1 or not job_trace.is_file():
         return None
     dest = index.root / targets[0].dir / "trace.json"
@@ -175,7 +200,8 @@ def artifact_columns(index: CaptureIndex, job_dir: Path) -> dict[str, Any]:
         "neuron_ntff_empty": sum(n["bytes"] == 0 for n in ntffs),
         "neuron_ntff_unpaired": sum(n["scheme"] == "model" and not n.get("neff") for n in ntffs),
         "neuron_system_profile": any({"trace_info.pb", "ntrace.pb"} <= set(s.files) for s in index.sessions),
-        "neuron_framework_trace": any("trace.json" in s.files for s in index.sessions),
+        "neuron_framework_trace": any(s.has_framework_trace for s in index.sessions),
+        "neuron_memory_snapshots": sum(len(s.memory_snapshots) for s in index.sessions),
     }
 
 

@@ -37,11 +37,11 @@ class SavedTraceProxy:
         return getattr(self._prof, name)
 
 
-def not_correlated(version: str, correlate_state: str, warnings: list[str]) -> dict[str, Any]:
+def not_correlated(version: str, correlate_state: str, warnings: list[str], hint: str = "") -> dict[str, Any]:
     """Cell columns for a profile whose key_averages() held no Neuron device time: NaN, and said so."""
     warnings.append(f"device time did not reach key_averages() with torch-neuronx {version} "
-                    f"(correlate_device_time: {correlate_state}): device_time_us and device_ops are NaN; "
-                    "see neuron_total_time_us (Neuron Explorer) and latency_median_us")
+                    f"(correlate_device_time: {correlate_state}) and Neuron Explorer gave no per-op time{hint}: "
+                    "device_time_us and device_ops are NaN; see neuron_total_time_us and latency_median_us")
     return {"device_time_us": math.nan, "device_ops": math.nan, "device_time_source": "not_correlated"}
 
 
@@ -55,6 +55,38 @@ def fallback_ops(tnx: ModuleType, warnings: list[str]) -> str:
         more = f" and {len(ops) - 8} more" if len(ops) > 8 else ""
         warnings.append(f"{len(ops)} op(s) fell back to CPU: {', '.join(ops[:8])}{more}")
     return ",".join(ops)
+
+
+def _memory_fn(tnx: ModuleType, name: str) -> Any:
+    return getattr(getattr(torch, "neuron", None), name, None) or getattr(tnx, name, None)
+
+
+def reset_peak_memory(tnx: ModuleType) -> None:
+    reset = _memory_fn(tnx, "reset_peak_memory_stats")
+    if reset is not None:
+        try:
+            reset()
+        except Exception:  # a version without per-device stats; the columns then cover the process
+            pass
+
+
+def memory_columns(tnx: ModuleType) -> dict[str, float]:
+    """Peak device memory of the cell, in bytes (PyTorch's convention; TorchNeuron's unit is unconfirmed).
+
+    The memory-profiling guide: the allocator is asynchronous, so synchronize before reading any statistic.
+    """
+    cols = {"neuron_max_memory_allocated_bytes": math.nan, "neuron_max_memory_reserved_bytes": math.nan}
+    try:
+        torch.neuron.synchronize()  # type: ignore[attr-defined]
+    except Exception:
+        return cols
+    for name in ("max_memory_allocated", "max_memory_reserved"):
+        fn = _memory_fn(tnx, name)
+        try:
+            cols[f"neuron_{name}_bytes"] = float(fn()) if fn is not None else math.nan
+        except Exception:  # memory queries differ between versions: a missing figure stays NaN
+            pass
+    return cols
 
 
 def hbm_note(tnx: ModuleType, modes: list[str], warnings: list[str]) -> None:

@@ -1,8 +1,10 @@
-"""Device-level metrics: run `neuron-explorer view` on a capture and join its `Summary` table into the cell row.
+"""Device-level metrics: run `neuron-explorer view` on a capture and read its Parquet tables into the cell row.
 
-Field names and units are the Summary table of the Neuron Explorer profile schema reference (schema 7.4.0,
-SDK 2.31). Column naming is pinned: `neuron_<field>`, with `_us` appended to fields the schema gives in
-seconds (converted to microseconds); percent, byte, count and FLOP fields keep their name and unit.
+The command follows the documented examples: `view -d <capture root> --output-format parquet --output-file
+OUT`, plus the documented processing filters for what was not captured (`--ignore-device-profile`,
+`--ignore-system-profile`, `--system-trace-filter-neuron-core`). A tool that rejects those, or the root, is
+retried plainly and then on the one session folder. What is read: tables.py (versions, units), summary.py
+(the Summary columns), insights.py (the Summary Viewer rules), device_ops.py (device time per op).
 """
 
 from __future__ import annotations
@@ -15,32 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
+from neuronexp.backends.neuron.device_ops import Breakdown, breakdown
+from neuronexp.backends.neuron.insights import insights
+from neuronexp.backends.neuron.summary import combine, convert_summary, summary_notes
+from neuronexp.backends.neuron.tables import KNOWN_MAJORS, Profile, find_profiles, major, read_units, schema_version
 
-_ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
-# field -> unit as in the schema reference; "s" fields become `_us` columns.
-SUMMARY_FIELDS: dict[str, str] = {
-    "total_time": "s", "total_exec_time": "s", "total_active_time": "s", "total_active_time_percent": "percent",
-    "neuroncore_cycle_count": "cycles", "model_flops": "flops", "hardware_flops": "flops",
-    "mfu_estimated_percent": "percent", "hfu_estimated_percent": "percent", "mbu_estimated_percent": "percent",
-    "mm_arithmetic_intensity": "ratio",
-    "hbm_read_bytes": "bytes", "hbm_write_bytes": "bytes", "sbuf_read_bytes": "bytes", "sbuf_write_bytes": "bytes",
-    "spill_save_bytes": "bytes", "spill_reload_bytes": "bytes",
-    "dma_active_time": "s", "dma_active_time_percent": "percent", "dma_transfer_count": "count",
-    "dma_transfer_total_bytes": "bytes", "matmul_instruction_count": "count",
-    **{f"{e}_engine_{k}": u for e in _ENGINES for k, u in
-       (("active_time", "s"), ("active_time_percent", "percent"), ("instruction_count", "count"))},
-}
-_AVERAGED = ("percent", "ratio")  # not additive across device profiles: weighted by total_time
 SEARCH_DIRS = ("/opt/aws/neuron/bin",)  # where aws-neuronx-tools installs, often not on PATH
 _DROPPED = re.compile(r"(\d[\d,]*)\s+trace events were dropped", re.I)
-
-
-def column_name(name: str) -> str:
-    return f"neuron_{name}_us" if SUMMARY_FIELDS[name] == "s" else f"neuron_{name}"
-
-
-SUMMARY_COLUMNS = [column_name(f) for f in SUMMARY_FIELDS]
 
 
 @dataclass
@@ -50,6 +33,16 @@ class ExplorerResult:
     warnings: list[str] = field(default_factory=list)
     command: list[str] = field(default_factory=list)
     summary_files: list[str] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    schema: dict[str, Any] = field(default_factory=dict)
+    device_ops: Breakdown = field(default_factory=Breakdown)
+
+
+def empty_columns() -> dict[str, Any]:
+    cols: dict[str, Any] = dict(combine([]), neuron_dropped_events=math.nan, neuron_profile_schema_version=None,
+                                neuron_units_source=None)
+    cols.update(insights([], {}))
+    return cols
 
 
 def find_explorer() -> str | None:
@@ -59,38 +52,20 @@ def find_explorer() -> str | None:
     return next((str(Path(d) / "neuron-explorer") for d in SEARCH_DIRS if (Path(d) / "neuron-explorer").is_file()), None)
 
 
-def explorer_command(exe: str, capture_dir: Path, output_dir: Path) -> list[str]:
-    return [exe, "view", "-d", str(capture_dir), "--output-format", "parquet", "--output-file", str(output_dir)]
+def explorer_command(exe: str, capture_dir: Path, output_dir: Path, filters: list[str] | None = None) -> list[str]:
+    return [exe, "view", "-d", str(capture_dir), "--output-format", "parquet", "--output-file", str(output_dir), *(filters or [])]
 
 
-def read_summary(output_dir: Path) -> tuple[pd.DataFrame, list[str]]:
-    """Every `Summary*.parquet` under `output_dir` (one per processed device profile), concatenated."""
-    paths = sorted(output_dir.rglob("Summary*.parquet"))
-    frames = [pd.read_parquet(p) for p in paths]
-    frames = [f for f in frames if not f.empty]
-    return (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()), [str(p.relative_to(output_dir)) for p in paths]
-
-
-def summary_columns(summary: pd.DataFrame) -> dict[str, float]:
-    """The pinned columns from Summary rows: additive fields summed, percentages weighted by total_time."""
-    cols: dict[str, float] = {c: math.nan for c in SUMMARY_COLUMNS}
-    cols["neuron_summary_rows"] = float(len(summary))
-    if summary.empty:
-        return cols
-    weights = pd.to_numeric(summary.get("total_time"), errors="coerce") if "total_time" in summary else None
-    for name, unit in SUMMARY_FIELDS.items():
-        if name not in summary:
-            continue
-        values = pd.to_numeric(summary[name], errors="coerce")
-        if values.isna().all():
-            continue
-        if unit in _AVERAGED:
-            mask = values.notna() & weights.notna() & (weights > 0) if weights is not None else values.notna() & False
-            value = float((values[mask] * weights[mask]).sum() / weights[mask].sum()) if mask.any() else float(values.mean())
-        else:
-            value = float(values.sum())
-        cols[column_name(name)] = value * 1e6 if unit == "s" else value
-    return cols
+def capture_filters(modes: list[str], cores: list[str] | None) -> list[str]:
+    """Explorer's processing filters for what this capture left out (how-to-profile-workload, SDK 2.31+)."""
+    out = []
+    if "DEVICE" not in modes:
+        out.append("--ignore-device-profile")
+    if "RUNTIME" not in modes:
+        out.append("--ignore-system-profile")
+    elif cores:
+        out += ["--system-trace-filter-neuron-core", ",".join(cores)]
+    return out
 
 
 def dropped_events(text: str) -> int:
@@ -98,19 +73,51 @@ def dropped_events(text: str) -> int:
     return sum(int(m.replace(",", "")) for m in _DROPPED.findall(text))
 
 
-def _table_warnings(output_dir: Path) -> list[str]:
+def _table_warnings(profiles: list[Profile]) -> list[str]:
     """Rows of Explorer's own `Warning` table (possible missing or unexpected data)."""
     out = []
-    for path in sorted(output_dir.rglob("Warning*.parquet")):
-        df = pd.read_parquet(path)
-        for _, row in df.iterrows():
+    for profile in profiles:
+        for _, row in profile.read("Warning").iterrows():
             out.append(f"neuron-explorer: {row.get('category', 'warning')}: {row.get('message', '')}".strip())
     return list(dict.fromkeys(out))
 
 
-def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, timeout_s: float) -> ExplorerResult:
-    """Run `neuron-explorer view` into `output_dir` and read its Summary (never raises on tool failure)."""
-    empty = dict(summary_columns(pd.DataFrame()), neuron_dropped_events=math.nan)
+def read_output(output_dir: Path) -> tuple[dict[str, Any], list[str], dict[str, Any], Breakdown, list[str]]:
+    """Columns, warnings, schema account, per-op breakdown and Summary files from Explorer's output folder."""
+    profiles = find_profiles(output_dir)
+    with_summary = [p for p in profiles if p.has("Summary")]
+    reads, versions, sources = [], set(), set()
+    for profile in with_summary:
+        units = read_units(profile)
+        sources.add("SchemaFields" if units else "documented 7.4.0")
+        versions.add(schema_version(profile) or "unknown")
+        reads.append(convert_summary(profile.read("Summary"), units))
+    cols = dict(combine(reads), neuron_profile_schema_version=",".join(sorted(versions)) or None,
+                neuron_units_source=",".join(sorted(sources)) or None)
+    warnings, account = summary_notes(reads)
+    unknown = sorted(v for v in versions if major(v) not in KNOWN_MAJORS)
+    if unknown:
+        warnings.append(f"profile schema {', '.join(unknown)} is not one neuronexp was written against (7.x, 12.x): "
+                        "fields are read by name and units from SchemaFields; missing ones stay NaN")
+    cols.update(insights(profiles, cols))
+    ops = breakdown(profiles)
+    files = [str(p.relative_to(output_dir)) for prof in with_summary for p in prof.files["Summary"]]
+    schema = dict(account, versions=sorted(versions), units_source=sorted(sources))
+    return cols, warnings + ops.notes + _table_warnings(profiles), schema, ops, files
+
+
+def _run(cmd: list[str], timeout_s: float) -> tuple[int | None, str]:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, ""
+    return proc.returncode, (proc.stdout or "") + "\n" + (proc.stderr or "")
+
+
+def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, timeout_s: float,
+                    filters: list[str] | None = None, fallback_dir: Path | None = None) -> ExplorerResult:
+    """Run `neuron-explorer view` into `output_dir` and read its tables (never raises on tool failure)."""
+    empty = empty_columns()
     if not enabled:
         return ExplorerResult("disabled", empty)
     if capture_dir is None:
@@ -120,29 +127,47 @@ def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, t
         return ExplorerResult("not_found", empty, [
             "neuron-explorer is not on PATH: the neuron_* Summary columns are empty (install aws-neuronx-tools, "
             "or export PATH=/opt/aws/neuron/bin:$PATH)"])
-    output_dir.mkdir(parents=True, exist_ok=True)
-    cmd = explorer_command(exe, capture_dir, output_dir)
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return ExplorerResult("timeout", empty, [f"neuron-explorer view ran past {timeout_s:g} s "
-                                                 "(profiler.neuron.explorer_timeout_s); Summary columns are empty"], cmd)
-    text = (proc.stdout or "") + "\n" + (proc.stderr or "")
-    dropped = dropped_events(text)
-    warnings = [f"{dropped} trace events were dropped: raise profiler.neuron.max_events_per_nc (default 1,000,000), "
-                "capture fewer NeuronCores, or profile fewer steps"] if dropped else []
-    if proc.returncode != 0:
+    plans = [(capture_dir, filters or [])] + ([(capture_dir, [])] if filters else [])
+    plans += [(fallback_dir, [])] if fallback_dir is not None and fallback_dir != capture_dir else []
+    result, failures = ExplorerResult("failed", dict(empty)), []
+    for i, (target, flags) in enumerate(plans):
+        out = output_dir if i == 0 else output_dir.with_name(f"{output_dir.name}_retry{i}")
+        out.mkdir(parents=True, exist_ok=True)
+        cmd = explorer_command(exe, target, out, flags)
+        code, text = _run(cmd, timeout_s)
+        result.command = cmd
+        result.attempts.append({"command": cmd, "returncode": code})
+        if code is None:
+            result.status = "timeout"
+            result.warnings.append(f"neuron-explorer view ran past {timeout_s:g} s (profiler.neuron.explorer_timeout_s); "
+                                   "Summary columns are empty")
+            return result
+        dropped = dropped_events(text)
+        result.columns["neuron_dropped_events"] = float(dropped)
+        if code == 0:
+            if failures:
+                result.warnings.append(f"{failures[0]}; processed on attempt {i + 1}: {' '.join(cmd[1:4] + flags)}")
+            return _finish(result, out, dropped)
         last = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
-        warnings.append(f"neuron-explorer view exited with {proc.returncode}: {last[:200]}")
-        return ExplorerResult("failed", dict(empty, neuron_dropped_events=float(dropped)), warnings, cmd)
+        failures.append(f"neuron-explorer view exited with {code}: {last[:200]}")
+    result.warnings += failures
+    return result
+
+
+def _finish(result: ExplorerResult, out: Path, dropped: int) -> ExplorerResult:
+    if dropped:
+        result.warnings.append(f"{dropped} trace events were dropped: raise profiler.neuron.max_events_per_nc "
+                               "(default 1,000,000), capture fewer NeuronCores, or profile fewer steps")
     try:
-        summary, files = read_summary(output_dir)
-        warnings += _table_warnings(output_dir)
+        cols, warnings, schema, ops, files = read_output(out)
     except Exception as exc:  # a half-written or newer-format table must not cost the cell its row
-        warnings.append(f"neuron-explorer output unreadable ({type(exc).__name__}: {str(exc)[:160]})")
-        return ExplorerResult("failed", dict(empty, neuron_dropped_events=float(dropped)), warnings, cmd)
-    columns = dict(summary_columns(summary), neuron_dropped_events=float(dropped))
-    if summary.empty:
-        warnings.append("neuron-explorer wrote no Summary table (no device profile in the capture?)")
-        return ExplorerResult("no_summary", columns, warnings, cmd, files)
-    return ExplorerResult("ok", columns, warnings, cmd, files)
+        result.warnings.append(f"neuron-explorer output unreadable ({type(exc).__name__}: {str(exc)[:160]})")
+        return result
+    result.columns.update(cols)
+    result.warnings += warnings
+    result.schema, result.device_ops, result.summary_files = schema, ops, files
+    if not files:
+        result.warnings.append("neuron-explorer wrote no Summary table (no device profile in the capture?)")
+    result.status = "ok" if files else "no_summary"
+    return result
+

@@ -4,7 +4,9 @@ Mirrors the public surface neuronexp uses, as documented by the Neuron SDK 2.31-
 April-2026 TorchNeuron source: `torch.neuron.{is_available, device_count, synchronize,
 get_device_properties}`, `get_fallback_ops`, `clear_op_tracking`, `is_neuron_runtime_initialized`,
 memory queries, and `torch_neuronx.profiling`. Tensors stay on the CPU (the tests point the backend's
-`device_type` at "cpu"). `STATE` records what the backend did so tests can assert on it.
+`device_type` at "cpu"). `STATE` records what the backend did so tests can assert on it, and sets what the
+emulated runtime does (device events, empty NTFFs, a memory snapshot). Its version pairs with the installed
+torch the way a TorchNeuron release does (`<torch major>.<minor>.3.0`), with `+standin` to say what it is.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import torch
 
 __standin__ = True
-__version__ = "0.0.0+standin"
+__version__ = ".".join(torch.__version__.split("+")[0].split(".")[:2]) + ".3.0+standin"
 
 
 @dataclass
@@ -31,6 +33,10 @@ class _State:
     ntff_bytes: dict[int, int] = field(default_factory=lambda: {0: 4096})
     configs: list[dict[str, Any]] = field(default_factory=list)  # kwargs of every NeuronConfig made
     legacy_sessions: list[dict[str, Any]] = field(default_factory=list)
+    # CPU op -> device microseconds per call, attached as PrivateUse1 kernels when correlate_device_time=True
+    # (torch_neuronx._device_events); empty: key_averages() gets no device time, as in the April-2026 source.
+    device_us: dict[str, float] = field(default_factory=dict)
+    memory_snapshot: bool = False  # also write a memory snapshot into the capture
 
 
 STATE = _State()
@@ -69,6 +75,10 @@ def max_memory_reserved(device: Any = None) -> int:
     return STATE.peak_reserved
 
 
+def max_memory_allocated(device: Any = None) -> int:
+    return STATE.peak_reserved // 2
+
+
 class _Props:
     name = "NeuronCore stand-in (CPU)"
 
@@ -84,9 +94,12 @@ neuron.synchronize = synchronize
 neuron.current_device = lambda: 0
 neuron.get_device_properties = lambda device=0: _Props()
 neuron.max_memory_reserved = max_memory_reserved
+neuron.max_memory_allocated = max_memory_allocated
 
 # The real package registers its device module here (torch._register_device_module); a plain attribute
 # keeps the stand-in removable, and the test fixture deletes it again.
 torch.neuron = neuron  # type: ignore[attr-defined]
 
-from . import profiling  # noqa: E402
+from . import _device_events, profiling  # noqa: E402
+
+_device_events.install()

@@ -1,7 +1,8 @@
 """STAND-IN for `torch_neuronx.profiling` (tests only): three API generations, selected by `select_api`.
 
 - "documented": NeuronConfig / ProfileMode / NeuronProfiler(config).export_trace as in the SDK 2.31+
-  capture guide, with `correlate_device_time` (seen only in a third-party script).
+  capture guide, with `correlate_device_time` (seen only in a third-party script; with it set, the device
+  events of STATE.device_us reach key_averages(), see _device_events).
 - "no_correlate": the same, with NeuronConfig's documented parameters only.
 - "legacy": the April-2026 `NeuronProfiler(pytorch_activities=..., neuron_output_dir=...)` context manager.
 - "none": no profiling API at all (e.g. the PyTorch/XLA-era torch-neuronx).
@@ -78,6 +79,8 @@ def write_capture(root: str, modes: list[Any], with_neffs: bool) -> Path:
             (session / f"profile_nc_{nc}_session_0.ntff").write_bytes(b"\x00" * size)
         if with_neffs:
             (session / f"neff_{NEFF_HASH}_vnc_0.neff").write_bytes(b"NEFF" * 32)
+    if STATE.memory_snapshot:  # the file name is not documented; a PyTorch-style snapshot pickle
+        (session / "memory_snapshot.pickle").write_bytes(b"\x80\x04N.")
     return session
 
 

@@ -1,0 +1,115 @@
+"""Device time per op from Neuron Explorer's op-level tables, for when key_averages() carries none.
+
+FrameworkInstruction rows are named by the framework's debug info ("NeuronLlamaDecoderLayer[1]/function[2]/
+aten.add", schema 7.4.0) and hold `time_intervals`, the merged device intervals of their instructions; an
+op's device time is the union of its rows' intervals. HloInstruction (by HLO op kind) and OpcodeSummary (by
+engine and opcode) are kept as breakdowns for the manifest: their names cannot be matched to PyTorch ops.
+Matching `aten.add` to key_averages()'s `aten::add` is neuronexp's reading of the documented example, not a
+documented rule; the names need the compile-time debug variables (neuron.debug_info).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from neuronexp.backends.neuron.tables import TO_US, Profile, Units, read_units
+
+_OP = re.compile(r"^(?P<ns>aten|prims|torch|_?c10d|nki)\.(?P<op>[A-Za-z0-9_]+)")
+TOP = 20  # entries per breakdown kept in the manifest
+
+
+def framework_op(name: str) -> str:
+    """The PyTorch op a framework name ends in: '.../function[2]/aten.add' -> 'aten::add'; else the last part."""
+    last = re.sub(r"\[\d+\]$", "", str(name).rsplit("/", 1)[-1])
+    m = _OP.match(last)
+    return f"{m['ns']}::{m['op']}" if m else last
+
+
+def _union_length(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for s, e in sorted(intervals):
+        if e <= end:
+            continue
+        total += e - max(s, end)
+        end = e
+    return total
+
+
+def _intervals(row: Any) -> list[tuple[float, float]]:
+    text = getattr(row, "time_intervals", None)
+    if isinstance(text, str) and text.strip():
+        try:
+            return [(float(s), float(e)) for s, e in json.loads(text)]
+        except (ValueError, TypeError):
+            pass
+    start, end = getattr(row, "start_ts", None), getattr(row, "end_ts", None)
+    return [(float(start), float(end))] if start is not None and end is not None and end == end else []
+
+
+def _timeline_factor(units: Units, table: str) -> float | None:
+    unit = units.unit(table, "start_ts") if units else None
+    return TO_US.get("nanoseconds" if unit is None else unit)
+
+
+def _union_by(df: pd.DataFrame, key: pd.Series, factor: float) -> dict[str, float]:
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for name, row in zip(key, df.itertuples(index=False)):
+        spans.setdefault(str(name), []).extend(_intervals(row))
+    return {name: _union_length(iv) * factor for name, iv in spans.items()}
+
+
+def _add(into: dict[str, float], more: dict[str, float]) -> None:
+    for k, v in more.items():
+        into[k] = into.get(k, 0.0) + v
+
+
+@dataclass
+class Breakdown:
+    """Device microseconds over the whole capture: per PyTorch op, per HLO op kind, per engine:opcode."""
+
+    framework_us: dict[str, float] = field(default_factory=dict)
+    hlo_us: dict[str, float] = field(default_factory=dict)
+    opcode_us: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        def top(d: dict[str, float]) -> dict[str, float]:
+            return dict(sorted(d.items(), key=lambda kv: -kv[1])[:TOP])
+
+        return {"framework_us": top(self.framework_us), "hlo_us": top(self.hlo_us), "opcode_active_us": top(self.opcode_us)}
+
+
+def breakdown(profiles: list[Profile]) -> Breakdown:
+    out = Breakdown()
+    cols = ["framework_name", "hlo_name", "time_intervals", "start_ts", "end_ts"]
+    for profile in profiles:
+        units = read_units(profile)
+        for table, name_col, key in (("FrameworkInstruction", "framework_name", framework_op),
+                                     ("HloInstruction", "hlo_name", lambda n: re.sub(r"\.\d+$", "", str(n)))):
+            df = profile.read(table, cols)
+            factor = _timeline_factor(units, table)
+            if df.empty or name_col not in df:
+                continue
+            if factor is None:
+                out.notes.append(f"{table}.start_ts has unit {units.unit(table, 'start_ts')!r}: not read")
+                continue
+            df = df[df[name_col].notna()]
+            _add(out.framework_us if table == "FrameworkInstruction" else out.hlo_us, _union_by(df, df[name_col].map(key), factor))
+        ops = profile.read("OpcodeSummary", ["engine", "opcode", "active_time_ns"])
+        if not ops.empty and {"engine", "opcode", "active_time_ns"} <= set(ops.columns):
+            unit = units.unit("OpcodeSummary", "active_time_ns") if units else None
+            factor = TO_US.get("nanoseconds" if unit is None else unit, 1e-3)
+            keys = ops["engine"].astype(str) + ":" + ops["opcode"].astype(str)
+            _add(out.opcode_us, (pd.to_numeric(ops["active_time_ns"], errors="coerce") * factor).groupby(keys).sum().to_dict())
+    return out
+
+
+def per_step(framework_us: dict[str, float], host_ops: set[str], steps: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Framework-op device time per profiled step, split into ops key_averages() lists and ops it does not."""
+    matched = {op: us / steps for op, us in framework_us.items() if op in host_ops}
+    return matched, {op: us / steps for op, us in framework_us.items() if op not in host_ops}

@@ -1,0 +1,110 @@
+"""The process environment a Neuron cell needs before torch-neuronx compiles or the runtime starts.
+
+Three documented rules: NEURON_RT_* are read once, when the runtime starts (runtime configuration guide);
+NEURON_RT_INSPECT_ENABLE=1 must not be combined with torch.profiler (Neuron Explorer environment variables,
+SDK 2.33.1); XLA_IR_DEBUG / XLA_HLO_DEBUG / NKI_DEBUG_INFO change what the compiler writes into a NEFF, so
+they must be set before compiling, and cached NEFFs compiled without them lack the names (same page).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, unit_set
+
+INSPECT_ENABLE = "NEURON_RT_INSPECT_ENABLE"
+# NEURON_FRAMEWORK_DEBUG is in the 2.31-2.33.0 "Source code and debug info" table, not in 2.33.1's short list.
+NAME_VARS = ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")
+NKI_VAR = "NKI_DEBUG_INFO"
+COMPILE_TIME_VARS = (*NAME_VARS, NKI_VAR)
+
+
+def inspect_conflict(environ: dict[str, str] | os._Environ[str] = os.environ) -> ConfigError | None:
+    """The error for NEURON_RT_INSPECT_ENABLE switched on (the runtime reads 1/true, any case), else None."""
+    value = environ.get(INSPECT_ENABLE)
+    if value is None or value.strip().lower() not in ("1", "true"):
+        return None
+    return ConfigError(INSPECT_ENABLE, value, "conflicts with neuronexp's torch.profiler capture (Neuron Explorer docs: "
+                       "\"Don't combine it with torch.profiler\"); unset it, neuronexp captures through NeuronConfig "
+                       "(profiler.neuron.*)")
+
+
+def _within(current: str | None, wanted: str) -> bool:
+    try:
+        return bool(current) and unit_set(current) <= unit_set(wanted)  # type: ignore[arg-type]
+    except ValueError:
+        return False
+
+
+def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> list[str]:
+    """Export neuron.visible_cores / neuron.num_cores; notes for values the started runtime can no longer see."""
+    notes = []
+    for key, env, value in (("neuron.visible_cores", "NEURON_RT_VISIBLE_CORES", device_cfg.visible_cores),
+                            ("neuron.num_cores", "NEURON_RT_NUM_CORES", device_cfg.num_cores)):
+        if value is None:
+            continue
+        value = str(value).replace(" ", "")
+        if env == "NEURON_RT_VISIBLE_CORES" and _within(os.environ.get(env), value):
+            continue  # already narrowed to part of these cores (a launcher slot, or the user): keep it
+        if runtime_started and os.environ.get(env) != value:
+            notes.append(f"{key}={value} not applied: the Neuron runtime already started in this process with "
+                         f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead")
+        os.environ[env] = value
+    return notes
+
+
+@dataclass
+class DebugInfo:
+    """The compile-time variables one cell set, and what they replaced (restored when the cell ends)."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    saved: dict[str, str | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.values.items() if k in COMPILE_TIME_VARS) or "off"
+
+    @property
+    def neff_cache(self) -> str | None:
+        return self.values.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+
+    def restore(self) -> None:
+        for key, value in self.saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        self.saved = {}
+
+
+def apply_debug_info(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig, runtime_started: bool) -> DebugInfo:
+    """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile.
+
+    The folder is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without
+    the names can be reused from it; TORCH_NEURONX_DEBUG_DIR moves into it too, since TorchNeuron keeps its
+    compilation artifacts there.
+    """
+    info = DebugInfo()
+    if not (device_cfg.debug_info or device_cfg.nki_debug_info):
+        return info
+    if device_cfg.debug_info:
+        info.values.update({name: "1" for name in NAME_VARS})
+    if device_cfg.nki_debug_info:
+        info.values[NKI_VAR] = "True"  # the spelling the docs use
+    parent = profiler_cfg.neff_cache_dir
+    if parent:
+        Path(parent).mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix="neuronexp-neff-", dir=parent or None))
+    info.values["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(fresh)
+    info.values["TORCH_NEURONX_DEBUG_DIR"] = str(fresh / "debug")
+    info.saved = {k: os.environ.get(k) for k in info.values}
+    os.environ.update(info.values)
+    if runtime_started:
+        info.notes.append("neuron.debug_info set after the Neuron runtime started in this process: graphs an earlier "
+                          "cell compiled may run again without layer names; run each cell in a fresh process "
+                          "(launcher.isolate=true)")
+    return info

@@ -1,0 +1,116 @@
+"""Neuron Explorer's `Summary` table as `neuron_*` cell columns, with units taken from the profile itself.
+
+Column names are pinned by the kind of quantity, not by the unit a schema version happens to use: a time is
+`neuron_<field>_us` (microseconds), everything else `neuron_<field>` (percent on a 0-100 scale, bytes, counts,
+FLOPs, cycles, ratios). Each field's unit comes from the profile's SchemaFields table; the documented 7.4.0
+unit is used only when that table is missing. A unit that does not fit the field's kind leaves the column
+NaN and says so, rather than mislabel a number.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from neuronexp.backends.neuron.tables import TO_US, Units
+
+_ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
+# field -> kind; the 7.4.0 unit of each kind is in DOCUMENTED_UNIT.
+SUMMARY_FIELDS: dict[str, str] = {
+    "total_time": "time", "total_exec_time": "time", "total_active_time": "time", "total_active_time_percent": "percent",
+    "neuroncore_cycle_count": "cycles", "model_flops": "flops", "hardware_flops": "flops", "transpose_flops": "flops",
+    "adjusted_hardware_flops": "flops",
+    "mfu_estimated_percent": "percent", "mfu_max_achievable_estimated_percent": "percent",
+    "mfu_hlo_estimated_percent": "percent", "mfu_inst_estimated_percent": "percent",
+    "hfu_estimated_percent": "percent", "mbu_estimated_percent": "percent", "mbu_min_read_util_percent": "percent",
+    "mm_arithmetic_intensity": "ratio", "peak_flops_bandwidth_ratio": "ratio",
+    "hbm_read_bytes": "bytes", "hbm_write_bytes": "bytes", "sbuf_read_bytes": "bytes", "sbuf_write_bytes": "bytes",
+    "spill_save_bytes": "bytes", "spill_reload_bytes": "bytes",
+    "dma_active_time": "time", "dma_active_time_percent": "percent", "dma_transfer_count": "count",
+    "dma_transfer_total_bytes": "bytes", "dma_transfer_average_bytes": "mean_bytes", "matmul_instruction_count": "count",
+    **{f"{e}_engine_{k}": kind for e in _ENGINES for k, kind in
+       (("active_time", "time"), ("active_time_percent", "percent"), ("instruction_count", "count"))},
+}
+DOCUMENTED_UNIT = {"time": "seconds", "percent": "percent", "bytes": "bytes", "mean_bytes": "bytes", "flops": "flops",
+                   "cycles": "cycles", "count": "", "ratio": ""}
+_ALLOWED = {"percent": {"percent", ""}, "bytes": {"bytes", ""}, "mean_bytes": {"bytes", ""}, "flops": {"flops", ""},
+            "cycles": {"cycles", ""}, "count": {"", "count"}, "ratio": {"", "ratio"}}
+_WEIGHTED = ("percent", "ratio", "mean_bytes")  # not additive across device profiles: weighted by total_time
+
+
+def column_name(name: str) -> str:
+    return f"neuron_{name}_us" if SUMMARY_FIELDS[name] == "time" else f"neuron_{name}"
+
+
+SUMMARY_COLUMNS = [column_name(f) for f in SUMMARY_FIELDS]
+
+
+@dataclass
+class SummaryRead:
+    """One profile's Summary in neuronexp's units, and what could not be read."""
+
+    values: pd.DataFrame  # one row per Summary row, pinned fields only, converted
+    unit_problems: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    extra_fields: list[str] = field(default_factory=list)
+
+
+def _factor(kind: str, unit: str, maximum: float | None) -> float | None:
+    """What to multiply a value by to get neuronexp's unit, or None when the unit does not fit the kind."""
+    if kind == "time":
+        return TO_US.get(unit)
+    if unit not in _ALLOWED[kind]:
+        return None
+    return 100.0 if kind == "percent" and maximum == 1.0 else 1.0  # a 0-1 "percent" field (SchemaFields maximum 1)
+
+
+def convert_summary(summary: pd.DataFrame, units: Units) -> SummaryRead:
+    """Pinned fields of one profile's Summary, converted with the units its SchemaFields gives."""
+    out = pd.DataFrame(index=summary.index)
+    read = SummaryRead(out)
+    read.extra_fields = sorted(c for c in summary.columns if c not in SUMMARY_FIELDS)
+    for name, kind in SUMMARY_FIELDS.items():
+        if name not in summary:
+            read.missing.append(name)
+            continue
+        unit = units.unit("Summary", name) if units else None
+        unit = DOCUMENTED_UNIT[kind] if unit is None else unit
+        factor = _factor(kind, unit, units.maxima.get(("Summary", name)) if units else None)
+        if factor is None:
+            read.unit_problems.append(f"{name} ({unit or 'no unit'})")
+            continue
+        out[name] = pd.to_numeric(summary[name], errors="coerce") * factor
+    return read
+
+
+def combine(reads: list[SummaryRead]) -> dict[str, float]:
+    """The pinned columns over every Summary row: additive fields summed, the rest weighted by total_time."""
+    cols: dict[str, float] = {c: math.nan for c in SUMMARY_COLUMNS}
+    rows = pd.concat([r.values for r in reads], ignore_index=True) if reads else pd.DataFrame()
+    cols["neuron_summary_rows"] = float(len(rows))
+    if rows.empty:
+        return cols
+    weights = rows["total_time"] if "total_time" in rows else None
+    for name, kind in SUMMARY_FIELDS.items():
+        if name not in rows or rows[name].isna().all():
+            continue
+        values = rows[name]
+        if kind in _WEIGHTED:
+            mask = values.notna() & weights.notna() & (weights > 0) if weights is not None else values.notna() & False
+            value = float((values[mask] * weights[mask]).sum() / weights[mask].sum()) if mask.any() else float(values.mean())
+        else:
+            value = float(values.sum())
+        cols[column_name(name)] = value
+    return cols
+
+
+def summary_notes(reads: list[SummaryRead]) -> tuple[list[str], dict[str, Any]]:
+    """Warnings for fields whose unit did not fit, and the manifest's account of missing and new fields."""
+    problems = sorted({p for r in reads for p in r.unit_problems})
+    warnings = [f"neuron-explorer Summary fields with a unit neuronexp does not convert, left NaN: {', '.join(problems)}"] if problems else []
+    missing = sorted(set.intersection(*[set(r.missing) for r in reads])) if reads else []
+    extra = sorted({f for r in reads for f in r.extra_fields})
+    return warnings, {"missing_fields": missing, "unread_fields": extra, "unit_problems": problems}

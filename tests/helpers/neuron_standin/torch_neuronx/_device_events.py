@@ -1,0 +1,49 @@
+"""STAND-IN device events (tests only): what key_averages() would show if TorchNeuron fed correlated device
+time back to the profiler. That it does is a HYPOTHESIS (docs/neuron.md: unconfirmed; smoke check C1).
+
+The real plugin would add PrivateUse1 activities that Kineto correlates with the CPU op that launched them;
+here the profiler's own parse step is wrapped and, for every CPU op named in `STATE.device_us`, a PrivateUse1
+kernel event of that many microseconds is attached, exactly as torch does for a correlated device kernel. It
+acts only on profiles whose `experimental_config` is a stand-in NeuronConfig made with correlate_device_time=True.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.autograd.profiler as autograd_profiler
+from torch.autograd import DeviceType
+from torch.autograd.profiler_util import FunctionEvent
+
+from torch_neuronx import STATE
+
+_ORIGINAL = autograd_profiler.profile._parse_kineto_results
+KERNEL_PREFIX = "neuron_exec::"
+
+
+def _with_device_events(self: Any, result: Any, timeout_s: float | None = None) -> list[FunctionEvent]:
+    events = _ORIGINAL(self, result, timeout_s=timeout_s)
+    kwargs = getattr(self.experimental_config, "kwargs", None) or {}
+    if not STATE.device_us or not kwargs.get("correlate_device_time"):
+        return events
+    kernels = []
+    for fe in events:
+        us = STATE.device_us.get(fe.name)
+        if fe.device_type != DeviceType.CPU or fe.is_async or us is None:
+            continue
+        fe.use_device = "neuron"  # what a profile of the renamed PrivateUse1 backend ("neuron") sets
+        start = fe.time_range.start
+        kernel = FunctionEvent(id=fe.id, name=KERNEL_PREFIX + fe.name, thread=fe.thread, start_us=start, end_us=start + us,
+                               fwd_thread=fe.thread, input_shapes=[], stack=[], use_device="neuron",
+                               device_type=DeviceType.PrivateUse1, device_index=0)
+        fe.append_kernel(kernel.name, 0, us)
+        kernels.append(kernel)
+    return list(events) + kernels
+
+
+def install() -> None:
+    autograd_profiler.profile._parse_kineto_results = _with_device_events
+
+
+def uninstall() -> None:
+    autograd_profiler.profile._parse_kineto_results = _ORIGINAL
