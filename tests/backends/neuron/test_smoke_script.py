@@ -17,22 +17,56 @@ from helpers.neuron_standin.fixture import STANDIN_DIR
 SCRIPT = REPO / "scripts" / "neuron_smoke.py"
 
 
-@pytest.mark.slow  # a few Python start-ups and two cells: about 10 s
+def _rows(text: str) -> dict[str, str]:
+    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in text.splitlines()
+            if line.startswith("| ") and "---" not in line}
+    rows.pop("id")
+    return rows
+
+
+@pytest.mark.slow  # several Python start-ups and four cells: about 20 s
 def test_smoke_script_reports_every_check_and_flags_the_stand_in(tmp_path: Path, fake_explorer: Path) -> None:
     report = tmp_path / "report.md"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(STANDIN_DIR), os.environ.get("PYTHONPATH", "")]), KINETO_LOG_LEVEL="6")
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "--device", "cpu", "--skip-compile", "--shape", "1,8,64",
          "--workdir", str(tmp_path / "work"), "--out", str(report)],
-        capture_output=True, text=True, timeout=240, env=env, cwd=tmp_path,
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = report.read_text()
     assert "**STAND-IN torch_neuronx (tests/helpers/neuron_standin): this report says nothing about Trainium.**" in text
-    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in text.splitlines() if line.startswith("| ") and "---" not in line}
-    rows.pop("id")
-    assert set(rows) == {"A1", "A2", "A3", "A4", "B1", "B2", "C1", "C2", "D1", "E1", "F1"}
-    # What the stand-in can answer it answers as documented; what it cannot (device time, autoload) stays open.
-    assert rows["B1"] == rows["B2"] == rows["C2"] == rows["D1"] == rows["F1"] == "PASS", text
-    assert rows["C1"] == "INFO" and rows["E1"] == "SKIP"
+    rows = _rows(text)
+    assert set(rows) == {"A1", "A2", "A3", "A4", "A5", "B1", "B2", "C1", "C2", "C3", "D1", "D2", "D3", "E1", "E2", "F1"}
+    # What the stand-in can answer it answers as documented; what it cannot (device time, autoload, core lists) stays open.
+    assert {k for k, v in rows.items() if v == "PASS"} == {"A5", "B1", "B2", "C2", "C3", "D1", "D2", "D3", "F1"}, text
+    assert rows["C1"] == "INFO" and rows["A4"] == rows["E1"] == rows["E2"] == "SKIP"
     assert "export_trace after neuronexp's own export: RuntimeError: Trace is already saved.; via proxy: ok" in text
+    assert "Traceback" not in text and not (tmp_path / "work" / "tracebacks.txt").exists()
+
+
+def test_without_torch_neuronx_the_script_stops_in_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "report.md")], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("neuron_smoke: torch-neuronx cannot be imported by ")
+    assert lines[0].endswith("run this on a Trn2/Trn3 instance after installing TorchNeuron (pip install -e .[neuron], see docs/neuron.md)")
+    assert proc.stdout == "" and not (tmp_path / "report.md").exists()
+
+
+def test_a_check_that_raises_is_one_line_in_the_report_and_the_run_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import neuron_smoke_checks as checks
+
+    def broken(ctx: checks.Context) -> tuple[str, str]:
+        raise RuntimeError("neuron-explorer crashed\nsecond line")
+
+    monkeypatch.setattr(checks, "CHECKS", [("Z1", "a check that raises", broken), ("Z2", "one that passes", lambda c: ("PASS", "ok"))])
+    report = checks.Report()
+    checks.run_checks(checks.Context(None, tmp_path), report, ("Z",))
+    assert report.rows[0][:3] == ("Z1", "a check that raises", "FAIL")
+    assert report.rows[0][3] == "RuntimeError: neuron-explorer crashed (traceback: tracebacks.txt)"
+    assert report.rows[1][2] == "PASS" and report.failed
+    assert "Traceback (most recent call last)" in report.tracebacks[0]
