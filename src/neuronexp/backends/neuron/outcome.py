@@ -78,9 +78,11 @@ def profile_columns(backend: NeuronBackend, out_dir: Path) -> dict[str, Any]:
         warnings.append("NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there")
     warnings += index.warnings
     cores = parse_units(cfg.capture_enabled_for_nc) if cfg.capture_enabled_for_nc else None
+    # The April-2026 profiler captures its own defaults whatever `modes` says: no filters for it.
+    filters = capture_filters(modes, cores) if api.kind == neuron_api.DOCUMENTED else []
     single = root / index.sessions[0].dir if len(index.sessions) == 1 else None
     explorer = process_capture(root if index.sessions else None, out_dir / EXPLORER_DIR, cfg.explorer, cfg.explorer_timeout_s,
-                               capture_filters(modes, cores), single)
+                               filters, single)
     warnings += explorer.warnings
     cols: dict[str, Any] = {
         "neuron_api": api.kind,
