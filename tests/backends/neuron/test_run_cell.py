@@ -207,3 +207,33 @@ def test_a_memory_snapshot_in_the_capture_is_counted(standin, no_explorer: None,
     standin.STATE.memory_snapshot = True
     cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
     assert cell["neuron_memory_snapshots"] == 1
+
+
+@pytest.mark.parametrize(("standin", "filters"), [
+    ("documented", ["--ignore-device-profile", "--system-trace-filter-neuron-core", "0"]),
+    ("legacy", []),  # the April-2026 profiler captures its defaults whatever modes says
+], indirect=["standin"])
+def test_explorer_skips_what_was_not_captured(standin, fake_explorer: Path, tmp_path: Path, filters: list[str]) -> None:
+    from neuronexp.config import NeuronMode
+
+    cell = run_cell(_spec(Counting(), modes=[NeuronMode.RUNTIME], capture_enabled_for_nc="0"), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    (argv,) = [json.loads(line) for line in fake_explorer.read_text().splitlines()]
+    assert argv[:2] == ["view", "-d"] and argv[2] == str((tmp_path / "neuron_profile").resolve())
+    assert argv[7:] == filters
+
+
+def test_a_failing_export_trace_is_a_note_and_the_framework_trace_is_copied(standin, no_explorer: None, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    def export_without_trace(self, prof) -> None:  # the runtime wrote its files, the framework trace failed
+        standin.profiling.write_capture(self.config.profile_output_dir, self.config.modes, True)
+        raise RuntimeError("Trace is already saved.")
+
+    monkeypatch.setattr(standin.profiling.NeuronProfiler, "export_trace", export_without_trace)
+    cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    warnings = cell["warnings"].split(" | ")
+    assert "NeuronProfiler.export_trace failed (RuntimeError: Trace is already saved.)" in warnings
+    assert "NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there" in warnings
+    (copied,) = (tmp_path / "neuron_profile").glob("*/*/trace.json")
+    assert copied.read_bytes() == (tmp_path / "trace.json").read_bytes() and bool(cell["neuron_framework_trace"])
