@@ -237,3 +237,28 @@ def test_a_failing_export_trace_is_a_note_and_the_framework_trace_is_copied(stan
     assert "NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there" in warnings
     (copied,) = (tmp_path / "neuron_profile").glob("*/*/trace.json")
     assert copied.read_bytes() == (tmp_path / "trace.json").read_bytes() and bool(cell["neuron_framework_trace"])
+
+
+class Breaking(NaiveRMSNorm):
+    def __init__(self) -> None:
+        super().__init__(64)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = super().forward(x)
+        torch._dynamo.graph_break()
+        return y + 1
+
+
+@pytest.mark.slow  # torch.compile
+def test_a_compiled_cell_records_its_graph_breaks_and_fallback_mode(standin, no_explorer: None, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
+    spec = _spec(Breaking())
+    # "eager": a compile backend the CPU has; the metadata is Dynamo's, whatever compiles the graphs.
+    spec.config.compile.enabled, spec.config.compile.backend, spec.config.compile.fullgraph = True, "eager", False
+    cell = run_cell(spec, tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_graph_breaks"] == 1 and cell["neuron_compiled_graphs"] == 2 and cell["neuron_compile_fallback"] == "eager"
+    (tmp_path / "eager").mkdir()
+    eager = run_cell(_spec(Counting()), tmp_path / "eager").cells.iloc[0]
+    assert math.isnan(eager["neuron_graph_breaks"]) and eager["neuron_compile_fallback"] is None

@@ -20,7 +20,7 @@ from torch.profiler import ProfilerActivity
 
 import neuronexp.backends.neuron.api as neuron_api
 from neuronexp.backends.base import Backend, BackendUnavailable
-from neuronexp.backends.neuron.checks import SavedTraceProxy, reset_peak_memory
+from neuronexp.backends.neuron.checks import SavedTraceProxy, dynamo_counts, reset_peak_memory
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
 from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
@@ -82,6 +82,7 @@ class NeuronBackend(Backend):
         self._config: Any = None
         self._cache: tuple[str, str] | None = None
         self.observed = Observed()
+        self.compile_counts: dict[str, int] | None = None
 
     def _give_up(self, error: Exception) -> NoReturn:
         self.finish()
@@ -99,6 +100,8 @@ class NeuronBackend(Backend):
         self.debug.restore()  # the next cell of this process compiles without this one's debug variables
 
     def check_compile(self, compile_cfg: CompileConfig) -> None:
+        if compile_cfg.enabled:
+            self.compile_counts = dynamo_counts()  # called just before torch.compile: the cell's own counts start here
         if not compile_cfg.enabled or (compile_cfg.backend or self.compile_backend()) != "neuron":
             return
         check_neuron_compile(compile_cfg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -104,3 +105,22 @@ def hbm_note(tnx: ModuleType, modes: list[str], warnings: list[str]) -> None:
         warnings.append(f"ProfileMode.DEVICE reserves about 5 GB of HBM on Trn2/Trn3 and this cell peaked at "
                         f"{peak / 2**30:.1f} of {total / 2**30:.1f} GiB: drop DEVICE from profiler.neuron.modes "
                         "if it runs out of memory")
+
+
+def dynamo_counts() -> dict[str, int]:
+    """Dynamo's process-wide graph-break and graph counters (never reset by torch._dynamo.reset())."""
+    from torch._dynamo.utils import counters
+
+    return {"graph_breaks": sum(counters["graph_break"].values()), "graphs": int(counters["stats"].get("unique_graphs", 0))}
+
+
+def compile_columns(before: dict[str, int] | None) -> dict[str, Any]:
+    """Compile metadata of a compiled cell: Dynamo's graph breaks and graphs since its compile, and what a failed
+    neuron compile does (TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION, default 1: raise; 0: run the graph eagerly)."""
+    if before is None:
+        return {"neuron_graph_breaks": math.nan, "neuron_compiled_graphs": math.nan, "neuron_compile_fallback": None}
+    now = dynamo_counts()
+    value = os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "1").strip().lower()
+    return {"neuron_graph_breaks": float(now["graph_breaks"] - before["graph_breaks"]),
+            "neuron_compiled_graphs": float(now["graphs"] - before["graphs"]),
+            "neuron_compile_fallback": "eager" if value in ("0", "false") else "raise"}

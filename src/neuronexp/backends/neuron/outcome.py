@@ -12,7 +12,7 @@ from torch.autograd import DeviceType
 
 import neuronexp.backends.neuron.api as neuron_api
 from neuronexp.backends.neuron.capture import artifact_columns, index_capture, place_framework_trace
-from neuronexp.backends.neuron.checks import fallback_ops, hbm_note, memory_columns, not_correlated
+from neuronexp.backends.neuron.checks import compile_columns, fallback_ops, hbm_note, memory_columns, not_correlated
 from neuronexp.backends.neuron.device_ops import per_step
 from neuronexp.backends.neuron.explorer import ExplorerResult, capture_filters, process_capture
 from neuronexp.config import parse_units
@@ -99,6 +99,7 @@ def profile_columns(backend: NeuronBackend, out_dir: Path) -> dict[str, Any]:
     }
     cols.update(device_time(backend.observed, explorer, api.version, backend.correlate_state(), warnings))
     cols.update(memory_columns(backend.tnx))
+    cols.update(compile_columns(backend.compile_counts))
     hbm_note(backend.tnx, modes, warnings)
     cols["warnings"] = " | ".join(dict.fromkeys(warnings)) or None
     manifest = dict(index.to_json(), api=api.kind, torch_neuronx=api.version, framework_trace_copied=copied,
