@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
+import torch
 from omegaconf import OmegaConf
+
+from neuronexp.cell.inputs import make_inputs
 
 from neuronexp.config.compose import spec_from, to_run_config
 from neuronexp.config import ConfigError, RunConfig, validate, validate_units
@@ -22,19 +25,26 @@ def hydra_conf():
 
 
 def _run_config(**module) -> RunConfig:
-    cfg = RunConfig()
-    cfg.module = module or {"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 8}
-    return cfg
+    """The schema's defaults, resolved (input.shape follows dims), with a small module."""
+    module = module or {"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 8}
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RunConfig), {"module": module}))
 
 
 @pytest.mark.parametrize("option", sorted(p.stem for p in (REPO / "conf" / "module").glob("*.yaml")))
-def test_every_module_option_composes_and_builds(hydra_conf, option: str) -> None:
-    cfg = compose("config", overrides=[f"module={option}", "input.shape=[2,4,32]"], return_hydra_config=True)
+def test_every_module_option_composes_builds_and_runs_on_its_inputs(hydra_conf, option: str) -> None:
+    cfg = compose("config", overrides=[f"module={option}", "shapes=tiny", "dims.seq=8", "input.dtype=float32"],
+                  return_hydra_config=True)
     spec = spec_from(cfg, dict(cfg.hydra.runtime.choices), [f"module={option}"], f"module={option}")
-    module = spec.build_module()
-    assert module.weight.shape == (32,)  # hidden size follows input.shape
-    assert spec.module_name == option
+    assert spec.module_name == option and spec.warnings == []
     assert spec.config.compile.enabled == (option == "rmsnorm_compiled")
+    module = spec.build_module()
+    args, kwargs = make_inputs(spec.config.input, module, torch.device("cpu"))
+    # Every shipped layer follows dims: the tiny preset sizes its inputs (8 tokens, 4 heads of 16, hidden 64).
+    assert args[0].shape[-1] in (64, 16, 8) and 8 in args[0].shape
+    with torch.inference_mode():
+        out = module(*args, **kwargs)
+    first = out[0] if isinstance(out, tuple) else out
+    assert torch.isfinite(first).all() and first.shape == args[0].shape
 
 
 @pytest.mark.parametrize("option", sorted(p.stem for p in (REPO / "conf" / "profiler").glob("*.yaml")))
@@ -58,7 +68,30 @@ def test_user_experiments_compose_from_their_config_dir(hydra_conf) -> None:
     cfg = compose("config", overrides=[f"hydra.searchpath=[file://{EXPERIMENTS}]", "+experiment=swiglu_mlp"], return_hydra_config=True)
     assert cfg.module._target_ == "layers.swiglu.SwiGLUMLP"
     run_cfg = to_run_config(cfg)
-    assert len(run_cfg.input.extra) == 1 and run_cfg.input.extra[0].shape == run_cfg.input.shape
+    assert run_cfg.input.args == [{"shape": run_cfg.input.shape, "dtype": "bfloat16"}]  # the residual
+    assert run_cfg.baseline == {"compile.enabled": False}
+
+
+@pytest.mark.parametrize("experiment", sorted(p.stem for p in (EXPERIMENTS / "experiment").glob("*.yaml")))
+def test_every_user_experiment_composes_and_names_its_command(hydra_conf, experiment: str) -> None:
+    cfg = compose("config", overrides=[f"hydra.searchpath=[file://{EXPERIMENTS}]", f"+experiment={experiment}"],
+                  return_hydra_config=True)
+    assert str(cfg.hydra.mode) == "RunMode.MULTIRUN" and cfg.hydra.sweeper.params
+    text = (EXPERIMENTS / "experiment" / f"{experiment}.yaml").read_text()
+    assert f"neuronexp --config-dir experiments +experiment={experiment}" in text
+
+
+def test_the_shape_presets_resize_every_layer_and_sweep_sequence_lengths(hydra_conf) -> None:
+    cfg = compose("config", overrides=["+experiment=attention", "module=attention_naive", "shapes=llama3_70b"],
+                  return_hydra_config=True)
+    assert cfg.hydra.sweeper.params["dims.seq"] == "128,512,2048,8192"
+    run_cfg = to_run_config(cfg)
+    assert run_cfg.input.shape == [1, 64, 1024, 128]  # q: 64 heads of 128 (Llama-3 70B) at dims.seq
+    assert run_cfg.input.args == [{"shape": [1, 8, 1024, 128]}] * 2  # k, v: 8 key/value heads
+    plain = to_run_config(compose("config", overrides=["shapes=llama3_8b", "dims.seq=512"]))
+    assert plain.input.shape == [1, 512, 4096] and plain.module["hidden_size"] == 4096
+    # Without a preset the default input is Llama-3 8B's hidden size at 1,024 tokens.
+    assert to_run_config(compose("config")).input.shape == [1, 1024, 4096]
 
 
 @pytest.mark.parametrize(
@@ -72,6 +105,11 @@ def test_user_experiments_compose_from_their_config_dir(hydra_conf) -> None:
         (lambda c: setattr(c.timing, "max_seconds", 0.0), "timing.max_seconds"),
         (lambda c: setattr(c.profiler.neuron, "capture_enabled_for_nc", "0,a"), "profiler.neuron.capture_enabled_for_nc"),
         (lambda c: setattr(c.neuron, "visible_cores", "3-1"), "neuron.visible_cores"),
+        (lambda c: setattr(c.dims, "kv_heads", 3), "dims.kv_heads"),
+        (lambda c: setattr(c.dims, "seq", 0), "dims.seq"),
+        (lambda c: setattr(c, "baseline", [1]), "baseline"),
+        (lambda c: setattr(c, "baseline", {"module": {"a": 1}}), "baseline.module"),
+        (lambda c: setattr(c.input, "extra", [{"shape": [1, 2]}]), "input.extra"),
     ],
 )
 def test_validate_names_the_bad_key(mutate, key: str) -> None:

@@ -1,10 +1,21 @@
-"""Seeded input tensors for a cell, built on the cell's device."""
+"""A cell's inputs, built from `input.*` (the value specs of config.inputs) on the cell's device.
+
+Random tensors are drawn on the host from one generator seeded with `input.seed`, in a fixed order (the first
+input, then `args`, then `kwargs` in their order), then moved: the same values on every backend, and the same
+values `input.extra` gave before it became `input.args`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.config import DType, InputConfig
+from neuronexp.config.inputs import default_fill, tensor_dtype
 
 TORCH_DTYPES = {
     DType.float32: torch.float32,
@@ -17,25 +28,107 @@ TORCH_DTYPES = {
 }
 
 
+class InputError(RuntimeError):
+    """An input could not be built (a factory raised); names the input's key. The cause stays chained."""
+
+
 def torch_dtype(dtype: DType | str) -> torch.dtype:
     return TORCH_DTYPES[DType(dtype)]
 
 
-def _tensor(shape: list[int], dtype: DType, high: int, gen: torch.Generator) -> torch.Tensor:
-    td = torch_dtype(dtype)
-    if td.is_floating_point:
-        return torch.randn(*shape, generator=gen, dtype=torch.float32).to(td)
-    if td == torch.bool:
-        return torch.randint(0, 2, tuple(shape), generator=gen).bool()
-    return torch.randint(0, high, tuple(shape), generator=gen, dtype=td)
+def make_tensor(spec: Mapping[str, Any], first_dtype: str, gen: torch.Generator) -> torch.Tensor:
+    dtype = tensor_dtype(spec, first_dtype)
+    td, shape = torch_dtype(dtype), tuple(int(d) for d in spec["shape"])
+    fill = spec.get("fill") or default_fill(dtype)
+    if fill == "randn":  # drawn in float32, then cast: the same values for every floating dtype
+        t = torch.randn(shape, generator=gen, dtype=torch.float32).to(td)
+    elif fill == "rand":
+        t = torch.rand(shape, generator=gen, dtype=torch.float32).to(td)
+    elif fill == "randint":
+        t = torch.randint(int(spec.get("low", 0)), int(spec.get("high", 2)), shape, generator=gen).to(td)
+    elif fill == "bernoulli":
+        t = torch.randint(0, 2, shape, generator=gen).to(td)
+    elif fill == "arange":  # along the last dimension, the same in every row: position ids
+        t = torch.arange(shape[-1], dtype=td).expand(shape).contiguous() if shape else torch.zeros((), dtype=td)
+    elif fill == "full":
+        t = torch.full(shape, spec.get("value", 0), dtype=td)
+    else:
+        t = (torch.zeros if fill == "zeros" else torch.ones)(shape, dtype=td)
+    return t.requires_grad_(True) if spec.get("requires_grad") else t
 
 
-def make_inputs(cfg: InputConfig, device: torch.device) -> tuple[torch.Tensor, ...]:
-    """The first input from `input.shape/dtype`, then one tensor per `input.extra` entry.
+def to_device(value: Any, device: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, (tuple, list)):
+        return type(value)(to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: to_device(v, device) for k, v in value.items()}
+    return value
 
-    Tensors are drawn on the host from a fixed seed, then moved: the same values on every backend.
-    """
-    gen = torch.Generator().manual_seed(cfg.seed)
-    tensors = [_tensor(list(cfg.shape), cfg.dtype, 2, gen)]
-    tensors += [_tensor(list(e.shape), e.dtype, e.high, gen) for e in cfg.extra]
-    return tuple(t.to(device) for t in tensors)
+
+def input_node(cfg: InputConfig) -> DictConfig:
+    """The resolved, read-only `input` node factories receive. A copy: Hydra's instantiate detaches a config
+    passed to it positionally, which would cut the live node from its root and break later interpolations."""
+    node = OmegaConf.create(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
+    OmegaConf.set_readonly(node, True)
+    return node
+
+
+class _Builder:
+    def __init__(self, cfg: InputConfig, module: Any, device: Any) -> None:
+        self.first_dtype = DType(cfg.dtype).value
+        self.module, self.device, self.cfg = module, device, cfg
+        self.gen = torch.Generator().manual_seed(int(cfg.seed))
+        self._node: DictConfig | None = None
+
+    def value(self, spec: Any, path: str) -> Any:
+        if spec is None or isinstance(spec, (bool, int, float, str)):
+            return spec
+        if isinstance(spec, (list, tuple)):
+            return tuple(self.value(s, f"{path}[{i}]") for i, s in enumerate(spec))
+        if "_value_" in spec:
+            return spec["_value_"]
+        if "_target_" in spec:
+            return to_device(self.factory(spec, path), self.device)
+        return make_tensor(spec, self.first_dtype, self.gen).to(self.device)
+
+    def factory(self, spec: Mapping[str, Any], path: str) -> Any:
+        from hydra.utils import instantiate
+
+        if self._node is None:
+            self._node = input_node(self.cfg)
+        try:
+            return instantiate(dict(spec), self.module, self._node, _convert_="all")
+        except Exception as exc:
+            root = exc.__cause__ or exc  # Hydra wraps the factory's own error
+            raise InputError(f"{path}: {spec['_target_']} failed: {type(root).__name__}: {root}") from exc
+
+
+def make_inputs(cfg: InputConfig, module: Any, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(args, kwargs) for `module(*args, **kwargs)`: the first input from `input.shape`/`input.dtype`, then
+    `input.args`, and `input.kwargs`. Factories get `module` as built and moved, before torch.compile wraps it."""
+    b = _Builder(cfg, module, device)
+    first = make_tensor({"shape": list(cfg.shape)}, b.first_dtype, b.gen).to(device)
+    args = (first, *(b.value(s, f"input.args[{i}]") for i, s in enumerate(cfg.args)))
+    return args, {str(k): b.value(v, f"input.kwargs.{k}") for k, v in cfg.kwargs.items()}
+
+
+def wants_grad(cfg: InputConfig) -> bool:
+    """Whether a tensor spec asks for requires_grad anywhere in args/kwargs."""
+
+    def walk(spec: Any) -> bool:
+        if isinstance(spec, (list, tuple)):
+            return any(walk(s) for s in spec)
+        return isinstance(spec, Mapping) and "shape" in spec and bool(spec.get("requires_grad"))
+
+    return walk(list(cfg.args)) or walk(list(cfg.kwargs.values()))
+
+
+def grad_mode(cfg: InputConfig, backend_name: str) -> AbstractContextManager:
+    """How the module is called: with autograd recording when an input asks for requires_grad (the forward of a
+    training step, graph building included), else inference mode (no_grad on Neuron, where XLA tensors
+    reject inference mode)."""
+    if wants_grad(cfg):
+        return torch.enable_grad()
+    return torch.inference_mode() if backend_name != "neuron" else torch.no_grad()

@@ -6,7 +6,7 @@ Imports nothing else from neuronexp.
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import (
-    BackendName, CompileConfig, DType, ExtraInput, InputConfig, LauncherConfig, NeuronDeviceConfig, NeuronMode,
+    BackendName, CompileConfig, DimsConfig, DType, InputConfig, LauncherConfig, NeuronDeviceConfig, NeuronMode,
     NeuronProfilerConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig,
 )
 from neuronexp.config.spec import CellSpec
@@ -14,7 +14,7 @@ from neuronexp.config.units import format_units, parse_units, unit_set, validate
 from neuronexp.config.validate import locate, validate, validate_module_target
 
 __all__ = [
-    "BackendName", "CellSpec", "CompileConfig", "ConfigError", "DType", "ExtraInput", "InputConfig", "LauncherConfig",
+    "BackendName", "CellSpec", "CompileConfig", "ConfigError", "DimsConfig", "DType", "InputConfig", "LauncherConfig",
     "NeuronDeviceConfig", "NeuronMode", "NeuronProfilerConfig", "ProfilerConfig", "RunConfig", "ScheduleConfig",
     "TimingConfig", "format_units", "locate", "parse_units", "unit_set", "validate", "validate_module_target",
     "validate_units",

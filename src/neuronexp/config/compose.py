@@ -69,10 +69,12 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
         ConfigError: any bad value, before work starts.
     """
     run_cfg = to_run_config(cfg)
-    validate(run_cfg)
+    warnings = validate(run_cfg)
     experiment, module = labels_from(cfg, choices, task_overrides)
     resolved = OmegaConf.to_container(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
-    resolved.pop("launcher", None)  # where a cell runs is not what it measures: same run_id under any launcher
+    # Not what a cell measures: where it runs (same run_id under any launcher), and what it is compared with.
+    resolved.pop("launcher", None)
+    resolved.pop("baseline", None)
     module_node = run_cfg.module
 
     def build_module() -> Any:
@@ -85,6 +87,7 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
         experiment=experiment,
         module_name=module,
         overrides=override_dirname,
+        warnings=warnings,
     )
 
 
@@ -98,6 +101,7 @@ def spec_from_sweep_config(cfg: DictConfig) -> CellSpec:
 def override_dirname(task_overrides: list[str]) -> str:
     """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree.
 
-    `launcher.*` is left out: where cells run is not a label of the cell (it is recorded in `placement`).
+    `launcher.*` is left out: where cells run is not a label of the cell (it is recorded in `placement`); so is
+    `baseline`, which says what a cell is compared with, not what it measured.
     """
-    return ",".join(sorted(o for o in task_overrides if not o.lstrip("+~").startswith("launcher.")))
+    return ",".join(sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("launcher.", "baseline="))))

@@ -40,19 +40,41 @@ class NeuronMode(str, Enum):
 
 
 @dataclass
-class ExtraInput:
-    shape: list[int] = MISSING
-    dtype: DType = DType.float32
-    # Integer inputs (token ids, indices) are drawn from [0, high).
-    high: int = 2
+class DimsConfig:
+    """Dimensions of the model a study is sized after. The shipped layers and their input shapes follow them
+    (`${dims.seq}`, ...), so a preset from conf/shapes/ (`shapes=llama3_70b`) resizes any of them.
+
+    The defaults are Llama-3 8B's (meta-llama/Meta-Llama-3-8B config.json) at 1,024 tokens: the default
+    first input is [1,1024,4096].
+    """
+
+    batch: int = 1
+    seq: int = 1024  # tokens
+    hidden: int = 4096
+    heads: int = 32  # query heads
+    kv_heads: int = 8  # key/value heads (grouped-query attention when fewer than heads)
+    head_dim: int = 128
+    intermediate: int = 14336  # the MLP's inner width
+    rope_theta: float = 500000.0
 
 
 @dataclass
 class InputConfig:
-    shape: list[int] = field(default_factory=lambda: [1, 1024, 4096])
+    """The inputs the module is called with: `module(first, *args, **kwargs)`.
+
+    The first input is `shape`/`dtype` (what sweeps and `${nx.last:${input.shape}}` follow). `args` and
+    `kwargs` hold value specs: a literal, a list (passed as a tuple), a tensor `{shape, dtype, fill, ...}`, a
+    factory `{_target_: ..., params}` called with the built module, or `{_value_: X}` for a literal dict or
+    list. config.inputs checks them; cell.inputs builds them.
+    """
+
+    shape: list[int] = field(default_factory=lambda: ["${dims.batch}", "${dims.seq}", "${dims.hidden}"])
     dtype: DType = DType.bfloat16
-    extra: list[ExtraInput] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
+    # Renamed to `args` (the entries are the same); kept only to tell configs that still use it.
+    extra: Any = None
 
 
 @dataclass
@@ -162,5 +184,8 @@ class RunConfig:
     timing: TimingConfig = field(default_factory=TimingConfig)
     neuron: NeuronDeviceConfig = field(default_factory=NeuronDeviceConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
-    # The module option that speedups are computed against in a sweep; null disables speedups.
-    baseline: str | None = "rmsnorm_naive"
+    dims: DimsConfig = field(default_factory=DimsConfig)
+    # The reference cell of each group of otherwise-identical cells, as key: value pairs that pick it, e.g.
+    # {module: rmsnorm_naive} or {compile.enabled: false}; a bare name means {module: name}. Speedups and
+    # findings compare cells within a group only; null: no speedups.
+    baseline: Any = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from neuronexp.config.schema import RunConfig
@@ -18,3 +18,5 @@ class CellSpec:
     experiment: str
     module_name: str
     overrides: str = ""
+    # For the cell's row: what validation found suspicious but not wrong (an input `forward` may ignore).
+    warnings: list[str] = field(default_factory=list)

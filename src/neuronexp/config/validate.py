@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from neuronexp.config.errors import ConfigError
+from neuronexp.config.inputs import check_inputs
 from neuronexp.config.neuron import validate_neuron
 from neuronexp.config.schema import DType, RunConfig
 from neuronexp.config.units import validate_units
@@ -25,14 +26,17 @@ def _check_shape(key: str, shape: list[int]) -> None:
         raise ConfigError(key, list(shape), "must be a non-empty list of positive integers, e.g. [1,1024,4096]")
 
 
-def validate(cfg: RunConfig) -> None:
-    """Check what the schema types cannot: ranges, shapes, core lists and the module target."""
+def validate(cfg: RunConfig) -> list[str]:
+    """Check what the schema types cannot: ranges, shapes, core lists, the module target, the inputs and the
+    baseline. Returns warnings for the cell's row (a keyword input `forward` may ignore)."""
     _check_shape("input.shape", cfg.input.shape)
     if cfg.input.dtype in (DType.int64, DType.int32, DType.bool):
         raise ConfigError("input.dtype", cfg.input.dtype.value, "the first input must be a floating dtype")
-    for i, extra in enumerate(cfg.input.extra):
-        _check_shape(f"input.extra[{i}].shape", extra.shape)
-        _positive(f"input.extra[{i}].high", extra.high)
+    for name in ("batch", "seq", "hidden", "heads", "kv_heads", "head_dim", "intermediate"):
+        _positive(f"dims.{name}", getattr(cfg.dims, name))
+    if cfg.dims.heads % cfg.dims.kv_heads:
+        raise ConfigError("dims.kv_heads", cfg.dims.kv_heads, f"must divide dims.heads={cfg.dims.heads} (query heads share key/value heads)")
+    check_baseline(cfg.baseline)
     s = cfg.profiler.schedule
     _positive("profiler.schedule.wait", s.wait, 0)
     _positive("profiler.schedule.warmup", s.warmup, 0)
@@ -59,6 +63,20 @@ def validate(cfg: RunConfig) -> None:
         _positive("launcher.per_device", cfg.launcher.per_device)
     validate_units("launcher.pool", cfg.launcher.pool)
     validate_module_target(cfg.module)
+    return check_inputs(cfg.input, cfg.module)
+
+
+def check_baseline(baseline: Any) -> None:
+    """null, a module name, or key: value pairs whose values are scalars (or a list, for a shape)."""
+    if baseline is None or (isinstance(baseline, str) and baseline.strip()):
+        return
+    if not isinstance(baseline, dict) or not baseline:
+        raise ConfigError("baseline", baseline, "null, a module name, or key: value pairs such as "
+                          "{module: rmsnorm_naive} or {compile.enabled: false}")
+    for key, value in baseline.items():
+        scalar = value is None or isinstance(value, (bool, int, float, str))
+        if not scalar and not (isinstance(value, list) and all(isinstance(v, (int, float, str)) for v in value)):
+            raise ConfigError(f"baseline.{key}", value, "must be a single value (or a list, for a shape) that picks the reference cell")
 
 
 def validate_module_target(module: Any) -> None:
@@ -75,8 +93,8 @@ def validate_module_target(module: Any) -> None:
         raise ConfigError("module._target_", target, "is not callable; name an nn.Module class or a factory function")
 
 
-def locate(path: str) -> Any:
-    """Import `pkg.mod.Name` (like hydra.utils.get_object) but fail with a ConfigError."""
+def locate(path: str, key: str = "module._target_") -> Any:
+    """Import `pkg.mod.Name` (like hydra.utils.get_object) but fail with a ConfigError naming `key`."""
     parts = path.split(".")
     for split in range(len(parts) - 1, 0, -1):
         mod_name = ".".join(parts[:split])
@@ -85,14 +103,14 @@ def locate(path: str) -> Any:
         except ModuleNotFoundError as exc:
             if exc.name and (mod_name == exc.name or mod_name.startswith(exc.name + ".")):
                 continue
-            raise ConfigError("module._target_", path, f"importing {mod_name} failed: {exc}") from exc
+            raise ConfigError(key, path, f"importing {mod_name} failed: {exc}") from exc
         except Exception as exc:  # a user module that raises at import time
-            raise ConfigError("module._target_", path, f"importing {mod_name} failed: {type(exc).__name__}: {exc}") from exc
+            raise ConfigError(key, path, f"importing {mod_name} failed: {type(exc).__name__}: {exc}") from exc
         try:
             for attr in parts[split:]:
                 obj = getattr(obj, attr)
         except AttributeError:
-            raise ConfigError("module._target_", path, f"{mod_name} has no attribute {'.'.join(parts[split:])}") from None
+            raise ConfigError(key, path, f"{mod_name} has no attribute {'.'.join(parts[split:])}") from None
         return obj
-    raise ConfigError("module._target_", path, "cannot be imported; give a dotted path like mypkg.layers.MyLayer "
+    raise ConfigError(key, path, "cannot be imported; give a dotted path like mypkg.layers.MyLayer "
                       "importable from the working directory or experiments/")

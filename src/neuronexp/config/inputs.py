@@ -1,0 +1,161 @@
+"""The input specs of `input.args` / `input.kwargs`, checked before any cell runs.
+
+A value spec is one of:
+
+- a literal: null, a bool, an int, a float, a string — passed as it is;
+- a list `[a, b]` — passed as a tuple of its resolved elements (a Hugging Face `(cos, sin)` pair);
+- a tensor: a mapping with `shape` (and optionally `dtype`, `fill`, `low`, `high`, `value`, `requires_grad`);
+- a factory: a mapping with `_target_`, called as `target(module, input, **params)` once the module is built
+  and on its device (neuronexp.modules.inputs has `rotary` and `causal_mask`);
+- `{_value_: X}`: X verbatim (a literal dict or list).
+
+The checks need no module instance: keys, fills, dtypes, bounds, factories that import, and — for a module
+given by its class — the keyword names and positional count against `forward`'s signature.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from neuronexp.config.errors import ConfigError
+from neuronexp.config.schema import DType, InputConfig
+
+TENSOR_KEYS = ("shape", "dtype", "fill", "low", "high", "value", "requires_grad")
+FILLS = ("randn", "rand", "zeros", "ones", "full", "arange", "randint", "bernoulli")
+_INT_FILLS = ("arange", "randint")
+_DTYPES = tuple(d.value for d in DType)
+_MIGRATE_EXTRA = "renamed to input.args (the same {shape, dtype, high} entries, after the first input); move them there"
+
+
+def check_inputs(cfg: InputConfig, module: Any) -> list[str]:
+    """Check every input spec; returns warnings (keyword inputs `forward` may silently ignore).
+
+    Raises:
+        ConfigError: the first bad spec, naming its key (`input.kwargs.attention_mask.fill`).
+    """
+    from neuronexp.config.validate import locate  # validate imports this module
+
+    if cfg.extra is not None:
+        raise ConfigError("input.extra", "[...]", _MIGRATE_EXTRA)
+    first = getattr(cfg.dtype, "value", cfg.dtype)
+    for i, spec in enumerate(cfg.args):
+        check_value(f"input.args[{i}]", spec, first, locate)
+    for name, spec in cfg.kwargs.items():
+        if not str(name).isidentifier():
+            raise ConfigError(f"input.kwargs.{name}", spec, "a keyword input needs a Python identifier as its name")
+        check_value(f"input.kwargs.{name}", spec, first, locate)
+    target = module.get("_target_") if isinstance(module, Mapping) else None
+    cls = locate(str(target)) if target else None
+    return forward_check(cls, list(cfg.args), dict(cfg.kwargs)) if isinstance(cls, type) else []
+
+
+def tensor_dtype(spec: Mapping, first_dtype: str) -> str:
+    """A tensor spec's dtype: its own, else int64 for arange/randint, bool for bernoulli, else the first input's."""
+    if spec.get("dtype") is not None:
+        return str(getattr(spec["dtype"], "value", spec["dtype"]))
+    fill = spec.get("fill")
+    return "int64" if fill in _INT_FILLS else "bool" if fill == "bernoulli" else first_dtype
+
+
+def default_fill(dtype: str) -> str:
+    """randn for floating dtypes, bernoulli for bool, randint (from [low, high), default [0, 2)) for integers."""
+    return "randn" if dtype.startswith(("float", "bfloat")) else "bernoulli" if dtype == "bool" else "randint"
+
+
+def check_value(path: str, spec: Any, first_dtype: str, locate: Any) -> None:
+    if spec is None or isinstance(spec, (bool, int, float, str)):
+        return
+    if isinstance(spec, (list, tuple)):
+        for j, item in enumerate(spec):
+            check_value(f"{path}[{j}]", item, first_dtype, locate)
+        return
+    if not isinstance(spec, Mapping):
+        raise ConfigError(path, spec, "a literal, a list, or a mapping (tensor, factory, _value_)")
+    if "_value_" in spec:
+        if len(spec) > 1:
+            raise ConfigError(path, sorted(spec), "_value_ stands alone: {_value_: X} passes X verbatim")
+        return
+    if "_target_" in spec:
+        factory = locate(str(spec["_target_"]), key=f"{path}._target_")
+        if not callable(factory):
+            raise ConfigError(f"{path}._target_", spec["_target_"], "is not callable; name a function(module, input, **params)")
+        return
+    if "shape" in spec:
+        check_tensor(path, spec, first_dtype)
+        return
+    raise ConfigError(path, sorted(spec), "a mapping needs shape (a tensor), _target_ (a factory) or _value_ "
+                      "(a literal dict)")
+
+
+def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
+    for key in spec:
+        if key not in TENSOR_KEYS:
+            raise ConfigError(f"{path}.{key}", spec[key], f"unknown tensor key; allowed: {', '.join(TENSOR_KEYS)}")
+    shape = spec["shape"]
+    if not isinstance(shape, (list, tuple)) or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
+        raise ConfigError(f"{path}.shape", shape, "must be a list of non-negative integers, e.g. [1,128,64]")
+    if spec.get("dtype") is not None and str(getattr(spec["dtype"], "value", spec["dtype"])) not in _DTYPES:
+        raise ConfigError(f"{path}.dtype", spec["dtype"], f"one of {', '.join(_DTYPES)}")
+    dtype = tensor_dtype(spec, first_dtype)
+    floating = dtype.startswith(("float", "bfloat"))
+    fill = spec.get("fill") or default_fill(dtype)
+    if fill not in FILLS:
+        raise ConfigError(f"{path}.fill", fill, f"one of {', '.join(FILLS)}")
+    if fill in ("randn", "rand") and not floating:
+        raise ConfigError(f"{path}.fill", fill, f"draws floats; a {dtype} tensor takes randint, bernoulli, arange, zeros, ones or full")
+    for key in ("low", "high"):
+        if key in spec and (isinstance(spec[key], bool) or not isinstance(spec[key], int)):
+            raise ConfigError(f"{path}.{key}", spec[key], "must be an integer (randint draws from [low, high))")
+    if int(spec.get("low", 0)) >= int(spec.get("high", 2)):
+        raise ConfigError(f"{path}.high", spec.get("high", 2), f"must be greater than low={spec.get('low', 0)}")
+    if "value" in spec and (isinstance(spec["value"], bool) or not isinstance(spec["value"], (int, float))):
+        raise ConfigError(f"{path}.value", spec["value"], "must be a number (the value of fill: full)")
+    grad = spec.get("requires_grad", False)
+    if not isinstance(grad, bool):
+        raise ConfigError(f"{path}.requires_grad", grad, "true or false")
+    if grad and not floating:
+        raise ConfigError(f"{path}.requires_grad", grad, f"only floating-point tensors can require grad (this one is {dtype})")
+
+
+def forward_check(cls: type, args: list[Any], kwargs: dict[str, Any]) -> list[str]:
+    """Inputs against `cls.forward`: too many positional inputs, unknown or doubled keywords, missing required
+    ones are errors; a keyword only `**kwargs` takes is a warning (Hugging Face layers ignore unknown ones)."""
+    try:
+        params = list(inspect.signature(cls.forward).parameters.values())
+    except (TypeError, ValueError, AttributeError):  # a C extension or an unusual callable: nothing to check
+        return []
+    if params and params[0].name == "self":
+        params = params[1:]
+    where = f"{cls.__name__}.forward({', '.join(str(p) for p in params)})"
+    P = inspect.Parameter
+    positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    var_pos = any(p.kind == P.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind == P.VAR_KEYWORD for p in params)
+    given = 1 + len(args)
+    if given > len(positional) and not var_pos:
+        raise ConfigError("input.args", args, f"{where} takes {len(positional)} positional input(s), "
+                          "the first from input.shape; give the rest as input.kwargs")
+    named = {p.name: i for i, p in enumerate(params) if p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD)}
+    warnings = []
+    for name, spec in kwargs.items():
+        if name in named and named[name] < given and params[named[name]].kind != P.KEYWORD_ONLY:
+            raise ConfigError(f"input.kwargs.{name}", spec, f"already given positionally to {where}")
+        if named.get(name) is not None and params[named[name]].kind == P.POSITIONAL_ONLY:
+            raise ConfigError(f"input.kwargs.{name}", spec, f"is positional-only in {where}; list it in input.args")
+        if name not in named:
+            if not var_kw:
+                raise ConfigError(f"input.kwargs.{name}", spec, f"not a parameter of {where}")
+            warnings.append(f"input.kwargs.{name} is not a named parameter of {cls.__name__}.forward; its **kwargs "
+                            "takes it and may ignore it (misspelled?)")
+    filled = {p.name for p in positional[:given]} | set(kwargs)
+    for p in params:
+        if p.default is not P.empty or p.name in filled or p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD):
+            continue
+        where_to = "list it in input.args" if p.kind != P.KEYWORD_ONLY else f"add +input.kwargs.{p.name}=..."
+        if p.kind == P.POSITIONAL_OR_KEYWORD:
+            where_to += f" or add +input.kwargs.{p.name}=..."
+        raise ConfigError(f"input.kwargs.{p.name}" if p.kind == P.KEYWORD_ONLY else "input.args", "(missing)",
+                          f"{where} needs {p.name}: {where_to}")
+    return warnings
