@@ -77,8 +77,10 @@ def test_rmsnorm_experiment_runs_without_dash_m_and_prints_the_comparison(cli, t
 
 def test_adhoc_multirun_and_an_extra_axis(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    res = _sweep(cli, sweep, "-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,16,64]", "input.dtype=float32,bfloat16")
+    res = _sweep(cli, sweep, "-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,16,64]", "input.dtype=float32,bfloat16",
+                 "baseline=rmsnorm_naive")
     assert res.returncode == 0, res.stderr
+    assert "×speedup vs rmsnorm_naive" in res.stdout
     cells = neuronexp.load(sweep).cells
     assert len(cells) == 8
     assert set(zip(cells["dtype"], cells["shape"])) == {(d, s) for d in ("float32", "bfloat16") for s in ("[1,8,64]", "[1,16,64]")}
@@ -99,6 +101,11 @@ def test_a_failing_cell_is_a_row_and_the_sweep_goes_on(cli, tmp_path: Path) -> N
     cells = neuronexp.load(sweep).cells
     assert list(cells["status"]) == ["ok", "error", "ok"]
     assert cells["error"].iloc[1] == "RuntimeError: unsupported width 128"
+    # The row keeps the root cause; the cell's own directory keeps the whole traceback.
+    failed = sweep / "1"  # the job directory of the second cell
+    trace = (failed / "error.log").read_text()
+    assert trace.startswith("Traceback") and "failing.py" in trace and trace.rstrip().endswith("RuntimeError: unsupported width 128")
+    assert not (sweep / "0" / "error.log").exists()
     summary = (sweep / "results" / "summary.md").read_text()
     assert "## Failed cells" in summary and "unsupported width 128" in summary
     assert "1 failed" in res.stdout

@@ -126,4 +126,6 @@ def cell_tables(
         )
         samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v} for i, v in enumerate(m.latency.samples_us)]
     cell.update(extra)
+    notes = [*spec.warnings, *([str(extra["warnings"])] if extra.get("warnings") else [])]
+    cell["warnings"] = " | ".join(notes) or None
     return {"cells": arrow_table("cells", [cell]), "ops": arrow_table("ops", op_rows), "samples": arrow_table("samples", samples)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
+import traceback
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,21 +19,22 @@ from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_c
 from neuronexp.config import ConfigError
 from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
-from neuronexp.cell.inputs import make_inputs, torch_dtype
+from neuronexp.cell.inputs import InputError, grad_mode, make_inputs, torch_dtype
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.results import TABLES, Results
-from neuronexp.results.files import write_job_tables, write_json
+from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json
 from neuronexp.cell.timing import time_callable
 
 
 def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
     cfg = spec.config
+    torch.manual_seed(cfg.input.seed)  # the same weights in every run, and in each variant built alike
     module = spec.build_module()
     if not isinstance(module, nn.Module):
         raise ConfigError("module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module")
     dtype = torch_dtype(cfg.input.dtype)
     module = module.to(device=backend.device, dtype=dtype).eval()
-    inputs = make_inputs(cfg.input, backend.device)
+    args, kwargs = make_inputs(cfg.input, module, backend.device)
     model: Any = module
     if cfg.compile.enabled:
         backend.check_compile(cfg.compile)
@@ -45,7 +47,7 @@ def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
             fullgraph=cfg.compile.fullgraph,
             dynamic=cfg.compile.dynamic,
         )
-    return (lambda: model(*inputs)), module
+    return (lambda: model(*args, **kwargs)), module
 
 
 def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir: Path) -> Measured:
@@ -63,8 +65,11 @@ def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir:
 
 
 def _error_text(exc: BaseException) -> str:
+    """The root cause in one line: wrappers (Hydra's InstantiationException) name a target, not the error."""
     if isinstance(exc, SystemExit):
         return f"SystemExit: the layer called sys.exit({exc.code!r})"
+    while exc.__cause__ is not None and not isinstance(exc, InputError):  # InputError names the input's key
+        exc = exc.__cause__
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".strip()
 
@@ -81,7 +86,7 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     backend.prepare()
     measured: Measured | None = None
     error: str | None = None
-    grad = torch.inference_mode() if backend.name != "neuron" else torch.no_grad()
+    grad = grad_mode(cfg.input, backend.name)
     try:
         with grad:
             call, _module = _build(spec, backend)
@@ -90,6 +95,7 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
         error = str(exc)
     except (Exception, SystemExit) as exc:  # failures are data: the sweep goes on with an error row
         error = _error_text(exc)
+        atomic_write_text(out_dir / ERROR_LOG, traceback.format_exc())  # the row keeps one line, this the rest
     finally:
         if backend.name != "cpu":
             # Device memory held by reference cycles (compiled graphs) must be back before the next

@@ -80,12 +80,17 @@ def _write_job_table(out_dir: Path, name: str, table: pa.Table) -> None:
     write_table(out_dir / f"{name}.parquet", table)
 
 
+# A failed cell's full traceback (its row keeps the root cause in one line).
+ERROR_LOG = "error.log"
+
+
 def reset_job_dir(job_dir: Path) -> None:
     """Before a cell (re)runs in `job_dir`: drop its completion marker and any half-written temporaries.
 
-    Without this, a rerun killed midway would leave the old cells row beside new ops and samples.
+    Without this, a rerun killed midway would leave the old cells row beside new ops and samples (and a rerun
+    that succeeds, the old attempt's traceback beside its row).
     """
-    for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", *job_dir.glob(".*.tmp-*")]:
+    for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", job_dir / ERROR_LOG, *job_dir.glob(".*.tmp-*")]:
         stale.unlink(missing_ok=True)
 
 
