@@ -42,13 +42,14 @@ def run_dirs(root: Path) -> list[Path]:
 
 
 def small_sweep(root: Path, shapes: str, *extra: str) -> Path:
-    """A real naive × fused RMSNorm sweep over `shapes` through the console script; its directory.
+    """A real naive × fused RMSNorm sweep over `shapes` through the console script, naive as the baseline; its
+    directory.
 
     `extra` overrides FAST's values (e.g. "timing.iters=20").
     """
     out = root / "sweep"
     keys = tuple(a.split("=", 1)[0] + "=" for a in extra) + ("input.shape=",)
-    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={shapes}",
+    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={shapes}", "baseline=rmsnorm_naive",
             *[a for a in FAST if not a.startswith(keys)], *extra, f"hydra.sweep.dir={out}"]
     result = run_cli(args, cwd=root)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -11,7 +11,7 @@ from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import short_op
 from neuronexp.results import usable
 
-FUSION_COLUMNS = ["input", "variant", "is_baseline", "device_ops", "device_time_us", "latency_median_us", "removed", "added"]
+FUSION_COLUMNS = ["input", "variant", "is_baseline", "compared", "device_ops", "device_time_us", "latency_median_us", "removed", "added"]
 
 
 def op_key(name: str, device_type: str) -> str:
@@ -55,25 +55,27 @@ def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
             for run, g in ranked.groupby("run_id").head(top).groupby("run_id")}
 
 
-def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
-    """Per input and variant: device ops dispatched per step, and which ops disappeared or appeared
-    compared with the baseline variant on the same input (the fusion finding, op by op)."""
+def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    """Per input and variant: device ops dispatched per step, and which ops disappeared or appeared compared with
+    the cell's baseline cell (`baseline_run_id`; the fusion finding, op by op). `compared` is false for a cell
+    without a usable baseline cell, whose removed/added lists say nothing."""
     ok = cells[cells["status"].map(usable)]
-    _, variants, grid = comparison_grid(ok, baseline)
+    _, variants, grid = comparison_grid(ok)
     host = host_ops(ops) if not ops.empty else ops
     names = host[host["calls"] > 0].groupby("run_id")["op"].agg(set).to_dict() if not host.empty else {}
+    usable_runs = set(ok["run_id"])
     rows = []
     for key, by_variant in grid.items():
-        base = by_variant.get(baseline) if baseline else None
-        base_ops = names.get(base["run_id"], set()) if base is not None else set()
         for variant in variants:
             cell = by_variant.get(variant)
             if cell is None:
                 continue
-            mine = names.get(cell["run_id"], set())
-            compared = base is not None and variant != baseline
+            ref = cell.get("baseline_run_id")
+            is_baseline = ref == cell["run_id"]
+            compared = isinstance(ref, str) and ref in usable_runs and not is_baseline
+            mine, base_ops = names.get(cell["run_id"], set()), names.get(ref, set()) if compared else set()
             rows.append({
-                "input": " ".join(map(str, key)), "variant": variant, "is_baseline": variant == baseline,
+                "input": " ".join(map(str, key)), "variant": variant, "is_baseline": is_baseline, "compared": compared,
                 "device_ops": cell["device_ops"], "device_time_us": cell["device_time_us"],
                 "latency_median_us": cell["latency_median_us"],
                 "removed": sorted(base_ops - mine) if compared else [], "added": sorted(mine - base_ops) if compared else [],

@@ -1,79 +1,199 @@
-"""Variants and baselines: how cells are named, grouped per input, and compared with their baseline."""
+"""Cells named, laid out per input, and compared with their baseline: the one place that names variants.
+
+A cell's name has two parts, both read from the cells themselves (their label columns and the `overrides`
+each ran with), never from a config file:
+
+- its variant: the module ("+compile" when compiled), then every other swept key that is not about the input,
+  as key=value (`intermediate_size=256`);
+- its input: the shape, then dtype and backend when they vary, then the swept input keys (`input.*`, `dims.*`,
+  `shapes`) the shape does not already tell apart.
+
+Two cells never share a name: where those rules leave two alike, the keys still differing, then the run id, are
+added.
+
+A baseline is a set of key=value pairs (`{module: rmsnorm_naive}`, `{compile.enabled: false}`). Cells equal in
+everything but those keys form a group, and the group's cell matching the pairs is its reference (its
+`baseline_run_id`). Speedups and findings compare cells within their group only; no baseline, no speedups.
+"""
 
 from __future__ import annotations
 
-import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from neuronexp.analysis.overrides import normalize, override_values, split_overrides
 from neuronexp.results import USABLE
 
+__all__ = ["add_speedups", "baseline_run_ids", "cell_labels", "comparison_grid", "describe_baseline", "names",
+           "normalize", "override_values", "parse_baseline", "split_overrides", "variant_label", "variant_labels"]
+
+# Config keys that label columns carry (the column is the truth: `module` is the option's name).
+_COLUMN_KEYS = {"module": "module", "compile.enabled": "compiled", "input.shape": "shape", "input.dtype": "dtype",
+                "backend": "backend", "experiment": "experiment"}
+_INPUT_KEYS = ("input.", "dims.", "shapes")
 _ROW_AXES = ["backend", "dtype", "shape"]
+_RESERVED = {"module", "backend", "dtype", "shape", "experiment", "device", "variant"}
+
+Baseline = dict[str, str]
 
 
-def variant_label(cell: Mapping[str, Any]) -> str:
-    name = str(cell["module"])
-    return name + " +compile" if bool(cell["compiled"]) and "compile" not in name else name
+def _overrides(cells: pd.DataFrame) -> pd.DataFrame:
+    """One column per override key ("" where a cell lacks it), less the keys a label column carries
+    (compile.enabled stays: the `compiled` column also turns on for a module option that compiles itself)."""
+    column = cells["overrides"] if "overrides" in cells else pd.Series("", index=cells.index)
+    frame = pd.DataFrame([override_values(o) for o in column], index=cells.index)
+    frame = frame.drop(columns=[k for k in _COLUMN_KEYS if k in frame.columns and k != "compile.enabled"])
+    return frame.fillna("").astype(str)
 
 
-def variant_labels(cells: pd.DataFrame) -> pd.Series:
-    """variant_label for every row at once (sweeps can have thousands of cells)."""
+def _varies(values: pd.Series) -> bool:
+    return values.nunique(dropna=False) > 1
+
+
+def _short_names(keys: list[str]) -> dict[str, str]:
+    """`intermediate_size` for module.config.intermediate_size, unless two shown keys (or a column) share it."""
+    last = [k.rsplit(".", 1)[-1] for k in keys]
+    return {k: s if last.count(s) == 1 and s not in _RESERVED else k for k, s in zip(keys, last)}
+
+
+def _base_names(cells: pd.DataFrame) -> pd.Series:
     names = cells["module"].astype(str)
     tag = cells["compiled"].astype(bool) & ~names.str.contains("compile")
     return names.where(~tag, names + " +compile")
 
 
-def _row_axes(cells: pd.DataFrame) -> list[str]:
-    """Label columns that vary across the sweep (shape always), in a stable order."""
-    return [c for c in _ROW_AXES if c == "shape" or cells[c].nunique(dropna=False) > 1]
+def variant_label(cell: Mapping[str, Any]) -> str:
+    """A single cell's module name, "+compile" when compiled (no sweep around it to tell apart from)."""
+    name = str(cell["module"])
+    return name + " +compile" if bool(cell["compiled"]) and "compile" not in name else name
+
+
+def names(cells: pd.DataFrame) -> tuple[pd.Series, list[str], pd.DataFrame]:
+    """(variant per cell, input axes, input values per cell with one column per axis): see the module doc."""
+    if cells.empty:
+        return pd.Series([], dtype=str), ["shape"], pd.DataFrame(columns=["shape"])
+    ov = _overrides(cells)
+    varying = [k for k in ov.columns if _varies(ov[k])]
+    variant_keys = [k for k in varying if not k.startswith(_INPUT_KEYS) and k != "compile.enabled"]
+    if _varies(cells["experiment"]):
+        ov, variant_keys = ov.assign(experiment=cells["experiment"].astype(str)), ["experiment", *variant_keys]
+    axes = [c for c in _ROW_AXES if c == "shape" or _varies(cells[c])]
+    rows = cells[axes].astype(str)
+    for key in (k for k in varying if k.startswith(_INPUT_KEYS)):
+        if rows.assign(_k=ov[key]).groupby(list(rows.columns))["_k"].nunique().max() > 1:  # not told by the shape
+            rows[key] = ov[key]
+    short = _short_names(variant_keys + [c for c in rows.columns if c not in _ROW_AXES])
+    variant = _base_names(cells)
+    for key in variant_keys:
+        variant = variant + ov[key].map(lambda v, k=key: f" {short[k]}={v}" if v else "")
+    rows = rows.rename(columns=short)
+    full = variant + " · " + rows.agg(" ".join, axis=1)
+    dup = full.duplicated(keep=False)
+    if dup.any():  # alike so far: every other differing key, then the run id
+        for key in (k for k in varying if k not in variant_keys and k not in rows.columns):
+            variant = variant.where(~dup, variant + ov[key].map(lambda v, k=key: f" {k}={v}" if v else ""))
+        dup = (variant + " · " + rows.agg(" ".join, axis=1)).duplicated(keep=False)
+        variant = variant.where(~dup, variant + " #" + cells["run_id"].astype(str).str[:8])
+    return variant, list(rows.columns), rows
+
+
+def variant_labels(cells: pd.DataFrame) -> pd.Series:
+    """Every cell's variant name, told apart from the others in `cells` (see the module doc)."""
+    return names(cells)[0]
+
+
+def cell_labels(cells: pd.DataFrame) -> pd.Series:
+    """Every cell's full name, "variant · input": unique within `cells`."""
+    variant, _, rows = names(cells)
+    return variant + " · " + rows.agg(" ".join, axis=1) if len(cells) else variant
 
 
 Grid = dict[tuple, dict[str, dict[str, Any]]]
 
 
-def comparison_grid(cells: pd.DataFrame, baseline: str | None = None) -> tuple[list[str], list[str], Grid]:
-    """(row axes, variants, {row key: {variant: cell}}), rows ordered by input size, baseline first."""
+def comparison_grid(cells: pd.DataFrame, baseline: Any = None) -> tuple[list[str], list[str], Grid]:
+    """(input axes, variants, {input: {variant: cell}}), inputs by size, reference variants first.
+
+    Reference cells are those that are their own `baseline_run_id` (computed from `baseline` when the
+    cells do not carry the column)."""
     if cells.empty:
         return ["shape"], [], {}
-    cells = cells.assign(_variant=variant_labels(cells))
-    axes = _row_axes(cells)
-    variants: list[str] = list(dict.fromkeys(cells["_variant"]))
-    variants.sort(key=lambda v: v != baseline)
+    if "baseline_run_id" not in cells and baseline is not None:
+        cells = cells.assign(baseline_run_id=baseline_run_ids(cells, baseline))
+    variant, axes, rows = names(cells)
+    cells = cells.assign(_variant=variant, **{f"_axis{i}": rows[a] for i, a in enumerate(axes)})
+    refs = set(cells.loc[cells.get("baseline_run_id", pd.Series(None, index=cells.index)) == cells["run_id"], "_variant"])
+    variants = sorted(dict.fromkeys(cells["_variant"]), key=lambda v: v not in refs)
     grid: Grid = {}
-    for cell in cells.sort_values(["numel", *axes], kind="stable").to_dict("records"):
-        grid.setdefault(tuple(cell[a] for a in axes), {})[cell["_variant"]] = cell
+    keys = [f"_axis{i}" for i in range(len(axes))]
+    for cell in cells.sort_values(["numel", *keys], kind="stable").to_dict("records"):
+        grid.setdefault(tuple(cell[k] for k in keys), {})[cell["_variant"]] = cell
     return axes, variants, grid
 
 
-# Cells that differ only in these overrides are compared against each other for the speedup.
-_VARIANT_KEYS = ("module", "compile.enabled")
+def parse_baseline(value: Any) -> Baseline | None:
+    """{key: value} from a config mapping, a "key=value,key=value" string, or a bare module name; None for
+    null, "" or "none"."""
+    if isinstance(value, Mapping):
+        pairs = {str(k): normalize(v) for k, v in value.items()}
+    elif value is None or str(value).strip().lower() in ("", "none", "null"):
+        return None
+    elif "=" not in str(value):
+        pairs = {"module": str(value).strip()}
+    else:
+        pairs = {k.strip(): normalize(v) for k, _, v in (p.partition("=") for p in split_overrides(str(value)))}
+    return pairs or None
 
 
-def split_overrides(overrides: str) -> list[str]:
-    """Split Hydra's comma-joined override string; commas inside values (shapes) stay put."""
-    return [o for o in re.split(r",(?=[+~]?[\w.@/-]+=)", str(overrides or "")) if o]
+def describe_baseline(value: Any) -> str | None:
+    """How titles name a baseline: the module for {module: X}, else "key=value, ..."."""
+    pairs = parse_baseline(value)
+    if not pairs:
+        return None
+    return pairs["module"] if list(pairs) == ["module"] else ", ".join(f"{k}={v}" for k, v in pairs.items())
 
 
-def _comparison_key(overrides: str) -> str:
-    prefixes = tuple(k + "=" for k in _VARIANT_KEYS)
-    return ",".join(o for o in split_overrides(overrides) if not o.lstrip("+~").startswith(prefixes))
+def baseline_run_ids(cells: pd.DataFrame, baseline: Any) -> pd.Series:
+    """Each cell's reference: the run_id of the cell of its group that matches `baseline` (None where the group
+    has none, or there is no baseline). A usable reference is preferred over a failed one.
+
+    A group: cells equal in experiment, backend, device, dtype, shape, module and every override, the baseline's
+    own keys left out. The basis for speedups, findings, the fusion view, and checks against the reference.
+    """
+    out = pd.Series([None] * len(cells), index=cells.index, dtype=object)
+    pairs = parse_baseline(baseline)
+    if not pairs or cells.empty:
+        return out
+    ov = _overrides(cells)
+    identity = ov.drop(columns=[k for k in pairs if k in ov.columns])
+    for key, col in (("experiment", "experiment"), ("backend", "backend"), ("device", "device"), ("input.dtype", "dtype"),
+                     ("input.shape", "shape"), ("module", "module")):
+        if key not in pairs and col in cells:
+            identity[f"_{key}"] = cells[col].astype(str)
+    group = identity.astype(str).agg("\x1f".join, axis=1)
+    match = pd.Series(True, index=cells.index)
+    for key, want in pairs.items():
+        if key in _COLUMN_KEYS:
+            have = cells[_COLUMN_KEYS[key]].map(normalize)
+        else:
+            have = ov[key] if key in ov.columns else pd.Series("", index=cells.index)
+        match &= have == want
+    failed = ~cells["status"].isin(USABLE) if "status" in cells else pd.Series(False, index=cells.index)
+    candidates = pd.DataFrame({"g": group[match], "failed": failed[match], "run_id": cells.loc[match, "run_id"]})
+    refs = candidates.sort_values("failed", kind="stable").drop_duplicates("g").set_index("g")["run_id"]
+    found = group.map(refs)
+    return found.astype(object).where(found.notna(), None)
 
 
-def add_speedups(cells: pd.DataFrame, baseline: str | None) -> pd.DataFrame:
-    """speedup_vs_baseline = baseline median latency / cell median latency, on otherwise equal cells."""
+def add_speedups(cells: pd.DataFrame, baseline: Any) -> pd.DataFrame:
+    """`baseline_run_id`, and `speedup_vs_baseline` = the reference's median latency / the cell's (both usable)."""
     cells = cells.copy()
-    cells["speedup_vs_baseline"] = np.nan
-    if not baseline or cells.empty:
-        return cells
-    keys = cells["overrides"].map(_comparison_key)
-    match = ["experiment", "backend", "device", "dtype", "shape"]
-    frame = cells.assign(_key=keys.values)
-    ok = frame["status"].isin(USABLE)
-    base = frame[ok & (frame["module"] == baseline)].sort_values("compiled")  # eager baseline first
-    base = base.drop_duplicates(match + ["_key"])[match + ["_key", "latency_median_us"]]
-    joined = frame.merge(base, on=match + ["_key"], how="left", suffixes=("", "_base"))
-    speedup = joined["latency_median_us_base"] / joined["latency_median_us"]
-    cells["speedup_vs_baseline"] = np.where(ok.values, speedup.values, np.nan)
+    cells["baseline_run_id"] = baseline_run_ids(cells, baseline)
+    ok = cells["status"].isin(USABLE)
+    latency = dict(zip(cells.loc[ok, "run_id"], cells.loc[ok, "latency_median_us"]))
+    base = cells["baseline_run_id"].map(latency).astype(float)
+    cells["speedup_vs_baseline"] = np.where(ok, base / cells["latency_median_us"].astype(float), np.nan)
     return cells

@@ -31,6 +31,9 @@ def _hydra_error_line(text: str, cause: BaseException | None) -> str:
     detail = _first_line(str(cause)) if cause is not None else ""
     if m := re.match(r"Error merging override (.+)", text):
         return f"{m.group(1)}: {detail or 'cannot be applied'}"
+    if (m := re.match(r"Could not override '([^']+)'", text)) and m.group(1) == "baseline":
+        return (f"baseline: {detail or 'cannot be applied'} (a {{key: value}} override merges into the baseline set "
+                "already); replace it whole with baseline='key=value,key=value' (quoted), or baseline=null")
     if m := re.match(r"Could not override '([^']+)'", text):
         return f"{m.group(1)}: no such key ({detail}); add a new key with +{m.group(1)}=..."
     if m := re.match(r"Error parsing override '([^']+)'\s*(.*)", text, re.S):

@@ -26,7 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neuronexp-report", description="Render report.html and report.md for a run or sweep directory.")
     p.add_argument("dir", type=Path, metavar="DIR", help="a run directory (cells.parquet) or a sweep directory (results/)")
     p.add_argument("--out", type=Path, metavar="OUT", help="write the report here instead of DIR (created if missing)")
-    p.add_argument("--baseline", metavar="MODULE", help="module the speedups are against (default: the sweep's own baseline)")
+    p.add_argument("--baseline", metavar="RULE", help="the reference cell of each group of otherwise-identical cells: "
+                   "a module name, KEY=VALUE[,KEY=VALUE] (e.g. compile.enabled=false), or none "
+                   "(default: the sweep's own baseline)")
     p.add_argument("--top", type=int, default=8, metavar="N", help="ops per hotspot table (default 8)")
     return p
 

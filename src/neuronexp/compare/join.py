@@ -16,7 +16,7 @@ from neuronexp.analysis.variants import split_overrides
 from neuronexp.compare.ops import op_changes
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_samples, verdict
 from neuronexp.results import Results, usable
-from neuronexp.analysis.variants import variant_label
+from neuronexp.analysis.variants import cell_labels
 
 LABELS = ["experiment", "module", "compiled", "backend", "device", "device_name", "dtype", "shape"]
 # Overrides that repeat a label column above (compared there) or only set how the measurement was taken.
@@ -95,15 +95,16 @@ def _keyed(cells: pd.DataFrame, ignored: list[str], side: str) -> dict[tuple, pd
     return keyed
 
 
-def _describe(key: tuple, varying: list[str]) -> str:
-    """A short name for a cell: variant and shape, then whichever other labels vary across the cells."""
-    labels = dict(key)
-    parts = []
-    if "module" in labels:
-        parts.append(variant_label(pd.Series({"module": labels["module"], "compiled": labels.get("compiled") == "True"})))
-    extra = [k for k in varying if k not in ("module", "compiled", "shape")]
-    parts += [labels[k] for k in ["shape", *extra] if k in labels]
-    return " · ".join(parts)
+def cell_names(keyed: dict[tuple, pd.Series], ignored: list[str]) -> dict[tuple, str]:
+    """Each cell's name, as every other view names it (analysis.variants.cell_labels over the cells of A and
+    B together), from the labels the cells were joined on: ignored ones left out."""
+    rows = []
+    for key, cell in keyed.items():
+        row = cell.to_dict()
+        row["overrides"] = ",".join(f"{k}={v}" for k, v in key if k not in LABELS)
+        row.update({col: "*" for col in ignored if col in row and col not in ("module", "compiled")})
+        rows.append(row)
+    return dict(zip(keyed, cell_labels(pd.DataFrame(rows)))) if rows else {}
 
 
 def differing_labels(keys_a: list[tuple], keys_b: list[tuple]) -> dict[str, tuple[list[str], list[str]]]:
@@ -143,23 +144,23 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
         raise CompareError(f"no cell of A matches a cell of B; labels that differ: {hint or 'none'}"
                            + (f" (to compare across them: {names})" if names else ""))
     both = [k for k in all_a if k in all_b]
-    varying = [k for k, _ in both[0] if len({dict(m)[k] for m in both}) > 1]
+    name = cell_names({**all_b, **all_a}, ignored)
     sa, sb = _samples_by_run(a.samples), _samples_by_run(b.samples)
     rows, pairs = [], []
     for i, key in enumerate(matched):
         ca, cb = ran_a[key], ran_b[key]
         stats = compare_samples(sa.get(str(ca["run_id"]), []), sb.get(str(cb["run_id"]), []), seed=seed + i)
-        label = _describe(key, varying)
+        label = name[key]
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
         rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats)})
     cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__])
     cells["q_value"] = benjamini_hochberg(cells["p_value"])
     cells["verdict"] = [verdict(r, q, alpha, threshold) for r, q in zip(cells["ratio"], cells["q_value"])]
     cells["resolved"] = [ci_within_threshold(lo, hi, threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]
-    only_a = [_describe(k, varying) for k in all_a if k not in all_b]
-    only_b = [_describe(k, varying) for k in all_b if k not in all_a]
-    broken = [_describe(k, varying) for k in both if k in ran_a and k not in ran_b]
-    fixed = [_describe(k, varying) for k in both if k in ran_b and k not in ran_a]
+    only_a = [name[k] for k in all_a if k not in all_b]
+    only_b = [name[k] for k in all_b if k not in all_a]
+    broken = [name[k] for k in both if k in ran_a and k not in ran_b]
+    fixed = [name[k] for k in both if k in ran_b and k not in ran_a]
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
     return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, environment_notes(a.cells, b.cells),
                       broken, fixed)

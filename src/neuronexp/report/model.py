@@ -16,7 +16,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from neuronexp.analysis.ops import fusion_table, hotspots
-from neuronexp.analysis.variants import add_speedups, variant_label
+from neuronexp.analysis.variants import add_speedups, describe_baseline, names, parse_baseline
 from neuronexp.report.findings import findings
 from neuronexp.results import Results, read_any
 
@@ -42,8 +42,8 @@ class Report:
     out_dir: Path
     kind: str  # "sweep" or "run"
     title: str
-    baseline: str | None
-    results: Results  # cells gain: variant, trace_link, profile_link (relative to out_dir)
+    baseline: str | None  # as titles name it (describe_baseline); None: no cell matched it, or none was set
+    results: Results  # cells gain: variant, input, trace_link, profile_link (relative to out_dir)
     environment: list[tuple[str, str]] = field(default_factory=list)
     hotspots: dict[str, pd.DataFrame] = field(default_factory=dict)  # run_id → op, calls, self_device_us, share
     fusion: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -54,13 +54,13 @@ class Report:
         return self.results.cells
 
 
-def configured_baseline(job_dirs: list[Path], modules: set[str]) -> str | None:
-    """The `baseline` the sweep was run with (from a job's config.yaml), if that module is in the results."""
+def configured_baseline(job_dirs: list[Path]) -> dict[str, str] | None:
+    """The `baseline` the sweep was run with (from a job's config.yaml), as key: value pairs."""
     for d in job_dirs[:1]:
         if (d / "config.yaml").is_file():
             value = OmegaConf.load(d / "config.yaml").get("baseline")
-            return str(value) if value in modules else None
-    return "rmsnorm_naive" if "rmsnorm_naive" in modules else None
+            return parse_baseline(OmegaConf.to_container(value) if OmegaConf.is_config(value) else value)
+    return None
 
 
 def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[str, str]]:
@@ -125,12 +125,15 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     if cells.empty:
         raise ReportError(f"{source}: the results hold no cells")
     dirs = list(dict.fromkeys(by_run.values()))
-    explicit = baseline is not None
-    baseline = baseline or configured_baseline(dirs, set(cells["module"]))
-    # Recomputed when asked for another baseline, or when nobody computed it (a single run).
-    if baseline and (explicit or cells["speedup_vs_baseline"].isna().all()):
-        cells = add_speedups(cells, baseline)
-    cells = cells.assign(variant=cells.apply(variant_label, axis=1))
+    rule = parse_baseline(baseline) if baseline is not None else configured_baseline(dirs)
+    cells = add_speedups(cells, rule)  # the same rule as the sweep's, whichever baseline was asked for
+    variant, _, inputs = names(cells)  # the names every table, plot and finding uses: never two cells alike
+    cells = cells.assign(variant=variant, input=inputs.agg(" ".join, axis=1))
+    if baseline is not None and rule and cells["baseline_run_id"].isna().all():
+        modules = ", ".join(sorted(cells["module"].astype(str).unique()))
+        raise ReportError(f"--baseline {baseline}: no cell matches it (modules here: {modules}); give KEY=VALUE pairs "
+                          "that pick one cell of each group, e.g. module=NAME or compile.enabled=false")
+    baseline = describe_baseline(rule) if cells["baseline_run_id"].notna().any() else None
     cells["trace_link"], cells["profile_link"] = links(cells, by_run, out_dir)
     results = results._replace(cells=cells)
     spots = hotspots(results.ops, top)
@@ -138,6 +141,6 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['shape'].iloc[0]}" if kind == "run" else "")
     return Report(
         source=source.resolve(), out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
-        environment=environment_rows(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops, baseline),
-        findings=findings(cells, results.samples, baseline, spots),
+        environment=environment_rows(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops),
+        findings=findings(cells, results.samples, spots),
     )

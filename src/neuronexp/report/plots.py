@@ -40,12 +40,8 @@ def _ok(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def _input_labels(cells: pd.DataFrame) -> pd.Series:
-    """The input a cell measured: its shape, plus dtype and backend when the sweep varies them."""
-    label = cells["shape"].astype(str)
-    for col in ("dtype", "backend"):
-        if cells[col].nunique() > 1:
-            label = label + " " + cells[col].astype(str)
-    return label
+    """The input a cell measured (report.model names it: shape, plus dtype, backend and swept input keys)."""
+    return cells["input"].astype(str) if "input" in cells else cells["shape"].astype(str)
 
 
 def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
@@ -137,9 +133,10 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame]) -> by
 
 
 def speedup_plot(cells: pd.DataFrame, baseline: str | None) -> bytes | None:
-    """Speedup of every variant over the baseline per input: bars above 1 are faster."""
+    """Speedup of every cell over its baseline cell per input: bars above 1 are faster."""
     cells = _ok(cells)
-    cells = cells[(cells["variant"] != baseline) & np.isfinite(cells["speedup_vs_baseline"].astype(float))]
+    own = cells["baseline_run_id"] == cells["run_id"] if "baseline_run_id" in cells else False
+    cells = cells[~own & np.isfinite(cells["speedup_vs_baseline"].astype(float))]
     if not baseline or cells.empty:
         return None
     cells = cells.assign(_input=_input_labels(cells))

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from neuronexp.analysis.variants import comparison_grid
+from neuronexp.analysis.variants import cell_labels, comparison_grid, describe_baseline
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, md_cell, short_op
 
 
@@ -31,7 +31,17 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
-def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: str | None, sweep_dir: Path) -> str:
+def speedup_caption(cells: pd.DataFrame, baseline: Any) -> str:
+    """What the table's ×figures are against; never a baseline that no cell of the sweep matched."""
+    name = describe_baseline(baseline)
+    if name is None:
+        return "(no baseline: no speedups)"
+    if "baseline_run_id" not in cells or cells["baseline_run_id"].isna().all():
+        return f"(baseline {name} is not in this sweep: no speedups)"
+    return f"×speedup vs {name}"
+
+
+def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, sweep_dir: Path) -> str:
     """results/summary.md: counts, devices, the variants side by side, and every failed or missing cell.
 
     Every value from the results goes through md_cell: error texts and op names are data, never markup.
@@ -45,7 +55,8 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: str | No
     if not cells.empty:
         devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
         methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
-        lines += [f"Devices: {md_cell(devices)}  ", f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}", ""]
+        lines += [f"Devices: {md_cell(devices)}  ", f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}  ",
+                  f"Median latency {md_cell(speedup_caption(cells, baseline))}", ""]
         axes, variants, grid = comparison_grid(cells, baseline)
         lines.append("| " + " | ".join(md_cell(h) for h in axes + variants) + " |")
         lines.append("|" + "---|" * (len(axes) + len(variants)))
@@ -56,7 +67,8 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: str | No
     failed = cells[cells["status"] == "error"] if not cells.empty else cells
     if len(failed) or missing:
         lines += ["## Failed cells", ""]
-        lines += [f"- {md_cell(r.overrides)}: {md_cell(r.error)}" for r in failed.itertuples()]
+        labels = cell_labels(cells)
+        lines += [f"- {md_cell(labels[i])}: {md_cell(r.error)} ({md_cell(r.overrides)})" for i, r in zip(failed.index, failed.itertuples())]
         lines += [f"- job {md_cell(m)}: no result (the job died or has not run; rerun the sweep to resume)" for m in missing]
         lines.append("")
     return "\n".join(lines)

@@ -28,10 +28,6 @@ def fmt_speedup(value: float | None) -> str:
     return "—" if value is None or not math.isfinite(float(value)) else f"×{float(value):.2f}"
 
 
-def _varying(cells: pd.DataFrame) -> list[str]:
-    return [c for c in ("backend", "dtype") if cells[c].nunique() > 1]
-
-
 def cell_links(cell: pd.Series) -> list[tuple[str, str]]:
     out = []
     if isinstance(cell.get("trace_link"), str):
@@ -44,19 +40,19 @@ def cell_links(cell: pd.Series) -> list[tuple[str, str]]:
 def summary_table(report: Report) -> TextTable:
     """One row per cell, in sweep order: latency with spread, speedup, profiled time, ops, hotspot."""
     cells = report.cells
-    extra = _varying(cells)
-    headers = ["variant", "shape", *extra, "status", "median", "p10–p90", "n", f"speedup vs {report.baseline or '—'}",
+    speedup = [f"speedup vs {report.baseline}"] if report.baseline else []  # no baseline, no column
+    headers = ["variant", "input", "status", "median", "p10–p90", "n", *speedup,
                "profiled time/step", "ops/step", "top op", "first call", "files"]
     rows, links = [], []
     for _, c in cells.sort_values(["numel", "shape"], kind="stable").iterrows():
         ok = c["status"] != "error"
         top = f"{short_op(str(c['top_op']), 40)} {fmt_pct(c['top_op_share'])}" if ok and isinstance(c["top_op"], str) else "—"
         rows.append([
-            str(c["variant"]), str(c["shape"]), *(str(c[e]) for e in extra), str(c["status"]),
+            str(c["variant"]), str(c["input"]), str(c["status"]),
             fmt_us(c["latency_median_us"]) if ok else "—",
             f"{fmt_us(c['latency_p10_us'])} – {fmt_us(c['latency_p90_us'])}" if ok else "—",
             str(int(c["latency_samples"])) if ok and pd.notna(c["latency_samples"]) else "—",
-            fmt_speedup(c["speedup_vs_baseline"]),
+            *([fmt_speedup(c["speedup_vs_baseline"])] if speedup else []),
             f"{device_word(c)} {fmt_us(c['device_time_us'])}" if ok else "—",
             f"{c['device_ops']:g}" if ok and pd.notna(c["device_ops"]) else "—",
             top,
@@ -69,7 +65,7 @@ def summary_table(report: Report) -> TextTable:
 
 def grid_table(report: Report) -> TextTable:
     """Per input, the variants side by side (the sweep's own summary layout), lines joined by newlines."""
-    axes, variants, grid = comparison_grid(report.cells, report.baseline)
+    axes, variants, grid = comparison_grid(report.cells)
     rows = [[*map(str, key), *("\n".join(cell_lines(by.get(v))) for v in variants)] for key, by in grid.items()]
     return TextTable([*axes, *variants], rows)
 
@@ -79,8 +75,8 @@ def fusion_rows(report: Report) -> TextTable:
                f"ops gone vs {report.baseline or 'baseline'}", "ops new"]
     rows = []
     for r in report.fusion.itertuples():
-        gone = ", ".join(short_op(o, 40) for o in r.removed) or ("(baseline)" if r.is_baseline else "none")
-        new = ", ".join(short_op(o, 40) for o in r.added) or ("" if r.is_baseline else "none")
+        gone = ", ".join(short_op(o, 40) for o in r.removed) or ("(baseline)" if r.is_baseline else "none" if r.compared else "—")
+        new = ", ".join(short_op(o, 40) for o in r.added) or ("none" if r.compared else "" if r.is_baseline else "—")
         rows.append([r.input, r.variant, f"{r.device_ops:g}" if pd.notna(r.device_ops) else "—",
                      fmt_us(r.device_time_us), fmt_us(r.latency_median_us), gone, new])
     return TextTable(headers, rows)
@@ -95,14 +91,14 @@ def hotspot_sections(report: Report) -> list[tuple[str, pd.Series, TextTable]]:
             continue
         word = device_word(c)
         rows = [[str(r.op), f"{r.calls:g}", fmt_us(r.self_device_us), fmt_pct(r.share)] for r in spots.itertuples()]
-        heading = " · ".join([str(c["variant"]), str(c["shape"]), *(str(c[e]) for e in _varying(report.cells))])
+        heading = f"{c['variant']} · {c['input']}"
         out.append((heading, c, TextTable(["op", "calls", f"self {word}/step", "share"], rows)))
     return out
 
 
 def failed_cells(report: Report) -> list[tuple[str, str]]:
     failed = report.cells[report.cells["status"] == "error"]
-    return [(f"{r.variant} · {r.shape}", str(r.error)) for r in failed.itertuples()]
+    return [(f"{r.variant} · {r.input}", str(r.error)) for r in failed.itertuples()]
 
 
 def status_line(report: Report) -> str:

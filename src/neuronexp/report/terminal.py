@@ -16,7 +16,7 @@ from rich.table import Table
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
-from neuronexp.report.summary import cell_lines
+from neuronexp.report.summary import cell_lines, speedup_caption
 from neuronexp.results import Results
 
 
@@ -61,7 +61,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
     console.print(f"files in [cyan]{escape(str(out_dir))}[/]: {escape(', '.join(files))}")
 
 
-def rich_table(cells: pd.DataFrame, title: str, baseline: str | None = None) -> Table:
+def rich_table(cells: pd.DataFrame, title: str, baseline: object = None) -> Table:
     axes, variants, grid = comparison_grid(cells, baseline)
     table = Table(title=escape(title), show_lines=True, title_justify="left")
     for a in axes:
@@ -73,11 +73,10 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: str | None = None) -> 
     return table
 
 
-def print_sweep(cells: pd.DataFrame, failed: int, baseline: str | None, sweep_dir: Path, console: Console | None = None) -> None:
+def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: Path, console: Console | None = None) -> None:
     console = console or Console(highlight=False)
     if not cells.empty:
-        title = (f"neuronexp sweep · {len(cells)} cells · median latency ×speedup vs {baseline or '—'} · "
-                 "profiled time/step · ops/step · hotspot")
+        title = f"neuronexp sweep · {len(cells)} cells · median latency {speedup_caption(cells, baseline)} · profiled time/step · ops/step · hotspot"
         console.print(rich_table(cells, title, baseline))
     tail = f"[red]{failed} failed[/]" if failed else "all cells ok"
     console.print(f"{tail} · results in [cyan]{escape(str(sweep_dir / 'results'))}[/] (summary.md, cells/ops/samples .parquet + .csv)")

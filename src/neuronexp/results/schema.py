@@ -24,6 +24,8 @@ CELL_SCHEMA = pa.schema(
         ("latency_samples", _I64), ("timing_method", _STR), ("first_call_s", _F64),
         ("device_time_us", _F64), ("cpu_time_us", _F64), ("device_ops", _F64), ("device_time_source", _STR),
         ("top_op", _STR), ("top_op_share", _F64), ("speedup_vs_baseline", _F64),
+        # The run_id of the cell this one is compared with (analysis.variants.baseline_run_ids; filled for a sweep).
+        ("baseline_run_id", _STR),
         ("trace_path", _STR), ("warnings", _STR), ("torch_version", _STR), ("neuronx_version", _STR),
         ("started_at", _STR),
         # Where the cell ran (neuronexp.sweep.placement.describe): "cpu:0-1", "cuda:3", "neuron:4-5"; the host cores

@@ -56,6 +56,7 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
     cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
     baseline = OmegaConf.select(ctx.master, "baseline", default=None)
+    baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
     with locked(sweep_dir, "hydra.sweep.dir"):
         reused = assign(cells, sweep_dir)
         write_json(sweep_dir / JOBS_MANIFEST, [vars(c) for c in cells])

@@ -1,0 +1,63 @@
+"""Override strings read back: Hydra's comma-joined `overrides` column split, each value spelled one way."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+# Not labels of what a cell measured: Hydra's own keys, where it ran, what it is compared with.
+_NOT_LABELS = ("hydra.", "launcher.", "baseline")
+_NEXT_OVERRIDE = re.compile(r"(?:[+~]{0,2}[\w.@/-]+=)|(?:~[\w.@/-]+(?:,|$))")
+
+
+def split_overrides(overrides: Any) -> list[str]:
+    """Split Hydra's comma-joined override string at the commas between overrides: never inside quotes,
+    brackets or braces (shapes, dicts), and only before `key=` or a `~key` deletion."""
+    text, out, depth, quote, start = str(overrides or ""), [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0 and _NEXT_OVERRIDE.match(text, i + 1):
+            out.append(text[start:i])
+            start = i + 1
+    return [o for o in [*out, text[start:]] if o]
+
+
+def normalize(value: Any) -> str:
+    """One spelling per value, so YAML values, override strings and columns compare equal: booleans and null
+    in lower case, numbers as Python prints them, lists without spaces, no surrounding quotes."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value)).lower()
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(normalize(v) for v in value) + "]"
+    text = str(value).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1]
+    if text.lower() in ("true", "false", "null", "none"):
+        return "null" if text.lower() == "none" else text.lower()
+    try:
+        number = float(text)
+    except ValueError:
+        return text.replace(" ", "")
+    return str(int(text)) if re.fullmatch(r"[+-]?\d+", text) else repr(number)
+
+
+def override_values(overrides: Any) -> dict[str, str]:
+    """{key: normalized value} of one cell's overrides (`+`/`~` dropped; a deletion reads "(deleted)")."""
+    out = {}
+    for item in split_overrides(overrides):
+        key, eq, value = item.partition("=")
+        key = key.lstrip("+~")
+        if not key.startswith(_NOT_LABELS):
+            out[key] = normalize(value) if eq else "(deleted)"
+    return out
