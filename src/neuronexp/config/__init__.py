@@ -1,4 +1,5 @@
-"""Stage 0, configuration: the schema, its validation, the device-unit grammar, the cell spec, and the
+"""Stage 0, configuration: the schema, its validation (input specs and `_target_` paths included), the
+device-unit grammar, the cell spec, and the
 composition of a Hydra config into that spec (config.compose, the one Hydra edge of this package).
 
 Imports nothing else from neuronexp.
@@ -11,7 +12,8 @@ from neuronexp.config.schema import (
 )
 from neuronexp.config.spec import CellSpec
 from neuronexp.config.units import format_units, parse_units, unit_set, validate_units
-from neuronexp.config.validate import locate, validate, validate_module_target
+from neuronexp.config.targets import locate
+from neuronexp.config.validate import validate, validate_module_target
 
 __all__ = [
     "BackendName", "CellSpec", "CompileConfig", "ConfigError", "DimsConfig", "DType", "InputConfig", "LauncherConfig",

@@ -21,6 +21,7 @@ from typing import Any
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import DType, InputConfig
+from neuronexp.config.targets import locate
 
 TENSOR_KEYS = ("shape", "dtype", "fill", "low", "high", "value", "requires_grad")
 FILLS = ("randn", "rand", "zeros", "ones", "full", "arange", "randint", "bernoulli")
@@ -35,17 +36,15 @@ def check_inputs(cfg: InputConfig, module: Any) -> list[str]:
     Raises:
         ConfigError: the first bad spec, naming its key (`input.kwargs.attention_mask.fill`).
     """
-    from neuronexp.config.validate import locate  # validate imports this module
-
     if cfg.extra is not None:
         raise ConfigError("input.extra", "[...]", _MIGRATE_EXTRA)
     first = getattr(cfg.dtype, "value", cfg.dtype)
     for i, spec in enumerate(cfg.args):
-        check_value(f"input.args[{i}]", spec, first, locate)
+        check_value(f"input.args[{i}]", spec, first)
     for name, spec in cfg.kwargs.items():
         if not str(name).isidentifier():
             raise ConfigError(f"input.kwargs.{name}", spec, "a keyword input needs a Python identifier as its name")
-        check_value(f"input.kwargs.{name}", spec, first, locate)
+        check_value(f"input.kwargs.{name}", spec, first)
     target = module.get("_target_") if isinstance(module, Mapping) else None
     cls = locate(str(target)) if target else None
     return forward_check(cls, list(cfg.args), dict(cfg.kwargs)) if isinstance(cls, type) else []
@@ -64,12 +63,12 @@ def default_fill(dtype: str) -> str:
     return "randn" if dtype.startswith(("float", "bfloat")) else "bernoulli" if dtype == "bool" else "randint"
 
 
-def check_value(path: str, spec: Any, first_dtype: str, locate: Any) -> None:
+def check_value(path: str, spec: Any, first_dtype: str) -> None:
     if spec is None or isinstance(spec, (bool, int, float, str)):
         return
     if isinstance(spec, (list, tuple)):
         for j, item in enumerate(spec):
-            check_value(f"{path}[{j}]", item, first_dtype, locate)
+            check_value(f"{path}[{j}]", item, first_dtype)
         return
     if not isinstance(spec, Mapping):
         raise ConfigError(path, spec, "a literal, a list, or a mapping (tensor, factory, _value_)")

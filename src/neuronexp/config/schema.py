@@ -45,7 +45,7 @@ class DimsConfig:
     (`${dims.seq}`, ...), so a preset from conf/shapes/ (`shapes=llama3_70b`) resizes any of them.
 
     The defaults are Llama-3 8B's (meta-llama/Meta-Llama-3-8B config.json) at 1,024 tokens: the default
-    first input is [1,1024,4096].
+    first input, [1,1024,4096], is [batch, seq, hidden].
     """
 
     batch: int = 1
@@ -68,7 +68,8 @@ class InputConfig:
     list. config.inputs checks them; cell.inputs builds them.
     """
 
-    shape: list[int] = field(default_factory=lambda: ["${dims.batch}", "${dims.seq}", "${dims.hidden}"])
+    # conf/input_dims.yaml makes the composed default follow dims: [${dims.batch}, ${dims.seq}, ${dims.hidden}].
+    shape: list[int] = field(default_factory=lambda: [1, 1024, 4096])
     dtype: DType = DType.bfloat16
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
