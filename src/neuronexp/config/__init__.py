@@ -1,6 +1,6 @@
 """Stage 0, configuration: the schema, its validation (input specs and `_target_` paths included), the
-device-unit grammar, the cell spec, and the
-composition of a Hydra config into that spec (config.compose, the one Hydra edge of this package).
+device-unit grammar, the cell spec, and the composition of a Hydra config into that spec (config.compose,
+the one Hydra edge of this package).
 
 Imports nothing else from neuronexp.
 """
