@@ -17,22 +17,24 @@ class RunChecks(Callback):
         self._held = ExitStack()
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from neuronexp.backends import check_available
+        from neuronexp.backends import backend_kind, check_available
         from neuronexp.config import ConfigError
         from neuronexp.config.compose import spec_from_sweep_config
         from neuronexp.results.files import owner
         from neuronexp.sweep.lock import locked
+        from neuronexp.sweep.machine import check_slots_fit
 
         try:
             spec = spec_from_sweep_config(config)
             check_available(spec.config.backend)
+            check_slots_fit(backend_kind(spec.config.backend), spec.config.launcher, spec.config.neuron.visible_cores)
             run_dir = Path(str(config.hydra.run.dir))
             other = owner(run_dir)
             if other not in (None, spec.run_id):
                 raise ConfigError("hydra.run.dir", str(run_dir), f"already holds the results of another cell "
                                   f"(run_id {other}); neuronexp never overwrites them: choose another directory")
             self._held.enter_context(locked(run_dir, "hydra.run.dir"))
-        except ConfigError as exc:
+        except Exception as exc:  # a ConfigError, an OmegaConf error in a user's value, or a bug (cli.main tells)
             # Hydra turns an Exception raised by a callback into a warning and runs on; this must stop the run.
             raise RunRejected(exc) from None
 

@@ -21,15 +21,26 @@ os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 from neuronexp.cli.callbacks import RunRejected  # noqa: E402
 from neuronexp.cli.errors import user_error_line  # noqa: E402
-from neuronexp.config.compose import override_dirname, spec_from  # noqa: E402
+from neuronexp.config.compose import override_dirname, spec_from, task_overrides  # noqa: E402
 from neuronexp.sweep.sweeper import SweepStopped  # noqa: E402
 
 # Where results go is decided by Hydra (hydra.run.dir / hydra.sweep.dir); the job writes only there.
 CONFIG_PACKAGE = "pkg://neuronexp.conf"
 
 
-class CellFailed(Exception):
-    """A single run's cell is an error row (printed already): exit status 1."""
+class CellFailed(BaseException):
+    """A single run's cell is an error row (printed already): exit status 1.
+
+    This and RunAborted are BaseExceptions so that they pass Hydra's job runner, which would print an
+    "Error executing job" line of its own for an Exception."""
+
+
+class RunAborted(BaseException):
+    """A single run could not go on (`error`: a full disk, a bug); cli.main reports `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _job(cfg: DictConfig) -> dict[str, Any]:
@@ -39,9 +50,14 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
-    choices, task = dict(hc.runtime.choices), list(hc.overrides.task)
-    spec = spec_from(cfg, choices, task, override_dirname(task))
-    results = run_job_cell(spec, cfg, choices, task, out_dir, str(hc.launcher._target_))
+    choices, task = dict(hc.runtime.choices), task_overrides(hc.overrides.task)
+    try:
+        spec = spec_from(cfg, choices, task, override_dirname(task))
+        results = run_job_cell(spec, cfg, choices, task, out_dir, str(hc.launcher._target_))
+    except Exception as exc:
+        if hc.mode == RunMode.RUN:
+            raise RunAborted(exc) from exc
+        raise  # a sweep's job: the sweeper reads it from the launcher's JobReturn
     cell = results.cells.iloc[0]
     if hc.mode == RunMode.RUN:
         print_cell(results, out_dir)
@@ -86,11 +102,14 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         _hydra_main()
     except RunRejected as rejected:
-        print(f"neuronexp: error: {rejected.error}", file=sys.stderr)
-        sys.exit(2)
+        _exit_for(rejected.error, full_error)
     except CellFailed:
         sys.exit(1)
+    except RunAborted as aborted:
+        _exit_for(aborted.error, full_error)
     except SweepStopped as stopped:
+        if full_error and stopped.__cause__ is not None:
+            raise
         if stopped.message:
             print(f"neuronexp: {stopped.message}", file=sys.stderr)
         sys.exit(stopped.code)
@@ -98,9 +117,18 @@ def main(argv: list[str] | None = None) -> Any:
         print("neuronexp: interrupted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:
-        line = user_error_line(exc)
-        if line is None or full_error:
-            raise
+        _exit_for(exc, full_error)
+    sys.exit(0)
+
+
+def _exit_for(exc: Exception, full_error: bool) -> None:
+    """One line and exit 2 for a user mistake, 1 for a file neuronexp could not write; a bug keeps its traceback."""
+    line = None if full_error else user_error_line(exc, sys.argv[1:])
+    if line is not None:
         print(f"neuronexp: error: {line}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(0)
+    if isinstance(exc, OSError) and not full_error:  # a full or read-only disk mid-run: not a mistake in the command
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"neuronexp: error: cannot write the results ({exc.strerror or exc}{where})", file=sys.stderr)
+        sys.exit(1)
+    raise exc

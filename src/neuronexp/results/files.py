@@ -6,6 +6,7 @@ renamed into place, and `cells.*` is written last, so a job directory with `cell
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from contextlib import contextmanager
@@ -29,6 +30,10 @@ def atomic_path(path: Path) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+        # Writers that stage through a temporary of their own next to the name given them (Kineto's trace
+        # export writes `<name>.tmp`) leave it behind when the disk fills; the name is ours, so is the file.
+        for staged in path.parent.glob(glob.escape(tmp.name) + ".*"):
+            staged.unlink(missing_ok=True)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

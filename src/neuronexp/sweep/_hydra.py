@@ -5,7 +5,8 @@ and tested against Hydra's own composition (tests/sweep/test_hydra_compat.py).
   `++key=value` and `~key` overrides after composing, so a sweep composes once per choice of config
   groups and applies the plain values itself (a full composition costs ~60 ms a cell).
 - `override_dirname` repeats how Hydra names `${hydra.job.override_dirname}`.
-- `runs_in_process` recognises Hydra's basic launcher, which runs jobs one after another in this process.
+- `runs_in_process` recognises Hydra's basic launcher, which runs jobs one after another in this process;
+  `job_exception` reads what one of its jobs raised without Hydra's extra stderr line.
 """
 
 from __future__ import annotations
@@ -23,6 +24,17 @@ BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 def runs_in_process(launcher: Any) -> bool:
     cls = type(launcher)
     return f"{cls.__module__}.{cls.__qualname__}" == BASIC_LAUNCHER
+
+
+def job_exception(job_return: Any) -> BaseException | None:
+    """What a job of the basic launcher raised, or None. Hydra keeps it in the JobReturn and re-raises it only
+    from `return_value`, after writing its own "Error executing job" line to stderr."""
+    from hydra.core.utils import JobStatus
+
+    if getattr(job_return, "status", None) != JobStatus.FAILED:
+        return None
+    exc = getattr(job_return, "_return_value", None)
+    return exc if isinstance(exc, BaseException) else None
 
 
 def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:

@@ -27,10 +27,15 @@ def locked(directory: Path, key: str) -> Iterator[None]:
     """Hold `directory`'s lock for the `with` block (creating the directory if needed).
 
     Raises:
-        ConfigError: another neuronexp holds it; the message names that process, naming `key`.
+        ConfigError: another neuronexp holds it (the message names that process), or the directory cannot be
+            created or written; naming `key`.
     """
-    directory.mkdir(parents=True, exist_ok=True)
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # read-only, full, not a directory, no permission: before anything is written
+        raise ConfigError(key, str(directory), f"cannot write there ({exc.strerror or exc}); "
+                          "choose a writable directory") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

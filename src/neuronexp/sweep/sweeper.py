@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.report.terminal import print_sweep
 from neuronexp.results import JOBS_MANIFEST
 from neuronexp.results.files import write_json
-from neuronexp.sweep._hydra import BASIC_LAUNCHER, runs_in_process, subdir_override
+from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
 from neuronexp.sweep.aggregate import aggregate
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
@@ -35,6 +35,10 @@ class SweepStopped(Exception):
     def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message or f"exit status {code}")
         self.code, self.message = code, message
+
+
+class JobFailed(Exception):
+    """A job raised in this process (a write that failed on a full disk), not a cell failing (an error row)."""
 
 
 @dataclass
@@ -70,10 +74,19 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
             except KeyboardInterrupt:
                 stopped = SweepStopped(130, f"interrupted; the finished cells are in {sweep_dir}/results. To resume, "
                                             f"run the same command with hydra.sweep.dir={sweep_dir}")
+            except JobFailed as exc:
+                stopped = SweepStopped(1, f"{exc}; rerun with hydra.sweep.dir={sweep_dir} to resume the sweep")
             except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
                 stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {_first_line(exc)}); "
                                           f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
-        outcome = aggregate(sweep_dir, baseline, cached=reused)
+        try:
+            outcome = aggregate(sweep_dir, baseline, cached=reused)
+        except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
+            why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {_first_line(exc)})"
+            if stopped is not None:
+                raise SweepStopped(stopped.code, f"{stopped.message}; {why} too") from exc
+            raise SweepStopped(1, f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
+                                  f"with hydra.sweep.dir={sweep_dir} to aggregate again") from exc
         print_sweep(outcome.cells, outcome.failed, baseline, sweep_dir)
     if stopped is not None:
         raise stopped
@@ -97,6 +110,10 @@ def _launch(launcher: Any, cells: list[PlannedCell], progress: SweepProgress) ->
         progress.running(cell)
         returns += list(launcher.launch([job], initial_job_idx=cell.num))
         progress.finished(cell)
+        failure = job_exception(returns[-1])
+        if failure is not None:  # not the cell's own failure (that is its error row): neuronexp could not go on
+            raise JobFailed(f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: "
+                            f"{_first_line(failure)}") from failure
     return returns
 
 
