@@ -67,3 +67,15 @@ def md_cell(text: object) -> str:
     an HTML tag (error messages and op names are data, never markup)."""
     return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
             .replace("\r", "").replace("\n", "<br>"))
+
+
+def yaml_error_line(exc: BaseException) -> str:
+    """A YAML syntax error as one line with its file and line (PyYAML's message spans several)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and start is not None and mark is not start:
+        problem += f" ({context} from line {start.line + 1})"
+    if mark is None:
+        return f"not valid YAML: {problem}"
+    return f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: not valid YAML: {problem}"

@@ -4,26 +4,65 @@ from __future__ import annotations
 
 import re
 
-from hydra.errors import HydraException, MissingConfigException
+import yaml
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf.errors import OmegaConfBaseException
 
 from neuronexp.config import ConfigError
+from neuronexp.config.validate import schema_keys
+from neuronexp.formatting import yaml_error_line
 
 # Launchers of optional extras, named when they are not installed (hydra/launcher=parallel builds on joblib).
 LAUNCHER_PLUGINS = {name: f"; install it with pip install 'neuronexp[{extra}]'" for name, extra in
                     (("joblib", "parallel"), ("submitit_local", "slurm"), ("submitit_slurm", "slurm"))}
 
 
-def user_error_line(exc: BaseException) -> str | None:
-    """One line for a configuration mistake, or None for a genuine bug (which keeps its traceback)."""
+def user_error_line(exc: BaseException, argv: list[str] | None = None) -> str | None:
+    """One line for a configuration mistake, or None for a genuine bug (which keeps its traceback).
+
+    `argv`: the command line's arguments, to name the override that does not parse (Hydra's parser
+    often names only the token it stopped at)."""
     if isinstance(exc, ConfigError):
         return str(exc)
+    if isinstance(exc, (OverrideParseException, ValueError)) and (bad := _unparsable(argv or [])) is not None:
+        return bad
+    if (bad_yaml := _yaml_error(exc)) is not None:  # a user's config file that does not parse
+        return yaml_error_line(bad_yaml)
     if isinstance(exc, MissingConfigException) or (
         isinstance(exc, HydraException) and "Could not find" in str(exc)
     ):
         return _missing_option_line(str(exc), exc)
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         return _hydra_error_line(str(exc), exc.__cause__)
+    return None
+
+
+def _unparsable(argv: list[str]) -> str | None:
+    """The first override that Hydra's grammar rejects, with why, or None."""
+    parser = OverridesParser.create()
+    for arg in argv:
+        if arg.startswith("-") or ("=" not in arg and not arg.startswith("~")):
+            continue  # a flag, or a flag's value (--config-dir DIR)
+        try:
+            parsed = parser.parse_overrides([arg])
+        except OverrideParseException as exc:
+            detail = _first_line(str(exc).replace(f"Error parsing override '{arg}'", "")) or "bad syntax"
+            hint = "; quote values with commas, e.g. 'key=\"0,1\"'" if "," in arg else ""
+            return f"{arg}: cannot parse ({detail}){hint}"
+        if parsed and not parsed[0].key_or_group.lstrip("+~"):
+            return f"{arg}: an override needs a key, e.g. input.shape=[1,1024,4096]"
+    return None
+
+
+def _yaml_error(exc: BaseException | None) -> yaml.YAMLError | None:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, yaml.YAMLError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
     return None
 
 
@@ -35,7 +74,12 @@ def _hydra_error_line(text: str, cause: BaseException | None) -> str:
         return (f"baseline: {detail or 'cannot be applied'} (a {{key: value}} override merges into the baseline set "
                 "already); replace it whole with baseline='key=value,key=value' (quoted), or baseline=null")
     if m := re.match(r"Could not override '([^']+)'", text):
-        return f"{m.group(1)}: no such key ({detail}); add a new key with +{m.group(1)}=..."
+        key = m.group(1)
+        allowed = schema_keys(key.rpartition(".")[0])
+        if allowed is not None and "." in key:  # inside neuronexp's own schema: `+key` would be refused too
+            typed = re.search(r"use \+(\S+)", text)
+            return f"{typed.group(1) if typed else key}: no such key; {key.rpartition('.')[0]} takes {', '.join(allowed)}"
+        return f"{key}: no such key ({detail}); add a new key with +{key}=..."
     if m := re.match(r"Error parsing override '([^']+)'\s*(.*)", text, re.S):
         return f"{m.group(1)}: cannot parse ({_first_line(m.group(2))}); quote values with commas, e.g. 'key=\"0,1\"'"
     return _one_line(f"{text}; {detail}" if detail else text)

@@ -8,13 +8,14 @@ import json
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.spec import CellSpec
-from neuronexp.config.validate import validate
+from neuronexp.config.validate import check_known_keys, check_shape, validate
 
 # A config node `hidden_size: ${nx.last:${input.shape}}` follows the swept input shape, so module
 # options never need editing when `input.shape` changes.
@@ -51,6 +52,8 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
         job_cfg = copy.deepcopy(cfg)
         with read_write(job_cfg), open_dict(job_cfg):
             del job_cfg["hydra"]
+    check_known_keys(job_cfg)
+    _check_shape_first(job_cfg)
     try:
         run_cfg = OmegaConf.to_object(job_cfg)
     except Exception as exc:  # interpolation or conversion problem in a user config
@@ -60,6 +63,22 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     if not isinstance(run_cfg.module, dict):
         raise ConfigError("module", run_cfg.module, "must be a config node with a _target_ (pick module=<option>)")
     return run_cfg
+
+
+def _check_shape_first(cfg: DictConfig) -> None:
+    """`input.shape` on its own, before the rest resolves: module options computed from it
+    (`${nx.last:${input.shape}}`) would otherwise report a bad shape as their own interpolation error."""
+    node = cfg.get("input")
+    if not isinstance(node, DictConfig) or "shape" not in node:
+        return
+    try:
+        shape = OmegaConf.to_container(node, resolve=True)["shape"]
+    except Exception as exc:  # an interpolation in the shape (or in input.*) that does not resolve
+        key = str(getattr(exc, "key", None) or "shape")
+        raw = OmegaConf.to_container(node, resolve=False).get(key, "?")  # type: ignore[union-attr]
+        raise ConfigError(f"input.{key}", raw, str(exc).splitlines()[0]) from None
+    if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        check_shape("input.shape", shape)
 
 
 def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str) -> CellSpec:
@@ -78,7 +97,14 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     module_node = run_cfg.module
 
     def build_module() -> Any:
-        return instantiate(module_node, _convert_="all")
+        try:
+            return instantiate(module_node, _convert_="all")
+        except InstantiationException as exc:
+            if exc.__cause__ is None:
+                raise
+            # Hydra's wrapper says only "Error in call to target 'x.Layer':"; what the layer raised is the error
+            # (its traceback still runs through the constructor).
+            raise exc.__cause__ from None
 
     return CellSpec(
         config=run_cfg,
@@ -94,8 +120,13 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
 def spec_from_sweep_config(cfg: DictConfig) -> CellSpec:
     """For a config composed by the sweeper (it still carries its `hydra` node)."""
     hc = cfg.hydra
-    task = list(hc.overrides.task)
+    task = task_overrides(hc.overrides.task)
     return spec_from(cfg, _choices(cfg), task, override_dirname(task))
+
+
+def task_overrides(task: Any) -> list[str]:
+    """The overrides as typed: unresolved, since `key=${x}` is text here, not an interpolation to resolve."""
+    return [str(o) for o in OmegaConf.to_container(task, resolve=False)] if OmegaConf.is_config(task) else list(task)
 
 
 def override_dirname(task_overrides: list[str]) -> str:

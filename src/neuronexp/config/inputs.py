@@ -16,6 +16,7 @@ given by its class — the keyword names and positional count against `forward`'
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -88,6 +89,15 @@ def check_value(path: str, spec: Any, first_dtype: str) -> None:
                       "(a literal dict)")
 
 
+# torch counts elements in int64: a shape with more cannot be built, and its figures could not be recorded.
+INT64_MAX = 2**63 - 1
+
+
+def check_numel(key: str, shape: Any) -> None:
+    if math.prod(shape) > INT64_MAX:
+        raise ConfigError(key, list(shape), f"has {math.prod(shape):.3g} elements; a tensor holds at most 2^63-1")
+
+
 def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
     for key in spec:
         if key not in TENSOR_KEYS:
@@ -95,6 +105,7 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
     shape = spec["shape"]
     if not isinstance(shape, (list, tuple)) or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
         raise ConfigError(f"{path}.shape", shape, "must be a list of non-negative integers, e.g. [1,128,64]")
+    check_numel(f"{path}.shape", shape)
     if spec.get("dtype") is not None and str(getattr(spec["dtype"], "value", spec["dtype"])) not in _DTYPES:
         raise ConfigError(f"{path}.dtype", spec["dtype"], f"one of {', '.join(_DTYPES)}")
     dtype = tensor_dtype(spec, first_dtype)

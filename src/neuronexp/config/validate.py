@@ -6,10 +6,14 @@ half-finished run.
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
 from neuronexp.config.errors import ConfigError
-from neuronexp.config.inputs import check_inputs
+from neuronexp.config.inputs import check_inputs, check_numel
 from neuronexp.config.neuron import validate_neuron
 from neuronexp.config.schema import DType, RunConfig
 from neuronexp.config.targets import locate
@@ -21,15 +25,61 @@ def _positive(key: str, value: int, minimum: int = 1) -> None:
         raise ConfigError(key, value, f"must be an integer >= {minimum}")
 
 
-def _check_shape(key: str, shape: list[int]) -> None:
+def check_shape(key: str, shape: list[int]) -> None:
+    """A non-empty list of positive dimensions whose element count fits in int64."""
     if len(shape) == 0 or any(d < 1 for d in shape):
         raise ConfigError(key, list(shape), "must be a non-empty list of positive integers, e.g. [1,1024,4096]")
+    check_numel(key, shape)
+
+
+def _node_class(hint: Any) -> Any:
+    """The dataclass a schema field holds (itself, or the element of a list of them), else None."""
+    if typing.get_origin(hint) is list:
+        hint = typing.get_args(hint)[0]
+    return hint if dataclasses.is_dataclass(hint) else None
+
+
+def schema_keys(path: str) -> list[str] | None:
+    """The keys neuronexp's schema allows in the node at `path` ("" is the root; "timing", "input.extra.0"),
+    or None where the node is free-form: the module's options, and nodes outside the schema."""
+    cls: Any = RunConfig
+    for part in [p for p in path.split(".") if p and not p.isdigit()]:
+        cls = _node_class(typing.get_type_hints(cls).get(part))
+        if cls is None:
+            return None
+    return list(typing.get_type_hints(cls))
+
+
+def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> None:
+    """Every key inside neuronexp's own nodes is one of its schema's: `+timing.itres=5` would otherwise be
+    ignored without a word. The root may also hold the user's own nodes; `module` holds the layer's options.
+
+    Raises:
+        ConfigError: naming the unknown key and the keys allowed there.
+    """
+    hints = typing.get_type_hints(cls)
+    for key in map(str, cfg.keys()):
+        full = f"{path}.{key}" if path else key
+        if key not in hints:
+            if path:
+                node = cfg._get_node(key)
+                value = ("[...]" if isinstance(node, ListConfig) else "{...}") if OmegaConf.is_config(node) else node._value()
+                raise ConfigError(full, value, f"not a key of neuronexp's schema; {path} takes {', '.join(hints)}")
+            continue
+        child = _node_class(hints[key])
+        if child is None or OmegaConf.is_interpolation(cfg, key):
+            continue
+        value = cfg[key]
+        items = enumerate(value) if isinstance(value, ListConfig) else [(None, value)]
+        for i, item in items:
+            if isinstance(item, DictConfig):
+                check_known_keys(item, child, full if i is None else f"{full}[{i}]")
 
 
 def validate(cfg: RunConfig) -> list[str]:
     """Check what the schema types cannot: ranges, shapes, core lists, the module target, the inputs and the
     baseline. Returns warnings for the cell's row (a keyword input `forward` may ignore)."""
-    _check_shape("input.shape", cfg.input.shape)
+    check_shape("input.shape", cfg.input.shape)
     if cfg.input.dtype in (DType.int64, DType.int32, DType.bool):
         raise ConfigError("input.dtype", cfg.input.dtype.value, "the first input must be a floating dtype")
     for name in ("batch", "seq", "hidden", "heads", "kv_heads", "head_dim", "intermediate"):
@@ -62,6 +112,7 @@ def validate(cfg: RunConfig) -> list[str]:
     if cfg.launcher.per_device is not None:
         _positive("launcher.per_device", cfg.launcher.per_device)
     validate_units("launcher.pool", cfg.launcher.pool)
+    validate_compile(cfg.compile.backend, cfg.compile.mode)
     validate_module_target(cfg.module)
     return check_inputs(cfg.input, cfg.module)
 
@@ -77,6 +128,25 @@ def check_baseline(baseline: Any) -> None:
         scalar = value is None or isinstance(value, (bool, int, float, str))
         if not scalar and not (isinstance(value, list) and all(isinstance(v, (int, float, str)) for v in value)):
             raise ConfigError(f"baseline.{key}", value, "must be a single value (or a list, for a shape) that picks the reference cell")
+
+
+# torch.compile's documented modes (its docstring; torch._inductor.list_mode_options() shows what each sets).
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def validate_compile(backend: str | None, mode: str | None) -> None:
+    """A misspelt backend or mode fails here, not in every cell after its module is built."""
+    if mode is not None and mode not in COMPILE_MODES:
+        raise ConfigError("compile.mode", mode, f"one of {', '.join(COMPILE_MODES)}, or null")
+    if backend is None:
+        return
+    import torch._dynamo  # only when a backend is named: importing Dynamo costs about a second
+
+    # "neuron" is registered when torch-neuronx loads, which only a Neuron cell's own process does.
+    if backend not in {*torch._dynamo.list_backends(exclude_tags=()), "neuron"}:  # debug backends allowed too
+        shown = sorted({*torch._dynamo.list_backends(), "neuron"})
+        raise ConfigError("compile.backend", backend, f"one of {', '.join(shown)} (torch._dynamo.list_backends()), "
+                          "or null for the backend's default")
 
 
 def validate_module_target(module: Any) -> None:
