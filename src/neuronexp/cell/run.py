@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import time
 import traceback
 from dataclasses import replace
@@ -24,6 +25,8 @@ from neuronexp.cell.profiling import profile_callable
 from neuronexp.results import TABLES, Results
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json
 from neuronexp.cell.timing import time_callable
+
+trace_log = logging.getLogger("neuronexp.cell.traceback")
 
 
 def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
@@ -96,6 +99,9 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     except (Exception, SystemExit) as exc:  # failures are data: the sweep goes on with an error row
         error = _error_text(exc)
         atomic_write_text(out_dir / ERROR_LOG, traceback.format_exc())  # the row keeps one line, this the rest
+        # The same traceback in the job's log (Hydra's neuronexp.log: conf/config.yaml routes this logger to its
+        # file handler only, so the terminal keeps the one-line error).
+        trace_log.error("cell %s failed: %s", spec.run_id, error, exc_info=True)
     finally:
         if backend.name != "cpu":
             # Device memory held by reference cycles (compiled graphs) must be back before the next
