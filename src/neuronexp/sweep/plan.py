@@ -17,10 +17,11 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neuronexp.backends import check_available
+from neuronexp.backends import backend_kind, check_available
 from neuronexp.config import ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.sweep._hydra import apply_value_overrides, override_dirname
+from neuronexp.sweep.machine import check_slots_fit
 
 
 @dataclass
@@ -100,12 +101,15 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         raise ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
                           "hydra/launcher=submitit_local runs the same path on this machine")
     composer = CellComposer(master, loader)
-    cells, backends, by_dir, by_run = [], set(), {}, {}
+    cells, backends, by_dir, by_run, slot_asks = [], set(), {}, {}, {}
     varying = _varying_keys(jobs)
     for num, job in enumerate(jobs):
         cfg = composer.compose(job, num)
         spec = spec_from_sweep_config(cfg)
         backends.add(spec.config.backend)
+        slots = spec.config.launcher
+        ask = (backend_kind(spec.config.backend), slots, spec.config.neuron.visible_cores)
+        slot_asks.setdefault((ask[0], slots.devices, slots.per_device, slots.pool, ask[2]), ask)
         subdir = str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
         label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
         if subdir in by_dir:
@@ -118,6 +122,9 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label))
     for name in backends:  # an unavailable backend fails here, once, before any cell runs
         check_available(name)
+    if not launcher.endswith(".SlurmLauncher"):  # Slurm's cells run on other machines, whatever this one has
+        for kind, launcher_cfg, cores in slot_asks.values():
+            check_slots_fit(kind, launcher_cfg, cores)
     return cells
 
 
