@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 from rich.console import Console
 
-from neuronexp.compare import CompareError, compare, comparison_markdown, print_comparison, regressed
-from neuronexp.results import load
+from neuronexp.compare import CompareError, cell_lists, compare, comparison_markdown, print_comparison, regressed
+from neuronexp.results import DamagedResults, load
 from neuronexp.results.files import atomic_write_text
 
 
@@ -41,12 +41,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--threshold must be in [0, 1) and --alpha in (0, 1); got {args.threshold} and {args.alpha}")
     ignore = [name.strip() for item in args.ignore for name in item.split(",") if name.strip()]
     try:
-        cmp = compare(load(args.a), load(args.b), ignore=ignore, threshold=args.threshold, alpha=args.alpha, seed=args.seed)
+        a, b = load(args.a), load(args.b)
+        for path, side in ((args.a, a), (args.b, b)):
+            if side.cells.empty:
+                raise CompareError(f"{path}: the results hold no cells")
+        cmp = compare(a, b, ignore=ignore, threshold=args.threshold, alpha=args.alpha, seed=args.seed)
+        if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
+            raise CompareError("no cell ran in both A and B; " + "; ".join(
+                f"{label} ({len(names)}): {', '.join(names)}" for label, names in cell_lists(cmp)))
         if args.markdown:
             atomic_write_text(args.markdown, comparison_markdown(cmp, args.a, args.b))
         if args.csv:
             atomic_write_text(args.csv, cmp.cells.to_csv(index=False))
-    except (CompareError, OSError, pa.ArrowException) as exc:  # ArrowException: a damaged Parquet file
+    except (CompareError, DamagedResults, OSError, pa.ArrowException) as exc:  # ArrowException: a damaged Parquet file
         print(f"neuronexp-compare: error: {exc}", file=sys.stderr)
         return 2
     print_comparison(cmp, Console(highlight=False))

@@ -19,7 +19,18 @@ from neuronexp.report.model import ReportError, build_report
 from neuronexp.report.html import render_html
 from neuronexp.report.markdown import render_markdown
 from neuronexp.report.tables import status_line
+from neuronexp.results import DamagedResults
 from neuronexp.results.files import atomic_write_text
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer >= 1")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="RULE", help="the reference cell of each group of otherwise-identical cells: "
                    "a module name, KEY=VALUE[,KEY=VALUE] (e.g. compile.enabled=false), or none "
                    "(default: the sweep's own baseline)")
-    p.add_argument("--top", type=int, default=8, metavar="N", help="ops per hotspot table (default 8)")
+    p.add_argument("--top", type=_positive_int, default=8, metavar="N", help="ops per hotspot table (default 8)")
     return p
 
 
@@ -44,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out_dir / "report.html", page)
         atomic_write_text(out_dir / "report.md", text)
-    except (ReportError, OSError, pa.ArrowException) as exc:  # ArrowException: a damaged Parquet file
+    except (ReportError, DamagedResults, OSError, pa.ArrowException) as exc:  # ArrowException: a damaged Parquet file
         print(f"neuronexp-report: error: {exc}", file=sys.stderr)
         return 2
     # Escaped: op names and labels are data, and "[...]" would read as rich markup.

@@ -43,6 +43,7 @@ class Comparison:
     notes: list[str] = field(default_factory=list)  # environment differences worth knowing about
     broken: list[str] = field(default_factory=list)  # ran in A, failed in B: a regression too
     fixed: list[str] = field(default_factory=list)  # failed in A, ran in B
+    failed: list[str] = field(default_factory=list)  # failed in both, with both errors
 
     def count(self, word: str) -> int:
         return int((self.cells["verdict"] == word).sum()) if not self.cells.empty else 0
@@ -161,6 +162,13 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
     only_b = [name[k] for k in all_b if k not in all_a]
     broken = [name[k] for k in both if k in ran_a and k not in ran_b]
     fixed = [name[k] for k in both if k in ran_b and k not in ran_a]
+    failed = [f"{name[k]} (A: {_error(all_a[k])}; B: {_error(all_b[k])})"
+              for k in both if k not in ran_a and k not in ran_b]
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
     return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, environment_notes(a.cells, b.cells),
-                      broken, fixed)
+                      broken, fixed, failed)
+
+
+def _error(cell: pd.Series) -> str:
+    text = str(cell.get("error") or cell["status"]).strip().splitlines()
+    return (text[0] if text else str(cell["status"]))[:160]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -20,8 +21,9 @@ def _rows(cmp: Comparison) -> list[list[str]]:
 _HEADERS = ["cell", "A median", "B median", "B/A", "95% CI", "q (BH)", "n A/B", "verdict"]
 
 
-def _lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
-    pairs = [("failed in B, ran in A", cmp.broken), ("failed in A, ran in B", cmp.fixed),
+def cell_lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
+    """The cells that were not compared, by reason (label, names), leaving out empty lists."""
+    pairs = [("failed in B, ran in A", cmp.broken), ("failed in A, ran in B", cmp.fixed), ("failed in both", cmp.failed),
              ("only in A", cmp.only_a), ("only in B", cmp.only_b)]
     return [(label, names) for label, names in pairs if names]
 
@@ -46,22 +48,45 @@ def _op_rows(cmp: Comparison, limit: int) -> list[list[str]]:
             for r in ops.itertuples()]
 
 
+def _natural_widths(rows: list[list[str]]) -> list[int]:
+    return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(_HEADERS)]
+
+
+def _fit_widths(rows: list[list[str]], room: int) -> list[int | None]:
+    """Column widths when the table is wider than `room`: the figures keep theirs, the ratio wraps after its
+    first word, and the cell names take what is left but never fewer than 12 characters (rich alone would
+    narrow them to nothing). None: rich decides."""
+    natural = _natural_widths(rows)
+    if sum(natural) <= room:
+        return [None] * len(_HEADERS)
+    ratio = _HEADERS.index("B/A")
+    natural[ratio] = max([len(_HEADERS[ratio]), *(len(r[ratio].split()[0]) for r in rows if r[ratio].split())])
+    rest = sum(natural[1:])
+    return [max(12, min(natural[0], room - rest)), *natural[1:]]
+
+
 def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> None:
-    table = Table(title="B vs A · median latency · ratio of medians with bootstrap CI", title_justify="left")
-    for h in _HEADERS:
-        table.add_column(h, justify="left" if h in ("cell", "verdict") else "right", no_wrap=h != "cell")
-    for row in _rows(cmp):
+    rows = _rows(cmp)
+    # Too narrow for the boxed table (80 columns, e.g. piped): no vertical rules, so the figures keep their room.
+    boxed = sum(_natural_widths(rows)) + 3 * len(_HEADERS) + 1 <= console.width
+    narrow = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
+    table = Table(title="B vs A · median latency · ratio of medians with bootstrap CI", title_justify="left", **narrow)
+    widths = _fit_widths(rows, console.width - (len(_HEADERS) - 1 if narrow else 3 * len(_HEADERS) + 1))
+    for h, width in zip(_HEADERS, widths):
+        table.add_column(h, justify="left" if h in ("cell", "verdict") else "right", width=width, overflow="fold")
+    for row in rows:
         # Labels and op names are data: escaped so "[...]" in them is not read as rich markup.
         table.add_row(*map(escape, row[:-1]), f"[{_STYLE.get(row[-1], '')}]{escape(row[-1])}[/]")
     console.print(table)
     if not cmp.ops.empty:
-        ops = Table(title="Op tables: largest changes in self device time per step", title_justify="left")
+        ops = Table(title="Op tables: largest changes in self device time per step", title_justify="left", **narrow)
         for h in ("cell", "op", "change", "A", "B", "Δ"):
-            ops.add_column(h, justify="right" if h in ("A", "B", "Δ") else "left", no_wrap=h != "cell")
+            ops.add_column(h, justify="right" if h in ("A", "B", "Δ") else "left", no_wrap=h not in ("cell", "op"),
+                           overflow="fold")
         for row in _op_rows(cmp, op_limit):
             ops.add_row(*map(escape, row))
         console.print(ops)
-    for label, names in _lists(cmp):
+    for label, names in cell_lists(cmp):
         console.print(f"[yellow]{label} ({len(names)}):[/] {escape(', '.join(names))}")
     for note in cmp.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
@@ -79,6 +104,6 @@ def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
         heads = ["cell", "op", "change", "A", "B", "Δ"]
         lines += ["## Op tables", "", row(heads), "|" + "---|" * len(heads)]
         lines += [row(r) for r in _op_rows(cmp, 30)] + [""]
-    extra = [f"{label[0].upper()}{label[1:]}: " + ", ".join(names) for label, names in _lists(cmp)] + [f"Note: {n}" for n in cmp.notes]
+    extra = [f"{label[0].upper()}{label[1:]}: " + ", ".join(names) for label, names in cell_lists(cmp)] + [f"Note: {n}" for n in cmp.notes]
     lines += extra + ([""] if extra else [])
     return "\n".join(lines)

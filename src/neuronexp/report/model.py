@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import OmegaConf
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from neuronexp.analysis.ops import fusion_table, hotspots
 from neuronexp.analysis.variants import add_speedups, describe_baseline, names, parse_baseline
+from neuronexp.formatting import yaml_error_line
 from neuronexp.report.findings import findings
 from neuronexp.results import Results, read_any
 
@@ -48,6 +51,7 @@ class Report:
     hotspots: dict[str, pd.DataFrame] = field(default_factory=dict)  # run_id → op, calls, self_device_us, share
     fusion: pd.DataFrame = field(default_factory=pd.DataFrame)
     findings: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # job directories of planned cells that never finished
 
     @property
     def cells(self) -> pd.DataFrame:
@@ -58,14 +62,32 @@ def configured_baseline(job_dirs: list[Path]) -> dict[str, str] | None:
     """The `baseline` the sweep was run with (from a job's config.yaml), as key: value pairs."""
     for d in job_dirs[:1]:
         if (d / "config.yaml").is_file():
-            value = OmegaConf.load(d / "config.yaml").get("baseline")
+            try:
+                config = OmegaConf.load(d / "config.yaml")
+                value = config.get("baseline") if isinstance(config, DictConfig) else None
+            except yaml.YAMLError as exc:
+                raise ReportError(yaml_error_line(exc)) from None
+            except OmegaConfBaseException as exc:
+                raise ReportError(f"{d / 'config.yaml'}: {str(exc).splitlines()[0]}") from None
+            if not isinstance(config, DictConfig):
+                raise ReportError(f"{d / 'config.yaml'}: not a neuronexp config (a YAML mapping of keys)")
             return parse_baseline(OmegaConf.to_container(value) if OmegaConf.is_config(value) else value)
     return None
 
 
+def _json_object(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ReportError(f"{path}: not valid JSON ({exc}); neuronexp writes it, so it was changed since") from None
+    if not isinstance(value, dict):
+        raise ReportError(f"{path}: not the environment record neuronexp writes (a JSON object)")
+    return value
+
+
 def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[str, str]]:
     """(label, value) pairs; a value that differs across jobs lists every distinct value."""
-    envs = [json.loads((d / "env.json").read_text()) for d in job_dirs if (d / "env.json").is_file()]
+    envs = [_json_object(d / "env.json") for d in job_dirs if (d / "env.json").is_file()]
 
     def distinct(values) -> str:
         vals = [str(v) for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
@@ -113,6 +135,9 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
         ReportError: `source` holds no results, or only an empty table.
     """
     source = Path(source)
+    if source.exists() and not source.is_dir():
+        raise ReportError(f"{source}: is a file, not a directory; point at a run directory (with cells.parquet) "
+                          "or a sweep directory (with results/ or job directories)")
     if not source.is_dir():
         raise ReportError(f"{source}: no such directory")
     out_dir = Path(out_dir) if out_dir is not None else source
@@ -142,5 +167,5 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     return Report(
         source=source.resolve(), out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
         environment=environment_rows(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops),
-        findings=findings(cells, results.samples, spots),
+        findings=findings(cells, results.samples, spots), missing=found.missing,
     )

@@ -103,4 +103,8 @@ def failed_cells(report: Report) -> list[tuple[str, str]]:
 
 def status_line(report: Report) -> str:
     counts = report.cells["status"].value_counts()
-    return f"{len(report.cells)} cell(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    line = f"{len(report.cells)} cell(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    if report.missing:  # planned (jobs.json) but never finished: a killed or interrupted sweep
+        line += (f"; {len(report.missing)} planned cell(s) never finished (job {', '.join(report.missing)}): "
+                 "rerun the sweep into this directory to complete it")
+    return line

@@ -24,6 +24,10 @@ def read_job(job_dir: Path) -> Results:
     return Results(*(pd.read_parquet(job_dir / f"{name}.parquet") for name in TABLES))
 
 
+class DamagedResults(ValueError):
+    """A file neuronexp wrote cannot be read back as written (changed or damaged since)."""
+
+
 def load(path: str | os.PathLike[str]) -> Results:
     """The three tables of a run directory, or the aggregated ones of a sweep directory.
 
@@ -42,7 +46,11 @@ def job_dirs_of(sweep_dir: Path) -> list[Path]:
     """The sweep's jobs: from the sweeper's manifest, else every subdirectory holding a cell."""
     manifest = sweep_dir / JOBS_MANIFEST
     if manifest.is_file():
-        return [sweep_dir / job["dir"] for job in json.loads(manifest.read_text())]
+        try:
+            return [sweep_dir / str(job["dir"]) for job in json.loads(manifest.read_text())]
+        except (ValueError, TypeError, KeyError) as exc:
+            raise DamagedResults(f"{manifest}: not the list of planned cells neuronexp writes ({type(exc).__name__}: "
+                                 f"{exc}); rerun the sweep into this directory to rewrite it") from None
     return sorted((p.parent for p in sweep_dir.glob("*/cells.parquet")), key=lambda p: _natural_key(p.name))
 
 
@@ -111,5 +119,12 @@ def read_any(root: Path) -> Found:
     else:
         raise FileNotFoundError(f"{root}: no results here (no cells.parquet, no results/, no job directories); "
                                 "point at a run or a sweep directory")
-    by_run = {str(pq.read_table(d / "cells.parquet", columns=["run_id"]).column(0)[0]): d for d in dirs}
-    return Found(results, "sweep", by_run, missing)
+    return Found(results, "sweep", {_job_run_id(d): d for d in dirs}, missing)
+
+
+def _job_run_id(job_dir: Path) -> str:
+    run_ids = pq.read_table(job_dir / "cells.parquet", columns=["run_id"]).column(0).to_pylist()
+    if len(run_ids) != 1:
+        raise DamagedResults(f"{job_dir / 'cells.parquet'}: {len(run_ids)} rows where a job's table holds one; "
+                             "rerun the sweep into this directory to run that cell again")
+    return str(run_ids[0])
