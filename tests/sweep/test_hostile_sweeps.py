@@ -1,0 +1,193 @@
+"""Hostile inputs and faults against sweeps (issue 10): never lose or mix a result. Concurrent writers, a second
+grid into the same directory, damaged job files, colliding job directories, layers that exit or print markup,
+Ctrl-C, an aggregation that cannot be written, and mistakes that must stop a sweep before its first cell."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import neuronexp
+from neuronexp.cell.environment import host_cpus
+from neuronexp.results.files import read_arrow
+
+from helpers import FAST, console_script
+from helpers.hostile import write_hostile_layers
+
+QUICK = [a for a in FAST if not a.startswith("input.shape")]
+PAIR = ["module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]"]
+
+
+def _sweep(cli, sweep_dir: Path, *args: str):
+    return cli("-m", *args, *QUICK, f"hydra.sweep.dir={sweep_dir}")
+
+
+def _command(sweep_dir: Path, *args: str) -> list[str]:
+    return [console_script("neuronexp"), "-m", *args, *QUICK, f"hydra.sweep.dir={sweep_dir}"]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+
+
+def _one_line(stderr: str, prefix: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(prefix) and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def _job_files(job: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in job.iterdir() if p.is_file() and not p.name.startswith(".")}
+
+
+def test_two_identical_sweeps_started_together_never_mix_tables(tmp_path: Path) -> None:
+    write_hostile_layers(tmp_path)
+    sweep = tmp_path / "sweep"
+    args = _command(sweep, "module._target_=hostile.Slow", "input.shape=[1,8],[1,16],[1,24]")
+    procs = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+             for _ in range(2)]
+    outcomes = [(p.wait(timeout=300), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert sorted(code for code, _ in outcomes) in ([0, 0], [0, 2]), outcomes
+    for code, stderr in outcomes:
+        if code == 2:  # refused, naming the holder
+            line = _one_line(stderr, "neuronexp: error: hydra.sweep.dir=")
+            assert "another neuronexp is writing there (pid " in line and "hostile.Slow" in line
+    # Whatever happened, every job directory holds one cell's files, all of the same run_id.
+    jobs = sorted(p.parent for p in sweep.glob("*/cell.json"))
+    assert len(jobs) == 3
+    for job in jobs:
+        (run_id,) = set(pq.read_table(job / "cells.parquet").column("run_id").to_pylist())
+        for name in ("samples", "ops"):
+            assert set(pq.read_table(job / f"{name}.parquet").column("run_id").to_pylist()) == {run_id}, job
+            assert set(read_arrow(job / f"{name}.arrow").column("run_id").to_pylist()) == {run_id}, job
+    results = neuronexp.load(sweep)
+    assert len(results.cells) == 3 and set(results.samples["run_id"]) == set(results.cells["run_id"])
+
+
+def test_a_second_grid_reuses_identical_cells_and_never_overwrites_another(cli, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    assert _sweep(cli, sweep, *PAIR).returncode == 0
+    first = neuronexp.load(sweep).cells.set_index("module")
+    naive_files, fused_files = _job_files(sweep / "0"), _job_files(sweep / "1")
+    # Another grid: fused at the same shape (complete in job 1) and at a new one (planned into job 0, naive's).
+    res = _sweep(cli, sweep, "module=rmsnorm_fused", "input.shape=[1,8,32],[1,8,64]")
+    assert res.returncode == 0, res.stderr
+    cells = neuronexp.load(sweep).cells.set_index("shape")
+    reused = cells.loc["[1,8,64]"]
+    assert reused["status"] == "cached" and reused["run_id"] == first.loc["rmsnorm_fused", "run_id"]
+    assert reused["latency_median_us"] == first.loc["rmsnorm_fused", "latency_median_us"]
+    assert cells.loc["[1,8,32]", "status"] == "ok"
+    assert _job_files(sweep / "0") == naive_files, "another configuration's cell was written over"
+    assert _job_files(sweep / "1") == fused_files
+    (new_job,) = [p.parent.name for p in sweep.glob("*/cell.json") if p.parent.name not in ("0", "1")]
+    assert pq.read_table(sweep / new_job / "cells.parquet").column("shape").to_pylist() == ["[1,8,32]"]
+
+
+def test_a_damaged_job_file_makes_that_cell_run_again(cli, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    assert _sweep(cli, sweep, *PAIR).returncode == 0
+    damaged = sweep / "1" / "samples.arrow"
+    damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
+    res = _sweep(cli, sweep, *PAIR)
+    assert res.returncode == 0, res.stderr
+    results = neuronexp.load(sweep)
+    status = dict(zip(results.cells["module"], results.cells["status"]))
+    assert status == {"rmsnorm_naive": "cached", "rmsnorm_fused": "ok"}
+    assert set(results.samples["run_id"]) == set(results.cells["run_id"])  # results/ is fresh, whole
+    assert len(read_arrow(damaged)) == results.cells.set_index("module").loc["rmsnorm_fused", "latency_samples"]
+
+
+@pytest.mark.parametrize(("subdir", "values", "expected"), [
+    ("x", "input.shape=[1,8,64],[1,8,32]", "hydra.sweep.subdir=x: cells 0 and 1 would share the job directory 'x'"),
+    ("${hydra.job.override_dirname}", "input.shape=[1,8,64],[1,8,0]", "input.shape=[1,8,0]: must be a non-empty list"),
+])
+def test_job_directories_are_checked_before_any_cell_runs(cli, tmp_path: Path, subdir: str, values: str, expected: str) -> None:
+    sweep = tmp_path / "sweep"
+    res = _sweep(cli, sweep, values, f"hydra.sweep.subdir={subdir}")
+    assert res.returncode == 2
+    assert expected in _one_line(res.stderr, "neuronexp: error: ")
+    assert not sweep.exists()
+
+
+def test_layers_that_exit_or_print_markup_are_rows_and_the_sweep_goes_on(cli, tmp_path: Path) -> None:
+    write_hostile_layers(tmp_path)
+    sweep = tmp_path / "sweep"
+    res = _sweep(cli, sweep, "module._target_=hostile.ExitsInForward,hostile.RaisesMarkup,hostile.MarkupOp",
+                 "input.shape=[1,8,64]")
+    assert res.returncode == 1, "failed cells make the exit status say so"
+    assert "Traceback" not in res.stderr + res.stdout and "MarkupError" not in res.stderr
+    cells = neuronexp.load(sweep).cells.set_index("module")
+    assert cells.loc["ExitsInForward", "error"] == "SystemExit: the layer called sys.exit(0)"
+    assert cells.loc["RaisesMarkup", "error"].startswith("FileNotFoundError: no weights at [/data/weights/layer0.bin] [bold]")
+    assert cells.loc["MarkupOp", "status"] == "ok"
+    assert "load[/data/cache]" in set(neuronexp.load(sweep).ops["op"])
+    assert "[/data/weights/layer0.bin] [bold]" in res.stdout  # the progress line, printed as text
+    summary = (sweep / "results" / "summary.md").read_text()
+    assert "<script>" not in summary and "&lt;script&gt;alert(1)&lt;/script&gt;" in summary
+
+
+def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path: Path) -> None:
+    write_hostile_layers(tmp_path)
+    sweep = tmp_path / "sweep"
+    args = _command(sweep, "module._target_=hostile.Slow", "input.shape=[1,8],[1,16],[1,24],[1,32],[1,40]")
+    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            start_new_session=True)
+    deadline = time.time() + 120
+    while not (sweep / "0" / "cells.parquet").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's foreground process group
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    line = _one_line(err, "neuronexp: interrupted; ")
+    assert f"hydra.sweep.dir={sweep}" in line
+    finished = neuronexp.load(sweep).cells
+    assert 1 <= len(finished) < 5 and (finished["status"] == "ok").all()
+    rerun = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
+    assert rerun.returncode == 0, rerun.stderr
+    cells = neuronexp.load(sweep).cells
+    assert len(cells) == 5 and (cells["status"] == "cached").sum() == len(finished)
+
+
+def test_a_failed_aggregation_is_an_error_not_a_warning(cli, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "results").write_text("a file where results/ goes")
+    res = _sweep(cli, sweep, *PAIR)
+    assert res.returncode == 1
+    line = _one_line(res.stderr, "neuronexp: aggregating ")
+    assert "results failed (FileExistsError" in line and f"hydra.sweep.dir={sweep}" in line
+    assert (sweep / "results").read_text() == "a file where results/ goes"
+    assert len(list(sweep.glob("*/cells.parquet"))) == 2  # the cells' own results are kept
+
+
+def _broken_group_option(tmp_path: Path) -> list[str]:
+    conf = tmp_path / "conf" / "module"
+    conf.mkdir(parents=True)
+    (conf / "mine.yaml").write_text("_target_: neuronexp.modules.NaiveRMSNorm\nhidden_size: [64\n")
+    return ["--config-dir", str(tmp_path / "conf"), "module=rmsnorm_naive,mine"]
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    ("yaml", "mine.yaml, line 3, column 1: not valid YAML"),
+    ("unknown key", "timing.itres=5: not a key of neuronexp's schema"),
+    ("compile mode", "compile.mode=fast: one of default"),
+    ("devices", f"launcher.devices={len(host_cpus()) + 1}: does not fit this machine"),
+])
+def test_a_mistake_anywhere_stops_the_sweep_before_it_starts(cli, tmp_path: Path, case: str, expected: str) -> None:
+    sweep = tmp_path / "sweep"
+    args = {
+        "yaml": _broken_group_option(tmp_path) if case == "yaml" else [],
+        "unknown key": ["+timing.itres=5,6"],
+        "compile mode": ["compile.mode=default,fast"],
+        "devices": ["hydra/launcher=parallel", f"launcher.devices={len(host_cpus()) + 1}", "input.shape=[1,8],[1,16]"],
+    }[case]
+    res = _sweep(cli, sweep, *args)
+    assert res.returncode == 2
+    assert expected in _one_line(res.stderr, "neuronexp: error: ")
+    assert not sweep.exists()
