@@ -148,3 +148,20 @@ def test_schedule_defaults_follow_the_design(hydra_conf) -> None:
     cfg = to_run_config(compose("config"))
     s = cfg.profiler.schedule
     assert (s.wait, s.warmup, s.active, s.repeat) == (2, 1, 1, 1)
+
+
+def test_the_documented_compile_modes_are_modes_of_this_torch() -> None:
+    import torch._inductor
+
+    from neuronexp.config.validate import COMPILE_MODES
+
+    assert set(COMPILE_MODES) <= set(torch._inductor.list_mode_options())
+
+
+def test_schema_keys_are_known_inside_neuronexps_nodes_only() -> None:
+    from neuronexp.config.validate import schema_keys
+
+    assert schema_keys("timing") == ["warmup", "iters", "max_seconds", "min_iters"]
+    assert schema_keys("input.extra.0") == ["shape", "dtype", "high"]
+    assert "schedule" in (schema_keys("profiler") or [])
+    assert schema_keys("module") is None and schema_keys("notes") is None
