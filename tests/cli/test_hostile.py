@@ -27,7 +27,7 @@ BAD_CONFIGS = [
     # Shapes: empty, a dimension >= 2^63, an element count beyond int64, an interpolation that does not resolve.
     (["input.shape=[]"], "input.shape=[]: must be a non-empty list"),
     (["input.shape=[9223372036854775808]"], "input.shape=[9223372036854775808]: has 9.22e+18 elements"),
-    (["+input.extra=[{shape:[4294967296,4294967296]}]"], "input.extra[0].shape=[4294967296,4294967296]: has 1.84e+19"),
+    (["input.args=[{shape:[4294967296,4294967296]}]"], "input.args[0].shape=[4294967296,4294967296]: has 1.84e+19"),
     (["input.shape=${oops}"], "input.shape=${oops}: Interpolation key 'oops' not found"),
     # Overrides that do not parse are named as typed.
     (["input.shape=[1,8,"], "input.shape=[1,8,: cannot parse"),
@@ -91,7 +91,8 @@ def test_a_constructor_that_raises_keeps_its_cause_in_row_terminal_and_log(cli, 
     log = (tmp_path / "run" / "neuronexp.log").read_text()
     # The full traceback, down to the line in the user's layer, is in the cell's own log.
     assert "Traceback (most recent call last)" in log and 'raise RuntimeError("ctor failed")' in log
-    assert log.rstrip().endswith("RuntimeError: ctor failed")
+    assert "\nRuntimeError: ctor failed\n" in log  # the layer's own exception, not only Hydra's wrapper
+    assert 'raise RuntimeError("ctor failed")' in (tmp_path / "run" / "error.log").read_text()
 
 
 def test_sys_exit_in_a_layer_is_an_error_row(cli, tmp_path: Path) -> None:

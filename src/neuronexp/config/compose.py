@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
@@ -97,14 +96,7 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     module_node = run_cfg.module
 
     def build_module() -> Any:
-        try:
-            return instantiate(module_node, _convert_="all")
-        except InstantiationException as exc:
-            if exc.__cause__ is None:
-                raise
-            # Hydra's wrapper says only "Error in call to target 'x.Layer':"; what the layer raised is the error
-            # (its traceback still runs through the constructor).
-            raise exc.__cause__ from None
+        return instantiate(module_node, _convert_="all")
 
     return CellSpec(
         config=run_cfg,

@@ -40,7 +40,7 @@ def _node_class(hint: Any) -> Any:
 
 
 def schema_keys(path: str) -> list[str] | None:
-    """The keys neuronexp's schema allows in the node at `path` ("" is the root; "timing", "input.extra.0"),
+    """The keys neuronexp's schema allows in the node at `path` ("" is the root; "timing", "profiler.schedule"),
     or None where the node is free-form: the module's options, and nodes outside the schema."""
     cls: Any = RunConfig
     for part in [p for p in path.split(".") if p and not p.isdigit()]:
