@@ -81,7 +81,9 @@ write_config() {
     node=${cpus_line#NodeName=* }
     mkdir -p "$STATE"/{munge,ctld,spool,log,run}
     touch "$MARK"
+    # The key stays root's; the socket (in run/) and the config are for every user of the machine.
     chmod 0700 "$STATE/munge"
+    chmod 0755 "$STATE" "$STATE/run"
     if [ ! -s "$STATE/munge/munge.key" ]; then
         (umask 077; head -c 1024 /dev/urandom >"$STATE/munge/munge.key")
         chmod 0400 "$STATE/munge/munge.key"
@@ -96,7 +98,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$STATE/munge/munge.socket
+AuthInfo=socket=$STATE/run/munge.socket
 StateSaveLocation=$STATE/ctld
 SlurmdSpoolDir=$STATE/spool
 SlurmctldPidFile=$STATE/run/slurmctld.pid
@@ -131,7 +133,9 @@ EOF
     # sbatch and friends read /etc/slurm/slurm.conf unless SLURM_CONF says otherwise: link ours there when
     # that path is free, so that a plain `neuronexp ... hydra/launcher=slurm` finds this cluster.
     if [ ! -e "$SYSTEM_CONF" ] && [ ! -L "$SYSTEM_CONF" ]; then
-        mkdir -p "$(dirname "$SYSTEM_CONF")"
+        if [ ! -d "$(dirname "$SYSTEM_CONF")" ]; then
+            mkdir -p "$(dirname "$SYSTEM_CONF")" && dirname "$SYSTEM_CONF" >"$STATE/made-dir"
+        fi
         ln -s "$CONF" "$SYSTEM_CONF" && echo "$SYSTEM_CONF" >"$STATE/linked-conf"
     fi
 }
@@ -139,9 +143,9 @@ EOF
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 start_daemons() {
-    if ! live_pid "$STATE/munge/munged.pid" munged >/dev/null; then
-        munged --force --key-file="$STATE/munge/munge.key" --socket="$STATE/munge/munge.socket" \
-            --pid-file="$STATE/munge/munged.pid" --log-file="$STATE/log/munged.log" \
+    if ! live_pid "$STATE/run/munged.pid" munged >/dev/null; then
+        munged --force --key-file="$STATE/munge/munge.key" --socket="$STATE/run/munge.socket" \
+            --pid-file="$STATE/run/munged.pid" --log-file="$STATE/log/munged.log" \
             --seed-file="$STATE/munge/munged.seed" || fail munged "$STATE/log/munged.log"
     fi
     if ! live_pid "$STATE/run/slurmctld.pid" slurmctld >/dev/null; then
@@ -201,7 +205,7 @@ cmd_up() {
     need_root
     install_packages
     if [ -f "$MARK" ] && live_pid "$STATE/run/slurmctld.pid" slurmctld >/dev/null \
-        && live_pid "$STATE/run/slurmd.pid" slurmd >/dev/null && live_pid "$STATE/munge/munged.pid" munged >/dev/null \
+        && live_pid "$STATE/run/slurmd.pid" slurmd >/dev/null && live_pid "$STATE/run/munged.pid" munged >/dev/null \
         && [[ $(node_state) =~ ^(idle|mixed|allocated)$ ]]; then
         say "already up ($(sinfo -h -N -o '%N %c CPUs %m MB, %T' | head -1))"
         return 0
@@ -242,8 +246,9 @@ cmd_down() {
     stop_pid "$STATE/run/slurmctld.pid" slurmctld
     local pid
     for pid in $(our_stepds); do kill -KILL "$pid" 2>/dev/null; done
-    stop_pid "$STATE/munge/munged.pid" munged
+    stop_pid "$STATE/run/munged.pid" munged
     if [ -f "$STATE/linked-conf" ] && [ "$(readlink "$SYSTEM_CONF")" = "$CONF" ]; then rm -f "$SYSTEM_CONF"; fi
+    if [ -f "$STATE/made-dir" ]; then rmdir "$(cat "$STATE/made-dir")" 2>/dev/null; fi  # only if still empty
     rm -rf "$STATE"
     say "down (daemons stopped, $STATE removed)"
     [ $purge -eq 1 ] && purge_packages
@@ -255,7 +260,6 @@ cmd_status() {
     [ -f "$MARK" ] || { echo "down (no $STATE)"; return 3; }
     for name in munged slurmctld slurmd; do
         file=$STATE/run/$name.pid
-        [ $name = munged ] && file=$STATE/munge/munged.pid
         if pid=$(live_pid "$file" $name); then echo "$name: running (pid $pid)"; else echo "$name: not running"; up=0; fi
     done
     [ $up -eq 1 ] && sinfo -N -o '%P %N %c %m %T' && [[ $(node_state) =~ ^(idle|mixed|allocated)$ ]] && return 0
