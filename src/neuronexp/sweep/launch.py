@@ -27,6 +27,7 @@ from neuronexp.backends import backend_kind
 from neuronexp.cell.environment import host_cpus, visible_cuda_devices
 from neuronexp.config import LauncherConfig, format_units, parse_units
 from neuronexp.sweep.placement import PlacementError, Slot, acquire_slot, hold_slot, plan_slots
+from neuronexp.sweep.slurm import SlurmTimeLimit, signal_hint
 
 # Runs before anything is imported, so numpy's and torch's thread pools start inside the slot's cores.
 _BOOTSTRAP = """\
@@ -89,9 +90,13 @@ def run_in_slot(request: CellRequest, spec: Any, launcher: LauncherConfig) -> An
     except PlacementError as exc:
         return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", request.kind, _where(None), started_at)
     lock_dir = Path(launcher.lock_dir) if launcher.lock_dir else None
-    with hold_slot(slots, lock_dir) as slot:
-        (out_dir / "cells.parquet").unlink(missing_ok=True)  # an earlier error row must not pass for this run's
-        pid, code = _spawn(request, slot, out_dir)
+    slot = None
+    try:
+        with hold_slot(slots, lock_dir) as slot:
+            (out_dir / "cells.parquet").unlink(missing_ok=True)  # an earlier error row must not pass for this run's
+            pid, code = _spawn(request, slot, out_dir)
+    except SlurmTimeLimit as exc:  # raised in this Slurm task by the time-limit warning; _spawn stopped the cell
+        return write_lost_cell(spec, out_dir, f"timed out: {exc}", request.kind, _where(slot), started_at)
     if (out_dir / "cells.parquet").is_file():
         return read_job(out_dir)
     return write_lost_cell(spec, out_dir, _death(code, out_dir / "cell.log"), request.kind, _where(slot, pid), started_at)
@@ -143,7 +148,12 @@ def _spawn(request: CellRequest, slot: Slot, out_dir: Path) -> tuple[int, int]:
     with open(out_dir / "cell.log", "ab") as log:  # the cell's own output, kept apart from other cells'
         proc = subprocess.Popen([sys.executable, "-c", _BOOTSTRAP, str(os.getpid())], stdin=subprocess.PIPE,
                                 stdout=log, stderr=subprocess.STDOUT, env=env)
-        proc.communicate(json.dumps(vars(request)).encode())
+        try:
+            proc.communicate(json.dumps(vars(request)).encode())
+        except BaseException:  # a signal handler raised here (Slurm's time limit, Ctrl-C): the cell goes too
+            proc.kill()
+            proc.wait()
+            raise
     return proc.pid, proc.returncode
 
 
@@ -157,7 +167,7 @@ def _where(slot: Slot | None, pid: int | None = None) -> dict[str, Any]:
 def _death(code: int, log: Path) -> str:
     if code < 0:
         name = signal.Signals(-code).name
-        hint = " (out of memory, or killed)" if -code == signal.SIGKILL else ""
+        hint = " (out of memory, or killed)" if -code == signal.SIGKILL else signal_hint(-code)
         return f"cell process killed by {name}{hint}"
     lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()] if log.is_file() else []
     return f"cell process exited with status {code}" + (f": {lines[-1][:300]}" if lines else "")

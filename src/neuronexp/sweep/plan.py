@@ -22,6 +22,7 @@ from neuronexp.config import ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.sweep._hydra import apply_value_overrides, override_dirname
 from neuronexp.sweep.machine import check_slots_fit
+from neuronexp.sweep.slurm import check_slurm_sweep
 
 
 @dataclass
@@ -97,11 +98,12 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
             backend or launcher that cannot run here.
     """
     launcher = str(OmegaConf.select(master, "hydra.launcher._target_", default=""))
-    if launcher.endswith(".SlurmLauncher") and not shutil.which("sbatch"):
+    slurm = launcher.endswith("SlurmLauncher")  # the plugin's, or neuronexp's extension of it
+    if slurm and not shutil.which("sbatch"):
         raise ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
                           "hydra/launcher=submitit_local runs the same path on this machine")
     composer = CellComposer(master, loader)
-    cells, backends, by_dir, by_run, slot_asks = [], set(), {}, {}, {}
+    cells, backends, by_dir, by_run, slot_asks, cpu_slots = [], set(), {}, {}, {}, set()
     varying = _varying_keys(jobs)
     for num, job in enumerate(jobs):
         cfg = composer.compose(job, num)
@@ -110,6 +112,8 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         slots = spec.config.launcher
         ask = (backend_kind(spec.config.backend), slots, spec.config.neuron.visible_cores)
         slot_asks.setdefault((ask[0], slots.devices, slots.per_device, slots.pool, ask[2]), ask)
+        if spec.config.backend.value == "cpu":  # explicitly: `auto` may mean another device on the nodes
+            cpu_slots.add((slots.devices, slots.per_device))
         subdir = str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
         label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
         if subdir in by_dir:
@@ -122,7 +126,9 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label))
     for name in backends:  # an unavailable backend fails here, once, before any cell runs
         check_available(name)
-    if not launcher.endswith(".SlurmLauncher"):  # Slurm's cells run on other machines, whatever this one has
+    if slurm:  # Slurm's cells run on other machines, whatever this one has: checked against the cluster
+        check_slurm_sweep(master, cpu_slots)
+    else:
         for kind, launcher_cfg, cores in slot_asks.values():
             check_slots_fit(kind, launcher_cfg, cores)
     return cells

@@ -1,0 +1,42 @@
+"""The launcher of `hydra/launcher=slurm` (conf/hydra/launcher/slurm.yaml): hydra-submitit-launcher's
+SlurmLauncher, extended where a sweep needs more than submitting and waiting (neuronexp.sweep.slurm_jobs):
+
+- before submitting, a preset's `cpus_per_task` is lowered to what the partition's nodes have (one note);
+- job states come from squeue where sacct fails (no accounting storage): one note instead of a warning per
+  poll, and a task that ends without its result stops being waited for;
+- every task is waited for, and the tasks that ended without a result are named at the end;
+- in a task, Slurm's time-limit warning stops the running cell and records it as timed out.
+
+Kept cheap to import (Hydra imports every plugin module at start-up); without the `slurm` extra there is
+nothing to extend and this module defines no launcher.
+"""
+
+from typing import Any, Sequence
+
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig
+
+try:
+    from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
+except ImportError:  # pip install 'neuronexp[slurm]'
+    SlurmLauncher = None
+
+if SlurmLauncher is not None:
+
+    class NeuronexpSlurmLauncher(SlurmLauncher):
+        def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+            from neuronexp.sweep.slurm import fit_cpus_per_task
+
+            super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
+            self.params.update(fit_cpus_per_task(config))
+
+        def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
+            from neuronexp.sweep.slurm_jobs import submit_and_wait
+
+            return submit_and_wait(self, job_overrides, initial_job_idx)
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:  # in the Slurm task
+            from neuronexp.sweep.slurm_jobs import stop_cells_at_time_limit
+
+            stop_cells_at_time_limit(self.params.get("timeout_min"))
+            return super().__call__(*args, **kwargs)
