@@ -126,7 +126,7 @@ def submit_and_wait(launcher: Any, job_overrides: Sequence[Sequence[str]], initi
     args = [(list(o), "hydra.sweep.dir", n, f"job_id_for_{n}", Singleton.get_state()) for o, n in zip(job_overrides, nums)]
     jobs = executor.map_array(launcher, *zip(*args))
     array = jobs[0].job_id.split("_")[0]
-    log.info("Slurm job %s: %d array tasks (squeue -j %s shows them, scancel %s stops them)", array, len(jobs), array, array)
+    log.info("Slurm job %s, a task per cell: squeue -j %s shows them, scancel %s stops them", array, array, array)
     returns, lost = [], []
     try:
         for job in jobs:
