@@ -5,18 +5,37 @@ Computed for all cells at once (one groupby, not one per cell): a sweep can hold
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.formatting import short_op
 from neuronexp.results import usable
 
 FUSION_COLUMNS = ["input", "variant", "is_baseline", "compared", "device_ops", "device_time_us", "latency_median_us", "removed", "added"]
 
 
+_GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph \w+ ##$")
+# Inductor prefixes a profiled C++ kernel with the process's graph counter: graph_3_cpp_fused_mul_0.
+_GRAPH_PREFIX = re.compile(r"^graph_\d+_(?=(?:cpp|triton)_)")
+# A build or cache hash: a long token of lowercase letters and digits, both present (never a word or a number).
+_HASH = re.compile(r"[_ .-]?(?<![A-Za-z0-9])(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{20,}(?![A-Za-z0-9])")
+
+
+def normalize_op(name: str) -> str:
+    """The op's name without what changes from one run or process to the next, so names group across runs:
+    Inductor's graph call loses its hash ("CompiledFxGraph call"), a profiled kernel its graph counter
+    (`graph_3_cpp_fused_mul_0` -> `cpp_fused_mul_0`), any other name its hash-like tokens. The raw name stays
+    in the ops table's `op_raw`."""
+    name = str(name)
+    if _GRAPH_CALL.match(name):
+        return "CompiledFxGraph call"
+    return _HASH.sub("", _GRAPH_PREFIX.sub("", name)) or name
+
+
 def op_key(name: str, device_type: str) -> str:
-    """Inductor's graph call carries a per-build hash, so two builds of one graph would never match."""
-    name = short_op(str(name), width=10**6)
+    """Names keyed across builds (normalize_op), device rows tagged with their device."""
+    name = normalize_op(name)
     return name if device_type in ("CPU", "", "None") else f"{name} [{device_type}]"
 
 

@@ -10,6 +10,7 @@ from typing import Any, Callable
 from torch.autograd import DeviceType
 from torch.profiler import profile, schedule
 
+from neuronexp.analysis.ops import normalize_op
 from neuronexp.backends import Backend
 from neuronexp.config import ProfilerConfig
 from neuronexp.results.files import atomic_path
@@ -52,7 +53,8 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig) -> list[dict[str,
         self_cpu, cpu_total = evt.self_cpu_time_total / active, evt.cpu_time_total / active
         rows.append(
             {
-                "op": evt.key,
+                "op": normalize_op(evt.key),
+                "op_raw": evt.key,
                 "device_type": evt.device_type.name,
                 "calls": evt.count / active,
                 "self_cpu_us": self_cpu,

@@ -70,6 +70,7 @@ def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
         "device_name": backend.device_name(),
         "dtype": cfg.input.dtype.value,
         "shape": shape_label(cfg.input.shape),
+        "shape_dims": [int(d) for d in cfg.input.shape],
     }
 
 
@@ -92,7 +93,7 @@ def cell_tables(
     started_at: str,
 ) -> dict[str, pa.Table]:
     cfg = spec.config
-    label_part = {k: labels[k] for k in LABEL_COLUMNS}
+    label_part = {k: labels[k] for k in (*LABEL_COLUMNS, "shape_dims")}
     op_rows = [dict(label_part, **row) for c in (m.profile.cycles if m else []) for row in c.ops]
     cell: dict[str, Any] = dict(
         labels,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import time
@@ -23,7 +24,7 @@ from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode, make_inputs, torch_dtype
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.results import TABLES, Results
-from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json
+from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 from neuronexp.cell.timing import time_callable
 
 trace_log = logging.getLogger("neuronexp.cell.traceback")
@@ -53,7 +54,20 @@ def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
     return (lambda: model(*args, **kwargs)), module
 
 
+def _kernel_records(spec: CellSpec, backend: Backend) -> Any:
+    """While this cell compiles and runs: Inductor's C++ kernels recorded by name (`cpp_fused_mul_rsqrt_0`), so the
+    profile shows the kernels inside a compiled region, not one opaque graph call. Scoped to the cell; the
+    record costs a thread-local check per kernel call when no profiler runs (docs/methodology.md)."""
+    compile_cfg = spec.config.compile
+    if not compile_cfg.enabled or (compile_cfg.backend or backend.compile_backend()) != "inductor":
+        return contextlib.nullcontext()
+    from torch._inductor import config as inductor_config
+
+    return inductor_config.patch({"cpp.enable_kernel_profile": True})
+
+
 def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir: Path) -> Measured:
+    write_phase(out_dir, "compile" if spec.config.compile.enabled else "first call")
     start = time.perf_counter()
     call()
     backend.synchronize()
@@ -61,7 +75,9 @@ def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir:
     timing = spec.config.timing
     if timing.warmup < backend.min_warmup_calls:  # the backend's floor, documented where it is set
         timing = replace(timing, warmup=backend.min_warmup_calls)
+    write_phase(out_dir, "timing")
     latency = time_callable(call, backend, timing)
+    write_phase(out_dir, "profiling")
     with backend.profile_session(out_dir):
         profile = profile_callable(call, backend, spec.config.profiler, out_dir)
     return Measured(first_call_s, latency, profile)
@@ -91,7 +107,8 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     error: str | None = None
     grad = grad_mode(cfg.input, backend.name)
     try:
-        with grad:
+        with grad, _kernel_records(spec, backend):
+            write_phase(out_dir, "build")
             call, _module = _build(spec, backend)
             measured = _measure(call, spec, backend, out_dir)
     except ConfigError as exc:

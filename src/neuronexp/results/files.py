@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -54,9 +55,18 @@ def write_table(path: Path, table: pa.Table) -> None:
         pq.write_table(table, tmp)
 
 
+def _csv_ready(table: pa.Table) -> pa.Table:
+    """List columns (`shape_dims`) as "[1,128,1024]": CSV has no lists, and that is how a shape is written."""
+    for i, fld in enumerate(table.schema):
+        if pa.types.is_list(fld.type):
+            joined = pc.binary_join(pc.cast(table.column(i), pa.list_(pa.string())), ",")
+            table = table.set_column(i, fld.name, pc.binary_join_element_wise("[", joined, "]", ""))
+    return table
+
+
 def write_csv(path: Path, table: pa.Table) -> None:
     with atomic_path(path) as tmp:
-        pacsv.write_csv(table, tmp)
+        pacsv.write_csv(_csv_ready(table), tmp)
 
 
 def write_arrow(path: Path, table: pa.Table) -> None:
@@ -97,6 +107,28 @@ def reset_job_dir(job_dir: Path) -> None:
     """
     for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", job_dir / ERROR_LOG, *job_dir.glob(".*.tmp-*")]:
         stale.unlink(missing_ok=True)
+
+
+# What the cell is doing now ("build", "compile", "timing", ...), one line, rewritten atomically by the cell's
+# process at each step: progress displays and the supervisor read it from another process (a timed-out cell's
+# error row names its phase).
+PHASE_FILE = ".phase"
+
+
+def write_phase(job_dir: Path, phase: str) -> None:
+    """Record the cell's current step; a failure to write it never fails the cell."""
+    try:
+        atomic_write_text(job_dir / PHASE_FILE, phase + "\n")
+    except OSError:
+        pass
+
+
+def read_phase(job_dir: Path) -> str | None:
+    """The step the cell in `job_dir` last recorded (write_phase), or None."""
+    try:
+        return (job_dir / PHASE_FILE).read_text().strip() or None
+    except OSError:
+        return None
 
 
 # Written first into every job directory a cell runs in: whose directory it is, even if the cell never ends.

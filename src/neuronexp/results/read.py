@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neuronexp.results.files import read_arrow
-from neuronexp.results.schema import TABLES, Results, to_arrow
+from neuronexp.results.schema import TABLES, Results, to_arrow, whole_counts
 
 # The sweep's planned cells, written before the first one runs: what "missing" is measured against.
 JOBS_MANIFEST = "jobs.json"
@@ -29,12 +29,17 @@ class DamagedResults(ValueError):
 
 
 def load(path: str | os.PathLike[str]) -> Results:
-    """The three tables of a run directory, or the aggregated ones of a sweep directory.
+    """The three tables of a run directory, or the aggregated ones of a sweep directory, for analysis: counts
+    (`calls`, `device_ops`, ...) are integers where they are whole (docs/columns.md).
 
     Raises:
         FileNotFoundError: `path` holds neither a finished job nor an aggregated sweep.
     """
-    root = Path(path)
+    return Results(*(whole_counts(t) for t in _load(Path(path))))
+
+
+def _load(root: Path) -> Results:
+    """load() with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
         return Results(*(pd.read_parquet(root / "results" / f"{n}.parquet") for n in TABLES))
     if (root / "cells.parquet").is_file():
@@ -106,13 +111,13 @@ def read_any(root: Path) -> Found:
         FileNotFoundError: no results here.
     """
     if (root / "cells.parquet").is_file():
-        results = load(root)
+        results = _load(root)
         return Found(results, "run", {str(r): root for r in results.cells["run_id"]})
     planned = job_dirs_of(root) if root.is_dir() else []
     dirs = [d for d in planned if (d / "cells.parquet").is_file()]
     missing = [d.name for d in planned if not (d / "cells.parquet").is_file()]
     if (root / "results" / "cells.parquet").is_file():
-        results = load(root)
+        results = _load(root)
     elif dirs:
         tables, _ = read_jobs(dirs)
         results = Results(*(tables[name].to_pandas() for name in TABLES))

@@ -14,11 +14,14 @@ import pyarrow as pa
 LABEL_COLUMNS = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "shape"]
 
 _STR, _F64, _I64, _BOOL = pa.string(), pa.float64(), pa.int64(), pa.bool_()
+_DIMS = pa.list_(pa.int64())
 
 CELL_SCHEMA = pa.schema(
     [
         ("run_id", _STR), ("experiment", _STR), ("module", _STR), ("compiled", _BOOL), ("backend", _STR),
         ("device", _STR), ("device_name", _STR), ("dtype", _STR), ("shape", _STR), ("numel", _I64),
+        # The shape's dimensions as integers (`shape` is its label, as the command line writes it).
+        ("shape_dims", _DIMS),
         ("overrides", _STR), ("status", _STR), ("error", _STR),
         ("latency_median_us", _F64), ("latency_p10_us", _F64), ("latency_p90_us", _F64),
         ("latency_samples", _I64), ("timing_method", _STR), ("first_call_s", _F64),
@@ -37,13 +40,20 @@ CELL_SCHEMA = pa.schema(
 OP_SCHEMA = pa.schema(
     [(c, _BOOL if c == "compiled" else _STR) for c in LABEL_COLUMNS]
     + [
-        ("cycle", _I64), ("op", _STR), ("device_type", _STR), ("calls", _F64), ("self_cpu_us", _F64),
+        # op: the name with run-specific parts removed (analysis.ops.normalize_op), for grouping across runs;
+        # op_raw: the name as the profiler recorded it.
+        ("shape_dims", _DIMS), ("cycle", _I64), ("op", _STR), ("op_raw", _STR), ("device_type", _STR), ("calls", _F64),
+        ("self_cpu_us", _F64),
         ("cpu_total_us", _F64), ("self_device_us", _F64), ("device_total_us", _F64), ("device_share", _F64),
         ("input_shapes", _STR), ("flops", _F64),
     ]
 )
 
 SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64)])
+
+# Counts kept as float64 on disk because a per-step figure can be fractional (an op called unevenly across several
+# active steps, a median over an even number of cycles); the reader returns them as integers when they are whole.
+COUNT_COLUMNS = ("calls", "device_ops", "ops_dispatched", "ops_executed")
 
 SCHEMAS = {"cells": CELL_SCHEMA, "ops": OP_SCHEMA, "samples": SAMPLE_SCHEMA}
 TABLES = ("cells", "ops", "samples")
@@ -53,6 +63,17 @@ class Results(NamedTuple):
     cells: pd.DataFrame
     ops: pd.DataFrame
     samples: pd.DataFrame
+
+
+def whole_counts(df: pd.DataFrame) -> pd.DataFrame:
+    """COUNT_COLUMNS as nullable integers (pandas "Int64") where every value is whole; left as floats otherwise."""
+    out = df
+    for col in COUNT_COLUMNS:
+        if col in df.columns and pd.api.types.is_float_dtype(df[col]):
+            values = df[col].dropna()
+            if (values == values.round()).all():
+                out = out.assign(**{col: df[col].astype("Int64")})
+    return out
 
 
 def to_arrow(name: str, df: pd.DataFrame) -> pa.Table:
