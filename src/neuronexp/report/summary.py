@@ -12,6 +12,15 @@ from neuronexp.analysis.variants import cell_labels, comparison_grid, describe_b
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, md_cell, short_op
 
 
+NOISY_MARK = "~"
+
+
+def noisy(cell: Mapping[str, Any]) -> bool:
+    """The row's `noisy` flag (False for results written before it existed)."""
+    value = cell.get("noisy")
+    return bool(value) if value is not None and value == value else False
+
+
 def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     """What one table cell says: latency, profiled time and ops per step, speedup, hotspot."""
     if cell is None:
@@ -20,7 +29,7 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
         return ["error", str(cell["error"])[:60]]
     device = device_word(cell)
     speedup = cell["speedup_vs_baseline"]
-    first = fmt_us(cell["latency_median_us"])
+    first = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
     if speedup is not None and not math.isnan(speedup):
         first += f" ×{speedup:.2f}"
     lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {cell['device_ops']:g} ops"]

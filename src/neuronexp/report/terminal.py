@@ -16,6 +16,7 @@ from rich.table import Table
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
+from neuronexp.report.fit import sweep_layout
 from neuronexp.report.summary import cell_lines, speedup_caption
 from neuronexp.results import Results
 
@@ -76,7 +77,16 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: object = None) -> Tabl
 def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: Path, console: Console | None = None) -> None:
     console = console or Console(highlight=False)
     if not cells.empty:
-        title = f"neuronexp sweep · {len(cells)} cells · median latency {speedup_caption(cells, baseline)} · profiled time/step · ops/step · hotspot"
-        console.print(rich_table(cells, title, baseline))
+        caption = speedup_caption(cells, baseline)
+        title = f"neuronexp sweep · {len(cells)} cells · median latency {caption} · profiled time/step · ops/step · hotspot"
+        # At the terminal's width: side by side when that fits, else one line per cell (report.fit).
+        short = f"neuronexp sweep · {len(cells)} cells · {caption}"
+        for part in sweep_layout(console, cells, short, baseline, rich_table(cells, title, baseline)):
+            console.print(part)
+        _, _, grid = comparison_grid(cells, baseline)
+        for key, by_variant in grid.items():  # the table cuts an error's text; here it is whole
+            for variant, cell in by_variant.items():
+                if cell["status"] == "error":
+                    console.print(f"[red]failed:[/] {escape(variant)} · {escape(' '.join(map(str, key)))}: {escape(str(cell['error']))}")
     tail = f"[red]{failed} failed[/]" if failed else "all cells ok"
     console.print(f"{tail} · results in [cyan]{escape(str(sweep_dir / 'results'))}[/] (summary.md, cells/ops/samples .parquet + .csv)")

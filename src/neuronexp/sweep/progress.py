@@ -1,9 +1,16 @@
-"""What the terminal shows while a sweep runs: a transient progress bar (stderr) and one log line per
-finished cell (its outcome, where it ran, elapsed time)."""
+"""What the terminal shows while a sweep runs: a transient progress bar (stderr) with the estimated time left and
+what the running cells are doing (build, compile, timing, profiling), and one log line per finished cell (its
+outcome, the estimate, the cell), each cut to the terminal's width.
+
+A cell's phase is read from `<job dir>/.phase` (results.files.write_phase), written by the cell's own process:
+the same for a cell in this process, in a launcher's worker or in a Slurm job.
+"""
 
 from __future__ import annotations
 
 import logging
+import shutil
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,36 +20,85 @@ import pyarrow.parquet as pq
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
+from neuronexp.formatting import fmt_us
+from neuronexp.results.files import PHASE_FILE, read_phase
 from neuronexp.sweep.plan import PlannedCell
 from neuronexp.sweep.watch import CellWatcher
 
 log = logging.getLogger("neuronexp.sweep")
 _COLUMNS = ["status", "error", "latency_median_us", "placement"]
+# Hydra's log prefix, "[12:00:00][HYDRA] ", which the log line must leave room for.
+_LOG_PREFIX = 18
+# cells, the bar, n/N, elapsed and the estimate take about this much of the bar's line.
+_BAR_FIXED = 44
+
+
+def fit(text: str, width: int) -> str:
+    """`text` cut to `width` characters, "…" marking the cut."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def clock(seconds: float) -> str:
+    """"1:05" or "2:01:05"."""
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def eta_text(elapsed_s: float, done: int, left: int) -> str:
+    """Time left at the pace of the cells finished so far in this invocation (any parallelism included)."""
+    if left == 0:
+        return "eta 0:00"
+    return "eta —" if done == 0 else f"eta {clock(elapsed_s / done * left)}"
+
+
+def _stamp(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 class SweepProgress:
-    def __init__(self, sweep_dir: Path, cells: list[PlannedCell], reused: set[str]) -> None:
+    def __init__(self, sweep_dir: Path, cells: list[PlannedCell], reused: set[str], interval_s: float = 0.5) -> None:
         self.sweep_dir, self.cells = sweep_dir, cells
         self.todo = [c for c in cells if c.run_id not in reused]
         self.done, self.total = len(cells) - len(self.todo), len(cells)
+        self.done_now = 0  # finished in this invocation: the pace the estimate is based on
         self.started = time.perf_counter()
-        columns = [TextColumn("cells"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}")]
+        # A phase file already there (an earlier run of a resumed sweep) says nothing until rewritten.
+        self.phase_before = {c.dir: _stamp(sweep_dir / c.dir / PHASE_FILE) for c in self.todo}
+        self.finished_dirs: set[str] = set()
+        self.in_process: PlannedCell | None = None
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._poll_phases, name="neuronexp-phases", daemon=True)
+        columns = [TextColumn("cells"), BarColumn(bar_width=16), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TextColumn("{task.fields[eta]}"), TextColumn("{task.description}", table_column=Column(no_wrap=True))]
         # Transient, on stderr: the bar is gone when the sweep ends, logs and the table stay.
-        self.bar = Progress(*columns, console=Console(stderr=True), transient=True)
-        self.task = self.bar.add_task("", total=self.total, completed=self.done)
+        self.console = Console(stderr=True)
+        self.bar = Progress(*columns, console=self.console, transient=True)
+        self.task = self.bar.add_task("", total=self.total, completed=self.done, eta="eta —")
 
     def __enter__(self) -> SweepProgress:
         self.bar.start()
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
         self.bar.stop()
 
     def running(self, cell: PlannedCell) -> None:
-        self.bar.update(self.task, description=escape(cell.label))
+        """A cell starts in this process (the basic launcher)."""
+        self.in_process = cell
+        self._show_running()
 
     def finished(self, cell: PlannedCell) -> None:
+        self.in_process = None
         self._report(cell, _row(self.sweep_dir / cell.dir))
 
     @contextmanager
@@ -55,14 +111,57 @@ class SweepProgress:
         finally:
             watcher.stop()
 
+    def running_phases(self) -> list[tuple[PlannedCell, str]]:
+        """(cell, phase) for every cell running now: the one in this process, or those whose phase file was
+        written since the sweep started and that have not finished."""
+        if self.in_process is not None:
+            return [(self.in_process, read_phase(self.sweep_dir / self.in_process.dir) or "starting")]
+        out = []
+        for cell in self.todo:
+            if cell.dir in self.finished_dirs:
+                continue
+            path = self.sweep_dir / cell.dir / PHASE_FILE
+            if _stamp(path) not in (None, self.phase_before[cell.dir]):
+                out.append((cell, read_phase(path.parent) or "?"))
+        return out
+
+    def _show_running(self) -> None:
+        running = self.running_phases()
+        if not running:
+            text = ""
+        elif len(running) == 1:
+            text = f"{running[0][1]} · {running[0][0].label}"
+        else:
+            counts: dict[str, int] = {}
+            for _, phase in running:
+                counts[phase] = counts.get(phase, 0) + 1
+            text = f"{len(running)} running: " + ", ".join(f"{n} {p}" for p, n in counts.items())
+        width = self.console.width - _BAR_FIXED
+        with self._lock:
+            self.bar.update(self.task, description=escape(fit(text, width)), eta=self._eta())
+
+    def _poll_phases(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._show_running()
+
+    def _eta(self) -> str:
+        return eta_text(time.perf_counter() - self.started, self.done_now, self.total - self.done)
+
     def _report(self, cell: PlannedCell, row: dict[str, Any] | None, where: bool = False) -> None:
-        self.done += 1
-        elapsed = time.strftime("%H:%M:%S", time.gmtime(time.perf_counter() - self.started))
-        outcome = _outcome(row)
-        if where and row is not None:
-            outcome += f" · {row.get('placement') or '?'}"
-        log.info("[%s] cell %d/%d %s · %s", elapsed, self.done, self.total, cell.label, outcome)
-        self.bar.update(self.task, completed=self.done)
+        with self._lock:
+            self.done += 1
+            self.done_now += 1
+            self.finished_dirs.add(cell.dir)
+            elapsed = clock(time.perf_counter() - self.started)
+            outcome, detail = _outcome(row)
+            if where and row is not None:
+                outcome += f" · {row.get('placement') or '?'}"
+            # The cell and an error's text last: on a narrow terminal they are what is cut, never the outcome
+            # (the whole error is in the sweep's summary).
+            line = f"cell {self.done}/{self.total} {outcome} · {elapsed} {self._eta()} · {cell.label}"
+            line += f": {detail}" if detail else ""
+            log.info("%s", fit(line, shutil.get_terminal_size((80, 24)).columns - _LOG_PREFIX))
+            self.bar.update(self.task, completed=self.done, eta=self._eta())
 
 
 def _row(job_dir: Path) -> dict[str, Any] | None:
@@ -73,10 +172,11 @@ def _row(job_dir: Path) -> dict[str, Any] | None:
         return None
 
 
-def _outcome(row: dict[str, Any] | None) -> str:
+def _outcome(row: dict[str, Any] | None) -> tuple[str, str]:
+    """(what happened, in a few words; the error text, if any, which goes last on the line)."""
     if row is None:
-        return "no result (the cell's process died)"
+        return "no result", "the cell's process died"
     if row.get("status") == "error":
-        return f"error: {row.get('error')}"
+        return "error", str(row.get("error"))
     median = row.get("latency_median_us")
-    return f"{row.get('status')} · median {median:,.1f} µs" if median is not None else str(row.get("status"))
+    return (f"{row.get('status')} {fmt_us(median)}" if median is not None else str(row.get("status"))), ""

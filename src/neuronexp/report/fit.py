@@ -1,0 +1,122 @@
+"""The sweep's comparison laid out for the terminal's width (80 columns when piped to a file).
+
+Three layouts, the first that fits wins: the variants side by side (report.terminal.rich_table); one line per
+cell with the variants as rows; the same with each variant shortened to a key ("A", "B", ...) explained in a
+legend above the table. A variant name is never cut and every cell has its line; only the hotspot column gives
+way (its op name is cut with "…", the full name is in results/ and the report).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import pandas as pd
+from rich import box
+from rich.console import Console, RenderableType
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from neuronexp.analysis.variants import comparison_grid
+from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
+from neuronexp.report.summary import NOISY_MARK, noisy
+
+# The hotspot column is cut down to this before the variants are replaced by keys: "aten::_fused_rms_… 92%".
+_MIN_HOTSPOT = 16
+_FAR = 100_000
+
+
+def natural_width(console: Console, renderable: RenderableType) -> int:
+    """Columns `renderable` takes when nothing has to wrap."""
+    return console.measure(renderable, options=console.options.update(width=_FAR)).maximum
+
+
+def _key(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else f"V{i + 1}"
+
+
+def _speedup(cell: Mapping[str, Any]) -> str:
+    value = cell.get("speedup_vs_baseline")
+    return f"×{value:.2f}" if value is not None and not (isinstance(value, float) and math.isnan(value)) else ""
+
+
+def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
+    """median, speedup, profiled time per step, ops per step, hotspot: one line of the table."""
+    if cell["status"] == "error":
+        return ["error", "", "", "", str(cell["error"]).splitlines()[0] if cell["error"] else ""]
+    time = fmt_us(cell["device_time_us"])
+    if device is None:  # the devices differ between cells: each says its own
+        time = f"{device_word(cell)} {time}"
+    ops = cell["device_ops"]
+    hotspot = f"{short_op(cell['top_op'], 28)} {fmt_pct(cell['top_op_share'])}" if isinstance(cell["top_op"], str) else "—"
+    if cell["status"] == "cached":
+        hotspot = "(cached) " + hotspot
+    median = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
+    return [median, _speedup(cell), time, f"{ops:g}" if ops == ops and ops is not None else "—", hotspot]
+
+
+def _rows(cells: pd.DataFrame, baseline: Any) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
+    """(variants, [(input, variant, fields)] in grid order, the device word when every cell shares it)."""
+    _, variants, grid = comparison_grid(cells, baseline)
+    words = {device_word(c) for c in cells.to_dict("records")}
+    device = next(iter(words)) if len(words) == 1 else None
+    rows = [(" ".join(map(str, key)), v, _fields(by_variant[v], device))
+            for key, by_variant in grid.items() for v in variants if v in by_variant]
+    return variants, rows, device
+
+
+def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | None, names: Mapping[str, str],
+           speedups: bool, hotspot_width: int | None) -> Table:
+    table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("input", no_wrap=True)
+    table.add_column("variant", no_wrap=True)
+    table.add_column("median", justify="right", no_wrap=True)
+    if speedups:
+        table.add_column("speedup", justify="right", no_wrap=True)
+    table.add_column(f"{device}/step" if device else "profiled/step", justify="right", no_wrap=True)
+    table.add_column("ops", justify="right", no_wrap=True)
+    table.add_column("hotspot", no_wrap=True, overflow="ellipsis")
+    previous = None
+    for i, (inp, variant, fields) in enumerate(rows):
+        median, speedup, time, ops, hotspot = fields
+        if hotspot_width is not None and len(hotspot) > hotspot_width:
+            hotspot = hotspot[: max(hotspot_width - 1, 0)] + "…"
+        last = i + 1 == len(rows) or rows[i + 1][0] != inp
+        values = [inp if inp != previous else "", names[variant], median, *([speedup] if speedups else []), time, ops, hotspot]
+        table.add_row(*(escape(v) for v in values), end_section=last)
+        previous = inp
+    return table
+
+
+def _fitted(console: Console, title: str, rows: list, device: str | None, names: Mapping[str, str], speedups: bool,
+            minimum: int) -> Table | None:
+    """The one-line-per-cell table within the console's width, its hotspot column cut as needed; None when that
+    would leave the hotspot column fewer than `minimum` characters."""
+    table = _table(title, rows, device, names, speedups, None)
+    excess = natural_width(console, table) - console.width
+    if excess <= 0:
+        return table
+    longest = max([len("hotspot")] + [len(fields[-1]) for _, _, fields in rows])
+    if longest - excess < minimum:
+        return None
+    return _table(title, rows, device, names, speedups, longest - excess)
+
+
+def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: Any, wide: Table) -> list[RenderableType]:
+    """What to print for the sweep's comparison at this console's width (see the module doc)."""
+    if natural_width(console, wide) <= console.width:
+        return [wide]
+    variants, rows, device = _rows(cells, baseline)
+    speedups = any(fields[1] for _, _, fields in rows)
+    notes: list[RenderableType] = []
+    if any(fields[0].startswith(NOISY_MARK) for _, _, fields in rows):
+        notes.append(Text(f"{NOISY_MARK} noisy: not a finding (the cell's `noise` column says why)"))
+    named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups, _MIN_HOTSPOT)
+    if named is not None:
+        return [named, *notes]
+    keys = {v: _key(i) for i, v in enumerate(variants)}
+    legend = Text("\n".join(f"{keys[v]}  {v}" for v in variants))
+    # Narrower than that (under ~50 columns): the hotspot column is all that gives way, down to "…".
+    table = _fitted(console, title, rows, device, keys, speedups, 1) or _table(title, rows, device, keys, speedups, 1)
+    return [legend, table, *notes]
