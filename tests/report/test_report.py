@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import re
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import FAST, run_cli, run_dirs, small_sweep
+from helpers.svg import check_one_colour_per_variant
 from neuronexp.report.plots import figures
 from neuronexp.report.model import build_report
 from neuronexp.report.html import render_html
@@ -35,19 +35,21 @@ def reported(sweep: Path) -> Path:
     return sweep
 
 
-def _images(page: str) -> list[bytes]:
-    return [base64.b64decode(m) for m in re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)]
+def _images(page: str) -> list[str]:
+    """The plots: inline <svg> elements, one per figure."""
+    return re.findall(r"<figure[^>]*>.*?(<svg\b.*?</svg>)", page, flags=re.S)
 
 
 def test_sweep_report_is_self_contained_with_plots_tables_and_links(reported: Path) -> None:
     page = (reported / "report.html").read_text()
     images = _images(page)
-    assert len(images) == 3 and all(img.startswith(b"\x89PNG\r\n\x1a\n") for img in images)
-    # No script and nothing fetched: no src/href to any scheme but data: and relative paths.
+    assert len(images) == 3 and all('xmlns="http://www.w3.org/2000/svg"' in img for img in images)
+    # No script and nothing fetched: no src/href to any scheme but in-page ones and relative paths.
     assert "<script" not in page and not re.search(r'(src|href)="(https?:|//|file:)', page)
+    assert "<img" not in page and not re.search(r"url\((?!#)", page)  # the SVGs reference only their own clip paths
     for section in ("Findings", "Experiment and environment", "Cells", "Variants side by side", "Fusion view", "Hotspots"):
         assert f"<h2>{section}</h2>" in page
-    links = re.findall(r'href="([^"]+)"', page)
+    links = re.findall(r'<a href="([^"]+)"', page)
     assert len(links) == 2 * 4  # every cell's trace, in the summary and on its hotspot card
     assert all((reported / link).is_file() for link in links)
     text = (reported / "report.md").read_text()
@@ -78,7 +80,7 @@ def test_report_of_a_single_run_written_elsewhere(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = tmp_path / "reports" / "one"
     page = (out / "report.html").read_text()
-    (link,) = set(re.findall(r'href="([^"]+)"', page))
+    (link,) = set(re.findall(r'<a href="([^"]+)"', page))
     assert link.startswith("../../outputs/runs/") and (out / link).resolve() == (job / "trace.json").resolve()
     assert len(_images(page)) == 2  # latency and breakdown; no speedup without a baseline cell
     assert not (job / "report.html").exists()
@@ -196,8 +198,11 @@ def test_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> 
     dom = _headless(browser, page, tmp_path / "profile-dom", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert _console_messages(dom.stderr) == []
-    assert dom.stdout.count("<table") >= 4 + 4 and dom.stdout.count('<img alt="') == 3  # + a hotspot table per cell
+    assert dom.stdout.count("<table") >= 4 + 4 and len(_images(dom.stdout)) == 3  # + a hotspot table per cell
     assert "aten::mul" in dom.stdout and "Fusion view" in dom.stdout
+    # As the browser parsed it: each variant one colour, the legend's, in every plot; every speedup bar its interval.
+    marks = check_one_colour_per_variant(dom.stdout, variants=2)
+    assert marks["bars"] == {(1, 0), (1, 1)}  # rmsnorm_fused over the baseline, on both inputs
 
     shot = tmp_path / "report.png"
     run = _headless(browser, page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,2000",
@@ -212,3 +217,7 @@ def test_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> 
     # besides link text, so a broken or missing image leaves almost none.
     saturated = int((pixels.max(axis=2) - pixels.min(axis=2) > 80).sum())
     assert saturated > 5000, saturated
+    # Both variant colours are painted (lines, markers, bars), well beyond their 12×12 legend swatches.
+    for colour in marks["legend"].values():
+        rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+        assert int((np.abs(pixels - rgb).max(axis=2) <= 8).sum()) > 3 * 144, colour

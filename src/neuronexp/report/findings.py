@@ -14,7 +14,10 @@ import pandas as pd
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_samples, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
+from neuronexp.report.why import explain
 from neuronexp.results import USABLE
+
+INTERVAL_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high"]
 
 
 def _groups(ok: pd.DataFrame) -> list[list[dict]]:
@@ -30,10 +33,38 @@ def _hotspot(cell: dict, spots: dict[str, pd.DataFrame]) -> str:
     return "" if spot is None or spot.empty else f"; {cell['_variant']} hotspot {spot['op'].iloc[0]} {fmt_pct(spot['share'].iloc[0])}"
 
 
+def speedup_intervals(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
+    """run_id, speedup, ci_low, ci_high: every usable cell's speedup over its usable baseline cell (`baseline_run_id`;
+    the reference's median ÷ the cell's) with the 95% bootstrap interval. The findings state these figures and the
+    speedup plot draws them."""
+    ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+    if ok.empty or "baseline_run_id" not in ok:
+        return pd.DataFrame(columns=INTERVAL_COLUMNS)
+    by_run = {str(k): g["latency_us"] for k, g in samples.groupby("run_id")} if not samples.empty else {}
+    usable = set(ok["run_id"].astype(str))
+    rows = []
+    for run, ref in zip(ok["run_id"].astype(str), ok["baseline_run_id"]):
+        if isinstance(ref, str) and ref in usable and ref != run:
+            s = compare_samples(by_run.get(run, []), by_run.get(ref, []))
+            rows.append((run, s.ratio, s.ci_low, s.ci_high))
+    return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+
+
+def _other(group: list[dict], best: dict, ref: dict | None) -> dict | None:
+    """What the winner is explained against: the group's baseline cell, or the runner-up when the baseline wins."""
+    if ref is not None and ref is not best:
+        return ref
+    rest = [c for c in group if c is not best]
+    return min(rest, key=lambda c: c["latency_median_us"]) if rest else None
+
+
 def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.DataFrame],
-             threshold: float = 0.02, alpha: float = 0.05) -> list[str]:
+             threshold: float = 0.02, alpha: float = 0.05, all_ops: dict[str, pd.DataFrame] | None = None,
+             intervals: pd.DataFrame | None = None) -> list[str]:
     """One line per group: its fastest cell (or the tie), the speedup over the group's baseline cell with its
-    95% CI, and a hotspot; a cell without a group gets its latency and hotspot only."""
+    95% CI, and why it wins (report.why, from `all_ops`: every op of each cell as analysis.ops.hotspots gives them;
+    `spots` when absent), else a hotspot; a cell without a group gets its latency and hotspot only.
+    `intervals`: speedup_intervals' table when the caller has it already."""
     ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
     if ok.empty:
         return []
@@ -50,11 +81,13 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
                 pairs.append((i, str(cell["run_id"]), stats))
     q = benjamini_hochberg([s.p_value for _, _, s in pairs])
     tied: dict[int, set[str]] = {}
-    stats: dict[tuple[int, str], CellStats] = {}
     for (i, run, s), qv in zip(pairs, q):
-        stats[(i, run)] = s
         if verdict(s.ratio, qv, alpha, threshold) in ("no change", "n/a"):
             tied.setdefault(i, set()).add(run)
+    if intervals is None:
+        intervals = speedup_intervals(cells, samples)
+    by_cell = {str(r.run_id): r for r in intervals.itertuples()}
+    ops = all_ops if all_ops is not None else spots
     lines = []
     for i, group in enumerate(groups):
         best = min(group, key=lambda c: c["latency_median_us"])
@@ -66,10 +99,12 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
         ties = [c["_variant"] for c in group if str(c["run_id"]) in tied.get(i, set())]
         line += f" fastest ({fmt_us(best['latency_median_us'])})" if not ties else \
             f" ({fmt_us(best['latency_median_us'])}) ties with {', '.join(ties)} (difference below {fmt_pct(threshold)} or not significant)"
-        base_stats = stats.get((i, str(ref["run_id"]))) if ref is not None else None
-        if ref is not None and base_stats is not None and str(ref["run_id"]) not in tied.get(i, set()):
-            line += f", ×{base_stats.ratio:.2f} vs {ref['_variant']} (95% CI {base_stats.ci_low:.2f}–{base_stats.ci_high:.2f})"
+        interval = by_cell.get(str(best["run_id"])) if ref is not None and best is not ref else None
+        if interval is not None and str(ref["run_id"]) not in tied.get(i, set()):
+            line += f", ×{interval.speedup:.2f} vs {ref['_variant']} (95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f})"
         elif best is ref:
             line += " (the baseline)"
-        lines.append(line + _hotspot(ref if ref is not None else best, spots))
+        other = _other(group, best, ref) if not ties else None
+        why = explain(best, other, ops.get(str(best["run_id"])), ops.get(str(other["run_id"]))) if other else None
+        lines.append(line + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots)))
     return lines

@@ -1,4 +1,4 @@
-"""report.html: one self-contained page (inline CSS, plots as base64 PNG, no script, no network).
+"""report.html: one self-contained page (inline CSS, plots as inline SVG, no script, no network).
 
 Every piece of text from the results (op names, labels, errors, paths) goes through `html.escape`;
 only the markup built in this module is emitted raw.
@@ -6,13 +6,12 @@ only the markup built in this module is emitted raw.
 
 from __future__ import annotations
 
-import base64
 import html
 from datetime import datetime, timezone
 from urllib.parse import quote
 
 from neuronexp import __version__
-from neuronexp.report.plots import Plot
+from neuronexp.report.plots import Plot, report_colours
 from neuronexp.report.model import Report
 from neuronexp.report.tables import (
     TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, status_line, summary_table,
@@ -34,7 +33,8 @@ tr:nth-child(even) td{background:#fafafa}.envs{display:flex;flex-wrap:wrap;gap:0
 .card th:nth-child(1){width:46%}.card th:nth-child(2){width:13%}.card th:nth-child(4){width:16%}.card code{overflow-wrap:anywhere}
 .bar{background:#4c78a8;height:8px;border-radius:2px}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px;align-items:start}
-figure{margin:0}figure.wide{grid-column:1/-1}figure img{max-width:100%;border:1px solid #eee}figcaption{color:#666;font-size:12px}
+figure{margin:0}figure.wide{grid-column:1/-1}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#666;font-size:12px}
+.legend{margin:4px 0 10px}.legend span.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin:0 4px 0 12px}
 .findings li{margin:2px 0}.error{color:#b00020}
 """
 _NUMERIC = {"median", "p10–p90", "n", "ops/step", "first call", "calls", "share", "median latency"}
@@ -77,10 +77,20 @@ def _hotspot_card(heading: str, cell, table: TextTable) -> str:
 
 
 def _figure(plot: Plot) -> str:
-    data = base64.b64encode(plot.png).decode("ascii")
+    # Matplotlib's own SVG (the figure's text escaped by its writer), inline: no image request, crisp at any zoom.
     cls = ' class="wide"' if plot.wide else ""
-    return (f'<figure{cls}><h3>{esc(plot.title)}</h3><img alt="{esc(plot.title)}" src="data:image/png;base64,{data}">'
+    return (f'<figure{cls} aria-label="{esc(plot.title)}"><h3>{esc(plot.title)}</h3>{plot.svg}'
             f"<figcaption>{esc(plot.caption)}</figcaption></figure>")
+
+
+def _legend(colours: dict[str, str]) -> str:
+    """The variants' colours, the same in every plot (ids nx-colour-<i>, in the plots' variant numbering)."""
+    items = "".join(f'<span class="swatch" id="nx-colour-{i}" style="background:{esc(c)}"></span>{esc(v)}'
+                    for i, (v, c) in enumerate(colours.items()))
+    return f'<div class="legend">Variants:{items}</div>'
+
+
+
 
 
 def render_html(report: Report, figures: list[Plot]) -> str:
@@ -99,7 +109,8 @@ def render_html(report: Report, figures: list[Plot]) -> str:
         f'<h2>Experiment and environment</h2><div class="envs">{env}</div>',
         "<h2>Cells</h2>", render_table(summary_table(report), "summary"),
         "<h2>Variants side by side</h2>", render_table(grid_table(report), "grid"),
-        '<h2>Plots</h2><div class="figs">' + "".join(_figure(f) for f in figures) + "</div>" if figures else "",
+        '<h2>Plots</h2>' + _legend(report_colours(report)) + '<div class="figs">' + "".join(_figure(f) for f in figures) + "</div>"
+        if figures else "",
         "<h2>Fusion view</h2><p class=\"muted\">Operators dispatched per profiled step, and which operators of the "
         "baseline are gone (fused away) or new in each variant, on the same input.</p>",
         render_table(fusion_rows(report), "fusion"),

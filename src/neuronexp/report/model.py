@@ -20,7 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 from neuronexp.analysis.ops import fusion_table, hotspots
 from neuronexp.analysis.variants import add_speedups, describe_baseline, names, parse_baseline
 from neuronexp.formatting import yaml_error_line
-from neuronexp.report.findings import findings
+from neuronexp.report.findings import INTERVAL_COLUMNS, findings, speedup_intervals
 from neuronexp.results import Results, read_any
 
 # env.json keys worth a line in the report, in reading order, with their labels.
@@ -52,6 +52,8 @@ class Report:
     fusion: pd.DataFrame = field(default_factory=pd.DataFrame)
     findings: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # job directories of planned cells that never finished
+    # run_id, speedup, ci_low, ci_high over the baseline (findings.speedup_intervals): stated and plotted.
+    intervals: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=INTERVAL_COLUMNS))
 
     @property
     def cells(self) -> pd.DataFrame:
@@ -161,11 +163,14 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     baseline = describe_baseline(rule) if cells["baseline_run_id"].notna().any() else None
     cells["trace_link"], cells["profile_link"] = links(cells, by_run, out_dir)
     results = results._replace(cells=cells)
-    spots = hotspots(results.ops, top)
+    every = hotspots(results.ops, top=len(results.ops))  # every op of each cell: what the findings' "why" reads
+    spots = {run: ops.head(top) for run, ops in every.items()}
+    intervals = speedup_intervals(cells, results.samples)
     experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
     title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['shape'].iloc[0]}" if kind == "run" else "")
     return Report(
         source=source.resolve(), out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
         environment=environment_rows(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops),
-        findings=findings(cells, results.samples, spots), missing=found.missing,
+        findings=findings(cells, results.samples, spots, all_ops=every, intervals=intervals), intervals=intervals,
+        missing=found.missing,
     )

@@ -1,6 +1,10 @@
-"""Report figures as PNG bytes: latency vs input size, op-time breakdown, speedup vs baseline.
+"""Report figures as SVG text: latency vs input size, op-time breakdown, speedup vs baseline.
 
-Matplotlib's object API with the Agg canvas: no pyplot state, no display, safe in any process.
+One colour per variant across every figure (variant_colours; the op-time breakdown colours ops from another
+palette and writes each bar's label in its variant's colour). Marks carry ids the report can be checked by:
+`nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`, `nx-breakdown-<variant>-<bar>`
+(numbers: the variant's place in report_colours, the input's or bar's place in its plot). Matplotlib's object API
+with the SVG canvas: no pyplot state, no display.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib import colormaps, rc_context
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
+from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import fmt_us, short_op
 from neuronexp.results import USABLE
 
@@ -28,11 +34,24 @@ _MAX_OPS = 9
 _MAX_BARS = 36
 
 
-def _png(fig: Figure) -> bytes:
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
-    return buf.getvalue()
+# Series of one variant that differ in dtype or backend: told apart by line style, the colour stays the variant's.
+_STYLES = ["-", "--", ":", "-."]
+
+
+def _svg(fig: Figure) -> str:
+    """The figure as an <svg> element: text as text (smaller, selectable), ids the same on every run."""
+    FigureCanvasSVG(fig)
+    buf = io.StringIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "neuronexp"}):
+        fig.savefig(buf, format="svg", dpi=_DPI, bbox_inches="tight", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def variant_colours(variants: list[str]) -> dict[str, str]:
+    """One colour per variant for the whole report, in the report's variant order (baseline first)."""
+    palette = colormaps["tab10" if len(variants) <= 10 else "tab20"]
+    return {v: to_hex(palette(i % palette.N)) for i, v in enumerate(variants)}
 
 
 def _ok(cells: pd.DataFrame) -> pd.DataFrame:
@@ -53,8 +72,8 @@ def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame) -> bytes | None:
-    """Median latency vs input size, one line per variant, the p10–p90 band shaded.
+def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, str]) -> str | None:
+    """Median latency vs input size, one line per variant (in its colour), the p10–p90 band shaded.
 
     Log axes once sizes (or latencies) span two decades, else small inputs crowd into one corner.
     """
@@ -62,15 +81,21 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame) -> bytes | None:
     if cells.empty:
         return None
     spread = _spread(cells, samples)
-    series = cells["variant"] + (" · " + cells["dtype"] if cells["dtype"].nunique() > 1 else "")
-    series = series + (" · " + cells["backend"] if cells["backend"].nunique() > 1 else "")
+    extra = pd.Series("", index=cells.index)
+    for col in ("dtype", "backend"):  # what else tells a variant's series apart, when the sweep varies it
+        if cells[col].nunique() > 1:
+            extra = (extra + " " + cells[col].astype(str)).str.strip()
+    styles = {e: _STYLES[i % len(_STYLES)] for i, e in enumerate(dict.fromkeys(extra))}
+    index = {v: i for i, v in enumerate(colours)}
     fig = Figure(figsize=(8, 4.5))
     ax = fig.add_subplot()
-    for name, group in cells.assign(_series=series).groupby("_series", sort=False):
+    for (variant, kind), group in cells.assign(_extra=extra).groupby(["variant", "_extra"], sort=False):
         group = group.sort_values("numel")
         s = spread.loc[group["run_id"]]
-        line = ax.plot(group["numel"], s[0.5], marker="o", label=name)[0]
-        ax.fill_between(group["numel"], s[0.1], s[0.9], color=line.get_color(), alpha=0.18, linewidth=0)
+        colour, name = colours[variant], variant + (f" · {kind}" if kind else "")
+        line = ax.plot(group["numel"], s[0.5], marker="o", label=name, color=colour, linestyle=styles[kind])[0]
+        line.set_gid(f"nx-latency-{index[variant]}-{list(styles).index(kind)}")
+        ax.fill_between(group["numel"], s[0.1], s[0.9], color=colour, alpha=0.18, linewidth=0)
     sizes = cells.drop_duplicates("numel").sort_values("numel")
     if sizes["numel"].max() >= 100 * sizes["numel"].min():
         ax.set_xscale("log")
@@ -82,7 +107,7 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame) -> bytes | None:
     ax.set_ylabel("latency per call (µs), median and p10–p90")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
-    return _png(fig)
+    return _svg(fig)
 
 
 def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
@@ -92,11 +117,11 @@ def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
             if share >= _MIN_SHARE:
                 best[op] = max(best.get(op, 0.0), float(share))
     ops = sorted(best, key=best.get, reverse=True)[:_MAX_OPS]
-    palette = colormaps["tab10"]
+    palette = colormaps["Set3"]  # not the variants' palette: a colour means one variant throughout the report
     return {op: palette(i) for i, op in enumerate(ops)}
 
 
-def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame]) -> bytes | None:
+def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colours: dict[str, str]) -> str | None:
     """Where each cell's profiled step goes: one 100% bar per cell, stacked by op, total time at the end.
 
     Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver.
@@ -108,7 +133,7 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame]) -> by
     total = len(cells)
     while len(cells) > _MAX_BARS and cells["numel"].nunique() > 1:
         cells = cells[cells["numel"] > cells["numel"].min()]
-    colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
+    op_colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
     labels = [f"{v} · {s}" for v, s in zip(cells["variant"], _input_labels(cells))]
     fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
     ax = fig.add_subplot()
@@ -117,41 +142,58 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame]) -> by
         spots = hotspots[str(cell["run_id"])]
         left = 0.0
         for op, share in zip(spots["op"], spots["share"].fillna(0.0)):
-            if op in colours and share > 0:
-                ax.barh(yi, share, left=left, color=colours[op], edgecolor="white", linewidth=0.5)
+            if op in op_colours and share > 0:
+                ax.barh(yi, share, left=left, color=op_colours[op], edgecolor="white", linewidth=0.5)
                 left += share
         ax.barh(yi, max(1.0 - left, 0.0), left=left, color="#d0d0d0", edgecolor="white", linewidth=0.5)
         ax.text(1.01, yi, fmt_us(cell["device_time_us"]), va="center", fontsize=8)
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, [""] * len(y))
+    numbers = {v: i for i, v in enumerate(colours)}
+    for k, (yi, label, variant) in enumerate(zip(y, labels, cells["variant"])):  # text: tick labels drop their colour
+        text = ax.text(-0.01, yi, label, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=8,
+                       color=colours.get(variant, "black"))
+        text.set_gid(f"nx-breakdown-{numbers.get(variant, 'x')}-{k}")
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of profiled time per step (label: total per step)")
     if len(cells) < total:
         ax.set_title(f"largest inputs only: {len(cells)} of {total} cells", fontsize=9)
-    handles = [Patch(color=c, label=short_op(op, 32)) for op, c in colours.items()] + [Patch(color="#d0d0d0", label=_OTHER)]
+    handles = [Patch(color=c, label=short_op(op, 32)) for op, c in op_colours.items()] + [Patch(color="#d0d0d0", label=_OTHER)]
     ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.4 / len(cells)), ncol=3, frameon=False)
-    return _png(fig)
+    return _svg(fig)
 
 
-def speedup_plot(cells: pd.DataFrame, baseline: str | None) -> bytes | None:
-    """Speedup of every cell over its baseline cell per input: bars above 1 are faster."""
+def speedup_plot(cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame) -> str | None:
+    """Speedup of every cell over its baseline cell per input, in the variant's colour: bars above 1 are faster;
+    whiskers are the 95% bootstrap interval the findings state (findings.speedup_intervals)."""
     cells = _ok(cells)
     own = cells["baseline_run_id"] == cells["run_id"] if "baseline_run_id" in cells else False
     cells = cells[~own & np.isfinite(cells["speedup_vs_baseline"].astype(float))]
     if not baseline or cells.empty:
         return None
     cells = cells.assign(_input=_input_labels(cells))
+    ci = intervals.set_index("run_id")
     inputs = list(dict.fromkeys(cells.sort_values("numel", kind="stable")["_input"]))
-    variants = list(dict.fromkeys(cells["variant"]))
+    variants = [v for v in colours if v in set(cells["variant"])]
     width = 0.8 / len(variants)
     fig = Figure(figsize=(8, 4))
     ax = fig.add_subplot()
     for i, variant in enumerate(variants):
-        mine = cells[cells["variant"] == variant].set_index("_input")["speedup_vs_baseline"]
-        xs = [j + (i - (len(variants) - 1) / 2) * width for j, s in enumerate(inputs) if s in mine.index]
-        vals = [mine[s] for s in inputs if s in mine.index]
+        mine = cells[cells["variant"] == variant].set_index("_input")
+        where = [(j, s) for j, s in enumerate(inputs) if s in mine.index]
+        xs = [j + (i - (len(variants) - 1) / 2) * width for j, _ in where]
+        vals = [float(mine.loc[s, "speedup_vs_baseline"]) for _, s in where]
         # Bars grow from 1 (no change): up is faster, down is slower, on a log axis too.
-        bars = ax.bar(xs, [v - 1 for v in vals], bottom=1.0, width=width, label=variant)
-        ax.bar_label(bars, [f"×{v:.2f}" for v in vals], fontsize=7)
+        bars = ax.bar(xs, [v - 1 for v in vals], bottom=1.0, width=width, label=variant, color=colours[variant])
+        ax.bar_label(bars, [f"×{v:.2f}" for v in vals], fontsize=7, padding=2)
+        number = list(colours).index(variant)
+        for bar, x, v, (j, s) in zip(bars, xs, vals, where):
+            bar.set_gid(f"nx-speedup-{number}-{j}")
+            run = str(mine.loc[s, "run_id"])
+            if run in ci.index and np.isfinite(ci.loc[run, ["ci_low", "ci_high"]].astype(float)).all():
+                low, high = float(ci.loc[run, "ci_low"]), float(ci.loc[run, "ci_high"])
+                drawn = ax.errorbar([x], [v], yerr=[[max(v - low, 0.0)], [max(high - v, 0.0)]], fmt="none",
+                                    ecolor="black", elinewidth=1, capsize=3)
+                drawn.lines[2][0].set_gid(f"nx-ci-{number}-{j}")
     values = cells["speedup_vs_baseline"].astype(float)
     if values.max() / max(values.min(), 1e-9) >= 20:
         ax.set_yscale("log")
@@ -161,28 +203,36 @@ def speedup_plot(cells: pd.DataFrame, baseline: str | None) -> bytes | None:
     ax.margins(y=0.15)
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    return _png(fig)
+    return _svg(fig)
 
 
 @dataclass(frozen=True)
 class Plot:
     title: str
     caption: str
-    png: bytes
+    svg: str  # an <svg> element, inline in the page
     wide: bool = False  # gets the page's full width (a bar per cell needs it)
+
+
+def report_colours(report) -> dict[str, str]:
+    """The report's variants, baseline first, and the one colour each has in every figure."""
+    return variant_colours(comparison_grid(report.cells)[1])
 
 
 def figures(report) -> list[Plot]:
     """Every plot the report's data supports."""
     cells = report.cells
+    colours = report_colours(report)
     out = []
-    latency = latency_plot(cells, report.results.samples)
+    latency = latency_plot(cells, report.results.samples, colours)
     if latency:
         out.append(Plot("Latency vs input size", "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.", latency))
-    speedup = speedup_plot(cells, report.baseline)
+    speedup = speedup_plot(cells, report.baseline, colours, report.intervals)
     if speedup:
-        out.append(Plot(f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input.", speedup))
-    breakdown = breakdown_plot(cells, report.hotspots)
+        out.append(Plot(f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input; "
+                        "whiskers: the 95% bootstrap interval stated in the findings.", speedup))
+    breakdown = breakdown_plot(cells, report.hotspots, colours)
     if breakdown:
-        out.append(Plot("Op-time breakdown", "Self time per op as a share of the profiled step; grey is everything else.", breakdown, wide=True))
+        out.append(Plot("Op-time breakdown", "Self time per op as a share of the profiled step; grey is everything else. "
+                        "Labels in their variant's colour.", breakdown, wide=True))
     return out
