@@ -22,7 +22,7 @@ os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 from neuronexp.cli.callbacks import RunRejected  # noqa: E402
 from neuronexp.cli.errors import user_error_line  # noqa: E402
 from neuronexp.config.compose import override_dirname, spec_from, task_overrides  # noqa: E402
-from neuronexp.sweep.sweeper import SweepStopped  # noqa: E402
+from neuronexp.sweep.stopped import SweepStopped  # noqa: E402
 
 # Where results go is decided by Hydra (hydra.run.dir / hydra.sweep.dir); the job writes only there.
 CONFIG_PACKAGE = "pkg://neuronexp.conf"

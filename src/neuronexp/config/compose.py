@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from enum import Enum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import RunConfig
@@ -19,6 +20,21 @@ from neuronexp.config.validate import check_known_keys, check_shape, validate
 # A config node `hidden_size: ${nx.last:${input.shape}}` follows the swept input shape, so module
 # options never need editing when `input.shape` changes.
 OmegaConf.register_new_resolver("nx.last", lambda xs: xs[-1], replace=True)
+
+
+def typed(value: Any) -> str:
+    """A config value as it is typed on the command line (`[1,1024,4096]`, `bfloat16`, `false`, `null`)."""
+    if isinstance(value, Enum):
+        return str(value.name)
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, (list, tuple, ListConfig)):
+        return "[" + ",".join(typed(v) for v in value) + "]"
+    return str(value)
+
+
+# `neuronexp --help` shows the current values this way (conf/hydra/help/neuronexp.yaml).
+OmegaConf.register_new_resolver("nx.typed", typed, replace=True)
 ConfigStore.instance().store(name="base_config", node=RunConfig)
 
 NO_EXPERIMENT = "adhoc"

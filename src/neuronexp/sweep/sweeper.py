@@ -24,17 +24,9 @@ from neuronexp.sweep.lock import locked
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
 from neuronexp.sweep.progress import SweepProgress
 from neuronexp.sweep.resume import assign
+from neuronexp.sweep.stopped import SweepStopped
 
 log = logging.getLogger("neuronexp.sweep")
-
-
-class SweepStopped(Exception):
-    """The sweep ended with a non-zero exit status: cells failed (1), the launcher gave up (1), or it was
-    interrupted (130). `message`, when set, is the one line to print."""
-
-    def __init__(self, code: int, message: str | None = None) -> None:
-        super().__init__(message or f"exit status {code}")
-        self.code, self.message = code, message
 
 
 class JobFailed(Exception):

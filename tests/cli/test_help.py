@@ -1,0 +1,73 @@
+"""`neuronexp --help` as a user types it: what neuronexp does, the three commands, the main keys with their current
+values, three examples that work, where results go, the column reference; and a help path that imports no torch."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from helpers import REPO, run_cli
+from neuronexp.config.compose import typed
+
+
+def _section(text: str, title: str) -> list[str]:
+    lines = text.split(f"== {title} ==", 1)[1].split("\n== ", 1)[0].splitlines()
+    return [ln for ln in lines if ln.strip()]
+
+
+def test_help_describes_neuronexp_its_commands_keys_examples_and_results(tmp_path: Path) -> None:
+    result = run_cli(["--help"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("neuronexp: profile PyTorch layers") and "powered by Hydra" not in text
+    commands = _section(text, "Commands")
+    assert [ln.split()[0] for ln in commands] == ["neuronexp", "neuronexp-report", "neuronexp-compare"]
+    # The keys shown carry the composed config's values: the same as `--cfg job` prints.
+    config = yaml.safe_load(run_cli(["--cfg", "job"], cwd=tmp_path).stdout)
+    shown = dict(re.findall(r"(?:^|\s)([a-z_.]+)=(\S+)", "\n".join(_section(text, "Main keys (their defaults, or what you set before --help)"))))
+    for key in ("input.shape", "input.dtype", "backend", "compile.enabled", "timing.iters", "timing.warmup", "baseline",
+                "launcher.devices"):
+        value = config
+        for part in key.split("."):
+            value = value[part]
+        assert shown[key] == typed(value), (key, shown[key], value)
+    assert shown["module"] == "rmsnorm_naive" and shown["profiler"] == "default"
+    assert "docs/columns.md" in text and (REPO / "docs" / "columns.md").is_file()
+    assert "outputs/runs/" in text and "outputs/sweeps/" in text and "results/" in text
+    assert "module: rmsnorm_compiled, rmsnorm_fused, rmsnorm_naive" in text  # Hydra's $APP_CONFIG_GROUPS
+
+
+def test_every_example_in_the_help_composes(tmp_path: Path) -> None:
+    examples = [ln.split() for ln in _section(run_cli(["--help"], cwd=tmp_path).stdout, "Examples")]
+    assert len(examples) == 3 and all(e[0] == "neuronexp" for e in examples)
+    runs = []
+    for example in examples:
+        args = [a for a in example[1:] if a != "-m"]
+        if "-m" in example:  # --cfg composes one cell: the sweep's first and its last
+            runs += [[a.split(",")[0] for a in args], [a.split("=")[0] + "=" + a.split(",")[-1].split("=")[-1] for a in args]]
+        else:
+            runs.append(args)
+    for args in runs:  # --cfg job composes the config (every key and option must exist) and runs nothing
+        result = run_cli([*args, "--cfg", "job"], cwd=tmp_path)
+        assert result.returncode == 0, (args, result.stderr[-1500:])
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_help_shows_the_values_set_before_it(tmp_path: Path) -> None:
+    text = run_cli(["backend=cpu", "input.shape=[2,8]", "compile.enabled=true", "--help"], cwd=tmp_path).stdout
+    assert "backend=cpu" in text and "input.shape=[2,8]" in text and "compile.enabled=true" in text
+
+
+def test_the_help_path_imports_neither_torch_nor_pandas(tmp_path: Path) -> None:
+    code = ("import sys; sys.argv = ['neuronexp', '--help']\n"
+            "from neuronexp.cli.main import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('torch', 'pandas', 'pyarrow', 'matplotlib') if m in sys.modules]\n"
+            "print('HEAVY', heavy, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]
+    assert "== Commands ==" in proc.stdout
