@@ -31,7 +31,7 @@ class CliResult:
 
 
 def run_cli(args: list[str], cwd: Path, script: str = "neuronexp", timeout: float = 300, env: dict[str, str] | None = None) -> CliResult:
-    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}  # env may set COLUMNS ("" for a plain pipe's 80)
     full_env.pop("HYDRA_FULL_ERROR", None)
     proc = subprocess.run([console_script(script), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
     return CliResult(proc.returncode, proc.stdout, proc.stderr)

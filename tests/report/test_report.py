@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import FAST, run_cli, run_dirs, small_sweep
+from helpers import FAST, run_cli, run_dirs
 from helpers.svg import check_one_colour_per_variant
 from neuronexp.report.plots import figures
 from neuronexp.report.model import build_report
@@ -19,12 +19,6 @@ from neuronexp.report.markdown import render_markdown
 from neuronexp.results import frame
 
 EVIL_OP = "<script>alert(1)</script>"
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> Path:
-    """A real 2 × 2 sweep (naive and fused RMSNorm, two tiny shapes) through the console script."""
-    return small_sweep(tmp_path_factory.mktemp("report"), "[1,8,64],[1,64,512]")
 
 
 @pytest.fixture(scope="module")

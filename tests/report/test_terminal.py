@@ -1,0 +1,102 @@
+"""The sweep's comparison in the terminal at 80 and 160 columns and piped to a file: no variant name cut, every
+cell on its line, nothing wider than the terminal."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from helpers import FAST, run_cli
+from neuronexp.report.terminal import print_sweep
+from neuronexp.results import frame
+
+# Six variants with names as long as real ones (Hugging Face layers, compiled): the case of issue 16.
+VARIANTS = ["llama_mlp", "llama_mlp +compile", "llama_decoder_layer", "llama_decoder_layer +compile",
+            "llama_attention_eager", "llama_attention_sdpa +compile"]
+SHAPES = ["[1,128,4096]", "[1,512,4096]", "[1,2048,4096]"]
+
+
+def _cells(variants: list[str] = VARIANTS, failed: str | None = None):
+    rows = []
+    for s, shape in enumerate(SHAPES):
+        for v, name in enumerate(variants):
+            module, _, tag = name.partition(" +")
+            median = 100.0 * (1 + s) + 7 * v  # distinct per cell ("100 µs" … "335 µs"): each must be found once
+            ok = name != failed
+            rows.append(dict(run_id=f"{v}-{s}", experiment="x", module=module, compiled=tag == "compile", backend="cpu",
+                             device="cpu", device_name="cpu", dtype="float32", shape=shape, numel=10**(s + 3),
+                             status="ok" if ok else "error", error=None if ok else "RuntimeError: out of memory " * 4,
+                             latency_median_us=median if ok else None, device_time_us=1.23e6 if ok else None,
+                             device_ops=float(6 - v) if ok else None, device_time_source="cpu_self_time",
+                             top_op="aten::scaled_dot_product_attention_for_cpu" if ok else None,
+                             top_op_share=0.5 if ok else None, speedup_vs_baseline=100.0 * (1 + s) / median if ok else None,
+                             overrides=f"module={module}"))
+    return frame("cells", rows)
+
+
+def render(cells, width: int, baseline: str | None = "llama_mlp") -> str:
+    out = io.StringIO()
+    print_sweep(cells, int((cells["status"] == "error").sum()), baseline, Path("sweep"),
+                Console(file=out, width=width, highlight=False, color_system=None))
+    return out.getvalue()
+
+
+def _check(text: str, width: int, cells) -> None:
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= width, "\n".join(ln for ln in lines if len(ln) > width)
+    for name in VARIANTS:  # whole, somewhere: a header, a row or the legend
+        assert re.search(rf"(^|[\s│┃]){re.escape(name)}(\s|[│┃]|$)", text, flags=re.M), name
+    assert "…" not in "".join(n for n in VARIANTS if n in text)
+    for median in cells["latency_median_us"].dropna():
+        assert len(re.findall(rf"(?<![\d.]){median:.0f} µs", text)) == 1, median
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_six_variants_fit_the_terminal_with_every_name_and_cell(width: int) -> None:
+    cells = _cells()
+    text = render(cells, width)
+    _check(text, width, cells)
+    rows = [ln for ln in text.splitlines() if re.search(r"\d µs", ln)]
+    if width == 80:  # one line per cell, variants as keys explained by a legend
+        assert len(rows) == len(cells)
+        assert text.startswith("A  llama_mlp\nB  llama_mlp +compile\n")
+        assert all(re.search(r"\s[A-F]\s", row) for row in rows)
+    else:  # 160: one line per cell with the full names (the side-by-side grid needs more)
+        assert len(rows) == len(cells) and not text.startswith("A  ")
+
+
+def test_three_variants_side_by_side_when_they_fit() -> None:
+    cells = _cells(VARIANTS[:3])
+    text = render(cells, 160)
+    header = next(ln for ln in text.splitlines() if "llama_mlp +compile" in ln)
+    assert all(name in header for name in VARIANTS[:3])  # the variants are the columns
+    assert max(len(ln) for ln in text.splitlines()) <= 160
+
+
+def test_a_failed_cell_keeps_its_line_and_its_whole_error() -> None:
+    cells = _cells(failed="llama_decoder_layer")
+    text = render(cells, 80)
+    assert len([ln for ln in text.splitlines() if re.search(r"\serror\s", ln)]) == len(SHAPES)
+    assert text.count("failed: llama_decoder_layer · ") == len(SHAPES)
+    assert "RuntimeError: out of memory RuntimeError: out of memory" in text.replace("\n", " ")
+
+
+def test_piped_to_a_file_the_sweep_table_is_plain_and_80_columns(sweep: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy)
+    # The same sweep again into (a copy of) its directory: every cell is reused and the table printed, with
+    # COLUMNS unset and stdout a pipe.
+    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,64,512]", *FAST[:-1],
+            f"hydra.sweep.dir={copy}"]
+    result = run_cli(args, cwd=tmp_path, env={"COLUMNS": ""})
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert "\x1b[" not in out, out  # no colour codes in a file
+    table = out[out.index("neuronexp sweep ·"):out.index("all cells ok")].splitlines()
+    assert max(len(ln) for ln in table) <= 80, out
+    assert "rmsnorm_naive" in out and "rmsnorm_fused" in out and out.count("(cached)") >= 4
