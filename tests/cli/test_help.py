@@ -27,30 +27,31 @@ def test_help_describes_neuronexp_its_commands_keys_examples_and_results(tmp_pat
     commands = _section(text, "Commands")
     assert [ln.split()[0] for ln in commands] == ["neuronexp", "neuronexp-report", "neuronexp-compare"]
     # The keys shown carry the composed config's values: the same as `--cfg job` prints.
-    config = yaml.safe_load(run_cli(["--cfg", "job"], cwd=tmp_path).stdout)
+    config = yaml.safe_load(run_cli(["--cfg", "job", "--resolve"], cwd=tmp_path).stdout)
     shown = dict(re.findall(r"(?:^|\s)([a-z_.]+)=(\S+)", "\n".join(_section(text, "Main keys (their defaults, or what you set before --help)"))))
-    for key in ("input.shape", "input.dtype", "backend", "compile.enabled", "timing.iters", "timing.warmup", "baseline",
+    for key in ("input.shape", "input.dtype", "backend", "compile.enabled", "timing.iters", "timing.warmup",
                 "launcher.devices"):
         value = config
         for part in key.split("."):
             value = value[part]
         assert shown[key] == typed(value), (key, shown[key], value)
-    assert shown["module"] == "rmsnorm_naive" and shown["profiler"] == "default"
+    assert shown["module"] == "rmsnorm_naive" and shown["profiler"] == "default" and shown["shapes"] == "null"
+    assert shown["baseline"] == typed(config["baseline"])
     assert "docs/columns.md" in text and (REPO / "docs" / "columns.md").is_file()
     assert "outputs/runs/" in text and "outputs/sweeps/" in text and "results/" in text
-    assert "module: rmsnorm_compiled, rmsnorm_fused, rmsnorm_naive" in text  # Hydra's $APP_CONFIG_GROUPS
+    assert re.search(r"^module: .*rmsnorm_fused, rmsnorm_naive", text, flags=re.M)  # Hydra's $APP_CONFIG_GROUPS
 
 
 def test_every_example_in_the_help_composes(tmp_path: Path) -> None:
     examples = [ln.split() for ln in _section(run_cli(["--help"], cwd=tmp_path).stdout, "Examples")]
     assert len(examples) == 3 and all(e[0] == "neuronexp" for e in examples)
     runs = []
-    for example in examples:
+    for example in examples:  # --cfg composes one cell: of a sweep, its first and its last
         args = [a for a in example[1:] if a != "-m"]
-        if "-m" in example:  # --cfg composes one cell: the sweep's first and its last
-            runs += [[a.split(",")[0] for a in args], [a.split("=")[0] + "=" + a.split(",")[-1].split("=")[-1] for a in args]]
-        else:
-            runs.append(args)
+        swept = [a for a in args if "," in a and "[" not in a]
+        runs.append([a.split(",")[0] if a in swept else a for a in args])
+        if swept:
+            runs.append([a.split("=")[0] + "=" + a.split(",")[-1] if a in swept else a for a in args])
     for args in runs:  # --cfg job composes the config (every key and option must exist) and runs nothing
         result = run_cli([*args, "--cfg", "job"], cwd=tmp_path)
         assert result.returncode == 0, (args, result.stderr[-1500:])
@@ -60,6 +61,10 @@ def test_every_example_in_the_help_composes(tmp_path: Path) -> None:
 def test_help_shows_the_values_set_before_it(tmp_path: Path) -> None:
     text = run_cli(["backend=cpu", "input.shape=[2,8]", "compile.enabled=true", "--help"], cwd=tmp_path).stdout
     assert "backend=cpu" in text and "input.shape=[2,8]" in text and "compile.enabled=true" in text
+    text = run_cli(["+experiment=layernorm", "--help"], cwd=tmp_path).stdout
+    assert "baseline={module: layernorm_naive, compile.enabled: false}" in text and "shapes=llama3_8b" in text
+    dims = yaml.safe_load(run_cli(["+experiment=layernorm", "--cfg", "job", "--resolve"], cwd=tmp_path).stdout)["dims"]
+    assert f"input.shape=[{dims['batch']},{dims['seq']},{dims['hidden']}]" in text  # from the llama3_8b preset
 
 
 def test_the_help_path_imports_neither_torch_nor_pandas(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ the speedup bars' 95% intervals (the findings' figures), and the "why" of a find
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from helpers.svg import check_one_colour_per_variant
 from neuronexp.analysis.ops import hotspots
+from neuronexp.analysis.variants import add_speedups
 from neuronexp.report.findings import findings, speedup_intervals
 from neuronexp.report.html import render_html
 from neuronexp.report.model import build_report
@@ -55,10 +57,18 @@ def _tables():
 
 @pytest.fixture(scope="module")
 def synthetic_sweep(tmp_path_factory) -> Path:
+    """A sweep directory as neuronexp leaves it: results/, and a job directory per cell with its row and config."""
     root = tmp_path_factory.mktemp("synthetic") / "sweep"
     (root / "results").mkdir(parents=True)
-    for name, table in zip(("cells", "ops", "samples"), _tables()):
+    tables = _tables()
+    for name, table in zip(("cells", "ops", "samples"), tables):
         table.to_parquet(root / "results" / f"{name}.parquet")
+    for i in range(len(tables[0])):
+        job = root / str(i)
+        job.mkdir()
+        tables[0].iloc[[i]].to_parquet(job / "cells.parquet")
+        (job / "config.yaml").write_text("baseline: rmsnorm_naive\n")  # the sweep's baseline rule
+    (root / "jobs.json").write_text(json.dumps([{"dir": str(i)} for i in range(len(tables[0]))]))
     return root
 
 
@@ -81,16 +91,16 @@ def test_the_plotted_interval_is_the_one_the_finding_states(synthetic_sweep: Pat
         assert f"×{row.speedup:.2f} vs rmsnorm_naive (95% CI {row.ci_low:.2f}–{row.ci_high:.2f})" in line
     # The same figures whoever asks: the plot reads report.intervals, computed once by the same function.
     cells, _, samples = _tables()
-    again = speedup_intervals(cells.assign(variant=cells["module"]), samples, "rmsnorm_naive").set_index("run_id")
+    again = speedup_intervals(add_speedups(cells, "rmsnorm_naive"), samples).set_index("run_id")
     assert np.allclose(again.loc[intervals.index, ["speedup", "ci_low", "ci_high"]], intervals[["speedup", "ci_low", "ci_high"]])
 
 
 def test_a_finding_says_why_the_winner_wins() -> None:
     cells, ops, samples = _tables()
     cells, ops, samples = (t[t["run_id"].str.endswith("-512")] if "run_id" in t else t for t in (cells, ops, samples))
-    fused_only = cells[cells["module"] != "rmsnorm_compiled"]
+    fused_only = add_speedups(cells[cells["module"] != "rmsnorm_compiled"], "rmsnorm_naive")
     every = hotspots(ops, top=100)
-    (line,) = findings(fused_only, samples, "rmsnorm_naive", {}, all_ops=every)
+    (line,) = findings(fused_only, samples, {}, all_ops=every)
     assert line.startswith("[1,8,64]: rmsnorm_fused fastest")
     why = line[line.index("why: "):]
     # Known answers from PROFILES: the naive step is 90 µs, 60 of them in aten::mul; the fused one 20 µs.
@@ -106,7 +116,7 @@ def test_when_the_baseline_wins_the_finding_explains_it_against_the_runner_up() 
     keep = cells["run_id"].isin(["rmsnorm_naive-512", "rmsnorm_fused-512"])
     slow = samples["run_id"] == "rmsnorm_fused-512"
     samples = samples.assign(latency_us=samples["latency_us"].where(~slow, samples["latency_us"] * 5))
-    cells = cells[keep].assign(latency_median_us=[100.0, 200.0])
-    (line,) = findings(cells, samples, "rmsnorm_naive", {}, all_ops=hotspots(ops, top=100))
-    assert line.startswith("[1,8,64]: rmsnorm_naive fastest") and "vs rmsnorm_naive" not in line
+    cells = add_speedups(cells[keep].assign(latency_median_us=[100.0, 200.0]), "rmsnorm_naive")
+    (line,) = findings(cells, samples, {}, all_ops=hotspots(ops, top=100))
+    assert line.startswith("[1,8,64]: rmsnorm_naive fastest") and "(the baseline)" in line
     assert re.search(r"why: rmsnorm_fused spends .*; gone in rmsnorm_naive: aten::_fused_rms_norm", line), line

@@ -211,7 +211,8 @@ def test_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> 
     # besides link text, so a broken or missing image leaves almost none.
     saturated = int((pixels.max(axis=2) - pixels.min(axis=2) > 80).sum())
     assert saturated > 5000, saturated
-    # Both variant colours are painted (lines, markers, bars), well beyond their 12×12 legend swatches.
+    # Both variant colours are painted beyond their 12×12 legend swatches (144 pixels): lines, markers, bars,
+    # breakdown labels. Not much more can be asked of the baseline's: two equal variants' lines overlap.
     for colour in marks["legend"].values():
         rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
-        assert int((np.abs(pixels - rgb).max(axis=2) <= 8).sum()) > 3 * 144, colour
+        assert int((np.abs(pixels - rgb).max(axis=2) <= 8).sum()) > 144 + 40, colour

@@ -23,13 +23,16 @@ OmegaConf.register_new_resolver("nx.last", lambda xs: xs[-1], replace=True)
 
 
 def typed(value: Any) -> str:
-    """A config value as it is typed on the command line (`[1,1024,4096]`, `bfloat16`, `false`, `null`)."""
+    """A config value as it is typed on the command line (`[1,1024,4096]`, `bfloat16`, `false`, `null`,
+    `{module: x}`)."""
     if isinstance(value, Enum):
         return str(value.name)
     if value is None or isinstance(value, bool):
         return "null" if value is None else str(value).lower()
     if isinstance(value, (list, tuple, ListConfig)):
         return "[" + ",".join(typed(v) for v in value) + "]"
+    if isinstance(value, (dict, DictConfig)):
+        return "{" + ", ".join(f"{k}: {typed(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
