@@ -49,7 +49,8 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     if device is None:  # the devices differ between cells: each says its own
         time = f"{device_word(cell)} {time}"
     ops = cell["device_ops"]
-    hotspot = f"{short_op(cell['top_op'], 28)} {fmt_pct(cell['top_op_share'])}" if isinstance(cell["top_op"], str) else "—"
+    # The share after a tab: a cut keeps it and shortens the op name (_cut).
+    hotspot = f"{short_op(cell['top_op'], 28)}\t{fmt_pct(cell['top_op_share'])}" if isinstance(cell["top_op"], str) else "—"
     if cell["status"] == "cached":
         hotspot = "(cached) " + hotspot
     median = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
@@ -66,6 +67,18 @@ def _rows(cells: pd.DataFrame, baseline: Any) -> tuple[list[str], list[tuple[str
     return variants, rows, device
 
 
+def _cut(hotspot: str, width: int | None) -> str:
+    """"op\tshare" as "op share" in `width` characters: the op name is cut ("…"), the share kept while it fits."""
+    op, _, share = hotspot.partition("\t")
+    text = f"{op} {share}" if share else op
+    if width is None or len(text) <= width:
+        return text
+    room = width - len(share) - 1
+    if share and room >= 2:
+        return f"{op[: room - 1]}… {share}"
+    return text[: max(width - 1, 0)] + "…"
+
+
 def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | None, names: Mapping[str, str],
            speedups: bool, hotspot_width: int | None) -> Table:
     table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -80,8 +93,7 @@ def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | Non
     previous = None
     for i, (inp, variant, fields) in enumerate(rows):
         median, speedup, time, ops, hotspot = fields
-        if hotspot_width is not None and len(hotspot) > hotspot_width:
-            hotspot = hotspot[: max(hotspot_width - 1, 0)] + "…"
+        hotspot = _cut(hotspot, hotspot_width)
         last = i + 1 == len(rows) or rows[i + 1][0] != inp
         values = [inp if inp != previous else "", names[variant], median, *([speedup] if speedups else []), time, ops, hotspot]
         table.add_row(*(escape(v) for v in values), end_section=last)
@@ -97,7 +109,7 @@ def _fitted(console: Console, title: str, rows: list, device: str | None, names:
     excess = natural_width(console, table) - console.width
     if excess <= 0:
         return table
-    longest = max([len("hotspot")] + [len(fields[-1]) for _, _, fields in rows])
+    longest = max([len("hotspot")] + [len(_cut(fields[-1], None)) for _, _, fields in rows])
     if longest - excess < minimum:
         return None
     return _table(title, rows, device, names, speedups, longest - excess)

@@ -152,13 +152,12 @@ class SweepProgress:
             self.done += 1
             self.done_now += 1
             self.finished_dirs.add(cell.dir)
-            elapsed = clock(time.perf_counter() - self.started)
             outcome, detail = _outcome(row)
             if where and row is not None:
                 outcome += f" · {row.get('placement') or '?'}"
             # The cell and an error's text last: on a narrow terminal they are what is cut, never the outcome
             # (the whole error is in the sweep's summary).
-            line = f"cell {self.done}/{self.total} {outcome} · {elapsed} {self._eta()} · {cell.label}"
+            line = f"cell {self.done}/{self.total} {outcome} · {self._eta()} · {cell.label}"
             line += f": {detail}" if detail else ""
             log.info("%s", fit(line, shutil.get_terminal_size((80, 24)).columns - _LOG_PREFIX))
             self.bar.update(self.task, completed=self.done, eta=self._eta())
