@@ -51,7 +51,8 @@ def speedup_intervals(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
 
 
 def _other(group: list[dict], best: dict, ref: dict | None) -> dict | None:
-    """What the winner is explained against: the group's baseline cell, or the runner-up when the baseline wins."""
+    """What the winner is explained against: the group's baseline cell, or the runner-up when the baseline wins
+    (None when that cell ties with the winner: then there is no difference to explain)."""
     if ref is not None and ref is not best:
         return ref
     rest = [c for c in group if c is not best]
@@ -104,7 +105,9 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
             line += f", ×{interval.speedup:.2f} vs {ref['_variant']} (95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f})"
         elif best is ref:
             line += " (the baseline)"
-        other = _other(group, best, ref) if not ties else None
+        other = _other(group, best, ref)
+        if other is not None and str(other["run_id"]) in tied.get(i, set()):
+            other = None  # no difference to explain (a tie with another cell leaves the one with the baseline)
         why = explain(best, other, ops.get(str(best["run_id"])), ops.get(str(other["run_id"]))) if other else None
         lines.append(line + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots)))
     return lines

@@ -26,7 +26,7 @@ table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f5f5f7;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr:nth-child(even) td{background:#fafafa}.envs{display:flex;flex-wrap:wrap;gap:0 16px;align-items:flex-start}.env td:first-child{font-weight:600;white-space:nowrap}
-.grid td{white-space:pre-line}.ops{white-space:normal;max-width:420px}
+.grid td{white-space:pre-line}td.op{overflow-wrap:anywhere;min-width:14em}.ops{white-space:normal;max-width:420px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}
 .card{border:1px solid #ddd;border-radius:6px;padding:10px;min-width:0}
 .card table{width:100%;table-layout:fixed;font-size:12px}.card th,.card td{padding:3px 5px}
@@ -57,7 +57,9 @@ def render_table(table: TextTable, cls: str = "") -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in table.headers)
     body = []
     for i, row in enumerate(table.rows):
-        tds = [f'<td class="num">{esc(v)}</td>' if _numeric(h) else f"<td>{esc(v)}</td>" for h, v in zip(table.headers, row)]
+        # An op name has no space to wrap at: a long kernel name would push the table off the page.
+        tds = [f'<td class="num">{esc(v)}</td>' if _numeric(h) else f'<td class="op">{esc(v)}</td>' if h == "top op"
+               else f"<td>{esc(v)}</td>" for h, v in zip(table.headers, row)]
         if table.links:
             tds[-1] = "<td>" + " · ".join(_link(label, path) for label, path in table.links[i]) + "</td>"
         body.append("<tr>" + "".join(tds) + "</tr>")
