@@ -1,0 +1,170 @@
+"""The fork server, seen from its users: start one for a sweep, and run a function in a process forked from it
+under a time limit. The template process itself is neuronexp.sweep.template.
+
+One template serves every supervisor of a sweep on this host. The sweep process starts it (`ForkServer`) and
+names its socket in the environment (ADDRESS_ENV): the basic launcher's jobs run in that process, and the
+workers of parallel launchers (joblib's loky workers, submitit's local jobs) inherit the variable. A supervisor
+that finds no server, or one on another host (a Slurm task: the variable travels, the socket does not), starts a
+private one for its cell, which costs what a fresh process does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from neuronexp.sweep.forksafety import TEMPLATE_ENV
+
+ADDRESS_ENV = "NEURONEXP_FORK_SERVER"
+_BOOT = "from neuronexp.sweep.template import main; main()"
+# How long a cell may wait for its fork: the template's boot and compile warm-up come first (tens of seconds on a
+# loaded 2-core VM with an empty Inductor cache). Not the cell's own time limit, which starts when it is forked.
+START_TIMEOUT_S = 900.0
+
+
+@dataclass
+class Ended:
+    """How a forked process ended: its exit status or the signal that killed it."""
+
+    pid: int | None
+    code: int | None = None
+    signal: int | None = None
+    timed_out: bool = False  # killed by run_forked at its time limit
+    refused: str | None = None  # never started, or lost with its server: why
+
+
+class ForkServer:
+    """A template process for the `with` block, announced in this process's environment (ADDRESS_ENV).
+
+    Args:
+        warm: what the template prepares before its first fork: "compile" (neuronexp.sweep.template.warm_compile).
+    """
+
+    def __init__(self, warm: Iterable[str] = ()) -> None:
+        self.warm = list(warm)
+        self.dir: Path | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.saved: str | None = None
+
+    def __enter__(self) -> ForkServer:
+        self.dir = Path(tempfile.mkdtemp(prefix="neuronexp-fork-"))  # 0700: only this user may ask for a fork
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # Bound here, before the template starts: a supervisor may connect at once and waits in the backlog
+        # while the template imports torch.
+        listener.bind(str(self.dir / "socket"))
+        listener.listen(64)
+        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno()), *self.warm],
+                                     stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env={**os.environ, **TEMPLATE_ENV})
+        listener.close()
+        self.saved = os.environ.get(ADDRESS_ENV)
+        os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{self.dir / 'socket'}"
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.saved is None:
+            os.environ.pop(ADDRESS_ENV, None)
+        else:
+            os.environ[ADDRESS_ENV] = self.saved
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the template kills what still runs, exits
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):  # busy warming up: its cells die with it (PDEATHSIG)
+                self.proc.kill()
+                self.proc.wait()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)  # made by __enter__ in this invocation
+
+
+def server_address() -> Path | None:
+    """This host's fork server named in the environment, if its socket exists."""
+    host, _, path = os.environ.get(ADDRESS_ENV, "").partition(":")
+    return Path(path) if host == socket.gethostname() and path and Path(path).exists() else None
+
+
+def run_forked(request: dict[str, Any], timeout_s: float | None) -> Ended:
+    """Run `request` (childproc.enter_cell_process says what it holds) in a forked process and wait for it,
+    killing it (and its process group) after `timeout_s` seconds. Ctrl-C here kills it too."""
+    address = server_address()
+    if address is not None:
+        try:
+            return _ask(address, request, timeout_s)
+        except (ConnectionRefusedError, FileNotFoundError):  # the sweep's server is gone: a private one
+            pass
+    with ForkServer() as private:
+        assert private.dir is not None
+        return _ask(private.dir / "socket", request, timeout_s)
+
+
+def hello(address: Path) -> dict[str, Any]:
+    """The template's state (template.template_state): its threads, and whether CUDA or Neuron started there."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(address))
+        sock.sendall(b'{"hello": true}\n')
+        return _Lines(sock).next(None) or {}
+
+
+def _ask(address: Path, request: dict[str, Any], timeout_s: float | None) -> Ended:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # closed early (Ctrl-C): the server kills the cell
+        sock.connect(str(address))
+        sock.sendall((json.dumps(request) + "\n").encode())
+        lines = _Lines(sock)
+        try:
+            first = lines.next(START_TIMEOUT_S)
+        except EOFError:
+            return Ended(None, refused="neuronexp's fork server ended before starting the cell")
+        if first is None:
+            return Ended(None, refused=f"neuronexp's fork server did not start the cell within {START_TIMEOUT_S:g} s")
+        if "refused" in first:
+            return Ended(None, refused=first["refused"])
+        pid = int(first["pid"])
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        try:
+            end = lines.next(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            timed_out = end is None
+            if timed_out:
+                sock.sendall(b'"kill"\n')
+                end = lines.next(None)
+        except EOFError:
+            return Ended(pid, refused="neuronexp's fork server ended while the cell ran")
+        assert end is not None
+        return Ended(pid, code=end.get("exit"), signal=end.get("signal"), timed_out=timed_out)
+
+
+class _Lines:
+    """JSON lines from a socket, with a time limit per line."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.buf = sock, b""
+
+    def next(self, timeout_s: float | None) -> dict[str, Any] | None:
+        """The next message; None when `timeout_s` passes first. Raises EOFError when the peer closes."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while b"\n" not in self.buf:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.sock], [], [], wait)[0]:
+                return None
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError
+            self.buf += data
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

@@ -1,0 +1,181 @@
+"""The fork server's template process: it imports torch and neuronexp's cell stack once, starts no device runtime
+and no thread pool, and forks one process per cell (neuronexp.sweep.forkserver is its client side).
+
+Why fork from a template: a fresh `python -c` per cell pays an interpreter start, `import torch` and a cold
+TorchInductor, about 3 s a cell on a 2-core VM; a fork of a process that has paid them costs milliseconds
+(docs/performance.md, "Cell processes"). Why a process of its own rather than forking the sweep or a launcher
+worker: those have threads (rich's refresh, the progress watcher, BLAS and allocator pools), and a thread that
+holds a lock when another forks leaves it held forever in the child. This process stays single-threaded.
+neuronexp.sweep.forksafety says what must not exist in it when it forks, and checks.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+from typing import Any, NoReturn
+
+from neuronexp.sweep.childproc import die_with, enter_cell_process, run_target
+from neuronexp.sweep.forksafety import refusal, template_state, thread_warning, warm_compile
+
+
+class Server:
+    """Accepts requests on a Unix socket; one forked child per request, its exit status sent back.
+
+    Single-threaded on purpose: one selector loop reads requests, the owner's control pipe (stdin; EOF: stop)
+    and SIGCHLD through a wake-up pipe.
+    """
+
+    def __init__(self, listener: socket.socket, warmed: list[str]) -> None:
+        self.listener, self.sel = listener, selectors.DefaultSelector()
+        self.pending: dict[socket.socket, bytes] = {}  # connections still sending their request
+        self.child_of: dict[socket.socket, int] = {}
+        self.conn_of: dict[int, socket.socket | None] = {}  # None: its supervisor hung up
+        self.warmed = warmed
+        self.wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a Python handler, so that the wake-up fd is written
+        self._check()
+
+    def _check(self) -> None:
+        self.state = {**template_state(), "warmed": self.warmed}
+        warning = thread_warning(self.state)
+        if warning:
+            print(warning, file=sys.stderr)
+
+    def serve(self) -> None:
+        self.sel.register(self.listener, selectors.EVENT_READ, "accept")
+        self.sel.register(self.wake_r, selectors.EVENT_READ, "child")
+        self.sel.register(sys.stdin.fileno(), selectors.EVENT_READ, "control")
+        gc.freeze()  # children's collections must not write to the template's objects (copy-on-write)
+        while True:
+            for key, _ in self.sel.select():
+                if key.data == "accept":
+                    conn, _ = self.listener.accept()
+                    self.pending[conn] = b""
+                    self.sel.register(conn, selectors.EVENT_READ, "conn")
+                elif key.data == "child":
+                    os.read(self.wake_r, 4096)
+                    self._reap()
+                elif key.data == "control":
+                    if not os.read(sys.stdin.fileno(), 4096):
+                        return self._stop()
+                else:
+                    self._read(key.fileobj)  # type: ignore[arg-type]
+
+    def _read(self, conn: socket.socket) -> None:
+        data = conn.recv(65536)
+        if conn in self.pending:
+            if not data:
+                return self._close(conn)
+            self.pending[conn] += data
+            if b"\n" in self.pending[conn]:
+                self._start(conn, json.loads(self.pending.pop(conn)))
+            return
+        pid = self.child_of.get(conn)
+        if pid is not None:  # "kill", or EOF: the supervisor gave up on its cell or died; its cell goes too
+            self._kill(pid)
+            if not data:
+                self.conn_of[pid] = None
+                self._close(conn)
+
+    def _start(self, conn: socket.socket, request: dict[str, Any]) -> None:
+        if request.get("hello"):
+            self._send(conn, self.state)
+            return self._close(conn)
+        refused = refusal(self.state, request.get("kind", "cpu"))
+        if refused:
+            self._send(conn, {"refused": refused})
+            return self._close(conn)
+        pid = os.fork()
+        if pid == 0:
+            self._child(conn, request)
+        try:  # the child does the same: whichever runs first, `kill` below never misses the cell's group
+            os.setpgid(pid, pid)
+        except OSError:  # it already did, or it died already
+            pass
+        self.child_of[conn], self.conn_of[pid] = pid, conn
+        self._send(conn, {"pid": pid})
+
+    def _child(self, conn: socket.socket, request: dict[str, Any]) -> NoReturn:
+        gc.enable()
+        signal.set_wakeup_fd(-1)
+        for fd in [self.listener.fileno(), self.wake_r, conn.fileno(), *(c.fileno() for c in [*self.pending, *self.child_of])]:
+            os.close(fd)
+        self.sel.close()
+        enter_cell_process(request, self.state["pid"])
+        run_target(request["target"], request["payload"])
+
+    def _reap(self) -> None:
+        while self.conn_of:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.conn_of.pop(pid, None)
+            if conn is not None:
+                self.child_of.pop(conn, None)
+                code = os.waitstatus_to_exitcode(status)
+                self._send(conn, {"signal": -code} if code < 0 else {"exit": code})
+                self._close(conn)
+
+    def _kill(self, pid: int) -> None:
+        try:
+            os.killpg(pid, signal.SIGKILL)  # its own group: the cell and whatever it started (compile workers)
+        except ProcessLookupError:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def _send(self, conn: socket.socket, message: dict[str, Any]) -> None:
+        try:
+            conn.sendall((json.dumps(message) + "\n").encode())
+        except OSError:  # the supervisor is gone
+            pass
+
+    def _close(self, conn: socket.socket) -> None:
+        self.pending.pop(conn, None)
+        self.child_of.pop(conn, None)
+        self.sel.unregister(conn)
+        conn.close()
+
+    def _stop(self) -> None:
+        for pid in list(self.conn_of):
+            self._kill(pid)
+        for pid in list(self.conn_of):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def main() -> None:
+    """Entry of the template process: `python -c ... <owner pid> <listening socket fd> [compile]`."""
+    owner, listen_fd, warm = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    die_with(owner)
+    # Ctrl-C reaches every process of the terminal's group; the supervisors handle it (they drop their cells),
+    # and the owner stops this process by closing its control pipe.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.disable()  # no freed holes in pages the children share; collections resume in each child
+    import torch  # noqa: F401  (what every cell pays for; the reason this process exists)
+
+    import neuronexp.cell.run  # noqa: F401
+    import neuronexp.sweep.launch  # noqa: F401  (the cells' entry point)
+
+    warmed = []
+    if "compile" in warm:  # before the first fork, so that every cell starts from the same template
+        try:
+            warm_compile()
+            warmed.append("compile")
+        except Exception as exc:  # cells then compile cold; they still run
+            print(f"neuronexp: fork server: compile warm-up failed ({type(exc).__name__}: {exc})", file=sys.stderr)
+    Server(socket.socket(fileno=listen_fd), warmed).serve()

@@ -1,0 +1,91 @@
+"""Targets the fork-server tests run in forked cell processes (imported there as `helpers.forked`): each takes the
+request's payload and writes what the process saw to `payload["out"]` (JSON)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+STANDIN_DIR = Path(__file__).resolve().parent / "neuron_standin"
+
+
+def _write(payload: dict[str, Any], seen: dict[str, Any]) -> None:
+    Path(payload["out"]).write_text(json.dumps(seen))
+
+
+def report(payload: dict[str, Any]) -> int:
+    """Where this process stands: ids, cores, threads, environment, and what the CUDA and Neuron paths read."""
+    import torch
+
+    from neuronexp.cell.environment import describe_placement
+
+    _write(payload, {
+        "pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cpus": sorted(os.sched_getaffinity(0)),
+        "torch_threads": torch.get_num_threads(), "env": dict(os.environ), "cwd": os.getcwd(),
+        # torch's own parse of CUDA_VISIBLE_DEVICES (its NVML device count uses it) and the row's placement
+        "cuda_visible": [str(d) for d in torch.cuda._parse_visible_devices()],
+        "cuda_placement": describe_placement("cuda", torch.device("cpu"))["placement"],
+        "neuron_placement": describe_placement("neuron", None)["placement"],
+    })
+    return 0
+
+
+def behave(payload: dict[str, Any]) -> int:
+    """Misbehave as `payload["mode"]` says: exit, crash, or hang (with a grandchild that must die with it)."""
+    mode = payload["mode"]
+    if mode == "exit":
+        os._exit(3)
+    if mode == "raise":
+        raise RuntimeError("target failed")
+    if mode == "segv":
+        ctypes.string_at(0)
+    if mode == "hang":
+        grandchild = subprocess.Popen(["sleep", "300"])
+        _write(payload, {"pid": os.getpid(), "grandchild": grandchild.pid})
+        time.sleep(300)
+    return 0
+
+
+def parallel(payload: dict[str, Any]) -> int:
+    """The first parallel torch ops of a fresh fork: they must start the OpenMP pool and finish."""
+    import torch
+
+    start = time.perf_counter()
+    a = torch.randn(512, 512)
+    (a @ a).sum().item()
+    (torch.randn(4_000_000) * 2.0).sum().item()
+    _write(payload, {"seconds": time.perf_counter() - start, "threads": torch.get_num_threads()})
+    return 0
+
+
+def neuron_backend(payload: dict[str, Any]) -> int:
+    """Build neuronexp's Neuron backend over the torch-neuronx stand-in; what its runtime saw when it started."""
+    sys.path.insert(0, str(STANDIN_DIR))
+    from neuronexp.backends.neuron import NeuronBackend
+    from neuronexp.cell.environment import describe_placement
+    from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig
+
+    NeuronBackend.device_type = "cpu"  # this process is the test's own, and ends here
+    already = sys.modules.get("torch_neuronx") is not None
+    NeuronBackend(NeuronDeviceConfig(), NeuronProfilerConfig())
+    import torch_neuronx
+
+    _write(payload, {"imported_before": already, "env_at_start": torch_neuronx.STATE.env_at_start,
+                     "placement": describe_placement("neuron", None)["placement"]})
+    return 0
+
+
+def compile_tiny(payload: dict[str, Any]) -> int:
+    """A first torch.compile in a fork of a warmed-up template."""
+    import torch
+
+    start = time.perf_counter()
+    torch.compile(lambda x: x.sin() * 2)(torch.randn(64))
+    _write(payload, {"seconds": time.perf_counter() - start})
+    return 0

@@ -1,0 +1,175 @@
+"""The fork server with real processes: what its template holds before it forks, what a forked cell process sees
+(environment, cores, threads, the device selection the CUDA and Neuron paths read), how it ends (exit, signal,
+time limit, a vanished supervisor), and the torch-neuronx stand-in loaded as its autoload would be."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from neuronexp.sweep.forkserver import ADDRESS_ENV, ForkServer, hello, run_forked, server_address
+from neuronexp.sweep.placement import plan_slots
+
+from helpers.forked import STANDIN_DIR
+
+CPUS = sorted(os.sched_getaffinity(0))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Path]:
+    """One template for the module (its boot imports torch: seconds)."""
+    with ForkServer():
+        address = server_address()
+        assert address is not None
+        yield address
+
+
+def _request(tmp_path: Path, target: str, **payload: Any) -> dict[str, Any]:
+    return {"target": f"helpers.forked:{target}", "payload": {"out": str(tmp_path / "seen.json"), **payload},
+            "kind": "cpu", "env": dict(os.environ), "cwd": str(tmp_path), "sys_path": sys.path, "cpus": None,
+            "log": str(tmp_path / "cell.log")}
+
+
+def _seen(tmp_path: Path) -> dict[str, Any]:
+    return json.loads((tmp_path / "seen.json").read_text())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone(pid: int, within_s: float = 10) -> bool:
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def test_the_template_is_one_thread_with_no_device_runtime(server: Path) -> None:
+    state = hello(server)
+    # numpy's OpenBLAS pool and pyarrow's jemalloc thread are off in the template (forksafety.TEMPLATE_ENV).
+    assert len(state["threads"]) == 1, state["threads"]
+    assert state["cuda"] is False and state["neuron_runtime"] is False
+
+
+def test_a_cell_process_takes_its_environment_cores_and_threads_before_any_device(server: Path, tmp_path: Path) -> None:
+    request = _request(tmp_path, "report")
+    slot = plan_slots("cuda", 1, None, ["3"], CPUS[-1:])[0]
+    request["env"] = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    request["env"].update(slot.env(), NEURON_RT_VISIBLE_CORES="4-5", MARK="1")
+    request["cpus"] = list(slot.cpus)
+    ended = run_forked(request, timeout_s=60)
+    assert ended.code == 0 and ended.signal is None and not ended.timed_out, (tmp_path / "cell.log").read_text()
+    seen = _seen(tmp_path)
+    assert seen["pid"] == ended.pid and seen["pgid"] == ended.pid  # a process group of its own
+    assert seen["ppid"] == hello(server)["pid"]  # forked from the template, not started afresh
+    assert seen["cpus"] == CPUS[-1:] and seen["torch_threads"] == 1 and seen["cwd"] == str(tmp_path)
+    # Its environment is the supervisor's plus the slot's; the template's own settings do not leak in.
+    assert seen["env"]["MARK"] == "1" and seen["env"]["CUDA_VISIBLE_DEVICES"] == "3" and seen["env"]["OMP_NUM_THREADS"] == "1"
+    assert "OPENBLAS_NUM_THREADS" not in seen["env"] and "PYTORCH_NVML_BASED_CUDA_CHECK" not in seen["env"]
+    # What torch's CUDA device count parses, and the row's placement, are the slot's devices.
+    assert seen["cuda_visible"] == ["3"] and seen["cuda_placement"] == "cuda:3" and seen["neuron_placement"] == "neuron:4-5"
+
+
+@pytest.mark.parametrize(("mode", "code", "sig"), [("exit", 3, None), ("raise", 1, None), ("segv", None, signal.SIGSEGV)])
+def test_how_a_cell_process_ended_comes_back(server: Path, tmp_path: Path, mode: str, code: int | None, sig: int | None) -> None:
+    ended = run_forked(_request(tmp_path, "behave", mode=mode), timeout_s=60)
+    assert (ended.code, ended.signal, ended.timed_out) == (code, sig, False)
+    if mode == "raise":  # its traceback is in the cell's log
+        assert "RuntimeError: target failed" in (tmp_path / "cell.log").read_text()
+
+
+def test_a_time_limit_kills_the_cell_and_everything_it_started(server: Path, tmp_path: Path) -> None:
+    start = time.monotonic()
+    ended = run_forked(_request(tmp_path, "behave", mode="hang"), timeout_s=1.5)
+    assert ended.timed_out and ended.signal == signal.SIGKILL and 1.5 <= time.monotonic() - start < 30
+    seen = _seen(tmp_path)
+    assert _gone(seen["pid"]) and _gone(seen["grandchild"])
+
+
+def test_a_cell_dies_with_its_supervisor(server: Path, tmp_path: Path) -> None:
+    # A supervisor process (as a launcher worker would be) asks for a hanging cell and is killed with -9.
+    code = (f"import json, sys; sys.path[:0] = {sys.path!r}; from neuronexp.sweep.forkserver import run_forked; "
+            f"run_forked(json.loads(sys.argv[1]), None)")
+    supervisor = subprocess.Popen([sys.executable, "-c", code, json.dumps(_request(tmp_path, "behave", mode="hang"))],
+                                  env=dict(os.environ, **{ADDRESS_ENV: os.environ[ADDRESS_ENV]}))
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "seen.json").exists():
+        assert supervisor.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    seen = _seen(tmp_path)
+    supervisor.kill()
+    supervisor.wait()
+    assert _gone(seen["pid"]) and _gone(seen["grandchild"])
+    assert hello(server)["pid"]  # the template serves on
+
+
+def test_first_parallel_ops_of_a_fork_start_their_thread_pool(server: Path, tmp_path: Path) -> None:
+    request = _request(tmp_path, "parallel")
+    request["cpus"] = CPUS
+    ended = run_forked(request, timeout_s=120)  # a pool inherited half-made would hang here
+    assert ended.code == 0, (tmp_path / "cell.log").read_text()
+    assert _seen(tmp_path)["threads"] == len(CPUS)
+
+
+def _autoload(tmp_path: Path, start_runtime: bool) -> Path:
+    """A sitecustomize that imports the stand-in at interpreter start, as the real torch-neuronx's torch.backends
+    entry point does at `import torch` (and, if asked, starts its runtime there too)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    start = "torch.neuron.device_count()\n" if start_runtime else ""
+    (site / "sitecustomize.py").write_text(f"import sys\nsys.path.insert(0, {str(STANDIN_DIR)!r})\nimport torch, torch_neuronx\n{start}")
+    return site
+
+
+def test_the_neuron_runtime_sees_the_cores_set_in_the_cell_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(_autoload(tmp_path, False)), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.delenv("NEURON_RT_VISIBLE_CORES", raising=False)
+    slot = plan_slots("neuron", 2, 2, [str(i) for i in range(4)], CPUS)[1]
+    with ForkServer():
+        assert hello(server_address())["neuron_runtime"] is False  # loaded, not started
+        request = _request(tmp_path, "neuron_backend")
+        request.update(kind="neuron", env={**os.environ, **slot.env()})
+        ended = run_forked(request, timeout_s=60)
+    assert ended.code == 0, (tmp_path / "cell.log").read_text()
+    seen = _seen(tmp_path)
+    assert seen["imported_before"] is True  # from the template, as autoloaded
+    assert seen["env_at_start"] == {"NEURON_RT_VISIBLE_CORES": "2-3", "NEURON_RT_NUM_CORES": None}
+    assert seen["placement"] == "neuron:2-3"
+
+
+def test_a_template_whose_neuron_runtime_started_refuses_neuron_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(_autoload(tmp_path, True)), os.environ.get("PYTHONPATH", "")]))
+    with ForkServer():
+        assert hello(server_address())["neuron_runtime"] is True
+        request = _request(tmp_path, "neuron_backend")
+        request["kind"] = "neuron"
+        refused = run_forked(request, timeout_s=60)
+        fine = run_forked(_request(tmp_path, "report"), timeout_s=60)
+    assert refused.pid is None and "Neuron runtime started in neuronexp's fork-server template" in (refused.refused or "")
+    assert fine.code == 0
+
+
+@pytest.mark.slow
+def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    with ForkServer(warm=["compile"]):
+        deadline = time.monotonic() + 600
+        while "compile" not in (state := hello(server_address()))["warmed"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        assert len(state["threads"]) == 1 and state["cuda"] is False, state
+        request = _request(tmp_path, "compile_tiny")
+        ended = run_forked(request, timeout_s=300)
+    assert ended.code == 0, (tmp_path / "cell.log").read_text()
