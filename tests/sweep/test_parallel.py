@@ -1,5 +1,5 @@
-"""Parallel sweeps: device slots (unit), the joblib and submitit_local launchers end to end (fresh process per cell
-and warm pinned workers), and cells or workers killed mid-sweep."""
+"""Parallel sweeps: device slots (unit), the joblib and submitit_local launchers end to end (a process of its own per
+cell, forked from the fork server's template), and cells or workers killed mid-sweep."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ JOBLIB = pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib
                             reason="pip install '.[parallel]'")
 
 # A user layer for the end-to-end tests: building it takes a while (so two cells surely overlap), and with
-# PROBE_PARK set its forward on 32-wide inputs records its pids and waits there to be killed.
+# PROBE_PARK set its forward on 32-wide inputs records its pid and its supervisor's (the launcher worker) and waits
+# there to be killed.
 PROBE = """
 import json, os, time, torch
 from pathlib import Path
@@ -44,7 +45,7 @@ class Probe(torch.nn.Module):
     def forward(self, x):
         park = os.environ.get("PROBE_PARK")
         if park and x.shape[-1] == 32:
-            Path(park, "pids.json").write_text(json.dumps({"cell": os.getpid(), "worker": os.getppid()}))
+            Path(park, "pids.json").write_text(json.dumps({"cell": os.getpid(), "worker": int(os.environ["NEURONEXP_SUPERVISOR_PID"])}))
             time.sleep(120)
         return x * 2
 """
@@ -186,34 +187,23 @@ def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli
     cells = results.cells
     assert len(cells) == 3 and (cells["status"] == "ok").all()
     _same_tables(results, basic_sweep)
-    # Each cell ran in a fresh process pinned to one core of its own; both slots were used.
+    # Each cell ran in a process of its own pinned to one core of its own; both slots were used.
     assert set(cells["placement"]) == {"cpu:0", "cpu:1"}
     assert (cells["placement"] == "cpu:" + cells["placement_cpus"]).all()
     assert cells["worker_pid"].nunique() == 3 and os.getpid() not in set(cells["worker_pid"])
     # The main process reported every cell as its file appeared, with where it ran.
     log = res.stdout + res.stderr
     assert "cell 3/3" in log and "· cpu:" in log and "launcher.devices" not in cells["overrides"].str.cat()
-    # The basic launcher still runs cells in its own process, and says where too.
+    # The basic launcher runs each cell in a process of its own too, without a slot: on the sweep's cores.
     assert basic_sweep.cells["placement"].str.startswith("cpu:").all()
-    assert basic_sweep.cells["worker_pid"].nunique() == 1
+    assert basic_sweep.cells["worker_pid"].nunique() == 3
 
 
-@TWO_CPUS
-@JOBLIB
-def test_warm_workers_keep_one_slot_each_and_give_the_same_tables(cli, tmp_path: Path, basic_sweep) -> None:
-    # launcher.isolate=false: no fresh process per cell; each loky worker takes a slot at its first cell and
-    # keeps it, so every cell a worker ran has that worker's placement.
-    (tmp_path / "probe.py").write_text(PROBE)
-    sweep = tmp_path / "sweep"
-    res = cli(*PROBE_ARGS, SHAPES, "hydra/launcher=parallel", "launcher.devices=2", "launcher.isolate=false",
-              f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={sweep}")
-    assert res.returncode == 0, res.stderr
-    results = neuronexp.load(sweep)
-    _same_tables(results, basic_sweep)
-    cells = results.cells
-    assert set(cells["placement"]) == {"cpu:0", "cpu:1"} and cells["worker_pid"].nunique() == 2
-    assert (cells.groupby("worker_pid")["placement"].nunique() == 1).all()
-    assert not list(sweep.glob("*/cell.log"))  # nothing ran in a process of its own
+def test_warm_workers_are_gone_with_a_one_line_migration_error(cli, tmp_path: Path) -> None:
+    res = cli("-m", *QUICK, "input.shape=[1,8,16],[1,8,32]", "launcher.isolate=false", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith("neuronexp: error: launcher.isolate=False: warm workers are gone")
+    assert not (tmp_path / "sweep").exists()
 
 
 def _start_parked(tmp_path: Path, keep_park: bool = False) -> tuple[subprocess.Popen, dict[str, int]]:
@@ -260,7 +250,7 @@ def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resum
     cells = neuronexp.load(sweep).cells.set_index("shape")
     assert cells.loc["[1,8,16]", "status"] == "ok"
     victim = cells.loc["[1,8,32]"]
-    assert victim["status"] == "error" and victim["error"] == "cell process killed by SIGKILL (out of memory, or killed)"
+    assert victim["status"] == "error" and victim["error"] == "cell process killed by SIGKILL during first call (out of memory, or killed)"
     assert victim["placement"] in ("cpu:0", "cpu:1") and victim["worker_pid"] == pids["cell"]
     # 2. Resumed, the failed cell runs again and parks again; now its worker (a loky process) is killed: the
     #    launcher stops, what finished is aggregated, the parked cell is missing (no half-written file) and its

@@ -130,6 +130,10 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     if measured:
         fill_device_times(measured.profile, backend.device_op_times())
     extra = {**describe_placement(backend.name, backend.device), **extra}
+    wanted = max(cfg.timing.warmup, backend.min_warmup_calls)
+    if measured is not None and measured.latency.warmup_calls < wanted:
+        cut = f"warm-up stopped after {measured.latency.warmup_calls} of {wanted} calls (timing.max_seconds={cfg.timing.max_seconds:g})"
+        extra["warnings"] = " | ".join(w for w in (extra.get("warnings"), cut) if w)
     labels = cell_labels(spec, backend)
     tables = cell_tables(spec, backend, labels, measured, error, extra, started_at)
     write_json(out_dir / "env.json", environment_record(labels["device_name"], backend.name))

@@ -53,7 +53,7 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
     choices, task = dict(hc.runtime.choices), task_overrides(hc.overrides.task)
     try:
         spec = spec_from(cfg, choices, task, override_dirname(task))
-        results = run_job_cell(spec, cfg, choices, task, out_dir, str(hc.launcher._target_))
+        results = run_job_cell(spec, cfg, choices, task, out_dir, str(hc.launcher._target_), hc.mode == RunMode.MULTIRUN)
     except Exception as exc:
         if hc.mode == RunMode.RUN:
             raise RunAborted(exc) from exc

@@ -168,9 +168,13 @@ class LauncherConfig:
     # The units to split, e.g. "0-31"; null: neuron.visible_cores or 0..devices*per_device-1 (Neuron),
     # CUDA_VISIBLE_DEVICES or every GPU (CUDA), the process's CPU affinity (CPU).
     pool: str | None = None
-    # null: under a parallel launcher each cell runs in a fresh process on its slot (under the basic one, in its
-    # one process); false: cells run warm in workers that keep a slot each; true: fresh processes, any launcher.
+    # null: every cell of a sweep runs in a process of its own (forked from a template, sweep.forkserver), on a
+    # device slot under a parallel launcher; a single run runs in the neuronexp process. true: on a device slot
+    # under any launcher, single runs too. false is no longer accepted (docs/slurm.md, "Migration").
     isolate: bool | None = None
+    # A cell's process still running after this many seconds is killed, and the cell becomes the error row
+    # "timed out after N s" (compile included); null: no limit. Applies to cells in a process of their own.
+    cell_timeout_s: float | None = 1800.0
     # Node-local directory for the slot lock files; null: <tmp>/neuronexp-locks (shared by every sweep of the host).
     lock_dir: str | None = None
 

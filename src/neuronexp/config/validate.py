@@ -113,6 +113,11 @@ def validate(cfg: RunConfig) -> list[str]:
         _positive("launcher.per_device", cfg.launcher.per_device)
     validate_units("launcher.pool", cfg.launcher.pool)
     validate_compile(cfg.compile.backend, cfg.compile.mode)
+    if cfg.launcher.isolate is False:
+        raise ConfigError("launcher.isolate", False, "warm workers are gone: every cell of a sweep now runs in a process of "
+                          "its own forked from a warm template, in milliseconds (docs/slurm.md); drop the key")
+    if cfg.launcher.cell_timeout_s is not None and not cfg.launcher.cell_timeout_s > 0:
+        raise ConfigError("launcher.cell_timeout_s", cfg.launcher.cell_timeout_s, "must be > 0 seconds, or null for no limit")
     validate_module_target(cfg.module)
     return check_inputs(cfg.input, cfg.module)
 

@@ -1,5 +1,5 @@
-"""One job of a run or a sweep: reuse a complete cell, mark the directory as this cell's, then run the cell in
-this process or on a device slot of its own (sweep.launch)."""
+"""One job of a run or a sweep: reuse a complete cell, mark the directory as this cell's, then run the cell in a
+supervised process of its own (sweep.launch), or, for a single run, in this process."""
 
 from __future__ import annotations
 
@@ -18,9 +18,14 @@ from neuronexp.sweep._hydra import BASIC_LAUNCHER
 
 
 def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task: list[str], out_dir: Path,
-                 launcher_target: str) -> Results:
+                 launcher_target: str, sweep: bool) -> Results:
     """The cell's tables: reused when `out_dir` already holds this exact cell complete (status `cached`),
-    else measured now. A failing cell is an error row, never an exception."""
+    else measured now. A failing cell is an error row, never an exception.
+
+    A sweep's cells each run in a supervised process of their own, on a device slot under a parallel launcher
+    or with launcher.isolate=true. A single run runs in this process unless launcher.isolate=true: it is the
+    interactive path (a debugger, prints and the layer's traceback in the terminal), where a crash is seen at
+    once, and a template process would add an `import torch` (docs/methodology.md, "Where a cell runs")."""
     from neuronexp.cell.run import run_cell
 
     if complete_run_id(out_dir) == spec.run_id:
@@ -30,14 +35,13 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     write_json(out_dir / CELL_MARKER, {"run_id": spec.run_id, "overrides": task, "started_at": started, "pid": os.getpid()})
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    isolate, parallel = spec.config.launcher.isolate, launcher_target != BASIC_LAUNCHER
-    if not (parallel or isolate):
+    isolate = spec.config.launcher.isolate
+    if not (sweep or isolate):
         return run_cell(spec, out_dir)
-    from neuronexp.sweep.launch import CellRequest, run_in_slot, run_pinned
+    from neuronexp.sweep.launch import CellRequest, run_supervised
 
-    kind = backend_kind(spec.config.backend)
-    if isolate is False:
-        return run_pinned(spec, out_dir, kind, spec.config.launcher)
+    slotted = bool(isolate) or launcher_target != BASIC_LAUNCHER
     config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    request = CellRequest(config, choices, task, spec.overrides, spec.run_id, str(out_dir), kind)  # type: ignore[arg-type]
-    return run_in_slot(request, spec, spec.config.launcher)
+    request = CellRequest(config, choices, task, spec.overrides, spec.run_id, str(out_dir),  # type: ignore[arg-type]
+                          backend_kind(spec.config.backend), slotted)
+    return run_supervised(request, spec, spec.config.launcher)

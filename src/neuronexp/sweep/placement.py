@@ -42,9 +42,10 @@ class Slot:
         return f"{self.kind}:{format_units(self.units)}"
 
     def env(self) -> dict[str, str]:
-        """Environment of the cell's process, set before Python (and so any device runtime) starts."""
+        """Environment of the cell's process, set there before any device runtime starts (its cores and
+        threads are set by the process itself: childproc.enter_cell_process)."""
         threads = str(len(self.cpus))
-        env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "NEURONEXP_CPUS": ",".join(map(str, self.cpus))}
+        env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
         if self.kind == "cuda":
             env["CUDA_VISIBLE_DEVICES"] = ",".join(self.units)
         elif self.kind == "neuron":

@@ -33,6 +33,7 @@ class PlannedCell:
     run_id: str
     backend: str
     label: str  # the overrides that tell this cell apart, for progress lines
+    compiled: bool = False  # compile.enabled: the fork server warms the compiler up for such cells
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -123,7 +124,8 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         if spec.run_id in by_run:
             raise ConfigError("sweep", label, f"cells {by_run[spec.run_id]} and {num} are the same configuration")
         by_dir[subdir], by_run[spec.run_id] = num, num
-        cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label))
+        cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label,
+                                 bool(spec.config.compile.enabled)))
     for name in backends:  # an unavailable backend fails here, once, before any cell runs
         check_available(name)
     if slurm:  # Slurm's cells run on other machines, whatever this one has: checked against the cluster

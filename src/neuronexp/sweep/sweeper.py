@@ -9,6 +9,7 @@ SweepStopped, which only the command line catches.
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from neuronexp.results import JOBS_MANIFEST
 from neuronexp.results.files import write_json
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
 from neuronexp.sweep.aggregate import aggregate
+from neuronexp.sweep.forkserver import ForkServer
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
 from neuronexp.sweep.progress import SweepProgress
@@ -60,7 +62,7 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         log.info("sweep of %d cells into %s%s", len(cells), sweep_dir,
                  f" ({len(reused)} complete already, reused)" if reused else "")
         stopped, returns = None, []
-        with SweepProgress(sweep_dir, cells, reused) as progress:
+        with _cell_processes(ctx.launcher, todo), SweepProgress(sweep_dir, cells, reused) as progress:
             try:
                 returns = _launch(ctx.launcher, todo, progress)
             except KeyboardInterrupt:
@@ -107,6 +109,15 @@ def _launch(launcher: Any, cells: list[PlannedCell], progress: SweepProgress) ->
             raise JobFailed(f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: "
                             f"{_first_line(failure)}") from failure
     return returns
+
+
+def _cell_processes(launcher: Any, cells: list[PlannedCell]) -> AbstractContextManager[Any]:
+    """The fork server that this host's cell processes are forked from (sweep.forkserver), started now so that
+    its `import torch` overlaps the launcher's start; none when no cell runs here (Slurm tasks run elsewhere and
+    start their own)."""
+    if not cells or type(launcher).__name__ == "SlurmLauncher":
+        return nullcontext()
+    return ForkServer(warm=["compile"] if any(c.compiled for c in cells) else [])
 
 
 def _first_line(exc: BaseException) -> str:
