@@ -32,8 +32,17 @@ def report(payload: dict[str, Any]) -> int:
         "cuda_visible": [str(d) for d in torch.cuda._parse_visible_devices()],
         "cuda_placement": describe_placement("cuda", torch.device("cpu"))["placement"],
         "neuron_placement": describe_placement("neuron", None)["placement"],
+        "compile_threads": _inductor_compile_threads(),
     })
     return 0
+
+
+def _inductor_compile_threads() -> int:
+    """Inductor's compile pool size, decided from the cores when its config is first imported (in a warmed-up
+    template, that is before the fork)."""
+    import torch._inductor.config as inductor_config
+
+    return int(inductor_config.compile_threads or 0)
 
 
 def behave(payload: dict[str, Any]) -> int:

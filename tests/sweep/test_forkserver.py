@@ -170,6 +170,10 @@ def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(tmp_path:
             assert time.monotonic() < deadline
             time.sleep(0.5)
         assert len(state["threads"]) == 1 and state["cuda"] is False, state
-        request = _request(tmp_path, "compile_tiny")
-        ended = run_forked(request, timeout_s=300)
-    assert ended.code == 0, (tmp_path / "cell.log").read_text()
+        ended = run_forked(_request(tmp_path, "compile_tiny"), timeout_s=300)
+        assert ended.code == 0, (tmp_path / "cell.log").read_text()
+        one_core = _request(tmp_path, "report")
+        one_core["cpus"] = CPUS[-1:]
+        assert run_forked(one_core, timeout_s=60).code == 0
+    # The template imported Inductor's config with all the cores; a cell on one core sizes its pool for one.
+    assert _seen(tmp_path)["compile_threads"] == 1

@@ -13,7 +13,8 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.backends import backend_kind
 from neuronexp.config import CellSpec
 from neuronexp.results import Results, read_job
-from neuronexp.results.files import CELL_MARKER, atomic_write_text, complete_run_id, reset_job_dir, write_json
+from neuronexp.results.files import (CELL_MARKER, atomic_write_text, complete_run_id, reset_job_dir, write_json,
+                                    write_phase)
 from neuronexp.sweep._hydra import BASIC_LAUNCHER
 
 
@@ -35,6 +36,7 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     write_json(out_dir / CELL_MARKER, {"run_id": spec.run_id, "overrides": task, "started_at": started, "pid": os.getpid()})
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    write_phase(out_dir, "start")  # no earlier run's phase may pass for this one's (a cell that dies at once)
     isolate = spec.config.launcher.isolate
     if not (sweep or isolate):
         return run_cell(spec, out_dir)
