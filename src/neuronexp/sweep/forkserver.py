@@ -47,12 +47,15 @@ class Ended:
 class ForkServer:
     """A template process for the `with` block, announced in this process's environment (ADDRESS_ENV).
 
+    It starts importing at once, and forks nothing before `serve` says what to prepare first: a sweep starts it
+    before planning its cells, so that its `import torch` overlaps the planning.
+
     Args:
-        warm: what the template prepares before its first fork: "compile" (neuronexp.sweep.template.warm_compile).
+        warm: passed to `serve` on entering the block; None: call `serve` later.
     """
 
-    def __init__(self, warm: Iterable[str] = ()) -> None:
-        self.warm = list(warm)
+    def __init__(self, warm: Iterable[str] | None = ()) -> None:
+        self.warm = None if warm is None else list(warm)
         self.dir: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.saved: str | None = None
@@ -64,12 +67,20 @@ class ForkServer:
         # while the template imports torch.
         listener.bind(str(self.dir / "socket"))
         listener.listen(64)
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno()), *self.warm],
+        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno())],
                                      stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env={**os.environ, **TEMPLATE_ENV})
         listener.close()
         self.saved = os.environ.get(ADDRESS_ENV)
         os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{self.dir / 'socket'}"
+        if self.warm is not None:
+            self.serve(self.warm)
         return self
+
+    def serve(self, warm: Iterable[str] = ()) -> None:
+        """Let the template fork, after preparing what `warm` names: "compile" (forksafety.warm_compile)."""
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"warm": list(warm)}) + "\n").encode())
+        self.proc.stdin.flush()
 
     def __exit__(self, *exc: Any) -> None:
         if self.saved is None:
@@ -77,12 +88,11 @@ class ForkServer:
         else:
             os.environ[ADDRESS_ENV] = self.saved
         if self.proc is not None:
-            try:
-                self.proc.stdin.close()  # type: ignore[union-attr]  # EOF: the template kills what still runs, exits
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):  # busy warming up: its cells die with it (PDEATHSIG)
-                self.proc.kill()
-                self.proc.wait()
+            # No orderly stop to wait for: a cell still running here was given up (Ctrl-C, a launcher that
+            # stopped), and it dies with the template (PR_SET_PDEATHSIG).
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdin.close()  # type: ignore[union-attr]
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)  # made by __enter__ in this invocation
 

@@ -51,7 +51,12 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         ConfigError: a bad value in any cell, a directory another sweep holds; nothing has run then.
         SweepStopped: cells failed, the launcher stopped, or Ctrl-C; what finished is aggregated first.
     """
-    cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
+    with _cell_processes(ctx.launcher) as server:  # started first: its `import torch` overlaps the planning
+        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
+        return _run(ctx, cells, server)
+
+
+def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> list[Any]:
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
     baseline = OmegaConf.select(ctx.master, "baseline", default=None)
     baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
@@ -62,7 +67,9 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         log.info("sweep of %d cells into %s%s", len(cells), sweep_dir,
                  f" ({len(reused)} complete already, reused)" if reused else "")
         stopped, returns = None, []
-        with _cell_processes(ctx.launcher, todo), SweepProgress(sweep_dir, cells, reused) as progress:
+        if server is not None and todo:
+            server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
+        with SweepProgress(sweep_dir, cells, reused) as progress:
             try:
                 returns = _launch(ctx.launcher, todo, progress)
             except KeyboardInterrupt:
@@ -111,13 +118,12 @@ def _launch(launcher: Any, cells: list[PlannedCell], progress: SweepProgress) ->
     return returns
 
 
-def _cell_processes(launcher: Any, cells: list[PlannedCell]) -> AbstractContextManager[Any]:
-    """The fork server that this host's cell processes are forked from (sweep.forkserver), started now so that
-    its `import torch` overlaps the launcher's start; none when no cell runs here (Slurm tasks run elsewhere and
-    start their own)."""
-    if not cells or type(launcher).__name__ == "SlurmLauncher":
+def _cell_processes(launcher: Any) -> AbstractContextManager[Any]:
+    """The fork server that this host's cell processes are forked from (sweep.forkserver); none for Slurm,
+    whose tasks run elsewhere and start their own."""
+    if type(launcher).__name__ == "SlurmLauncher":
         return nullcontext()
-    return ForkServer(warm=["compile"] if any(c.compiled for c in cells) else [])
+    return ForkServer(warm=None)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -18,6 +18,7 @@ import selectors
 import signal
 import socket
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 from neuronexp.sweep.childproc import die_with, enter_cell_process, run_target
@@ -159,20 +160,33 @@ class Server:
 
 
 def main() -> None:
-    """Entry of the template process: `python -c ... <owner pid> <listening socket fd> [compile]`."""
-    owner, listen_fd, warm = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    """Entry of the template process: `python -c ... <owner pid> <listening socket fd>`; then one line on stdin,
+    `{"warm": [...]}`, says what to prepare before serving (ForkServer.serve)."""
+    owner, listen_fd = int(sys.argv[1]), int(sys.argv[2])
     die_with(owner)
     # Ctrl-C reaches every process of the terminal's group; the supervisors handle it (they drop their cells),
     # and the owner stops this process by closing its control pipe.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()  # no freed holes in pages the children share; collections resume in each child
-    import torch  # noqa: F401  (what every cell pays for; the reason this process exists)
+    import torch  # (what every cell pays for; the reason this process exists)
 
     import neuronexp.cell.run  # noqa: F401
     import neuronexp.sweep.launch  # noqa: F401  (the cells' entry point)
 
+    # torch.profiler's first start asks `hasattr(torch, "_inductor")`, which imports Inductor and Dynamo: 1.8 s
+    # of every cell on a 2-core VM unless done here (thread-free: checked by forksafety.template_state).
+    hasattr(torch, "_inductor")
+    # Every cell's env.json asks git about the working tree (two subprocesses); asked once here, as a process
+    # running all the cells would, and inherited by each fork through the cache.
+    from neuronexp.cell.environment import git_state
+
+    git_state(Path.cwd().resolve())
+
+    line = sys.stdin.buffer.readline()
+    if not line:  # the owner stopped before its sweep had a cell to run
+        return
     warmed = []
-    if "compile" in warm:  # before the first fork, so that every cell starts from the same template
+    if "compile" in json.loads(line)["warm"]:  # before the first fork, so that every cell starts from the same template
         try:
             warm_compile()
             warmed.append("compile")
