@@ -132,3 +132,17 @@ def _children(parent: int, marker: str) -> list[int]:
         if ppid == parent and marker in cmdline:
             found.append(int(stat.parent.name))
     return found
+
+
+def test_a_single_run_with_isolate_true_turns_a_crash_into_a_row(cli, tmp_path: Path) -> None:
+    # A single run runs in the neuronexp process (docs/methodology.md says why); launcher.isolate=true gives it
+    # the sweep's supervision: its own process, and a row when that process dies.
+    (tmp_path / "faulty.py").write_text(FAULTY)
+    (tmp_path / "faults").mkdir()
+    args = [a for a in ARGS if not a.startswith(("-m", "input.shape="))]
+    res = cli(*args, "input.shape=[1,8,32]", "launcher.isolate=true", f"hydra.run.dir={tmp_path / 'run'}",
+              f"launcher.lock_dir={tmp_path / 'locks'}", env={"FAULTS": str(tmp_path / "faults")})
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    cell = neuronexp.load(tmp_path / "run").cells.iloc[0]
+    assert cell["status"] == "error" and cell["error"] == "cell process killed by SIGSEGV during first call"
+    assert cell["placement"] == "cpu:" + cell["placement_cpus"]  # on a slot: all of this host's cores
