@@ -71,13 +71,21 @@ class Server:
                     self._read(key.fileobj)  # type: ignore[arg-type]
 
     def _read(self, conn: socket.socket) -> None:
-        data = conn.recv(65536)
+        try:
+            data = conn.recv(65536)
+        except OSError:  # reset by a supervisor that died: as if it had closed
+            data = b""
         if conn in self.pending:
             if not data:
                 return self._close(conn)
             self.pending[conn] += data
             if b"\n" in self.pending[conn]:
-                self._start(conn, json.loads(self.pending.pop(conn)))
+                try:
+                    request = json.loads(self.pending.pop(conn))
+                except ValueError as exc:  # never from neuronexp's own client; the server must outlive it
+                    self._send(conn, {"refused": f"unreadable request ({exc})"})
+                    return self._close(conn)
+                self._start(conn, request)
             return
         pid = self.child_of.get(conn)
         if pid is not None:  # "kill", or EOF: the supervisor gave up on its cell or died; its cell goes too
@@ -107,7 +115,8 @@ class Server:
     def _child(self, conn: socket.socket, request: dict[str, Any]) -> NoReturn:
         gc.enable()
         signal.set_wakeup_fd(-1)
-        for fd in [self.listener.fileno(), self.wake_r, conn.fileno(), *(c.fileno() for c in [*self.pending, *self.child_of])]:
+        others = [c.fileno() for c in [*self.pending, *self.child_of]]
+        for fd in [self.listener.fileno(), self.wake_r, conn.fileno(), *others]:
             os.close(fd)
         self.sel.close()
         enter_cell_process(request, self.state["pid"])
@@ -165,7 +174,7 @@ def main() -> None:
     owner, listen_fd = int(sys.argv[1]), int(sys.argv[2])
     die_with(owner)
     # Ctrl-C reaches every process of the terminal's group; the supervisors handle it (they drop their cells),
-    # and the owner stops this process by closing its control pipe.
+    # and the owner then stops this process.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()  # no freed holes in pages the children share; collections resume in each child
     import torch  # (what every cell pays for; the reason this process exists)
@@ -186,7 +195,7 @@ def main() -> None:
     if not line:  # the owner stopped before its sweep had a cell to run
         return
     warmed = []
-    if "compile" in json.loads(line)["warm"]:  # before the first fork, so that every cell starts from the same template
+    if "compile" in json.loads(line)["warm"]:  # before the first fork: every cell starts from the same template
         try:
             warm_compile()
             warmed.append("compile")
