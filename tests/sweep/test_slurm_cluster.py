@@ -38,7 +38,7 @@ class Sleepy(torch.nn.Module):
     def forward(self, x):
         park = os.environ.get("PARK")
         if park and x.shape[-1] == 32:
-            task = {"job": os.environ["SLURM_ARRAY_JOB_ID"], "task": os.environ["SLURM_ARRAY_TASK_ID"], "pid": os.getpid(), "worker": os.getppid()}
+            task = {"job": os.environ["SLURM_ARRAY_JOB_ID"], "task": os.environ["SLURM_ARRAY_TASK_ID"], "pid": os.getpid(), "worker": int(os.environ["NEURONEXP_SUPERVISOR_PID"])}
             Path(park, "task.json").write_text(json.dumps(task))
             time.sleep(float(os.environ.get("SLEEP_S", "300")))
         return x * 2
@@ -197,8 +197,9 @@ def test_every_way_a_cell_can_fail_on_the_node_is_a_row_and_the_sweep_completes(
     assert cells.loc["[1,8,16]", "status"] == "ok"
     errors = cells["error"].to_dict()
     assert errors["[1,8,32]"] == "RuntimeError: boom on the node"
-    assert errors["[1,8,48]"] == "cell process exited with status 3"
-    assert errors["[1,8,64]"] == "cell process killed by SIGKILL (out of memory, or killed)"
+    # The phase each cell was in when its process ended (docs/methodology.md, "Where a cell runs").
+    assert errors["[1,8,48]"] == "cell process exited with status 3 during first call"
+    assert errors["[1,8,64]"] == "cell process killed by SIGKILL during first call (out of memory, or killed)"
     assert errors["[1,8,80]"] == "timed out: the Slurm task reached its time limit (hydra.launcher.timeout_min=2)"
     assert cells["placement"].str.startswith("cpu:").all() and (cells.drop("[1,8,16]")["status"] == "error").all()
     sleeper = int((tmp_path / "sleeper.pid").read_text())  # stopped at the warning, not left running
@@ -239,8 +240,8 @@ def test_a_cancelled_task_is_an_error_row_and_the_sweep_resumes(slurm, tmp_path:
     assert proc.returncode == 1, err
     cells = _cells(tmp_path)
     assert cells.loc["[1,8,16]", "status"] == "ok"
-    assert cells.loc["[1,8,32]", "error"] == ("cell process killed by SIGTERM (Slurm stopped the task: scancel, "
-                                              "preemption or its time limit)")
+    assert cells.loc["[1,8,32]", "error"] == ("cell process killed by SIGTERM during first call (Slurm stopped the "
+                                              "task: scancel, preemption or its time limit)")
     res = run_cli(_args(tmp_path, "Sleepy"), cwd=tmp_path)  # PARK unset: nothing sleeps now
     assert res.returncode == 0, res.stderr
     again = _cells(tmp_path)

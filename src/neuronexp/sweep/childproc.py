@@ -13,6 +13,11 @@ import traceback
 from typing import Any, NoReturn
 
 
+# Signals the template ignores (sent to every process of a terminal's group or a Slurm task; its supervisors act
+# on them) and a cell's process takes back.
+PASSED_ON = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
+
+
 def die_with(parent: int) -> None:
     """Linux: the kernel kills this process when `parent` dies (PR_SET_PDEATHSIG), so that a killed supervisor
     or template never leaves a cell running on its device."""
@@ -31,7 +36,7 @@ def enter_cell_process(request: dict[str, Any], template: int) -> None:
     (neuronexp.sweep.forkserver.ForkRequest)."""
     os.setpgid(0, 0)  # its own group: a time limit or a vanished supervisor kills the cell and all it started
     die_with(template)
-    for sig in (signal.SIGCHLD, signal.SIGTERM):
+    for sig in (signal.SIGCHLD, *PASSED_ON):  # what a fresh Python process has
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # The supervisor's environment, not the template's (which turned thread pools off for the fork), plus the

@@ -121,7 +121,7 @@ def _launch(launcher: Any, cells: list[PlannedCell], progress: SweepProgress) ->
 def _cell_processes(launcher: Any) -> AbstractContextManager[Any]:
     """The fork server that this host's cell processes are forked from (sweep.forkserver); none for Slurm,
     whose tasks run elsewhere and start their own."""
-    if type(launcher).__name__ == "SlurmLauncher":
+    if any(cls.__name__ == "SlurmLauncher" for cls in type(launcher).__mro__):  # submitit's, or neuronexp's subclass
         return nullcontext()
     return ForkServer(warm=None)
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from neuronexp.sweep.childproc import die_with, enter_cell_process, run_target
+from neuronexp.sweep.childproc import PASSED_ON, die_with, enter_cell_process, run_target
 from neuronexp.sweep.forksafety import refusal, template_state, thread_warning, warm_compile
 
 
@@ -173,9 +173,11 @@ def main() -> None:
     `{"warm": [...]}`, says what to prepare before serving (ForkServer.serve)."""
     owner, listen_fd = int(sys.argv[1]), int(sys.argv[2])
     die_with(owner)
-    # Ctrl-C reaches every process of the terminal's group; the supervisors handle it (they drop their cells),
-    # and the owner then stops this process.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C reaches every process of the terminal's group, and Slurm's scancel (SIGTERM) and time-limit warning
+    # (SIGUSR2, submitit's) every process of the task: the supervisors handle them (they drop their cells, or
+    # write their rows), and the owner then stops this process. Its cells get the defaults back (childproc).
+    for sig in PASSED_ON:
+        signal.signal(sig, signal.SIG_IGN)
     gc.disable()  # no freed holes in pages the children share; collections resume in each child
     import torch  # (what every cell pays for; the reason this process exists)
 
