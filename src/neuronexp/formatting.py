@@ -79,3 +79,23 @@ def yaml_error_line(exc: BaseException) -> str:
     if mark is None:
         return f"not valid YAML: {problem}"
     return f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}: not valid YAML: {problem}"
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Decimal units (1 MB = 1e6 B), like the GB/s beside them."""
+    if _missing(value):
+        return "—"
+    for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(value) >= scale:  # type: ignore[arg-type]
+            return f"{value / scale:.3g} {unit}"  # type: ignore[operator]
+    return f"{value:.0f} B"
+
+
+def fmt_flops(value: float | None) -> str:
+    """A FLOP count: 67.1 MFLOP, 1.2 TFLOP."""
+    if _missing(value):
+        return "—"
+    for scale, unit in ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
+        if abs(value) >= scale:  # type: ignore[arg-type]
+            return f"{value / scale:.3g} {unit}"  # type: ignore[operator]
+    return f"{value:.0f} FLOP"

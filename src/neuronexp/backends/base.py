@@ -74,6 +74,38 @@ class Backend:
         Explorer), for a profile whose key_averages() had no device time; empty when there is none."""
         return {}
 
+    # What peak_memory_bytes means on this backend (the row's peak_memory_method).
+    memory_method = "torch's allocations during one call, high-water mark above its start (profiler memory events)"
+
+    def call_memory(self, fn: Callable[[], Any]) -> tuple[Any, float]:
+        """(fn's output, its peak memory in bytes) for one call; see `memory_method`.
+
+        On the host: the running sum of the profiler's allocation events (torch's CPU allocator reports every
+        allocation and free while profile_memory is on), so the figure is what torch allocated, whatever
+        malloc does underneath: the call's intermediates and outputs, not its inputs or weights.
+        """
+        from torch._C._profiler import _EventType
+        from torch.profiler import profile
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            out = fn()
+        events: list[tuple[int, int]] = []
+        stack = list(prof.profiler.kineto_results.experimental_event_tree())
+        while stack:
+            node = stack.pop()
+            if node.tag == _EventType.Allocation and node.extra_fields.device.type == "cpu":
+                events.append((node.start_time_ns, node.extra_fields.alloc_size))
+            stack.extend(node.children)
+        running = peak = 0
+        for _, size in sorted(events):
+            running += size
+            peak = max(peak, running)
+        return out, float(peak)
+
+    def peak_hint(self) -> dict[str, Any]:
+        """What identifies the device in the table of published peaks (analysis.peaks); empty on the host."""
+        return {}
+
     def time_call(self, fn: Callable[[], Any]) -> float:
         """One synchronized wall-clock sample of `fn`, in microseconds."""
         start = time.perf_counter_ns()

@@ -31,6 +31,22 @@ class CudaBackend(Backend):
     def activities(self) -> list[ProfilerActivity]:
         return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
 
+    memory_method = "torch.cuda.max_memory_allocated during one call, above the allocation at its start"  # same meaning
+
+    def call_memory(self, fn: Callable[[], Any]) -> tuple[Any, float]:
+        self.synchronize()
+        torch.cuda.reset_peak_memory_stats(self.device)
+        before = torch.cuda.memory_allocated(self.device)
+        out = fn()
+        self.synchronize()
+        return out, float(torch.cuda.max_memory_allocated(self.device) - before)
+
+    def peak_hint(self) -> dict[str, Any]:
+        # A float32 matmul runs on tensor cores (TF32) only when torch allows it: it decides the FLOP roof.
+        props = torch.cuda.get_device_properties(self.device)
+        return {"device_name": self.device_name(), "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+                "sm_count": int(props.multi_processor_count)}
+
     def time_call(self, fn: Callable[[], Any]) -> float:
         # Events bracket the work on the stream, so the sample is device time plus launch gaps,
         # without the host-side cost of a full synchronize.

@@ -7,7 +7,7 @@ import gc
 import logging
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -22,6 +22,7 @@ from neuronexp.config import ConfigError
 from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode, make_inputs, torch_dtype
+from neuronexp.cell.limits import Limits, measure_limits
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.results import TABLES, Results
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
@@ -30,7 +31,17 @@ from neuronexp.cell.timing import time_callable
 trace_log = logging.getLogger("neuronexp.cell.traceback")
 
 
-def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
+@dataclass
+class Built:
+    """The cell's callable, and what it calls: the eager module and its inputs (cell.work counts them)."""
+
+    call: Callable[[], Any]
+    module: nn.Module
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def _build(spec: CellSpec, backend: Backend) -> Built:
     cfg = spec.config
     torch.manual_seed(cfg.input.seed)  # the same weights in every run, and in each variant built alike
     module = spec.build_module()
@@ -51,7 +62,7 @@ def _build(spec: CellSpec, backend: Backend) -> tuple[Callable[[], Any], Any]:
             fullgraph=cfg.compile.fullgraph,
             dynamic=cfg.compile.dynamic,
         )
-    return (lambda: model(*args, **kwargs)), module
+    return Built(lambda: model(*args, **kwargs), module, tuple(args), dict(kwargs))
 
 
 def _kernel_records(spec: CellSpec, backend: Backend) -> Any:
@@ -104,13 +115,18 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
         return write_lost_cell(spec, out_dir, str(exc), backend_kind(cfg.backend), describe_placement("cpu", None), started_at)
     backend.prepare()
     measured: Measured | None = None
+    limits = Limits({})
     error: str | None = None
     grad = grad_mode(cfg.input, backend.name)
     try:
         with grad, _kernel_records(spec, backend):
             write_phase(out_dir, "build")
-            call, _module = _build(spec, backend)
-            measured = _measure(call, spec, backend, out_dir)
+            built = _build(spec, backend)
+            measured = _measure(built.call, spec, backend, out_dir)
+            write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
+            limits = measure_limits(built.call, built.module, built.args, built.kwargs, spec, backend, out_dir,
+                                    measured.latency.median_us)
+            del built
     except ConfigError as exc:
         error = str(exc)
     except (Exception, SystemExit) as exc:  # failures are data: the sweep goes on with an error row
@@ -129,14 +145,19 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     extra = backend.after_profile(out_dir) if measured else {}
     if measured:
         fill_device_times(measured.profile, backend.device_op_times())
-    extra = {**describe_placement(backend.name, backend.device), **extra}
+    if limits.notes:
+        extra["warnings"] = " | ".join([*([str(extra["warnings"])] if extra.get("warnings") else []), *limits.notes])
+    extra = {**describe_placement(backend.name, backend.device), **limits.columns, **extra}
     wanted = max(cfg.timing.warmup, backend.min_warmup_calls)
     if measured is not None and measured.latency.warmup_calls < wanted:
         cut = f"warm-up stopped after {measured.latency.warmup_calls} of {wanted} calls (timing.max_seconds={cfg.timing.max_seconds:g})"
         extra["warnings"] = " | ".join(w for w in (extra.get("warnings"), cut) if w)
     labels = cell_labels(spec, backend)
     tables = cell_tables(spec, backend, labels, measured, error, extra, started_at)
-    write_json(out_dir / "env.json", environment_record(labels["device_name"], backend.name))
+    env = environment_record(labels["device_name"], backend.name)
+    if limits.host_roofs is not None:
+        env["host_roofs"] = limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache file
+    write_json(out_dir / "env.json", env)
     write_job_tables(out_dir, tables)
     backend.finish()
     return Results(*(tables[name].to_pandas() for name in TABLES))

@@ -30,6 +30,14 @@ class BackendName(str, Enum):
     neuron = "neuron"
 
 
+class ProbeMode(str, Enum):
+    """How a CPU cell gets its host's roofs (bandwidth and FLOP/s): cell.probe."""
+
+    cached = "cached"  # measured once per host and thread count, then reused from the cache file
+    refresh = "refresh"  # measured again by this run (once per sweep and thread count); the cache is updated
+    off = "off"  # not measured: a CPU cell's % of peak stays empty
+
+
 class NeuronMode(str, Enum):
     """Members of `torch_neuronx.profiling.ProfileMode` (documented in the Neuron Explorer guide)."""
 
@@ -133,6 +141,34 @@ class TimingConfig:
 
 
 @dataclass
+class RooflineConfig:
+    """How far a cell is from the hardware's limits (docs/methodology.md, "Roofline"): the work it needs
+    (bytes_min, FLOPs), what it achieved, and the peaks it is measured against. Not part of a cell's run_id:
+    how the roof is found does not change what the cell measured."""
+
+    # CPU cells: the host's roofs from a short STREAM-like probe (copy, triad) and a GEMM, on the cell's threads.
+    probe: ProbeMode = ProbeMode.cached
+    # Where the probe's results are kept; null: $NEURONEXP_CACHE_DIR, $XDG_CACHE_HOME/neuronexp or ~/.cache/neuronexp.
+    cache_dir: str | None = None
+    # Roofs you know better than neuronexp (an unlisted GPU, a MIG slice): they replace the table or the probe.
+    peak_bw_gbs: float | None = None  # GB/s, 1 GB = 1e9 B
+    peak_tflops: float | None = None  # dense TFLOP/s in the cell's dtype
+
+
+@dataclass
+class CorrectnessConfig:
+    """Each cell's output checked against its baseline cell's output on the same inputs (docs/methodology.md,
+    "Output check")."""
+
+    # false for layers whose output is random (dropout in training mode, sampling): nothing is saved or compared.
+    enabled: bool = True
+    # |variant - baseline| <= atol + rtol * |baseline| for every compared element. null: rtol by dtype, atol =
+    # rtol * the baseline output's root mean square. Not part of the run_id (applied when results are gathered).
+    rtol: float | None = None
+    atol: float | None = None
+
+
+@dataclass
 class CompileConfig:
     enabled: bool = False
     # null: "neuron" on Trainium, "inductor" elsewhere.
@@ -190,6 +226,8 @@ class RunConfig:
     neuron: NeuronDeviceConfig = field(default_factory=NeuronDeviceConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
     dims: DimsConfig = field(default_factory=DimsConfig)
+    roofline: RooflineConfig = field(default_factory=RooflineConfig)
+    correctness: CorrectnessConfig = field(default_factory=CorrectnessConfig)
     # The reference cell of each group of otherwise-identical cells, as key: value pairs that pick it, e.g.
     # {module: rmsnorm_naive} or {compile.enabled: false}; a bare name means {module: name}. Speedups and
     # findings compare cells within a group only; null: no speedups.

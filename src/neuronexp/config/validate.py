@@ -7,6 +7,7 @@ half-finished run.
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Any
 
@@ -23,6 +24,11 @@ from neuronexp.config.units import validate_units
 def _positive(key: str, value: int, minimum: int = 1) -> None:
     if value < minimum:
         raise ConfigError(key, value, f"must be an integer >= {minimum}")
+
+
+def _optional_number(key: str, value: float | None, positive: bool) -> None:
+    if value is not None and (not math.isfinite(value) or value < 0 or (positive and value == 0)):
+        raise ConfigError(key, value, f"must be null or a finite number {'> 0' if positive else '>= 0'}")
 
 
 def check_shape(key: str, shape: list[int]) -> None:
@@ -118,6 +124,10 @@ def validate(cfg: RunConfig) -> list[str]:
                           "its own forked from a warm template, in milliseconds (docs/slurm.md); drop the key")
     if cfg.launcher.cell_timeout_s is not None and not cfg.launcher.cell_timeout_s > 0:
         raise ConfigError("launcher.cell_timeout_s", cfg.launcher.cell_timeout_s, "must be > 0 seconds, or null for no limit")
+    _optional_number("roofline.peak_bw_gbs", cfg.roofline.peak_bw_gbs, positive=True)
+    _optional_number("roofline.peak_tflops", cfg.roofline.peak_tflops, positive=True)
+    _optional_number("correctness.rtol", cfg.correctness.rtol, positive=False)
+    _optional_number("correctness.atol", cfg.correctness.atol, positive=False)
     validate_module_target(cfg.module)
     return check_inputs(cfg.input, cfg.module)
 

@@ -1,7 +1,9 @@
 """The results contract and its files: the three tidy tables (schema), writing a job's files atomically
 (files) and reading runs and sweeps back (read). Imports nothing else from neuronexp."""
 
-from neuronexp.results.read import JOBS_MANIFEST, DamagedResults, Found, job_dirs_of, load, read_any, read_job, read_jobs
+from neuronexp.results.read import (
+    JOBS_MANIFEST, DamagedResults, Found, job_dirs_of, load, read_any, read_job, read_jobs, run_dirs,
+)
 from neuronexp.results.schema import (
     CELL_SCHEMA, LABEL_COLUMNS, OP_SCHEMA, SAMPLE_SCHEMA, SCHEMAS, TABLES, USABLE, Results, arrow_table, frame,
     to_arrow, usable,
@@ -10,5 +12,5 @@ from neuronexp.results.schema import (
 __all__ = [
     "CELL_SCHEMA", "DamagedResults", "Found", "JOBS_MANIFEST", "LABEL_COLUMNS", "OP_SCHEMA", "Results", "SAMPLE_SCHEMA", "SCHEMAS",
     "TABLES", "USABLE", "arrow_table", "frame", "job_dirs_of", "load", "read_any", "read_job", "read_jobs",
-    "to_arrow", "usable",
+    "run_dirs", "to_arrow", "usable",
 ]

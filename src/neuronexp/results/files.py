@@ -95,6 +95,9 @@ def _write_job_table(out_dir: Path, name: str, table: pa.Table) -> None:
     write_table(out_dir / f"{name}.parquet", table)
 
 
+# The cell's output, for the output check (results.outputs writes and reads it).
+OUTPUT_FILE = "output.npz"
+
 # A failed cell's full traceback (its row keeps the root cause in one line).
 ERROR_LOG = "error.log"
 
@@ -105,7 +108,9 @@ def reset_job_dir(job_dir: Path) -> None:
     Without this, a rerun killed midway would leave the old cells row beside new ops and samples (and a rerun
     that succeeds, the old attempt's traceback beside its row).
     """
-    for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", job_dir / ERROR_LOG, *job_dir.glob(".*.tmp-*")]:
+    # output.npz too: an output left from an earlier attempt must never be checked as this one's.
+    for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", job_dir / ERROR_LOG, job_dir / OUTPUT_FILE,
+                  *job_dir.glob(".*.tmp-*")]:
         stale.unlink(missing_ok=True)
 
 

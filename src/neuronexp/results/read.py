@@ -93,6 +93,16 @@ def read_jobs(job_dirs: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
     return tables, missing
 
 
+def run_dirs(run_ids: list[str], job_dirs: list[Path]) -> dict[str, Path]:
+    """Each cell's job directory, for the cells read_jobs(job_dirs) returned (one row per finished job, in the
+    order of `job_dirs`); each directory's own row is read again only when the counts disagree (a job finished
+    in between)."""
+    done = [d for d in job_dirs if (d / "cells.parquet").is_file()]
+    if len(done) == len(run_ids):
+        return dict(zip(map(str, run_ids), done))
+    return {str(_read_job_table(d, "cells").column("run_id")[0]): d for d in done}
+
+
 @dataclass
 class Found:
     """What a directory holds: its tables, "sweep" or "run", each cell's job directory, and planned cells

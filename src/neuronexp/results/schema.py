@@ -34,6 +34,24 @@ CELL_SCHEMA = pa.schema(
         # Where the cell ran (neuronexp.sweep.placement.describe): "cpu:0-1", "cuda:3", "neuron:4-5"; the host cores
         # its process was pinned to, that process's id and its host.
         ("placement", _STR), ("placement_cpus", _STR), ("worker_pid", _I64), ("host", _STR),
+        # How far from the limit (docs/methodology.md, "Roofline"). bytes_min = bytes_read (inputs, parameters and
+        # buffers the call reads, once) + bytes_written (outputs, once): cell.work. flops: FlopCounterMode's count for
+        # one call; flops_note names the operators it has no formula for (counted 0). intensity = flops / bytes_min
+        # (FLOP/B); achieved_gbs (1 GB = 1e9 B) and achieved_tflops over latency_median_us; peak_bw_gbs and
+        # peak_tflops the roofs in the cell's dtype, peak_source where they come from (a published row of
+        # analysis/peaks.yaml, this host's probe, or roofline.peak_*); pct_peak_bw / pct_peak_flops = 100 x achieved
+        # / peak (percent; above 100: the data came from a cache); bound: memory | compute, by the roofline.
+        ("bytes_min", _I64), ("bytes_read", _I64), ("bytes_written", _I64), ("flops", _F64), ("flops_note", _STR),
+        ("intensity", _F64), ("achieved_gbs", _F64), ("achieved_tflops", _F64), ("peak_bw_gbs", _F64),
+        ("peak_tflops", _F64), ("peak_source", _STR), ("pct_peak_bw", _F64), ("pct_peak_flops", _F64), ("bound", _STR),
+        # Peak memory of the cell in bytes, and what that figure is on its backend (one call's allocations on CPU
+        # and CUDA; the runtime's peak over the cell on Neuron).
+        ("peak_memory_bytes", _F64), ("peak_memory_method", _STR),
+        # The output check against the cell's baseline cell (analysis.correctness): output_tensors saved in
+        # output.npz; output_check pass | FAIL | baseline | no baseline | off | n/a; output_match (null: not
+        # compared); max_abs_err, max_rel_err; output_rtol / output_atol as set (null: by dtype); output_note: how.
+        ("output_tensors", _I64), ("output_check", _STR), ("output_match", _BOOL), ("max_abs_err", _F64),
+        ("max_rel_err", _F64), ("output_rtol", _F64), ("output_atol", _F64), ("output_note", _STR),
     ]
 )
 

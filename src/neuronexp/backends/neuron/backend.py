@@ -20,7 +20,7 @@ from torch.profiler import ProfilerActivity
 
 import neuronexp.backends.neuron.api as neuron_api
 from neuronexp.backends.base import Backend, BackendUnavailable
-from neuronexp.backends.neuron.checks import SavedTraceProxy, dynamo_counts, reset_peak_memory
+from neuronexp.backends.neuron.checks import SavedTraceProxy, dynamo_counts, memory_columns, reset_peak_memory
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
 from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
@@ -31,6 +31,8 @@ INSTALL_HINT = (
     "matching your PyTorch, from the Neuron package repository (pip install -e .[neuron], see docs/neuron.md)"
 )
 PROFILE_DIR = "neuron_profile"
+# The Neuron driver's instance type (neuron-sysfs-user-guide; documented values "Inf1, Inf2, Trn1").
+SYSFS_INSTANCE_TYPE = "/sys/devices/virtual/neuron_device/neuron0/info/architecture/instance_type"
 
 
 def _runtime_started() -> bool:
@@ -114,6 +116,23 @@ class NeuronBackend(Backend):
             return str(torch.neuron.get_device_properties(0).name)
         except Exception:  # not every torch-neuronx version has device properties
             return "neuron"
+
+    # The runtime's own statistic (the neuron branch's memory columns): the cell's peak, not one call's.
+    memory_method = "neuron max_memory_allocated since the cell started (its inputs and weights included)"
+
+    def call_memory(self, fn: Callable[[], Any]) -> tuple[Any, float]:
+        out = fn()
+        return out, memory_columns(self.tnx)["neuron_max_memory_allocated_bytes"]
+
+    def peak_hint(self) -> dict[str, Any]:
+        """The instance type (sysfs, as the Neuron driver reports it) and the logical core config: they pick the
+        peaks.yaml row of one logical NeuronCore."""
+        try:
+            instance = Path(SYSFS_INSTANCE_TYPE).read_text().strip() or None
+        except OSError:
+            instance = None
+        lnc = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
+        return {"instance_type": instance, "lnc": int(lnc) if lnc.isdigit() else None}
 
     def synchronize(self) -> None:
         # Execution is asynchronous: without this the profiler step closes before the NEFFs ran.

@@ -1,0 +1,111 @@
+"""How far a cell is from its limits, measured after its timed and profiled passes: one more call for its peak
+memory and its output (saved for the output check), its work (cell.work), the roofs it is held against
+(published peaks, or this host's probe) and the roofline columns (analysis.roofline).
+
+Nothing here can turn a measured cell into an error row: a part that fails leaves its columns empty and a note.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from neuronexp.analysis.peaks import Peak, given_peak, published_peak
+from neuronexp.analysis.roofline import roofline_columns
+from neuronexp.backends import Backend
+from neuronexp.cell.output import save_output
+from neuronexp.cell.probe import default_cache_dir, host_roofs, quiet
+from neuronexp.cell.work import count_work
+from neuronexp.config import CellSpec, ProbeMode
+from neuronexp.results import JOBS_MANIFEST
+
+
+@dataclass
+class Limits:
+    columns: dict[str, Any]
+    host_roofs: dict[str, Any] | None = None  # the probe's entry, for env.json (CPU cells)
+    notes: list[str] = field(default_factory=list)
+
+
+def _invocation(out_dir: Path) -> str:
+    """What one run is for the probe (it measures again at most once per run): the sweep directory of a sweep's
+    cell, else the run directory."""
+    return str(out_dir.parent if (out_dir.parent / JOBS_MANIFEST).is_file() else out_dir)
+
+
+def host_peak(entry: dict[str, Any], dtype: str) -> Peak:
+    """The probe's roofs: the faster of copy and triad, the GEMM rate in `dtype`, and when and under what load
+    they were measured (peak_source)."""
+    stream, gemm = entry["stream"], entry.get("gemm", {}).get(dtype)
+    figures = [stream, *([gemm] if gemm else [])]
+    source = (f"host probe, {entry['threads']} threads, {str(stream['probed_at'])[:16]}: copy {stream['copy_gbs']:.1f} / "
+              f"triad {stream['triad_gbs']:.1f} GB/s" + (f", GEMM {gemm['tflops'] * 1e3:.3g} GFLOP/s" if gemm else ""))
+    others = max((f.get("other_cpu") or 0.0) for f in figures)
+    loads = ", ".join(f"load {f['load_1m']:g}" for f in figures[:1] if f.get("load_1m") is not None)
+    if all(quiet(f) for f in figures):
+        source += f" (quiet: others used {others:g} cores, {loads})"
+    else:
+        source += f" (disturbed: others used up to {others:g} cores, {loads}; the roofs may be low)"
+    return Peak(max(stream["copy_gbs"], stream["triad_gbs"]), gemm["tflops"] if gemm else None, source)
+
+
+def cell_roofs(spec: CellSpec, backend: Backend, out_dir: Path) -> tuple[Peak, dict[str, Any] | None]:
+    cfg = spec.config.roofline
+    dtype = spec.config.input.dtype.value
+    entry = None
+    if backend.name != "cpu":
+        peak = published_peak(backend.name, backend.peak_hint(), dtype)
+    elif cfg.probe == ProbeMode.off:
+        peak = Peak(None, None, "not measured (roofline.probe=off)")
+    else:
+        cache_dir = Path(cfg.cache_dir).expanduser() if cfg.cache_dir else default_cache_dir()
+        entry = host_roofs(getattr(torch, dtype), _invocation(out_dir), cfg.probe == ProbeMode.refresh, cache_dir)
+        peak = host_peak(entry, dtype)
+    return given_peak(peak, cfg.peak_bw_gbs, cfg.peak_tflops), entry
+
+
+def _output_columns(spec: CellSpec, out: Any, out_dir: Path) -> dict[str, Any]:
+    check = spec.config.correctness
+    cols: dict[str, Any] = {"output_rtol": check.rtol, "output_atol": check.atol}
+    if not check.enabled:
+        return {**cols, "output_check": "off", "output_note": "correctness.enabled=false"}
+    try:
+        saved = save_output(out, out_dir)
+    except Exception as exc:  # an output neuronexp cannot read back (an exotic type): not checked, said so
+        return {**cols, "output_check": "n/a", "output_note": f"output not saved: {type(exc).__name__}: {exc}"}
+    if not saved:
+        return {**cols, "output_check": "n/a", "output_note": "the module returned no tensor"}
+    return {**cols, "output_tensors": saved, "output_check": "no baseline",
+            "output_note": "nothing to compare yet: a sweep checks it against its baseline cell's output"}
+
+
+def measure_limits(call: Callable[[], Any], module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   spec: CellSpec, backend: Backend, out_dir: Path, latency_us: float) -> Limits:
+    """The row's work, roofline, peak-memory and output columns (results.schema documents each)."""
+    notes: list[str] = []
+    out, peak_bytes = backend.call_memory(call)
+    columns: dict[str, Any] = {"peak_memory_bytes": peak_bytes if math.isfinite(peak_bytes) else None,
+                               "peak_memory_method": backend.memory_method}
+    columns.update(_output_columns(spec, out, out_dir))
+    del out
+    work = None
+    try:
+        work = count_work(module, args, kwargs)
+    except Exception as exc:  # an operator the counting modes cannot run through
+        notes.append(f"work not counted: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    if work is not None:
+        columns.update(bytes_min=work.bytes_min, bytes_read=work.bytes_read, bytes_written=work.bytes_written,
+                       flops=work.flops, flops_note=work.note)
+    entry = None
+    try:
+        peak, entry = cell_roofs(spec, backend, out_dir)
+    except Exception as exc:  # a probe that cannot allocate or a damaged table: no roofs, said so
+        peak = Peak(None, None, f"no roofs: {type(exc).__name__}: {exc}")
+    columns["peak_source"] = peak.source
+    columns.update(roofline_columns(columns.get("bytes_min"), columns.get("flops"), latency_us,
+                                    peak.bandwidth_gbs, peak.tflops))
+    return Limits(columns, entry, notes)

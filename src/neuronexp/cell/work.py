@@ -1,0 +1,128 @@
+"""The work one call of a cell needs: the fewest bytes it must move and the FLOPs it does.
+
+bytes_min is a lower bound on memory traffic, from the cell's real tensors:
+- every input tensor the call reads, once (args and kwargs; one passed twice counts once);
+- every parameter and buffer of the module the call reads, once;
+- every output tensor, written once (an output that shares its storage with an input or a parameter is a
+  pass-through and not counted).
+"Reads" means the call passed the tensor (or a view of it) to at least one operator; a tensor it never
+touches is not counted, and one it reads a slice of counts whole. Intermediates count nothing: they are what
+a fused kernel avoids, and what makes a naive variant's achieved bandwidth low.
+
+flops is torch.utils.flop_counter.FlopCounterMode's count for one call of the eager module (a compiled cell
+does the same arithmetic): matmuls, convolutions and attention have formulas; every other operator counts 0,
+and the note names them. CPU flash attention, which FlopCounterMode has no formula for in torch <= 2.13, is
+counted with its own attention formula (the same as for the CUDA kernels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+# Operators that move or relabel data but compute nothing: never named in the "no FLOP formula" note.
+_NO_COMPUTE = {"detach", "alias", "empty", "empty_like", "empty_strided", "lift_fresh", "clone", "copy_", "_to_copy",
+               "contiguous", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill_", "scalar_tensor",
+               "_unsafe_view", "_reshape_alias", "cat", "stack"}
+_NOTE_OPS = 8
+
+
+@dataclass
+class Work:
+    bytes_min: int
+    bytes_read: int
+    bytes_written: int
+    flops: float
+    note: str | None  # which operators have no FLOP formula (they count 0)
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    return [t for t in pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
+
+
+def _storage(t: torch.Tensor) -> int:
+    """The tensor's storage, so that a view and its base are the same memory."""
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except Exception:  # a tensor without an addressable storage (some device or wrapper tensors)
+        return id(t)
+
+
+def _unique_bytes(tensors: list[torch.Tensor]) -> int:
+    """Bytes of each distinct tensor once (the same data passed twice, a tied weight)."""
+    seen: dict[tuple[int, int, int], int] = {}
+    for t in tensors:
+        size = t.numel() * t.element_size()
+        seen[(_storage(t), t.storage_offset(), size)] = size
+    return sum(seen.values())
+
+
+class _Reads(TorchDispatchMode):
+    """Records the storages every operator of the call receives, and the operators the counter below it found
+    no FLOPs in (it decomposes a composite operator to count its matmuls: aten.linear is counted, aten.rms_norm
+    is not, and the note names the operator the module called, not its decomposition)."""
+
+    def __init__(self, counter: FlopCounterMode) -> None:
+        super().__init__()
+        self.counter = counter
+        self.storages: set[int] = set()
+        self.zero_ops: list[Any] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 (torch's signature)
+        self.storages.update(_storage(t) for t in _tensors((args, kwargs)))
+        before = self.counter.get_total_flops()
+        out = func(*args, **(kwargs or {}))
+        if self.counter.get_total_flops() == before:
+            self.zero_ops.append(func)
+        return out
+
+
+def _attention_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:  # noqa: ANN001
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    return int(sdpa_flop_count(query_shape, key_shape, value_shape))
+
+
+def _custom_formulas() -> dict[Any, Any]:
+    """Formulas FlopCounterMode lacks for kernels a cell may hit: CPU flash attention and the overridable fused
+    attention that out-of-tree devices register (when this torch has them)."""
+    aten = torch.ops.aten
+    names = ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_fused_attention_overrideable")
+    return {getattr(aten, n): _attention_flops for n in names if hasattr(aten, n)}
+
+
+def _named(ops: list[Any]) -> list[str]:
+    """Operators that compute something, once each (views, copies and allocations left out)."""
+    names: dict[str, None] = {}
+    for op in ops:
+        name = str(getattr(op, "overloadpacket", op))
+        if not getattr(op, "is_view", False) and name.split(".")[-1] not in _NO_COMPUTE:
+            names[name] = None
+    return list(names)
+
+
+def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Work:
+    """bytes_min and FLOPs of one eager call `module(*args, **kwargs)` (see the module docstring)."""
+    counter = FlopCounterMode(display=False, custom_mapping=_custom_formulas())
+    reads = _Reads(counter)
+    with counter, reads:  # `reads` on top: it sees the operators the module called
+        out = module(*args, **kwargs)
+    read_storages = reads.storages
+    inputs = [t for t in _tensors((args, kwargs)) if _storage(t) in read_storages]
+    state = [t for t in (*module.parameters(), *module.buffers()) if _storage(t) in read_storages]
+    held = {_storage(t) for t in (*_tensors((args, kwargs)), *module.parameters(), *module.buffers())}
+    outputs = [t for t in _tensors(out) if _storage(t) not in held]
+    bytes_read = _unique_bytes(inputs + state)
+    bytes_written = _unique_bytes(outputs)
+    missing = _named(reads.zero_ops)
+    note = None
+    if missing:
+        more = f" and {len(missing) - _NOTE_OPS} more" if len(missing) > _NOTE_OPS else ""
+        note = f"no FLOP formula, counted 0: {', '.join(missing[:_NOTE_OPS])}{more}"
+    return Work(bytes_read + bytes_written, bytes_read, bytes_written, float(counter.get_total_flops()), note)

@@ -1,0 +1,72 @@
+"""A cell's output, kept in its job directory for the output check (`output.npz`): numpy only, no torch.
+
+Cells run in separate processes, so a variant's output is compared with its baseline's from these files when
+results are gathered. Per output tensor (in the order the module returned them), the file holds:
+
+- `shape{i}`: its shape;
+- `values{i}`: its elements as float32 (float64 for float64 outputs; complex as real pairs), all of them when
+  it has at most SAMPLE_ELEMENTS, else a sample of that many positions;
+- `index{i}`: the flat positions sampled, sorted, drawn by a fixed-seed generator from the element count alone,
+  so two cells with outputs of the same shape sample the same positions (empty when nothing was sampled);
+- `stats{i}`: over the whole tensor: element count, root mean square, largest magnitude, NaN count, inf count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from neuronexp.results.files import OUTPUT_FILE, atomic_path
+
+__all__ = ["OUTPUT_FILE", "OutputLeaf", "SAMPLE_ELEMENTS", "read_outputs", "sample_index", "write_outputs"]
+# Elements kept per output tensor: 1 MiB of float32. A uniform sample of this many positions finds an error
+# that touches one row of a [1, 4096, 4096] output with certainty in practice; a single wrong element of a
+# larger tensor may be missed (the whole-tensor stats still catch a NaN, an inf or a new largest value).
+SAMPLE_ELEMENTS = 1 << 18
+SAMPLE_SEED = 0
+STATS = ("numel", "rms", "abs_max", "nan", "inf")
+
+
+@dataclass
+class OutputLeaf:
+    shape: tuple[int, ...]
+    values: np.ndarray
+    index: np.ndarray  # empty: `values` is the whole tensor, flattened
+    stats: dict[str, float]
+
+    @property
+    def sampled(self) -> bool:
+        return self.index.size > 0
+
+
+def sample_index(numel: int) -> np.ndarray:
+    """The flat positions kept of an output with `numel` elements (empty: keep all)."""
+    if numel <= SAMPLE_ELEMENTS:
+        return np.empty(0, dtype=np.int64)
+    rng = np.random.default_rng(SAMPLE_SEED)
+    return np.sort(rng.choice(numel, size=SAMPLE_ELEMENTS, replace=False)).astype(np.int64)
+
+
+def write_outputs(path: Path, leaves: list[OutputLeaf]) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    for i, leaf in enumerate(leaves):
+        arrays[f"shape{i}"] = np.asarray(leaf.shape, dtype=np.int64)
+        arrays[f"values{i}"] = leaf.values
+        arrays[f"index{i}"] = leaf.index
+        arrays[f"stats{i}"] = np.asarray([leaf.stats[k] for k in STATS], dtype=np.float64)
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def read_outputs(path: Path) -> list[OutputLeaf]:
+    """The output tensors a cell saved.
+
+    Raises:
+        OSError, ValueError, KeyError: no such file, or not one neuronexp wrote.
+    """
+    with np.load(path, allow_pickle=False) as data:
+        count = sum(1 for k in data.files if k.startswith("shape"))
+        return [OutputLeaf(tuple(int(d) for d in data[f"shape{i}"]), data[f"values{i}"], data[f"index{i}"],
+                           dict(zip(STATS, map(float, data[f"stats{i}"])))) for i in range(count)]
