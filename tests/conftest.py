@@ -12,6 +12,22 @@ from helpers.neuron_standin.fixture import fake_explorer, no_explorer, standin
 __all__ = ["cli", "fake_explorer", "no_explorer", "standin"]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def probe_cache(tmp_path_factory: pytest.TempPathFactory):
+    """The host probe's cache for this test session (cells the tests run, in this process or as commands):
+    never the user's own, measured once per session and thread count."""
+    import os
+
+    path = tmp_path_factory.mktemp("neuronexp-cache")
+    old = os.environ.get("NEURONEXP_CACHE_DIR")
+    os.environ["NEURONEXP_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("NEURONEXP_CACHE_DIR", None)
+    else:
+        os.environ["NEURONEXP_CACHE_DIR"] = old
+
+
 @pytest.fixture
 def cli(tmp_path: Path):
     """Run the console script in an empty working directory (not the repository)."""

@@ -122,6 +122,16 @@ def differing_labels(keys_a: list[tuple], keys_b: list[tuple]) -> dict[str, tupl
             if not va.get(k, set()) & vb.get(k, set())}
 
 
+# How far from the limit, carried side by side (A's and B's value of each): results.schema defines them.
+LIMIT_COLUMNS = ["bytes_min", "flops", "achieved_gbs", "pct_peak_bw", "achieved_tflops", "pct_peak_flops", "bound",
+                 "peak_memory_bytes", "output_check", "max_rel_err"]
+
+
+def limit_pair(a: pd.Series, b: pd.Series) -> dict[str, object]:
+    """{column_a, column_b} for every limit column (None where a result set predates it)."""
+    return {f"{col}_{side}": (cell.get(col) if col in cell else None) for col in LIMIT_COLUMNS for side, cell in (("a", a), ("b", b))}
+
+
 def _samples_by_run(samples: pd.DataFrame) -> dict[str, pd.Series]:
     return {str(k): g["latency_us"] for k, g in samples.groupby("run_id")} if not samples.empty else {}
 
@@ -153,8 +163,10 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
         stats = compare_samples(sa.get(str(ca["run_id"]), []), sb.get(str(cb["run_id"]), []), seed=seed + i)
         label = name[key]
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
-        rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats)})
-    cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__])
+        rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats),
+                     **limit_pair(ca, cb)})
+    cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__,
+                                        *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab")])
     cells["q_value"] = benjamini_hochberg(cells["p_value"])
     cells["verdict"] = [verdict(r, q, alpha, threshold) for r, q in zip(cells["ratio"], cells["q_value"])]
     cells["resolved"] = [ci_within_threshold(lo, hi, threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]

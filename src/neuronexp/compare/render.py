@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from neuronexp.analysis.roofline import fmt_share
 from neuronexp.compare.join import Comparison
 from neuronexp.formatting import fmt_ci, fmt_delta, fmt_pct, fmt_q, fmt_ratio, fmt_us, md_cell, short_op
 
@@ -26,6 +27,27 @@ def cell_lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
     pairs = [("failed in B, ran in A", cmp.broken), ("failed in A, ran in B", cmp.fixed), ("failed in both", cmp.failed),
              ("only in A", cmp.only_a), ("only in B", cmp.only_b)]
     return [(label, names) for label, names in pairs if names]
+
+
+def _limit_rows(cmp: Comparison) -> list[list[str]]:
+    """Per cell: % of peak (bandwidth, or FLOP/s when compute-bound) and the output check, in A and in B."""
+    rows = []
+    for r in cmp.cells.to_dict("records"):
+        def share(side: str) -> str:
+            compute = r.get(f"bound_{side}") == "compute"
+            pct = r.get(f"pct_peak_flops_{side}" if compute else f"pct_peak_bw_{side}")
+            return "—" if pct is None or pct != pct else f"{fmt_share(pct)} {'FLOP/s' if compute else 'BW'}"
+        rows.append([str(r["cell"]), share("a"), share("b"), str(r.get("output_check_a") or "—"), str(r.get("output_check_b") or "—")])
+    return rows
+
+
+def output_notes(cmp: Comparison) -> list[str]:
+    """Cells whose output fails the check against their baseline in B (a variant that got fast by being wrong)."""
+    if "output_check_b" not in cmp.cells:
+        return []
+    failing = cmp.cells[cmp.cells["output_check_b"] == "FAIL"]
+    return [f"{r.cell}: B's output differs from its baseline's beyond tolerance (A: {r.output_check_a or '—'})"
+            for r in failing.itertuples()]
 
 
 def regressed(cmp: Comparison) -> bool:
@@ -90,6 +112,8 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
         console.print(f"[yellow]{label} ({len(names)}):[/] {escape(', '.join(names))}")
     for note in cmp.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
+    for note in output_notes(cmp):
+        console.print(f"[red]output:[/] {escape(note)}")
     console.print(escape(verdict_line(cmp)))
 
 
@@ -100,6 +124,11 @@ def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
     lines = ["# neuronexp compare", "", f"A: `{a}`  ", f"B: `{b}`", "", row(_HEADERS), "|" + "---|" * len(_HEADERS)]
     lines += [row(r) for r in _rows(cmp)]
     lines += ["", verdict_line(cmp), ""]
+    limits = _limit_rows(cmp)
+    if any(row[1:] != ["—"] * 4 for row in limits):
+        heads = ["cell", "% of peak A", "% of peak B", "output A", "output B"]
+        lines += ["## How far from the limit", "", row(heads), "|" + "---|" * len(heads)] + [row(r) for r in limits] + [""]
+    lines += [f"Output: {n}" for n in output_notes(cmp)] + ([""] if output_notes(cmp) else [])
     if not cmp.ops.empty:
         heads = ["cell", "op", "change", "A", "B", "Δ"]
         lines += ["## Op tables", "", row(heads), "|" + "---|" * len(heads)]

@@ -9,12 +9,15 @@ Benjamini–Hochberg, is reported as a tie, not a loss.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_samples, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
 from neuronexp.report.why import explain
+from neuronexp.report.summary import output_differs
 from neuronexp.results import USABLE
 
 INTERVAL_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high"]
@@ -26,6 +29,19 @@ def _groups(ok: pd.DataFrame) -> list[list[dict]]:
     key = refs.where(refs.notna(), "_alone_" + ok["run_id"].astype(str))
     ordered = ok.assign(_group=key, _ref=refs != ok["run_id"]).sort_values(["numel", "_input", "_ref"], kind="stable")
     return [g.drop(columns=["_group", "_ref"]).to_dict("records") for _, g in ordered.groupby("_group", sort=False)]
+
+
+def _output_flag(cells: list[dict]) -> str:
+    """Never a winner without its flag: the named cells whose output failed the check against the baseline's."""
+    bad = [c for c in cells if output_differs(c)]
+    if not bad:
+        return ""
+    def err(cell: dict) -> str:
+        value = cell.get("max_rel_err")
+        return f" (max rel err {value:.2g})" if isinstance(value, float) and math.isfinite(value) else ""
+
+    names = ", ".join(c["_variant"] + err(c) for c in bad)
+    return f"; ✗ output differs from the baseline's beyond tolerance: {names}"
 
 
 def _hotspot(cell: dict, spots: dict[str, pd.DataFrame]) -> str:
@@ -97,7 +113,8 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
         if len(group) == 1:
             lines.append(line + f" {fmt_us(best['latency_median_us'])}" + _hotspot(best, spots))
             continue
-        ties = [c["_variant"] for c in group if str(c["run_id"]) in tied.get(i, set())]
+        tie_cells = [c for c in group if str(c["run_id"]) in tied.get(i, set())]
+        ties = [c["_variant"] for c in tie_cells]
         line += f" fastest ({fmt_us(best['latency_median_us'])})" if not ties else \
             f" ({fmt_us(best['latency_median_us'])}) ties with {', '.join(ties)} (difference below {fmt_pct(threshold)} or not significant)"
         interval = by_cell.get(str(best["run_id"])) if ref is not None and best is not ref else None
@@ -109,5 +126,6 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
         if other is not None and str(other["run_id"]) in tied.get(i, set()):
             other = None  # no difference to explain (a tie with another cell leaves the one with the baseline)
         why = explain(best, other, ops.get(str(best["run_id"])), ops.get(str(other["run_id"]))) if other else None
-        lines.append(line + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots)))
+        # The flag before the why: a winner whose output differs from the baseline's is never named without it.
+        lines.append(line + _output_flag([best, *tie_cells]) + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots)))
     return lines

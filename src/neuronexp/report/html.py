@@ -14,7 +14,8 @@ from neuronexp import __version__
 from neuronexp.report.plots import Plot, report_colours
 from neuronexp.report.model import Report
 from neuronexp.report.tables import (
-    TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, status_line, summary_table,
+    ROOFLINE_NOTE, TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, roof_notes,
+    roofline_table, status_line, summary_table,
 )
 
 _CSS = """
@@ -37,7 +38,9 @@ figure{margin:0}figure.wide{grid-column:1/-1}figure svg{max-width:100%;height:au
 .legend{margin:4px 0 10px}.legend span.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin:0 4px 0 12px}
 .findings li{margin:2px 0}.error{color:#b00020}
 """
-_NUMERIC = {"median", "p10–p90", "n", "ops/step", "first call", "calls", "share", "median latency"}
+_NUMERIC = {"median", "p10–p90", "n", "ops/step", "first call", "calls", "share", "median latency", "% of peak",
+            "bytes_min", "FLOPs", "FLOP/B", "GB/s", "% peak BW", "GFLOP/s", "% peak FLOP/s", "peak memory",
+            "max abs / rel err"}
 
 
 def esc(value: object) -> str:
@@ -111,6 +114,9 @@ def render_html(report: Report, figures: list[Plot]) -> str:
         f'<h2>Experiment and environment</h2><div class="envs">{env}</div>',
         "<h2>Cells</h2>", render_table(summary_table(report), "summary"),
         "<h2>Variants side by side</h2>", render_table(grid_table(report), "grid"),
+        "<h2>How far from the limit</h2><p class=\"muted\">" + esc(ROOFLINE_NOTE) + "</p>",
+        render_table(roofline_table(report), "roofline"),
+        "<ul>" + "".join(f"<li class=\"muted\">{esc(n)}</li>" for n in roof_notes(report)) + "</ul>",
         '<h2>Plots</h2>' + _legend(report_colours(report)) + '<div class="figs">' + "".join(_figure(f) for f in figures) + "</div>"
         if figures else "",
         "<h2>Fusion view</h2><p class=\"muted\">Operators dispatched per profiled step, and which operators of the "

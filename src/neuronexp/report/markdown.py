@@ -6,7 +6,8 @@ from neuronexp.formatting import md_cell as md
 from neuronexp.report.plots import Plot
 from neuronexp.report.model import Report
 from neuronexp.report.tables import (
-    TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, status_line, summary_table,
+    ROOFLINE_NOTE, TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, roof_notes,
+    roofline_table, status_line, summary_table,
 )
 
 
@@ -33,6 +34,8 @@ def render_markdown(report: Report, figures: list[Plot] | None = None) -> str:
     lines += [f"| {md(k)} | {md(v)} |" for k, v in report.environment] + [""]
     lines += ["## Cells", ""] + render_table(summary_table(report))
     lines += ["## Variants side by side", ""] + render_table(grid_table(report))
+    lines += ["## How far from the limit", "", md(ROOFLINE_NOTE), ""] + render_table(roofline_table(report))
+    lines += [f"- {md(n)}" for n in roof_notes(report)] + [""]
     lines += ["## Fusion view", "", "Operators dispatched per profiled step; baseline operators gone or new per variant.", ""]
     lines += render_table(fusion_rows(report))
     lines += ["## Hotspots", "", "Top operators by self time per profiled step.", ""]

@@ -1,4 +1,5 @@
-"""Report figures as SVG text: latency vs input size, op-time breakdown, speedup vs baseline.
+"""Report figures as SVG text: latency vs input size, op-time breakdown, speedup vs baseline, and the roofline
+figures (report.roofplots).
 
 One colour per variant across every figure (variant_colours; the op-time breakdown colours ops from another
 palette and writes each bar's label in its variant's colour). Marks carry ids the report can be checked by:
@@ -9,58 +10,26 @@ with the SVG canvas: no pyplot state, no display.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps, rc_context
-from matplotlib.backends.backend_svg import FigureCanvasSVG
-from matplotlib.colors import to_hex
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import fmt_us, short_op
-from neuronexp.results import USABLE
+from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, usable_cells, variant_colours
+from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
 
-_DPI = 100
 _OTHER = "other"
 # An op gets its own colour when it takes at least this share of some cell's step.
 _MIN_SHARE = 0.05
 _MAX_OPS = 9
-# Beyond this many bars the breakdown keeps the largest inputs only: a readable figure beats a complete one.
-_MAX_BARS = 36
-
-
 # Series of one variant that differ in dtype or backend: told apart by line style, the colour stays the variant's.
 _STYLES = ["-", "--", ":", "-."]
-
-
-def _svg(fig: Figure) -> str:
-    """The figure as an <svg> element: text as text (smaller, selectable), ids the same on every run."""
-    FigureCanvasSVG(fig)
-    buf = io.StringIO()
-    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "neuronexp"}):
-        fig.savefig(buf, format="svg", dpi=_DPI, bbox_inches="tight", metadata={"Date": None})
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
-def variant_colours(variants: list[str]) -> dict[str, str]:
-    """One colour per variant for the whole report, in the report's variant order (baseline first)."""
-    palette = colormaps["tab10" if len(variants) <= 10 else "tab20"]
-    return {v: to_hex(palette(i % palette.N)) for i, v in enumerate(variants)}
-
-
-def _ok(cells: pd.DataFrame) -> pd.DataFrame:
-    return cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
-
-
-def _input_labels(cells: pd.DataFrame) -> pd.Series:
-    """The input a cell measured (report.model names it: shape, plus dtype, backend and swept input keys)."""
-    return cells["input"].astype(str) if "input" in cells else cells["shape"].astype(str)
 
 
 def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +46,7 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
 
     Log axes once sizes (or latencies) span two decades, else small inputs crowd into one corner.
     """
-    cells = _ok(cells)
+    cells = usable_cells(cells)
     if cells.empty:
         return None
     spread = _spread(cells, samples)
@@ -107,7 +76,7 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
     ax.set_ylabel("latency per call (µs), median and p10–p90")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
-    return _svg(fig)
+    return svg(fig)
 
 
 def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
@@ -126,15 +95,15 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colou
 
     Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver.
     """
-    cells = _ok(cells).sort_values(["numel", "shape"], kind="stable")
+    cells = usable_cells(cells).sort_values(["numel", "shape"], kind="stable")
     cells = cells[[not hotspots.get(str(r), pd.DataFrame()).empty for r in cells["run_id"]]]
     if cells.empty:
         return None
     total = len(cells)
-    while len(cells) > _MAX_BARS and cells["numel"].nunique() > 1:
+    while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
         cells = cells[cells["numel"] > cells["numel"].min()]
     op_colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
-    labels = [f"{v} · {s}" for v, s in zip(cells["variant"], _input_labels(cells))]
+    labels = [f"{v} · {s}" for v, s in zip(cells["variant"], input_labels(cells))]
     fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
     ax = fig.add_subplot()
     y = np.arange(len(cells))[::-1]
@@ -159,18 +128,18 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colou
         ax.set_title(f"largest inputs only: {len(cells)} of {total} cells", fontsize=9)
     handles = [Patch(color=c, label=short_op(op, 32)) for op, c in op_colours.items()] + [Patch(color="#d0d0d0", label=_OTHER)]
     ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.4 / len(cells)), ncol=3, frameon=False)
-    return _svg(fig)
+    return svg(fig)
 
 
 def speedup_plot(cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame) -> str | None:
     """Speedup of every cell over its baseline cell per input, in the variant's colour: bars above 1 are faster;
     whiskers are the 95% bootstrap interval the findings state (findings.speedup_intervals)."""
-    cells = _ok(cells)
+    cells = usable_cells(cells)
     own = cells["baseline_run_id"] == cells["run_id"] if "baseline_run_id" in cells else False
     cells = cells[~own & np.isfinite(cells["speedup_vs_baseline"].astype(float))]
     if not baseline or cells.empty:
         return None
-    cells = cells.assign(_input=_input_labels(cells))
+    cells = cells.assign(_input=input_labels(cells))
     ci = intervals.set_index("run_id")
     inputs = list(dict.fromkeys(cells.sort_values("numel", kind="stable")["_input"]))
     variants = [v for v in colours if v in set(cells["variant"])]
@@ -203,7 +172,7 @@ def speedup_plot(cells: pd.DataFrame, baseline: str | None, colours: dict[str, s
     ax.margins(y=0.15)
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    return _svg(fig)
+    return svg(fig)
 
 
 @dataclass(frozen=True)
@@ -231,6 +200,14 @@ def figures(report) -> list[Plot]:
     if speedup:
         out.append(Plot(f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input; "
                         "whiskers: the 95% bootstrap interval stated in the findings.", speedup))
+    roofline = roofline_plot(cells, colours)
+    if roofline:
+        out.append(Plot("Roofline", "Achieved GFLOP/s against FLOP per byte of bytes_min, under each device's roofs "
+                        "(cells with no counted FLOPs are in the bandwidth plot only).", roofline))
+    bandwidth = bandwidth_plot(cells, colours)
+    if bandwidth:
+        out.append(Plot("Achieved bandwidth", "bytes_min / median latency per cell, in its variant's colour; dashed: "
+                        "the peak bandwidth it is measured against; label: its share.", bandwidth, wide=True))
     breakdown = breakdown_plot(cells, report.hotspots, colours)
     if breakdown:
         out.append(Plot("Op-time breakdown", "Self time per op as a share of the profiled step; grey is everything else. "

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.variants import cell_labels, comparison_grid, describe_baseline
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, md_cell, short_op
 
@@ -21,8 +22,24 @@ def noisy(cell: Mapping[str, Any]) -> bool:
     return bool(value) if value is not None and value == value else False
 
 
+OUTPUT_FLAG = "✗ output ≠ baseline"
+
+
+def output_differs(cell: Mapping[str, Any]) -> bool:
+    """The output check failed: the cell's output is beyond tolerance of its baseline's."""
+    return cell.get("output_match") is False or cell.get("output_check") == "FAIL"
+
+
+def limit_line(cell: Mapping[str, Any]) -> str | None:
+    """How far from the limit, in a few characters: "41% BW" (or "% FLOP/s" when compute-bound), and the
+    output check's flag when it failed."""
+    parts = [p for p in (headline(cell), OUTPUT_FLAG if output_differs(cell) else None) if p]
+    return " · ".join(parts) or None
+
+
 def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
-    """What one table cell says: latency, profiled time and ops per step, speedup, hotspot."""
+    """What one table cell says: latency, profiled time and ops per step, speedup, hotspot, and how far from
+    the limit (% of peak, a failed output check)."""
     if cell is None:
         return ["—"]
     if cell["status"] == "error":
@@ -35,9 +52,23 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {cell['device_ops']:g} ops"]
     if isinstance(cell["top_op"], str):
         lines.append(f"{short_op(cell['top_op'], 24)} {fmt_pct(cell['top_op_share'])}")
+    limit = limit_line(cell)
+    if limit:
+        lines.append(limit)
     if cell["status"] == "cached":
         lines.append("(cached)")
     return lines
+
+
+ROOF_CAPTION = ("% BW: bytes_min / median latency as a share of the device's peak bandwidth (% FLOP/s for "
+                "compute-bound cells)")
+
+
+def roof_sources(cells: pd.DataFrame) -> list[str]:
+    """Where the roofs of these cells come from, once each (the row's `peak_source`)."""
+    if "peak_source" not in cells:
+        return []
+    return [str(s) for s in dict.fromkeys(cells["peak_source"].dropna())]
 
 
 def speedup_caption(cells: pd.DataFrame, baseline: Any) -> str:
@@ -65,7 +96,8 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
         devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
         methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
         lines += [f"Devices: {md_cell(devices)}  ", f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}  ",
-                  f"Median latency {md_cell(speedup_caption(cells, baseline))}", ""]
+                  f"Median latency {md_cell(speedup_caption(cells, baseline))}; {md_cell(ROOF_CAPTION)}  "]
+        lines += [f"Roofs: {md_cell(source)}  " for source in roof_sources(cells)] + [""]
         axes, variants, grid = comparison_grid(cells, baseline)
         lines.append("| " + " | ".join(md_cell(h) for h in axes + variants) + " |")
         lines.append("|" + "---|" * (len(axes) + len(variants)))
@@ -73,6 +105,11 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
             row = [md_cell(k) for k in key] + ["<br>".join(md_cell(x) for x in cell_lines(by_variant.get(v))) for v in variants]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+    differs = cells[cells.apply(output_differs, axis=1)] if not cells.empty else cells
+    if len(differs):
+        labels = cell_labels(cells)
+        lines += ["## Outputs that differ from their baseline's", ""]
+        lines += [f"- {md_cell(labels[i])}: {md_cell(note)}" for i, note in zip(differs.index, differs["output_note"])] + [""]
     failed = cells[cells["status"] == "error"] if not cells.empty else cells
     if len(failed) or missing:
         lines += ["## Failed cells", ""]

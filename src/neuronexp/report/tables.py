@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
+from neuronexp.analysis.roofline import fmt_share, headline
+from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.model import Report
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.report.summary import cell_lines
+from neuronexp.report.summary import cell_lines, roof_sources
 
 
 @dataclass
@@ -42,7 +43,7 @@ def summary_table(report: Report) -> TextTable:
     cells = report.cells
     speedup = [f"speedup vs {report.baseline}"] if report.baseline else []  # no baseline, no column
     headers = ["variant", "input", "status", "median", "p10–p90", "n", *speedup,
-               "profiled time/step", "ops/step", "top op", "first call", "files"]
+               "profiled time/step", "ops/step", "top op", "% of peak", "output", "first call", "files"]
     rows, links = [], []
     for _, c in cells.sort_values(["numel", "shape"], kind="stable").iterrows():
         ok = c["status"] != "error"
@@ -56,11 +57,63 @@ def summary_table(report: Report) -> TextTable:
             f"{device_word(c)} {fmt_us(c['device_time_us'])}" if ok else "—",
             f"{c['device_ops']:g}" if ok and pd.notna(c["device_ops"]) else "—",
             top,
+            (headline(c) or "—") if ok else "—",
+            output_word(c) if ok else "—",
             f"{c['first_call_s']:.3g} s" if ok and pd.notna(c["first_call_s"]) else "—",
             "",
         ])
         links.append(cell_links(c))
     return TextTable(headers, rows, links)
+
+
+def output_word(cell: pd.Series) -> str:
+    """The output check in a word or two: "pass", "FAIL ×1.5e-1" (its max relative error), "baseline", ..."""
+    check = cell.get("output_check")
+    if not isinstance(check, str):
+        return "—"
+    if check == "FAIL" and pd.notna(cell.get("max_rel_err")):
+        return f"FAIL (rel {cell['max_rel_err']:.2g})"
+    return check
+
+
+def _fmt(value: object, spec: str, scale: float = 1.0) -> str:
+    return "—" if value is None or pd.isna(value) else format(float(value) * scale, spec)
+
+
+ROOFLINE_NOTE = ("bytes_min: inputs, weights read once and outputs written once; FLOPs: FlopCounterMode (matmul, "
+                 "convolution, attention; other operators count 0); GB/s and GFLOP/s over the median latency; % of "
+                 "the roofs below; output: checked against the baseline cell's output on the same inputs "
+                 "(docs/methodology.md).")
+
+
+def roofline_table(report: Report) -> TextTable:
+    """Per cell: the work, what it achieved, its roofs and share of them, the bound, peak memory, the check."""
+    headers = ["variant", "input", "bytes_min", "FLOPs", "FLOP/B", "GB/s", "% peak BW", "GFLOP/s", "% peak FLOP/s",
+               "bound", "peak memory", "output", "max abs / rel err"]
+    rows = []
+    cells = report.cells
+    if "bytes_min" not in cells:
+        return TextTable(headers, rows)
+    for _, c in cells[cells["status"] != "error"].sort_values(["numel", "shape"], kind="stable").iterrows():
+        errors = "—" if pd.isna(c.get("max_abs_err")) else f"{c['max_abs_err']:.2g} / {c['max_rel_err']:.2g}"
+        rows.append([str(c["variant"]), str(c["input"]), fmt_bytes(c["bytes_min"]), fmt_flops(c["flops"]),
+                     _fmt(c["intensity"], ".3g"), _fmt(c["achieved_gbs"], ".3g"),
+                     "—" if pd.isna(c["pct_peak_bw"]) else fmt_share(c["pct_peak_bw"]),
+                     _fmt(c["achieved_tflops"], ".3g", 1e3),
+                     "—" if pd.isna(c["pct_peak_flops"]) else fmt_share(c["pct_peak_flops"]),
+                     str(c["bound"]) if isinstance(c["bound"], str) else "—", fmt_bytes(c["peak_memory_bytes"]),
+                     output_word(c), errors])
+    return TextTable(headers, rows)
+
+
+def roof_notes(report: Report) -> list[str]:
+    """Where the roofs come from, how peak memory was measured and how outputs were checked, once each."""
+    cells = report.cells
+    notes = [f"roofs: {s}" for s in roof_sources(cells)]
+    for col, label in (("peak_memory_method", "peak memory"), ("flops_note", "FLOPs")):
+        if col in cells:
+            notes += [f"{label}: {v}" for v in dict.fromkeys(cells[col].dropna().astype(str))]
+    return notes
 
 
 def grid_table(report: Report) -> TextTable:

@@ -15,7 +15,8 @@ from rich.table import Table
 
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
+from neuronexp.analysis.roofline import fmt_share
+from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
 from neuronexp.report.summary import cell_lines, speedup_caption
 from neuronexp.results import Results
@@ -56,10 +57,38 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, "
             f"{cell['device_ops']:g} ops dispatched · first call {cell['first_call_s']:.3f} s"
         )
+        for line in limit_lines(cell):
+            console.print(escape(line))
         if isinstance(cell.get("warnings"), str) and cell["warnings"]:
             console.print(f"[yellow]warnings:[/] {escape(cell['warnings'])}")
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
     console.print(f"files in [cyan]{escape(str(out_dir))}[/]: {escape(', '.join(files))}")
+
+
+def limit_lines(cell: pd.Series) -> list[str]:
+    """A single cell's work, roofline, peak memory and output check, in words (results.schema defines each)."""
+    if "bytes_min" not in cell or pd.isna(cell.get("bytes_min")):
+        return []
+    work = (f"work per call: {fmt_bytes(cell['bytes_min'])} at least (read {fmt_bytes(cell['bytes_read'])}, "
+            f"written {fmt_bytes(cell['bytes_written'])}) · {fmt_flops(cell['flops'])}")
+    if isinstance(cell.get("flops_note"), str):
+        work += f" ({cell['flops_note']})"
+    lines = [work]
+    achieved = f"achieved {cell['achieved_gbs']:.3g} GB/s"
+    if pd.notna(cell.get("pct_peak_bw")):
+        achieved += f" = {fmt_share(cell['pct_peak_bw'])} of {cell['peak_bw_gbs']:.3g} GB/s"
+    if cell.get("flops"):
+        achieved += f", {cell['achieved_tflops'] * 1e3:.3g} GFLOP/s"
+        if pd.notna(cell.get("pct_peak_flops")):
+            achieved += f" = {fmt_share(cell['pct_peak_flops'])} of {cell['peak_tflops'] * 1e3:.3g}"
+    if isinstance(cell.get("bound"), str):
+        achieved += f" · {cell['bound']}-bound"
+    lines += [achieved, f"roofs: {cell.get('peak_source')}"]
+    if pd.notna(cell.get("peak_memory_bytes")):
+        lines.append(f"peak memory {fmt_bytes(cell['peak_memory_bytes'])} ({cell.get('peak_memory_method')})")
+    if isinstance(cell.get("output_check"), str):
+        lines.append(f"output check: {cell['output_check']}" + (f" ({cell['output_note']})" if isinstance(cell.get("output_note"), str) else ""))
+    return lines
 
 
 def rich_table(cells: pd.DataFrame, title: str, baseline: object = None) -> Table:
@@ -78,7 +107,7 @@ def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: P
     console = console or Console(highlight=False)
     if not cells.empty:
         caption = speedup_caption(cells, baseline)
-        title = f"neuronexp sweep · {len(cells)} cells · median latency {caption} · profiled time/step · ops/step · hotspot"
+        title = f"neuronexp sweep · {len(cells)} cells · median latency {caption} · profiled time/step · ops/step · hotspot · % of peak BW (or FLOP/s)"
         # At the terminal's width: side by side when that fits, else one line per cell (report.fit).
         short = f"neuronexp sweep · {len(cells)} cells · {caption}"
         for part in sweep_layout(console, cells, short, baseline, rich_table(cells, title, baseline)):

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from neuronexp.analysis.correctness import add_output_checks
 from neuronexp.analysis.variants import add_speedups
 from neuronexp.report.summary import summary_markdown
-from neuronexp.results import job_dirs_of, read_jobs, to_arrow
+from neuronexp.results import job_dirs_of, read_jobs, run_dirs, to_arrow
 from neuronexp.results.files import atomic_write_text, write_csv, write_table
 
 
@@ -36,10 +37,13 @@ def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozense
     `cached`: run_ids reused from an earlier run of the sweep rather than measured now; their rows say
     `cached` here (the job's own files are left as they were written).
     """
-    tables, missing = read_jobs(job_dirs_of(sweep_dir))
+    job_dirs = job_dirs_of(sweep_dir)
+    tables, missing = read_jobs(job_dirs)
     cells = tables["cells"].to_pandas()
     cells.loc[cells["run_id"].isin(cached) & (cells["status"] == "ok"), "status"] = "cached"
     cells = add_speedups(cells, baseline)
+    # Outputs compared from the files each cell saved: the cells ran in other processes, maybe on other hosts.
+    cells = add_output_checks(cells, run_dirs(list(cells["run_id"]), job_dirs))
     tables["cells"] = to_arrow("cells", cells)
     out = sweep_dir / "results"
     out.mkdir(exist_ok=True)

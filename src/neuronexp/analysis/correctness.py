@@ -1,0 +1,140 @@
+"""The output check: each cell's output against its baseline cell's, from the files the cells saved.
+
+Every compared element must satisfy |variant − baseline| ≤ atol + rtol·|baseline| (torch.testing's rule), NaN
+and inf where the baseline has them and nowhere else. The columns:
+
+- `max_abs_err`: the largest |variant − baseline| over the compared elements;
+- `max_rel_err`: the largest |variant − baseline| / |baseline| over compared elements whose baseline is not 0;
+- `output_match`: True (pass), False (beyond tolerance: the row's warnings say so), null (not compared);
+- `output_check`: pass | FAIL | baseline (the reference itself) | no baseline | off | n/a, and `output_note` why.
+
+rtol by default suits the output's dtype (DEFAULT_RTOL, a few roundings of it); atol by default is rtol × the
+baseline output's root mean square, so an element near zero is held to the error its neighbours may carry.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from neuronexp.analysis.variants import variant_label
+from neuronexp.results import USABLE
+from neuronexp.results.outputs import OUTPUT_FILE, OutputLeaf, read_outputs
+
+# What two correct implementations of a layer (another summation order, a fused kernel, an upcast or not) may
+# differ by. 16-bit outputs: four units of their last place (machine epsilon: bfloat16 2^-7, float16 2^-10), the
+# output's own rounding dominating. float32: 1e-5 (about 80 epsilons), the rounding accumulated over reductions of
+# thousands of elements dominating; float64 likewise. Measured in docs/methodology.md, "Output check".
+DEFAULT_RTOL = {"float64": 1e-9, "float32": 1e-5, "bfloat16": 2.0**-5, "float16": 2.0**-8}
+WARNING_PREFIX = "output differs from the baseline's"
+COLUMNS = ("output_check", "output_match", "max_abs_err", "max_rel_err", "output_note")
+
+
+def default_rtol(dtype: str) -> float:
+    return DEFAULT_RTOL.get(dtype, DEFAULT_RTOL["float32"])
+
+
+def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tuple[bool, float, float, int]:
+    """(within tolerance, max abs error, max rel error, elements compared) of one output tensor."""
+    a, ref = v.values.astype(np.float64), b.values.astype(np.float64)
+    both_nan = np.isnan(a) & np.isnan(ref)
+    same_inf = np.isinf(a) & np.isinf(ref) & (np.sign(a) == np.sign(ref))
+    diff = np.abs(a - ref)
+    diff[both_nan | same_inf] = 0.0
+    ok = bool(np.all(diff <= atol + rtol * np.abs(np.where(same_inf, 0.0, ref))))  # a lone NaN/inf fails here
+    ok = ok and v.stats["nan"] == b.stats["nan"] and v.stats["inf"] == b.stats["inf"]
+    finite = np.isfinite(diff)
+    max_abs = float(diff[finite].max()) if finite.any() else math.inf
+    nonzero = finite & (ref != 0) & np.isfinite(ref)
+    max_rel = float((diff[nonzero] / np.abs(ref[nonzero])).max()) if nonzero.any() else 0.0
+    return ok, max_abs, max_rel, int(a.size)
+
+
+def compare_outputs(variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None) -> dict[str, Any]:
+    """The check's columns for one cell (see the module docstring); `atol` None: rtol × the baseline's RMS."""
+    if len(variant) != len(baseline):
+        return _failed(f"returns {len(variant)} tensor(s), the baseline {len(baseline)}")
+    ok, max_abs, max_rel, compared, total, limits = True, 0.0, 0.0, 0, 0, []
+    for i, (v, b) in enumerate(zip(variant, baseline)):
+        if v.shape != b.shape:
+            return _failed(f"output {i} has shape {list(v.shape)}, the baseline's {list(b.shape)}")
+        if v.index.shape != b.index.shape or not np.array_equal(v.index, b.index):
+            return _unchecked("the two outputs were sampled at different positions (saved by different versions)")
+        rms = b.stats["rms"]
+        leaf_atol = atol if atol is not None else rtol * (rms if math.isfinite(rms) else 0.0)
+        leaf_ok, leaf_abs, leaf_rel, n = _leaf_errors(v, b, rtol, leaf_atol)
+        ok, max_abs, max_rel = ok and leaf_ok, max(max_abs, leaf_abs), max(max_rel, leaf_rel)
+        compared, total = compared + n, total + int(b.stats["numel"])
+        limits.append(leaf_atol)
+    where = f"{compared:,} of {total:,} elements" + (" (a fixed sample)" if compared < total else "")
+    note = f"max |Δ| {max_abs:.3g} vs atol {max(limits, default=0):.3g} + rtol {rtol:.3g}·|baseline|, {where}"
+    return {"output_check": "pass" if ok else "FAIL", "output_match": ok, "max_abs_err": max_abs,
+            "max_rel_err": max_rel, "output_note": note}
+
+
+def _failed(why: str) -> dict[str, Any]:
+    return {"output_check": "FAIL", "output_match": False, "max_abs_err": None, "max_rel_err": None, "output_note": why}
+
+
+def _unchecked(why: str, check: str = "n/a") -> dict[str, Any]:
+    return {"output_check": check, "output_match": None, "max_abs_err": None, "max_rel_err": None, "output_note": why}
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if value is not None and not (isinstance(value, float) and math.isnan(value)) else None
+
+
+def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir_of: dict[str, Path]) -> dict[str, Any] | None:
+    """The check's columns for one cell; None leaves the cell's own (off, not saved, not run)."""
+    if cell.get("status") not in USABLE or _number(cell.get("output_tensors")) is None:
+        return None
+    ref_id = cell.get("baseline_run_id")
+    if not isinstance(ref_id, str):
+        return _unchecked("no baseline cell to compare with (set baseline=...; a single run compares nothing)", "no baseline")
+    if ref_id == cell["run_id"]:
+        return _unchecked("the reference the other cells of its group are checked against", "baseline")
+    ref = by_run.get(ref_id)
+    if ref is None or ref.get("status") not in USABLE or _number(ref.get("output_tensors")) is None:
+        return _unchecked("the baseline cell has no saved output (failed, or its check was off)")
+    paths = [job_dir_of.get(str(r)) for r in (cell["run_id"], ref_id)]
+    try:
+        mine, theirs = (read_outputs(p / OUTPUT_FILE) for p in paths if p is not None)
+    except (OSError, ValueError, KeyError) as exc:
+        return _unchecked(f"an output file is missing or unreadable ({type(exc).__name__})")
+    rtol = _number(cell.get("output_rtol"))
+    rtol = rtol if rtol is not None else default_rtol(str(cell.get("dtype")))
+    return compare_outputs(mine, theirs, rtol, _number(cell.get("output_atol")))
+
+
+def _with_warning(warnings: Any, check: dict[str, Any], ref_name: str) -> str | None:
+    text = warnings if isinstance(warnings, str) else ""
+    parts = [w for w in text.split(" | ") if w and not w.startswith(WARNING_PREFIX)]
+    if check.get("output_match") is False:
+        parts.append(f"{WARNING_PREFIX} ({ref_name}) beyond tolerance: {check['output_note']}")
+    return " | ".join(parts) or None
+
+
+def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path]) -> pd.DataFrame:
+    """`cells` with the check's columns filled for every cell that saved its output, and a warning in the
+    row of each cell beyond tolerance. Needs `baseline_run_id` (analysis.variants.add_speedups)."""
+    if cells.empty or "output_tensors" not in cells or "baseline_run_id" not in cells:
+        return cells
+    cells = cells.copy()
+    for col in COLUMNS:
+        if col not in cells:
+            cells[col] = None
+        cells[col] = cells[col].astype(object)
+    by_run = {str(r["run_id"]): r for r in cells.to_dict("records")}
+    for idx, cell in zip(cells.index, cells.to_dict("records")):
+        check = _check_cell(cell, by_run, job_dir_of)
+        if check is None:
+            continue
+        for col, value in check.items():
+            cells.at[idx, col] = value
+        ref = by_run.get(str(cell.get("baseline_run_id")))
+        cells.at[idx, "warnings"] = _with_warning(cell.get("warnings"), check, variant_label(ref) if ref else "?")
+    return cells

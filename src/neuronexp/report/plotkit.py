@@ -1,0 +1,44 @@
+"""What every report figure shares: the SVG encoding, one colour per variant, which cells can be plotted, how an
+input is named."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from matplotlib import colormaps, rc_context
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+
+from neuronexp.results import USABLE
+
+DPI = 100
+# Beyond this many bars a figure keeps the largest inputs only: a readable figure beats a complete one.
+MAX_BARS = 36
+
+
+def svg(fig: Figure) -> str:
+    """The figure as an <svg> element: text as text (smaller, selectable), ids the same on every run."""
+    FigureCanvasSVG(fig)
+    buf = io.StringIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "neuronexp"}):
+        fig.savefig(buf, format="svg", dpi=DPI, bbox_inches="tight", metadata={"Date": None})
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def variant_colours(variants: list[str]) -> dict[str, str]:
+    """One colour per variant for the whole report, in the report's variant order (baseline first)."""
+    palette = colormaps["tab10" if len(variants) <= 10 else "tab20"]
+    return {v: to_hex(palette(i % palette.N)) for i, v in enumerate(variants)}
+
+
+def usable_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """Cells with a measured latency (ran now or reused)."""
+    return cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+
+
+def input_labels(cells: pd.DataFrame) -> pd.Series:
+    """The input a cell measured (report.model names it: shape, plus dtype, backend and swept input keys)."""
+    return cells["input"].astype(str) if "input" in cells else cells["shape"].astype(str)
