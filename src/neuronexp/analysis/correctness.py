@@ -45,7 +45,9 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
     same_inf = np.isinf(a) & np.isinf(ref) & (np.sign(a) == np.sign(ref))
     diff = np.abs(a - ref)
     diff[both_nan | same_inf] = 0.0
-    ok = bool(np.all(diff <= atol + rtol * np.abs(np.where(same_inf, 0.0, ref))))  # a lone NaN/inf fails here
+    matched = both_nan | same_inf
+    # A NaN or inf on one side only leaves a NaN or inf difference, which fails the comparison.
+    ok = bool(np.all(diff <= atol + rtol * np.abs(np.where(matched, 0.0, ref))))
     ok = ok and v.stats["nan"] == b.stats["nan"] and v.stats["inf"] == b.stats["inf"]
     finite = np.isfinite(diff)
     max_abs = float(diff[finite].max()) if finite.any() else math.inf

@@ -1,0 +1,104 @@
+"""The output check from saved files: pass, a deliberately wrong output flagged, and what cannot be compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neuronexp.analysis.correctness import DEFAULT_RTOL, add_output_checks, compare_outputs, default_rtol
+from neuronexp.results.outputs import OUTPUT_FILE, SAMPLE_ELEMENTS, OutputLeaf, read_outputs, sample_index, write_outputs
+
+
+def leaf(values: np.ndarray, index: np.ndarray | None = None, numel: int | None = None) -> OutputLeaf:
+    finite = values[np.isfinite(values)]
+    stats = {"numel": float(numel or values.size), "rms": float(np.sqrt(np.mean(finite**2))) if finite.size else np.nan,
+             "abs_max": float(np.abs(finite).max()) if finite.size else np.nan,
+             "nan": float(np.isnan(values).sum()), "inf": float(np.isinf(values).sum())}
+    return OutputLeaf(values.shape, values.astype(np.float32), np.empty(0, np.int64) if index is None else index, stats)
+
+
+@pytest.fixture
+def reference() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal(4096).astype(np.float32)
+
+
+def test_equal_outputs_pass_with_zero_error(reference: np.ndarray) -> None:
+    check = compare_outputs([leaf(reference)], [leaf(reference.copy())], rtol=1e-5, atol=None)
+    assert check["output_check"] == "pass" and check["output_match"] is True
+    assert check["max_abs_err"] == 0.0 and check["max_rel_err"] == 0.0 and "4,096 of 4,096" in check["output_note"]
+
+
+def test_a_wrong_variant_is_flagged(reference: np.ndarray) -> None:
+    check = compare_outputs([leaf(reference * 1.5)], [leaf(reference)], rtol=default_rtol("bfloat16"), atol=None)
+    assert check["output_check"] == "FAIL" and check["output_match"] is False
+    assert check["max_rel_err"] == pytest.approx(0.5, rel=1e-5)
+    assert check["max_abs_err"] == pytest.approx(0.5 * np.abs(reference).max(), rel=1e-5)
+
+
+def test_rounding_within_the_dtype_passes(reference: np.ndarray) -> None:
+    # Two bfloat16 roundings apart everywhere: within four units of the last place.
+    rounded = reference * (1 + 2 * 2.0**-8)
+    assert compare_outputs([leaf(rounded)], [leaf(reference)], default_rtol("bfloat16"), None)["output_match"] is True
+    assert compare_outputs([leaf(rounded)], [leaf(reference)], default_rtol("float32"), None)["output_match"] is False
+    assert DEFAULT_RTOL["float16"] < DEFAULT_RTOL["bfloat16"]
+
+
+def test_nan_inf_shape_and_count_mismatches(reference: np.ndarray) -> None:
+    with_nan = reference.copy()
+    with_nan[7] = np.nan
+    assert compare_outputs([leaf(with_nan)], [leaf(reference)], 1e-2, None)["output_match"] is False
+    assert compare_outputs([leaf(with_nan)], [leaf(with_nan.copy())], 1e-2, None)["output_match"] is True  # NaN where the baseline has it
+    shape = compare_outputs([leaf(reference.reshape(64, 64))], [leaf(reference)], 1e-2, None)
+    assert shape["output_check"] == "FAIL" and "shape [64, 64]" in shape["output_note"]
+    two = compare_outputs([leaf(reference), leaf(reference)], [leaf(reference)], 1e-2, None)
+    assert two["output_check"] == "FAIL" and "2 tensor(s)" in two["output_note"]
+    other = compare_outputs([leaf(reference[:10], np.arange(10))], [leaf(reference[:10], np.arange(1, 11))], 1e-2, None)
+    assert other["output_check"] == "n/a" and other["output_match"] is None
+
+
+def test_samples_are_bounded_and_the_same_for_the_same_size(tmp_path: Path) -> None:
+    assert sample_index(SAMPLE_ELEMENTS).size == 0  # small enough: the whole tensor is kept
+    big = sample_index(10 * SAMPLE_ELEMENTS)
+    assert big.size == SAMPLE_ELEMENTS and np.all(np.diff(big) > 0) and big[-1] < 10 * SAMPLE_ELEMENTS
+    assert np.array_equal(big, sample_index(10 * SAMPLE_ELEMENTS))
+    values = np.arange(10, dtype=np.float32)
+    write_outputs(tmp_path / OUTPUT_FILE, [leaf(values)])
+    (back,) = read_outputs(tmp_path / OUTPUT_FILE)
+    assert back.shape == (10,) and np.array_equal(back.values, values) and not back.sampled
+
+
+def _cells(tmp_path: Path, outputs: dict[str, np.ndarray | None], baseline: str = "a") -> tuple[pd.DataFrame, dict]:
+    rows, dirs = [], {}
+    for run_id, values in outputs.items():
+        job = tmp_path / run_id
+        job.mkdir()
+        if values is not None:
+            write_outputs(job / OUTPUT_FILE, [leaf(values)])
+        dirs[run_id] = job
+        rows.append({"run_id": run_id, "module": f"m_{run_id}", "compiled": False, "dtype": "float32", "status": "ok",
+                     "baseline_run_id": baseline, "output_tensors": 1 if values is not None else None,
+                     "output_rtol": None, "output_atol": None, "warnings": None,
+                     "output_check": "no baseline" if values is not None else "off"})
+    return pd.DataFrame(rows), dirs
+
+
+def test_checks_from_files_with_a_warning_in_the_failing_row(tmp_path: Path, reference: np.ndarray) -> None:
+    cells, dirs = _cells(tmp_path, {"a": reference, "b": reference.copy(), "c": reference * 1.5, "d": None})
+    checked = add_output_checks(cells, dirs).set_index("run_id")
+    assert list(checked["output_check"]) == ["baseline", "pass", "FAIL", "off"]
+    assert checked.loc["c", "warnings"].startswith("output differs from the baseline's (m_a) beyond tolerance")
+    assert checked.loc["b", "warnings"] is None and checked.loc["b", "max_abs_err"] == 0.0
+    again = add_output_checks(checked.reset_index(), dirs).set_index("run_id")  # a report run twice: one warning
+    assert again.loc["c", "warnings"].count("output differs") == 1
+    alone = add_output_checks(cells.assign(baseline_run_id=None), dirs)
+    assert set(alone["output_check"]) == {"no baseline", "off"}  # nothing to compare with: said so, not "pass"
+
+
+def test_a_missing_baseline_output_is_not_a_pass(tmp_path: Path, reference: np.ndarray) -> None:
+    cells, dirs = _cells(tmp_path, {"a": reference, "b": reference})
+    (dirs["a"] / OUTPUT_FILE).unlink()
+    checked = add_output_checks(cells, dirs).set_index("run_id")
+    assert checked.loc["b", "output_check"] == "n/a" and checked.loc["b", "output_match"] is None
