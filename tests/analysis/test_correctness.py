@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neuronexp.analysis.correctness import DEFAULT_RTOL, add_output_checks, compare_outputs, default_rtol
+from neuronexp.analysis.correctness import DEFAULT_RTOL, add_output_checks, compare_outputs, default_rtol, what_keys
 from neuronexp.results.outputs import OUTPUT_FILE, SAMPLE_ELEMENTS, OutputLeaf, read_outputs, sample_index, write_outputs
 
 
@@ -102,3 +102,19 @@ def test_a_missing_baseline_output_is_not_a_pass(tmp_path: Path, reference: np.n
     (dirs["a"] / OUTPUT_FILE).unlink()
     checked = add_output_checks(cells, dirs).set_index("run_id")
     assert checked.loc["b", "output_check"] == "n/a" and checked.loc["b", "output_match"] is None
+
+
+def test_a_rule_that_changes_what_is_computed_is_not_checked(tmp_path: Path, reference: np.ndarray) -> None:
+    cells, dirs = _cells(tmp_path, {"a": reference, "b": reference * 3})
+    checked = add_output_checks(cells, dirs, {"module.intermediate_size": 32}).set_index("run_id")
+    assert checked.loc["b", "output_check"] == "n/a" and "module.intermediate_size" in checked.loc["b", "output_note"]
+    assert what_keys({"module": "x", "compile.enabled": False, "input.dtype": "float32", "backend": "cpu"}) == []
+    assert what_keys("input.seed=1,module=a") == ["input.seed"] and what_keys("dims.seq=64") == ["dims.seq"]
+
+
+def test_a_bfloat16_cell_against_a_float32_baseline_gets_the_looser_tolerance(tmp_path: Path, reference: np.ndarray) -> None:
+    cells, dirs = _cells(tmp_path, {"a": reference, "b": reference * (1 + 2.0**-7)})
+    cells.loc[cells["run_id"] == "b", "dtype"] = "bfloat16"
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "pass"
+    cells["dtype"] = ["bfloat16", "float32"]  # a float32 cell against a bfloat16 reference: the reference's precision
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "pass"

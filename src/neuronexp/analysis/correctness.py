@@ -8,8 +8,14 @@ and inf where the baseline has them and nowhere else. The columns:
 - `output_match`: True (pass), False (beyond tolerance: the row's warnings say so), null (not compared);
 - `output_check`: pass | FAIL | baseline (the reference itself) | no baseline | off | n/a, and `output_note` why.
 
-rtol by default suits the output's dtype (DEFAULT_RTOL, a few roundings of it); atol by default is rtol × the
-baseline output's root mean square, so an element near zero is held to the error its neighbours may carry.
+rtol by default suits the output's dtype (DEFAULT_RTOL, a few roundings of it; the looser of the two cells'
+dtypes when they differ); atol by default is rtol × the baseline output's root mean square, so an element near
+zero is held to the error its neighbours may carry.
+
+Outputs are compared only where the baseline rule changes how a function is computed (the module option,
+compile, backend, dtype, any key outside the layer's constructor and its inputs), never what: with a rule on
+`module.<argument>`, `input.*` (but dtype), `dims.*` or `shapes`, the cells compute different functions or on
+different inputs, and the check says n/a.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from neuronexp.analysis.variants import variant_label
+from neuronexp.analysis.variants import parse_baseline, variant_label
 from neuronexp.results import USABLE
 from neuronexp.results.outputs import OUTPUT_FILE, OutputLeaf, read_outputs
 
@@ -90,7 +96,15 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None and not (isinstance(value, float) and math.isnan(value)) else None
 
 
-def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir_of: dict[str, Path]) -> dict[str, Any] | None:
+def what_keys(baseline: Any) -> list[str]:
+    """The baseline rule's keys that change what is computed (a constructor argument, an input, the model's
+    dimensions) rather than how."""
+    pairs = parse_baseline(baseline) or {}
+    return [k for k in pairs if k.startswith(("module.", "input.", "dims.", "shapes")) and k != "input.dtype"]
+
+
+def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir_of: dict[str, Path],
+                other_function: list[str]) -> dict[str, Any] | None:
     """The check's columns for one cell; None leaves the cell's own (off, not saved, not run)."""
     if cell.get("status") not in USABLE or _number(cell.get("output_tensors")) is None:
         return None
@@ -99,6 +113,9 @@ def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir
         return _unchecked("no baseline cell to compare with (set baseline=...; a single run compares nothing)", "no baseline")
     if ref_id == cell["run_id"]:
         return _unchecked("the reference the other cells of its group are checked against", "baseline")
+    if other_function:
+        return _unchecked(f"the baseline differs in {', '.join(other_function)}: another function or other inputs, "
+                          "so outputs are not compared")
     ref = by_run.get(ref_id)
     if ref is None or ref.get("status") not in USABLE or _number(ref.get("output_tensors")) is None:
         return _unchecked("the baseline cell has no saved output (failed, or its check was off)")
@@ -108,7 +125,7 @@ def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir
     except (OSError, ValueError, KeyError) as exc:
         return _unchecked(f"an output file is missing or unreadable ({type(exc).__name__})")
     rtol = _number(cell.get("output_rtol"))
-    rtol = rtol if rtol is not None else default_rtol(str(cell.get("dtype")))
+    rtol = rtol if rtol is not None else max(default_rtol(str(cell.get("dtype"))), default_rtol(str(ref.get("dtype"))))
     return compare_outputs(mine, theirs, rtol, _number(cell.get("output_atol")))
 
 
@@ -120,9 +137,10 @@ def _with_warning(warnings: Any, check: dict[str, Any], ref_name: str) -> str | 
     return " | ".join(parts) or None
 
 
-def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path]) -> pd.DataFrame:
+def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline: Any = None) -> pd.DataFrame:
     """`cells` with the check's columns filled for every cell that saved its output, and a warning in the
-    row of each cell beyond tolerance. Needs `baseline_run_id` (analysis.variants.add_speedups)."""
+    row of each cell beyond tolerance. Needs `baseline_run_id` (analysis.variants.add_speedups), computed from
+    the rule `baseline`."""
     if cells.empty or "output_tensors" not in cells or "baseline_run_id" not in cells:
         return cells
     cells = cells.copy()
@@ -132,7 +150,7 @@ def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path]) -> pd.Da
         cells[col] = cells[col].astype(object)
     by_run = {str(r["run_id"]): r for r in cells.to_dict("records")}
     for idx, cell in zip(cells.index, cells.to_dict("records")):
-        check = _check_cell(cell, by_run, job_dir_of)
+        check = _check_cell(cell, by_run, job_dir_of, what_keys(baseline))
         if check is None:
             continue
         for col, value in check.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,19 @@ import torch
 from torch.utils import _pytree as pytree
 
 from neuronexp.results.outputs import OUTPUT_FILE, OutputLeaf, sample_index, write_outputs
+
+
+def _stats(flat: torch.Tensor, wide: torch.dtype) -> dict[str, float]:
+    """Whole-tensor statistics, accumulated in `wide`: the check's scale and its NaN/inf counts. One pass each
+    for the norm and the extremes; the counting passes only when one of those says something is not finite."""
+    numel = float(flat.numel())
+    low, high = (float(v) for v in torch.aminmax(flat)) if flat.numel() else (0.0, 0.0)
+    rms = float(torch.linalg.vector_norm(flat, dtype=wide)) / math.sqrt(max(flat.numel(), 1))
+    if math.isfinite(rms) and math.isfinite(low) and math.isfinite(high):
+        return {"numel": numel, "rms": rms, "abs_max": max(-low, high), "nan": 0.0, "inf": 0.0}
+    finite = flat[torch.isfinite(flat)]
+    stats = _stats(finite, wide) if finite.numel() else {"rms": math.nan, "abs_max": math.nan}
+    return {**stats, "numel": numel, "nan": float(torch.isnan(flat).sum()), "inf": float(torch.isinf(flat).sum())}
 
 
 def output_leaves(out: Any) -> list[OutputLeaf]:
@@ -23,15 +37,7 @@ def output_leaves(out: Any) -> list[OutputLeaf]:
         flat = t.reshape(-1)
         index = sample_index(flat.numel())
         values = flat[torch.from_numpy(index)] if index.size else flat
-        wide = flat.to(torch.float64)
-        finite = wide[torch.isfinite(wide)]
-        stats = {
-            "numel": float(flat.numel()),
-            "rms": float(finite.pow(2).mean().sqrt()) if finite.numel() else float("nan"),
-            "abs_max": float(finite.abs().max()) if finite.numel() else float("nan"),
-            "nan": float(torch.isnan(wide).sum()),
-            "inf": float(torch.isinf(wide).sum()),
-        }
+        stats = _stats(flat if flat.is_floating_point() else flat.to(keep), keep)
         leaves.append(OutputLeaf(tuple(tensor.shape), values.to(keep).numpy().copy(), index, stats))
     return leaves
 

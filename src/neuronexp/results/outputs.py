@@ -6,8 +6,10 @@ results are gathered. Per output tensor (in the order the module returned them),
 - `shape{i}`: its shape;
 - `values{i}`: its elements as float32 (float64 for float64 outputs; complex as real pairs), all of them when
   it has at most SAMPLE_ELEMENTS, else a sample of that many positions;
-- `index{i}`: the flat positions sampled, sorted, drawn by a fixed-seed generator from the element count alone,
-  so two cells with outputs of the same shape sample the same positions (empty when nothing was sampled);
+- `index{i}`: the flat positions sampled: one drawn at random in each of SAMPLE_ELEMENTS equal blocks of the
+  flattened tensor (a stratified sample, so every region of the output is looked at), by a fixed-seed generator
+  from the element count alone, so two cells with outputs of the same shape sample the same positions (empty
+  when nothing was sampled);
 - `stats{i}`: over the whole tensor: element count, root mean square, largest magnitude, NaN count, inf count.
 """
 
@@ -21,8 +23,8 @@ import numpy as np
 from neuronexp.results.files import OUTPUT_FILE, atomic_path
 
 __all__ = ["OUTPUT_FILE", "OutputLeaf", "SAMPLE_ELEMENTS", "read_outputs", "sample_index", "write_outputs"]
-# Elements kept per output tensor: 1 MiB of float32. A uniform sample of this many positions finds an error
-# that touches one row of a [1, 4096, 4096] output with certainty in practice; a single wrong element of a
+# Elements kept per output tensor: 1 MiB of float32. One per block of numel / SAMPLE_ELEMENTS positions: an error
+# that spans a block (one row of a [1, 4096, 4096] output spans 64) is always seen; a single wrong element of a
 # larger tensor may be missed (the whole-tensor stats still catch a NaN, an inf or a new largest value).
 SAMPLE_ELEMENTS = 1 << 18
 SAMPLE_SEED = 0
@@ -45,8 +47,9 @@ def sample_index(numel: int) -> np.ndarray:
     """The flat positions kept of an output with `numel` elements (empty: keep all)."""
     if numel <= SAMPLE_ELEMENTS:
         return np.empty(0, dtype=np.int64)
-    rng = np.random.default_rng(SAMPLE_SEED)
-    return np.sort(rng.choice(numel, size=SAMPLE_ELEMENTS, replace=False)).astype(np.int64)
+    stride = numel // SAMPLE_ELEMENTS
+    offsets = np.random.default_rng(SAMPLE_SEED).integers(0, stride, size=SAMPLE_ELEMENTS, dtype=np.int64)
+    return np.arange(SAMPLE_ELEMENTS, dtype=np.int64) * stride + offsets
 
 
 def write_outputs(path: Path, leaves: list[OutputLeaf]) -> None:

@@ -43,7 +43,7 @@ def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozense
     cells.loc[cells["run_id"].isin(cached) & (cells["status"] == "ok"), "status"] = "cached"
     cells = add_speedups(cells, baseline)
     # Outputs compared from the files each cell saved: the cells ran in other processes, maybe on other hosts.
-    cells = add_output_checks(cells, run_dirs(list(cells["run_id"]), job_dirs))
+    cells = add_output_checks(cells, run_dirs(list(cells["run_id"]), job_dirs), baseline)
     tables["cells"] = to_arrow("cells", cells)
     out = sweep_dir / "results"
     out.mkdir(exist_ok=True)

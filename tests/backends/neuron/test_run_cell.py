@@ -99,12 +99,13 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
 def test_at_least_three_warmup_calls_before_timing_and_profiling(standin, no_explorer: None, tmp_path: Path) -> None:
     module = Counting()
     run_cell(_spec(module), tmp_path)
-    # first call + 3 warm-up (timing.warmup=0 is raised to the floor) + 1 timed + 2 profiler steps
-    assert module.calls == 1 + 3 + 1 + 2
+    # first call + 3 warm-up (timing.warmup=0 is raised to the floor) + 1 timed + 2 profiler steps, then one call
+    # for peak memory and the output and one eager call counting the work (cell.limits)
+    assert module.calls == 1 + 3 + 1 + 2 + 2
     cpu = Counting()
     (tmp_path / "cpu").mkdir()
     run_cell(_spec(cpu, backend="cpu"), tmp_path / "cpu")
-    assert cpu.calls == 1 + 0 + 1 + 2  # the floor is Neuron's only
+    assert cpu.calls == 1 + 0 + 1 + 2 + 2  # the floor is Neuron's only
 
 
 def test_fallback_ops_hbm_and_missing_explorer_are_warnings_in_the_row(standin, no_explorer: None, tmp_path: Path) -> None:
