@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The RMSNorm study on a CUDA GPU (issue 3), as one prepared script for a lent H200.
+# The RMSNorm study on a CUDA GPU (issues 3 and 11), as one prepared script for a lent H200.
 #
 # Not yet run: the session that wrote it was not lent a GPU. Two steps:
 #   1. here (with network):   bash bench/h200_study.sh fetch      # wheels for Python 3.12 into shared/wheelhouse
@@ -29,6 +29,17 @@ run)
             'input.shape=[1,1024,4096],[1,4096,4096],[1,8192,8192]' profiler.schedule.repeat=3 \
             "hydra.sweep.dir=$OUT/rmsnorm_$dtype" 2>&1 | tee "$OUT/rmsnorm_$dtype.log"
     done
+    # % of HBM bandwidth per cell (issue 11): bytes_min / median latency against the peaks.yaml row it matched.
+    python3 - "$OUT" <<'PY' | tee "$OUT/pct_of_hbm.txt"
+import sys
+import neuronexp
+for dtype in ("bfloat16", "float32"):
+    cells = neuronexp.load(f"{sys.argv[1]}/rmsnorm_{dtype}").cells
+    print(cells["peak_source"].iloc[0])
+    cols = ["module", "dtype", "shape", "latency_median_us", "bytes_min", "achieved_gbs", "pct_peak_bw", "peak_memory_bytes",
+            "output_check", "max_rel_err"]
+    print(cells[cols].to_string(index=False))
+PY
     ;;
 *)
     echo "usage: bash bench/h200_study.sh fetch|run" >&2
