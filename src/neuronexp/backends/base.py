@@ -75,7 +75,7 @@ class Backend:
         return {}
 
     # What peak_memory_bytes means on this backend (the row's peak_memory_method).
-    memory_method = "torch's allocations during one call, high-water mark above its start (profiler memory events)"
+    memory_method = "torch's allocations during one call, high-water mark above its start, from profiler memory events"
 
     def call_memory(self, fn: Callable[[], Any]) -> tuple[Any, float]:
         """(fn's output, its peak memory in bytes) for one call; see `memory_method`.
