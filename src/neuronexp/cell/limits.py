@@ -8,6 +8,7 @@ Nothing here can turn a measured cell into an error row: a part that fails leave
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -19,7 +20,8 @@ from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend
 from neuronexp.cell.output import save_output
 from neuronexp.cell.probe import default_cache_dir, host_roofs, quiet
-from neuronexp.cell.work import count_work
+from neuronexp.cell.profiling import ProfileResult
+from neuronexp.cell.work import Work, count_work, listed_work
 from neuronexp.config import CellSpec, ProbeMode
 from neuronexp.results import JOBS_MANIFEST
 
@@ -83,23 +85,37 @@ def _output_columns(spec: CellSpec, out: Any, out_dir: Path) -> dict[str, Any]:
             "output_note": "nothing to compare yet: a sweep checks it against its baseline cell's output"}
 
 
+def profiled_flops(profile: ProfileResult | None) -> float | None:
+    """FLOPs per step from the profiled pass (profiler.with_flops), the median over its cycles; None when off."""
+    per_cycle = [sum(r["flops"] for r in c.ops if r.get("flops") is not None) for c in (profile.cycles if profile else [])
+                 if any(r.get("flops") is not None for r in c.ops)]
+    return float(statistics.median(per_cycle)) if per_cycle else None
+
+
+def _work(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+          profile: ProfileResult | None) -> Work:
+    try:
+        return count_work(module, args, kwargs)
+    except Exception as exc:  # an operator the counting modes cannot run through: the fallback, and why
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return listed_work(module, args, kwargs, out, profiled_flops(profile), why)
+
+
 def measure_limits(call: Callable[[], Any], module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
-                   spec: CellSpec, backend: Backend, out_dir: Path, latency_us: float) -> Limits:
+                   spec: CellSpec, backend: Backend, out_dir: Path, latency_us: float,
+                   profile: ProfileResult | None = None) -> Limits:
     """The row's work, roofline, peak-memory and output columns (results.schema documents each)."""
     notes: list[str] = []
     out, peak_bytes = backend.call_memory(call)
     columns: dict[str, Any] = {"peak_memory_bytes": peak_bytes if math.isfinite(peak_bytes) else None,
                                "peak_memory_method": backend.memory_method}
     columns.update(_output_columns(spec, out, out_dir))
+    work = _work(module, args, kwargs, out, profile)
     del out
-    work = None
-    try:
-        work = count_work(module, args, kwargs)
-    except Exception as exc:  # an operator the counting modes cannot run through
-        notes.append(f"work not counted: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-    if work is not None:
-        columns.update(bytes_min=work.bytes_min, bytes_read=work.bytes_read, bytes_written=work.bytes_written,
-                       flops=work.flops, flops_note=work.note)
+    if work.fallback:
+        notes.append(str(work.note))
+    columns.update(bytes_min=work.bytes_min, bytes_read=work.bytes_read, bytes_written=work.bytes_written,
+                   flops=work.flops if math.isfinite(work.flops) else None, flops_note=work.note)
     entry = None
     try:
         peak, entry = cell_roofs(spec, backend, out_dir)

@@ -125,7 +125,7 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
             measured = _measure(built.call, spec, backend, out_dir)
             write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
             limits = measure_limits(built.call, built.module, built.args, built.kwargs, spec, backend, out_dir,
-                                    measured.latency.median_us)
+                                    measured.latency.median_us, measured.profile)
             del built
     except ConfigError as exc:
         error = str(exc)

@@ -39,7 +39,8 @@ class Work:
     bytes_read: int
     bytes_written: int
     flops: float
-    note: str | None  # which operators have no FLOP formula (they count 0)
+    note: str | None  # which operators have no FLOP formula (they count 0), or how the fallback counted
+    fallback: bool = False  # counted without the dispatch modes (listed_work)
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:
@@ -105,6 +106,21 @@ def _named(ops: list[Any]) -> list[str]:
         if not getattr(op, "is_view", False) and name.split(".")[-1] not in _NO_COMPUTE:
             names[name] = None
     return list(names)
+
+
+def listed_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+                flops: float | None, why: str) -> Work:
+    """The fallback when the counting modes cannot run the module: every input, parameter and buffer read
+    once and every output written once (no operator saw them, so nothing tells what the call did not touch),
+    and `flops` from the profiler's with_flops when it was on (else unknown)."""
+    inputs = _tensors((args, kwargs)) + [*module.parameters(), *module.buffers()]
+    held = {_storage(t) for t in inputs}
+    bytes_read = _unique_bytes(inputs)
+    bytes_written = _unique_bytes([t for t in _tensors(out) if _storage(t) not in held])
+    source = "FLOPs from the profiler's with_flops" if flops is not None else "FLOPs unknown (profiler.with_flops=true counts them)"
+    note = f"FlopCounterMode could not run the module ({why}): {source}; bytes: every input, weight and output"
+    return Work(bytes_read + bytes_written, bytes_read, bytes_written, flops if flops is not None else float("nan"), note,
+                fallback=True)
 
 
 def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Work:
