@@ -263,3 +263,22 @@ def test_a_compiled_cell_records_its_graph_breaks_and_fallback_mode(standin, no_
     (tmp_path / "eager").mkdir()
     eager = run_cell(_spec(Counting()), tmp_path / "eager").cells.iloc[0]
     assert math.isnan(eager["neuron_graph_breaks"]) and eager["neuron_compile_fallback"] is None
+
+
+def test_a_neuron_cell_reports_the_runtime_peak_memory_and_the_logical_core_roofs(
+        standin, no_explorer: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuronexp.backends.neuron import backend as neuron_backend
+
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    unknown = run_cell(_spec(Counting()), tmp_path / "a").cells.iloc[0]
+    assert unknown["peak_memory_method"].startswith("neuron max_memory_allocated since the cell started")
+    assert unknown["peak_memory_bytes"] == unknown["neuron_max_memory_allocated_bytes"]
+    assert unknown["peak_source"].startswith("no row of peaks.yaml matches") and math.isnan(unknown["pct_peak_bw"])
+    sysfs = tmp_path / "instance_type"
+    sysfs.write_text("trn2.48xlarge\n")  # what the driver would report (its trn2 spelling is undocumented)
+    monkeypatch.setattr(neuron_backend, "SYSFS_INSTANCE_TYPE", str(sysfs))
+    monkeypatch.delenv("NEURON_LOGICAL_NC_CONFIG", raising=False)
+    cell = run_cell(_spec(Counting()), tmp_path / "b").cells.iloc[0]
+    assert cell["peak_bw_gbs"] == 725 and cell["peak_source"].startswith("published: Logical NeuronCore NC_V3d")
+    assert cell["pct_peak_bw"] == pytest.approx(100 * cell["achieved_gbs"] / 725)
