@@ -2,7 +2,8 @@
 memory and its output (saved for the output check), its work (cell.work), the roofs it is held against
 (published peaks, or this host's probe) and the roofline columns (analysis.roofline).
 
-Nothing here can turn a measured cell into an error row: a part that fails leaves its columns empty and a note.
+Beyond that call (the layer failing there fails the cell, as it would have in any other call), nothing here
+turns a measured cell into an error row: a part that fails leaves its columns empty and says why.
 """
 
 from __future__ import annotations
@@ -47,11 +48,11 @@ def host_peak(entry: dict[str, Any], dtype: str) -> Peak:
     source = (f"host probe, {entry['threads']} threads, {str(stream['probed_at'])[:16]}: copy {stream['copy_gbs']:.1f} / "
               f"triad {stream['triad_gbs']:.1f} GB/s" + (f", GEMM {gemm['tflops'] * 1e3:.3g} GFLOP/s" if gemm else ""))
     others = max((f.get("other_cpu") or 0.0) for f in figures)
-    loads = ", ".join(f"load {f['load_1m']:g}" for f in figures[:1] if f.get("load_1m") is not None)
+    load = f", load {stream['load_1m']:g}" if stream.get("load_1m") is not None else ""
     if all(quiet(f) for f in figures):
-        source += f" (quiet: others used {others:g} cores, {loads})"
+        source += f" (quiet: others used {others:g} cores{load})"
     else:
-        source += f" (disturbed: others used up to {others:g} cores, {loads}; the roofs may be low)"
+        source += f" (disturbed: others used up to {others:g} cores{load}; the roofs may be low)"
     return Peak(max(stream["copy_gbs"], stream["triad_gbs"]), gemm["tflops"] if gemm else None, source)
 
 
