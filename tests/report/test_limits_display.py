@@ -56,8 +56,8 @@ def test_roofline_figures_place_counted_work_and_skip_what_has_none() -> None:
     elementwise = frame("cells", [_cell("a", "naive", 10.0), _cell("b", "fused", 5.0)])
     elementwise["variant"] = elementwise["module"]
     assert roofline_plot(elementwise) is None  # no counted FLOPs: no point to place
-    assert bandwidth_plot(elementwise).startswith(b"\x89PNG")
+    assert bandwidth_plot(elementwise).startswith("<svg")
     mlp = frame("cells", [_cell("m", "mlp", 100.0, flops=3.1e6, intensity=46.6, achieved_tflops=0.031, bound="memory")])
     mlp["variant"] = mlp["module"]
-    assert roofline_plot(mlp).startswith(b"\x89PNG")
+    assert roofline_plot(mlp).startswith("<svg")
     assert bandwidth_plot(mlp.assign(achieved_gbs=np.nan)) is None

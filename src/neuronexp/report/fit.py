@@ -20,7 +20,10 @@ from rich.text import Text
 
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
-from neuronexp.report.summary import NOISY_MARK, noisy
+from neuronexp.analysis.roofline import headline
+from neuronexp.report.summary import NOISY_MARK, noisy, output_differs
+
+OUTPUT_MARK = "✗"
 
 # The hotspot column is cut down to this before the variants are replaced by keys: "aten::_fused_rms_… 92%".
 _MIN_HOTSPOT = 16
@@ -41,10 +44,15 @@ def _speedup(cell: Mapping[str, Any]) -> str:
     return f"×{value:.2f}" if value is not None and not (isinstance(value, float) and math.isnan(value)) else ""
 
 
+def _limit(cell: Mapping[str, Any]) -> str:
+    """"41% BW" (or "% FLOP/s"), with "✗" when the output failed the check against the baseline's."""
+    return (headline(cell) or "—") + (f" {OUTPUT_MARK}" if output_differs(cell) else "")
+
+
 def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
-    """median, speedup, profiled time per step, ops per step, hotspot: one line of the table."""
+    """median, speedup, profiled time per step, ops per step, % of peak, hotspot: one line of the table."""
     if cell["status"] == "error":
-        return ["error", "", "", "", str(cell["error"]).splitlines()[0] if cell["error"] else ""]
+        return ["error", "", "", "", "", str(cell["error"]).splitlines()[0] if cell["error"] else ""]
     time = fmt_us(cell["device_time_us"])
     if device is None:  # the devices differ between cells: each says its own
         time = f"{device_word(cell)} {time}"
@@ -54,7 +62,7 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     if cell["status"] == "cached":
         hotspot = "(cached) " + hotspot
     median = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
-    return [median, _speedup(cell), time, f"{ops:g}" if ops == ops and ops is not None else "—", hotspot]
+    return [median, _speedup(cell), time, f"{ops:g}" if ops == ops and ops is not None else "—", _limit(cell), hotspot]
 
 
 def _rows(cells: pd.DataFrame, baseline: Any) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
@@ -89,13 +97,15 @@ def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | Non
         table.add_column("speedup", justify="right", no_wrap=True)
     table.add_column(f"{device}/step" if device else "profiled/step", justify="right", no_wrap=True)
     table.add_column("ops", justify="right", no_wrap=True)
+    table.add_column("% peak", justify="right", no_wrap=True)
     table.add_column("hotspot", no_wrap=True, overflow="ellipsis")
     previous = None
     for i, (inp, variant, fields) in enumerate(rows):
-        median, speedup, time, ops, hotspot = fields
+        median, speedup, time, ops, limit, hotspot = fields
         hotspot = _cut(hotspot, hotspot_width)
         last = i + 1 == len(rows) or rows[i + 1][0] != inp
-        values = [inp if inp != previous else "", names[variant], median, *([speedup] if speedups else []), time, ops, hotspot]
+        values = [inp if inp != previous else "", names[variant], median, *([speedup] if speedups else []), time, ops, limit,
+                  hotspot]
         table.add_row(*(escape(v) for v in values), end_section=last)
         previous = inp
     return table
@@ -124,6 +134,8 @@ def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: An
     notes: list[RenderableType] = []
     if any(fields[0].startswith(NOISY_MARK) for _, _, fields in rows):
         notes.append(Text(f"{NOISY_MARK} noisy: not a finding (the cell's `noise` column says why)"))
+    if any(fields[4].endswith(OUTPUT_MARK) for _, _, fields in rows):
+        notes.append(Text(f"{OUTPUT_MARK} output differs from its baseline's beyond tolerance (the cell's warnings say by how much)"))
     named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups, _MIN_HOTSPOT)
     if named is not None:
         return [named, *notes]
