@@ -21,8 +21,9 @@ different inputs, and the check says n/a.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -104,7 +105,7 @@ def what_keys(baseline: Any) -> list[str]:
 
 
 def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir_of: dict[str, Path],
-                other_function: list[str]) -> dict[str, Any] | None:
+                other_function: list[str], read: Callable[[Path], list[OutputLeaf]]) -> dict[str, Any] | None:
     """The check's columns for one cell; None leaves the cell's own (off, not saved, not run)."""
     if cell.get("status") not in USABLE or _number(cell.get("output_tensors")) is None:
         return None
@@ -121,7 +122,7 @@ def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir
         return _unchecked("the baseline cell has no saved output (failed, or its check was off)")
     paths = [job_dir_of.get(str(r)) for r in (cell["run_id"], ref_id)]
     try:
-        mine, theirs = (read_outputs(p / OUTPUT_FILE) for p in paths if p is not None)
+        mine, theirs = (read(p / OUTPUT_FILE) for p in paths if p is not None)
     except (OSError, ValueError, KeyError) as exc:
         return _unchecked(f"an output file is missing or unreadable ({type(exc).__name__})")
     rtol = _number(cell.get("output_rtol"))
@@ -149,8 +150,9 @@ def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline
             cells[col] = None
         cells[col] = cells[col].astype(object)
     by_run = {str(r["run_id"]): r for r in cells.to_dict("records")}
+    read = lru_cache(maxsize=16)(read_outputs)  # a baseline's file is read once for the cells of its group
     for idx, cell in zip(cells.index, cells.to_dict("records")):
-        check = _check_cell(cell, by_run, job_dir_of, what_keys(baseline))
+        check = _check_cell(cell, by_run, job_dir_of, what_keys(baseline), read)
         if check is None:
             continue
         for col, value in check.items():

@@ -77,7 +77,7 @@ def limit_lines(cell: pd.Series) -> list[str]:
     achieved = f"achieved {cell['achieved_gbs']:.3g} GB/s"
     if pd.notna(cell.get("pct_peak_bw")):
         achieved += f" = {fmt_share(cell['pct_peak_bw'])} of {cell['peak_bw_gbs']:.3g} GB/s"
-    if cell.get("flops"):
+    if pd.notna(cell.get("flops")) and cell["flops"] > 0:
         achieved += f", {cell['achieved_tflops'] * 1e3:.3g} GFLOP/s"
         if pd.notna(cell.get("pct_peak_flops")):
             achieved += f" = {fmt_share(cell['pct_peak_flops'])} of {cell['peak_tflops'] * 1e3:.3g}"
