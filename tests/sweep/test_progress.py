@@ -68,7 +68,7 @@ def test_a_cell_records_its_phases_in_its_job_directory(tmp_path: Path) -> None:
     result = run_cli(["module=rmsnorm_fused", *FAST], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     (job,) = run_dirs(tmp_path)
-    assert read_phase(job) == "profiling"  # the last phase; build, first call and timing came before it
+    assert read_phase(job) == "limits"  # the last phase; build, first call, timing and profiling came before it
     assert ".phase" not in result.stdout  # a bookkeeping file, not listed with the results
 
 
