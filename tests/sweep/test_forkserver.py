@@ -177,3 +177,21 @@ def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(tmp_path:
         assert run_forked(one_core, timeout_s=60).code == 0
     # The template imported Inductor's config with all the cores; a cell on one core sizes its pool for one.
     assert _seen(tmp_path)["compile_threads"] == 1
+
+
+def test_the_template_state_names_a_python_thread_that_a_library_started() -> None:
+    import threading
+
+    from neuronexp.sweep.forksafety import template_state, thread_warning
+
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, name="a_library_monitor", daemon=True)
+    worker.start()
+    try:
+        state = template_state()
+    finally:
+        stop.set()
+        worker.join()
+    main, *others = state["threads"]
+    assert "/" not in main and any(name.endswith("/a_library_monitor") for name in others), state["threads"]
+    assert "a_library_monitor" in (thread_warning(state) or "")
