@@ -17,15 +17,18 @@ class RunChecks(Callback):
         self._held = ExitStack()
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from neuronexp.backends import backend_kind, check_available
         from neuronexp.config import ConfigError
         from neuronexp.config.compose import spec_from_sweep_config
-        from neuronexp.results.files import owner
-        from neuronexp.sweep.lock import locked
-        from neuronexp.sweep.machine import check_slots_fit
 
         try:
+            # The config's own checks first: a plain mistake is reported before torch or pandas is imported
+            # (the backends and the results' files bring them in).
             spec = spec_from_sweep_config(config)
+            from neuronexp.backends import backend_kind, check_available
+            from neuronexp.results.files import owner
+            from neuronexp.sweep.lock import locked
+            from neuronexp.sweep.machine import check_slots_fit
+
             check_available(spec.config.backend)
             check_slots_fit(backend_kind(spec.config.backend), spec.config.launcher, spec.config.neuron.visible_cores)
             run_dir = Path(str(config.hydra.run.dir))

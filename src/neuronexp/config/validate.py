@@ -118,7 +118,6 @@ def validate(cfg: RunConfig) -> list[str]:
     if cfg.launcher.per_device is not None:
         _positive("launcher.per_device", cfg.launcher.per_device)
     validate_units("launcher.pool", cfg.launcher.pool)
-    validate_compile(cfg.compile.backend, cfg.compile.mode)
     if cfg.launcher.isolate is False:
         raise ConfigError("launcher.isolate", False, "warm workers are gone: every cell of a sweep now runs in a process of "
                           "its own forked from a warm template, in milliseconds (docs/slurm.md); drop the key")
@@ -128,6 +127,9 @@ def validate(cfg: RunConfig) -> list[str]:
     _optional_number("roofline.peak_tflops", cfg.roofline.peak_tflops, positive=True)
     _optional_number("correctness.rtol", cfg.correctness.rtol, positive=False)
     _optional_number("correctness.atol", cfg.correctness.atol, positive=False)
+    # Last, the checks that import torch (Dynamo's backends, the module's class): every plain value above is
+    # reported without paying for that import.
+    validate_compile(cfg.compile.backend, cfg.compile.mode)
     validate_module_target(cfg.module)
     return check_inputs(cfg.input, cfg.module)
 

@@ -1,0 +1,52 @@
+"""A mistake in a plain config value is reported before torch (or pandas, pyarrow, matplotlib) is imported:
+the console script as a user types it, with Python's own import log (PYTHONPROFILEIMPORTTIME) read back.
+
+A behaviour test, not a timing one: the speed it buys is measured by bench/error_time.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+
+HEAVY = ("torch", "pandas", "pyarrow", "matplotlib")
+
+
+def _imported(stderr: str) -> set[str]:
+    """Top-level packages named in the import log (`import time: self | cumulative | name`)."""
+    return {m.group(1).split(".")[0] for m in re.finditer(r"^import time:.*\|\s*([\w.]+)\s*$", stderr, re.M)}
+
+
+def _run_logged(tmp_path: Path, *args: str):
+    result = run_cli(list(args), cwd=tmp_path, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    errors = [ln for ln in result.stderr.splitlines() if not ln.startswith("import time:")]
+    return result, errors, _imported(result.stderr)
+
+
+@pytest.mark.parametrize("args, line", [
+    (["input.shape=[0]"], "input.shape=[0]: must be a non-empty list of positive integers, e.g. [1,1024,4096]"),
+    (["timing.iters=0"], "timing.iters=0: must be an integer >= 1"),
+    (["input.dtype=float33"], "input.dtype=float33: Invalid value 'float33'"),
+    (["+timing.itres=5"], "timing.itres=5: not a key of neuronexp's schema"),
+    (["launcher.pool=x"], "launcher.pool=x: expected indices"),
+    (["compile.backend=inductor", "correctness.rtol=-1"], "correctness.rtol=-1.0: must be null or a finite number >= 0"),
+    (["module=nosuch"], "module=nosuch: unknown option"),
+])
+def test_a_plain_config_error_is_reported_before_torch_is_imported(tmp_path: Path, args: list[str], line: str) -> None:
+    result, errors, imported = _run_logged(tmp_path, *args)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and errors[0].startswith(f"neuronexp: error: {line}"), errors
+    assert "neuronexp" in imported  # the log is read: neuronexp itself shows up in it
+    assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_the_import_log_does_show_torch_where_a_check_needs_it(tmp_path: Path) -> None:
+    # Whether a compile backend exists only torch._dynamo knows: this error may import torch, and the log shows it
+    # (so the tests above would see torch if a plain error imported it again).
+    result, errors, imported = _run_logged(tmp_path, "compile.backend=nosuch")
+    assert result.returncode == 2 and errors[0].startswith("neuronexp: error: compile.backend=nosuch: one of "), errors
+    assert "torch" in imported
