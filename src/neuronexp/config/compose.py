@@ -15,7 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.spec import CellSpec
-from neuronexp.config.validate import check_known_keys, check_shape, validate
+from neuronexp.config.validate import check_known_keys, check_shape, validate, validate_values
 
 # A config node `hidden_size: ${nx.last:${input.shape}}` follows the swept input shape, so module
 # options never need editing when `input.shape` changes.
@@ -99,14 +99,23 @@ def _check_shape_first(cfg: DictConfig) -> None:
         check_shape("input.shape", shape)
 
 
-def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str) -> CellSpec:
+def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str,
+              check_code: bool = True) -> CellSpec:
     """Build and validate the CellSpec of one job.
+
+    Args:
+        check_code: False checks the plain values only (validate_values), importing no torch; the caller runs
+            validate_code on the spec's config later (a sweep: once every cell's values are known good).
 
     Raises:
         ConfigError: any bad value, before work starts.
     """
     run_cfg = to_run_config(cfg)
-    warnings = validate(run_cfg)
+    warnings: list[str] = []
+    if check_code:
+        warnings = validate(run_cfg)
+    else:
+        validate_values(run_cfg)
     experiment, module = labels_from(cfg, choices, task_overrides)
     resolved = OmegaConf.to_container(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
     # Not what a cell measures: where it runs (same run_id under any launcher), and what it is compared with.
@@ -132,11 +141,11 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     )
 
 
-def spec_from_sweep_config(cfg: DictConfig) -> CellSpec:
+def spec_from_sweep_config(cfg: DictConfig, check_code: bool = True) -> CellSpec:
     """For a config composed by the sweeper (it still carries its `hydra` node)."""
     hc = cfg.hydra
     task = task_overrides(hc.overrides.task)
-    return spec_from(cfg, _choices(cfg), task, override_dirname(task))
+    return spec_from(cfg, _choices(cfg), task, override_dirname(task), check_code)
 
 
 def task_overrides(task: Any) -> list[str]:

@@ -85,6 +85,13 @@ def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> N
 def validate(cfg: RunConfig) -> list[str]:
     """Check what the schema types cannot: ranges, shapes, core lists, the module target, the inputs and the
     baseline. Returns warnings for the cell's row (a keyword input `forward` may ignore)."""
+    validate_values(cfg)
+    return validate_code(cfg)
+
+
+def validate_values(cfg: RunConfig) -> None:
+    """The checks of plain values (shapes, numbers, units, names): they import nothing, so a mistake here is
+    reported before torch is imported."""
     check_shape("input.shape", cfg.input.shape)
     if cfg.input.dtype in (DType.int64, DType.int32, DType.bool):
         raise ConfigError("input.dtype", cfg.input.dtype.value, "the first input must be a floating dtype")
@@ -127,8 +134,12 @@ def validate(cfg: RunConfig) -> list[str]:
     _optional_number("roofline.peak_tflops", cfg.roofline.peak_tflops, positive=True)
     _optional_number("correctness.rtol", cfg.correctness.rtol, positive=False)
     _optional_number("correctness.atol", cfg.correctness.atol, positive=False)
-    # Last, the checks that import torch (Dynamo's backends, the module's class): every plain value above is
-    # reported without paying for that import.
+    _check_compile_mode(cfg.compile.mode)
+
+
+def validate_code(cfg: RunConfig) -> list[str]:
+    """The checks that import code: Dynamo's backends, the module's class and its inputs' factories (torch, and
+    the user's module). Returns the inputs' warnings (see validate)."""
     validate_compile(cfg.compile.backend, cfg.compile.mode)
     validate_module_target(cfg.module)
     return check_inputs(cfg.input, cfg.module)
@@ -151,10 +162,14 @@ def check_baseline(baseline: Any) -> None:
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def validate_compile(backend: str | None, mode: str | None) -> None:
-    """A misspelt backend or mode fails here, not in every cell after its module is built."""
+def _check_compile_mode(mode: str | None) -> None:
     if mode is not None and mode not in COMPILE_MODES:
         raise ConfigError("compile.mode", mode, f"one of {', '.join(COMPILE_MODES)}, or null")
+
+
+def validate_compile(backend: str | None, mode: str | None) -> None:
+    """A misspelt backend or mode fails here, not in every cell after its module is built."""
+    _check_compile_mode(mode)
     if backend is None:
         return
     import torch._dynamo  # only when a backend is named: importing Dynamo costs about a second

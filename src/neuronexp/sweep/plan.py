@@ -17,11 +17,10 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neuronexp.backends import backend_kind, check_available
 from neuronexp.config import ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
+from neuronexp.config.validate import validate_code
 from neuronexp.sweep._hydra import apply_value_overrides, override_dirname
-from neuronexp.sweep.machine import check_slots_fit
 from neuronexp.sweep.slurm import check_slurm_sweep
 
 
@@ -104,14 +103,15 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         raise ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
                           "hydra/launcher=submitit_local runs the same path on this machine")
     composer = CellComposer(master, loader)
-    cells, backends, by_dir, by_run, slot_asks, cpu_slots = [], set(), {}, {}, {}, set()
+    cells, specs, backends, by_dir, by_run, slot_asks, cpu_slots = [], [], set(), {}, {}, {}, set()
     varying = _varying_keys(jobs)
     for num, job in enumerate(jobs):
         cfg = composer.compose(job, num)
-        spec = spec_from_sweep_config(cfg)
+        spec = spec_from_sweep_config(cfg, check_code=False)  # the checks that import torch: below, once all pass
+        specs.append(spec)
         backends.add(spec.config.backend)
         slots = spec.config.launcher
-        ask = (backend_kind(spec.config.backend), slots, spec.config.neuron.visible_cores)
+        ask = (spec.config.backend, slots, spec.config.neuron.visible_cores)
         slot_asks.setdefault((ask[0], slots.devices, slots.per_device, slots.pool, ask[2]), ask)
         if spec.config.backend.value == "cpu":  # explicitly: `auto` may mean another device on the nodes
             cpu_slots.add((slots.devices, slots.per_device))
@@ -126,13 +126,19 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         by_dir[subdir], by_run[spec.run_id] = num, num
         cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label,
                                  bool(spec.config.compile.enabled)))
+    # Only now, with every value checked: the backends import torch, the slot checks pandas (results' files).
+    from neuronexp.backends import backend_kind, check_available
+    from neuronexp.sweep.machine import check_slots_fit
+
+    for spec in specs:
+        validate_code(spec.config)
     for name in backends:  # an unavailable backend fails here, once, before any cell runs
         check_available(name)
     if slurm:  # Slurm's cells run on other machines, whatever this one has: checked against the cluster
         check_slurm_sweep(master, cpu_slots)
     else:
-        for kind, launcher_cfg, cores in slot_asks.values():
-            check_slots_fit(kind, launcher_cfg, cores)
+        for backend, launcher_cfg, cores in slot_asks.values():
+            check_slots_fit(backend_kind(backend), launcher_cfg, cores)
     return cells
 
 

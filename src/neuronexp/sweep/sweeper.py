@@ -16,16 +16,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from neuronexp.report.terminal import print_sweep
-from neuronexp.results import JOBS_MANIFEST
-from neuronexp.results.files import write_json
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
-from neuronexp.sweep.aggregate import aggregate
 from neuronexp.sweep.forkserver import ForkServer
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
-from neuronexp.sweep.progress import SweepProgress
-from neuronexp.sweep.resume import assign
 from neuronexp.sweep.stopped import SweepStopped
 
 log = logging.getLogger("neuronexp.sweep")
@@ -57,6 +51,14 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
 
 
 def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> list[Any]:
+    # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
+    from neuronexp.report.terminal import print_sweep
+    from neuronexp.results import JOBS_MANIFEST
+    from neuronexp.results.files import write_json
+    from neuronexp.sweep.aggregate import aggregate
+    from neuronexp.sweep.progress import SweepProgress
+    from neuronexp.sweep.resume import assign
+
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
     baseline = OmegaConf.select(ctx.master, "baseline", default=None)
     baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
