@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
-from helpers import REPO, run_cli
+from helpers import REPO, console_script, run_cli
 from neuronexp.config.compose import typed
 
 
@@ -76,3 +77,14 @@ def test_the_help_path_imports_neither_torch_nor_pandas(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]
     assert "== Commands ==" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-sc", "install=bash"]], ids=["help", "completion"])
+def test_a_reader_that_stops_reading_ends_the_command_quietly(args: list[str], tmp_path: Path) -> None:
+    # `neuronexp --help | head -1`: the pipe closes before neuronexp writes (it is closed here before the
+    # process has even imported Hydra), which once read as "cannot write the results" and exit 1.
+    proc = subprocess.Popen([console_script("neuronexp"), *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and stderr == "", stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 from rich.console import Console
 
+from neuronexp.cli.pipe import quiet_on_closed_stdout
 from neuronexp.compare import CompareError, cell_lists, compare, comparison_markdown, print_comparison, regressed
 from neuronexp.results import DamagedResults, load
 from neuronexp.results.files import atomic_write_text
@@ -34,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)

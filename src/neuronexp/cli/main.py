@@ -21,6 +21,7 @@ os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 from neuronexp.cli.callbacks import RunRejected  # noqa: E402
 from neuronexp.cli.errors import user_error_line  # noqa: E402
+from neuronexp.cli.pipe import stdout_closed  # noqa: E402
 from neuronexp.config.compose import override_dirname, spec_from, task_overrides  # noqa: E402
 from neuronexp.sweep.stopped import SweepStopped  # noqa: E402
 
@@ -116,6 +117,8 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:
         print("neuronexp: interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # the reader stopped (`| head`): not a results file neuronexp failed to write
+        sys.exit(stdout_closed())
     except Exception as exc:
         _exit_for(exc, full_error)
     sys.exit(0)

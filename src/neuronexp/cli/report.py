@@ -14,6 +14,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 
+from neuronexp.cli.pipe import quiet_on_closed_stdout
 from neuronexp.report.plots import figures
 from neuronexp.report.model import ReportError, build_report
 from neuronexp.report.html import render_html
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(highlight=False)

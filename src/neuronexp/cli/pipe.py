@@ -1,0 +1,32 @@
+"""A reader that stops reading (`neuronexp ... | head`) is not an error: the command ends quietly, as Unix tools do."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from typing import Callable
+
+# What a shell reports for a command stopped by a closed pipe (128 + SIGPIPE).
+CLOSED_PIPE_STATUS = 141
+
+
+def stdout_closed() -> int:
+    """Point stdout at /dev/null, since Python flushes it again at exit and would fail a second time, and give
+    the status to exit with."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return CLOSED_PIPE_STATUS
+
+
+def quiet_on_closed_stdout(main: Callable[..., int]) -> Callable[..., int]:
+    """Wrap a console script's main so that a closed stdout ends it quietly."""
+
+    @functools.wraps(main)
+    def wrapper(*args: object, **kwargs: object) -> int:
+        try:
+            return main(*args, **kwargs)
+        except BrokenPipeError:
+            return stdout_closed()
+
+    return wrapper
