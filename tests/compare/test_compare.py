@@ -13,7 +13,8 @@ import pytest
 from helpers import run_cli, small_sweep
 from neuronexp.compare.join import CompareError, compare
 from neuronexp.compare.ops import op_changes
-from neuronexp.analysis.stats import benjamini_hochberg, bootstrap_medians, compare_samples, mann_whitney_p, verdict
+from neuronexp.analysis.stats import (benjamini_hochberg, bootstrap_medians, compare_rounds, compare_samples,
+                                      hierarchical_medians, mann_whitney_p, verdict)
 from neuronexp.results import Results, frame, load, to_arrow
 from neuronexp.results.files import write_table
 
@@ -22,22 +23,31 @@ SHAPES = ["[1,8,64]", "[1,64,512]", "[1,128,1024]", "[1,512,2048]"]
 
 
 def make_results(tag: str, *, scale: float = 1.0, noise: float = 0.03, n: int = 40, seed: int = 0,
-                 backend: str = "cpu", extra_override: str = "", shapes: list[str] = SHAPES) -> Results:
-    """12 cells (3 modules × 4 shapes) with lognormal-ish samples around a known median per cell."""
+                 backend: str = "cpu", extra_override: str = "", shapes: list[str] = SHAPES, rounds: int = 1,
+                 drift: float = 0.0, run_shift: float = 0.0, threads: int | None = None) -> Results:
+    """12 cells (3 modules × 4 shapes) with lognormal-ish samples around a known median per cell.
+
+    With `rounds` > 1 the n samples are split into rounds, each round shifted by its own lognormal factor of
+    spread `drift` (the host's drift over seconds), and the whole run by exp(run_shift) (one run's luck).
+    """
     rng = np.random.default_rng(seed)
     cells, samples, ops = [], [], []
     for i, module in enumerate(MODULES):
         for j, shape in enumerate(shapes):
             run_id = f"{tag}-{i}-{j}"
             true_median = 10.0 * (j + 1) * (i + 1) * scale
-            lat = true_median * np.exp(noise * rng.standard_normal(n))
+            round_of = np.arange(n) * rounds // n
+            shift = np.exp(run_shift + drift * rng.standard_normal(rounds))[round_of]
+            lat = true_median * shift * np.exp(noise * rng.standard_normal(n))
             labels = dict(run_id=run_id, experiment="adhoc", module=module, compiled=module.endswith("compiled"),
                           backend=backend, device="cpu" if backend == "cpu" else "cuda:0",
                           device_name="Xeon" if backend == "cpu" else "NVIDIA H200", dtype="bfloat16", shape=shape)
             cells.append(dict(labels, numel=64 * (j + 1), status="ok", latency_median_us=float(np.median(lat)),
                               overrides=f"module={module},input.shape={shape},timing.iters={n}{extra_override}",
-                              started_at=f"2026-01-0{1 + (tag == 'b')}T00:00:00", trace_path=f"{tag}/trace.json"))
-            samples += [dict(run_id=run_id, sample=k, latency_us=float(v)) for k, v in enumerate(lat)]
+                              started_at=f"2026-01-0{1 + (tag == 'b')}T00:00:00", trace_path=f"{tag}/trace.json",
+                              threads=threads))
+            samples += [dict(run_id=run_id, sample=k, latency_us=float(v), round=int(round_of[k]) if rounds > 1 else None)
+                        for k, v in enumerate(lat)]
             ops.append(dict(labels, cycle=0, op="aten::mul", device_type="CPU", calls=3.0, self_device_us=float(true_median)))
     return Results(frame("cells", cells), frame("ops", ops), frame("samples", samples))
 
@@ -132,6 +142,82 @@ def test_verdict_rules() -> None:
     assert verdict(1.5, 0.2, 0.05, 0.02) == "no change"
     assert verdict(1.01, 1e-9, 0.05, 0.02) == "no change"
     assert verdict(float("nan"), 0.01, 0.05, 0.02) == "n/a"
+    # One round on a side: significance within a run says nothing across runs; only the interval counts.
+    assert verdict(1.05, 1e-9, 0.05, 0.02, separable=False, ci_low=1.01, ci_high=1.09) == "no change"
+    assert verdict(1.05, 1e-9, 0.05, 0.02, separable=False, ci_low=1.03, ci_high=1.07) == "slower"
+    assert verdict(0.9, 1e-9, 0.05, 0.02, separable=False, ci_low=0.85, ci_high=0.95) == "faster"
+
+
+# --- rounds: run-to-run variance (issue 9, point 5) ---------------------------------------------------
+
+def test_the_hierarchical_bootstrap_sees_the_spread_between_rounds() -> None:
+    rng = np.random.default_rng(5)
+    groups = [100 * np.exp(0.05 * rng.standard_normal() + 0.01 * rng.standard_normal(20)) for _ in range(5)]
+    boot = hierarchical_medians(groups, np.random.default_rng(6), 4000)
+    pooled = bootstrap_medians(np.concatenate(groups), np.random.default_rng(6), 4000)
+    # Round medians spread ~5%: the median of 5 of them is uncertain by a few %, far more than pooled scatter says.
+    assert boot.std() > 3 * pooled.std()
+    assert boot.std() / 100 == pytest.approx(0.05 * 1.25 / np.sqrt(5), rel=0.6)
+
+
+def test_a_a_with_drift_between_rounds_is_no_change_while_pooled_samples_call_it() -> None:
+    """Two runs of the same code on a drifting host: each round shifted ±4%, each run by its own luck."""
+    a = make_results("a", seed=1, rounds=5, drift=0.04, n=100, noise=0.02)
+    b = make_results("b", seed=2, rounds=5, drift=0.04, n=100, noise=0.02)
+    cmp = compare(a, b)
+    assert (cmp.cells["verdict"] == "no change").all(), cmp.cells[["cell", "ratio", "ci_low", "ci_high", "q_value"]]
+    assert (cmp.cells["rounds_a"] == 5).all() and (cmp.cells["rounds_b"] == 5).all()
+    assert not any("one timing round" in n for n in cmp.notes)
+    # The same samples with their rounds dropped: pooled intervals only see scatter within a run.
+    pooled = compare(a._replace(samples=a.samples.drop(columns="round")), b._replace(samples=b.samples.drop(columns="round")),
+                     threshold=0.0)
+    assert (pooled.cells["verdict"] != "no change").sum() >= 4
+
+
+def test_a_known_25_percent_slowdown_is_found_through_the_drift() -> None:
+    a = make_results("a", seed=1, rounds=5, drift=0.04, n=100)
+    b = make_results("b", seed=2, rounds=5, drift=0.04, n=100, scale=1.25)
+    cmp = compare(a, b)
+    assert (cmp.cells["verdict"] == "slower").all()
+    assert ((cmp.cells["ci_low"] <= 1.25) & (1.25 <= cmp.cells["ci_high"])).sum() >= 10
+
+
+def test_one_round_on_a_side_says_noise_cannot_be_separated() -> None:
+    a = make_results("a", seed=1, rounds=5, n=100)
+    near = compare(a, make_results("b", seed=2, n=100, run_shift=0.01))  # 1% off, one round
+    assert any("12 cell(s) have one timing round on a side: run-to-run noise cannot be separated" in n for n in near.notes)
+    assert (~near.cells["rounds_b"].gt(1)).all() and (near.cells["verdict"] == "no change").all()
+    # Only a difference whose whole interval lies beyond the practical threshold is called.
+    far = compare(a, make_results("b", seed=2, n=100, scale=1.5))
+    assert (far.cells["verdict"] == "slower").all() and (far.cells["ci_low"] > 1.02).all()
+
+
+def test_compare_rounds_known_answer_and_fallback() -> None:
+    a = [10.0, 11.0, 12.0, 20.0, 21.0, 22.0, 30.0, 31.0, 32.0]
+    stats = compare_rounds(a, [2 * x for x in a], [0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 0, 0, 1, 1, 1, 2, 2, 2])
+    assert stats.median_a_us == 21.0 and stats.ratio == 2.0 and stats.separable
+    assert stats.rounds_a == stats.rounds_b == 3
+    single = compare_rounds(a, a, None, None)
+    assert not single.separable and single.rounds_a == 1 and single.p_value == 1.0
+
+
+def test_a_difference_in_a_noisy_cell_is_not_called() -> None:
+    from neuronexp.compare.render import regressed, verdict_line
+
+    a, b = make_results("a", seed=1), make_results("b", seed=2, scale=2.0)
+    b = b._replace(cells=b.cells.assign(noisy=b.cells["run_id"] == "b-0-0", noise="other processes used 1.5 cores"))
+    cmp = compare(a, b)
+    row = cmp.cells.set_index("run_id_b").loc["b-0-0"]
+    assert row["verdict"] == "noisy" and row["ratio"] > 1.9  # the figure is shown, the claim is not made
+    assert cmp.count("slower") == 11 and "1 noisy cell(s) differ but are not called" in verdict_line(cmp)
+    assert any("noisy in A or B" in n and "rmsnorm_naive · [1,8,64]" in n for n in cmp.notes)
+    only_noisy = compare(a, b._replace(cells=b.cells.assign(noisy=True)))
+    assert only_noisy.count("noisy") == 12 and not regressed(only_noisy)
+
+
+def test_threads_and_allocator_differences_are_named() -> None:
+    a, b = make_results("a", threads=1), make_results("b", threads=2)
+    assert "threads differs: 1 vs 2" in compare(a, b).notes
 
 
 def test_a_cell_without_samples_is_not_judged() -> None:
@@ -156,7 +242,7 @@ def test_a_label_that_differs_is_named_and_can_be_ignored() -> None:
         compare(a, b)
     cmp = compare(a, b, ignore=["backend"])  # device and device_name follow the backend
     assert len(cmp.cells) == 12 and "device_name" in cmp.ignored
-    assert cmp.notes == ["device_name differs: Xeon vs NVIDIA H200"]
+    assert cmp.notes[0] == "device_name differs: Xeon vs NVIDIA H200"
 
 
 def test_other_overrides_are_labels() -> None:
@@ -231,7 +317,8 @@ def test_cli_same_sweep_twice_is_no_change_with_markdown_and_csv(sweep: Path, tm
     assert result.returncode == 0, result.stderr
     assert "4 no change" in result.stdout and "slower" not in result.stdout.replace("0 slower", "")
     md = (tmp_path / "cmp.md").read_text()
-    assert "| rmsnorm_fused · [1,16,128] |" in md and "no change" in md
+    assert "rmsnorm_fused · [1,16,128] |" in md and "no change" in md  # "~" before it when the run was noisy
+    assert "| 5/5 | no change |" in md and "one timing round" not in md  # intervals over the 5 rounds a side
     csv = pd.read_csv(tmp_path / "cmp.csv")
     assert len(csv) == 4 and (csv["verdict"] == "no change").all()
 

@@ -10,8 +10,10 @@ from omegaconf import OmegaConf
 
 from neuronexp.cell.inputs import make_inputs
 
+from neuronexp.backends.cpu import CpuBackend
+from neuronexp.cell.profiling import resolve_schedule
 from neuronexp.config.compose import spec_from, to_run_config
-from neuronexp.config import ConfigError, RunConfig, validate, validate_units
+from neuronexp.config import ConfigError, RunConfig, ScheduleConfig, validate, validate_units
 
 from helpers import EXPERIMENTS, REPO
 
@@ -51,7 +53,7 @@ def test_every_module_option_composes_builds_and_runs_on_its_inputs(hydra_conf, 
 def test_every_profiler_option_composes(hydra_conf, option: str) -> None:
     run_cfg = to_run_config(compose("config", overrides=[f"profiler={option}"]))
     validate(run_cfg)
-    assert run_cfg.profiler.schedule.active >= 1
+    assert resolve_schedule(run_cfg.profiler, CpuBackend).active >= 1
 
 
 @pytest.mark.parametrize("experiment", sorted(p.stem for p in (REPO / "conf" / "experiment").glob("*.yaml")))
@@ -145,9 +147,16 @@ def test_run_config_round_trips_through_omegaconf() -> None:
 
 
 def test_schedule_defaults_follow_the_design(hydra_conf) -> None:
-    cfg = to_run_config(compose("config"))
-    s = cfg.profiler.schedule
-    assert (s.wait, s.warmup, s.active, s.repeat) == (2, 1, 1, 1)
+    """Left null, the schedule is the backend's: five one-step cycles where a step is cheap, 2/1/1/1 on Neuron."""
+    from neuronexp.backends.cuda import CudaBackend
+    from neuronexp.backends.neuron import NeuronBackend
+
+    profiler = to_run_config(compose("config")).profiler
+    assert (profiler.schedule.wait, profiler.schedule.repeat) == (None, None)
+    assert resolve_schedule(profiler, CpuBackend) == resolve_schedule(profiler, CudaBackend) == ScheduleConfig(1, 1, 1, 5)
+    assert resolve_schedule(profiler, NeuronBackend) == ScheduleConfig(2, 1, 1, 1)
+    quick = to_run_config(compose("config", overrides=["profiler=quick"])).profiler
+    assert resolve_schedule(quick, NeuronBackend) == ScheduleConfig(0, 1, 1, 1)
 
 
 def test_the_documented_compile_modes_are_modes_of_this_torch() -> None:
@@ -161,7 +170,7 @@ def test_the_documented_compile_modes_are_modes_of_this_torch() -> None:
 def test_schema_keys_are_known_inside_neuronexps_nodes_only() -> None:
     from neuronexp.config.validate import schema_keys
 
-    assert schema_keys("timing") == ["warmup", "iters", "max_seconds", "min_iters"]
+    assert schema_keys("timing") == ["warmup", "iters", "max_seconds", "min_iters", "rounds", "round_gap_s"]
     assert "kv_heads" in (schema_keys("dims") or [])
     assert "schedule" in (schema_keys("profiler") or [])
     assert schema_keys("module") is None and schema_keys("notes") is None and schema_keys("input.kwargs") is None

@@ -12,7 +12,8 @@ import pandas as pd
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.results import usable
 
-FUSION_COLUMNS = ["input", "variant", "is_baseline", "compared", "device_ops", "device_time_us", "latency_median_us", "removed", "added"]
+FUSION_COLUMNS = ["input", "variant", "is_baseline", "compared", "ops_dispatched", "device_ops", "device_time_us",
+                  "latency_median_us", "removed", "added"]
 
 
 _GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph \w+ ##$")
@@ -39,15 +40,32 @@ def op_key(name: str, device_type: str) -> str:
     return name if device_type in ("CPU", "", "None") else f"{name} [{device_type}]"
 
 
+def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """run_id, op, cols: each op's median over its cell's profiler cycles, an op absent from a cycle counting 0
+    there. Medians, not means: one slow cycle (the profiler's start-up, another process) cannot move it.
+
+    `cycles_of` lists every (run_id, cycle) profiled, including cycles where none of `rows`' ops ran.
+    """
+    per_cycle = rows.groupby(["run_id", "cycle", "op"], as_index=False)[cols].sum()
+    grid = cycles_of[["run_id", "cycle"]].drop_duplicates().merge(per_cycle[["run_id", "op"]].drop_duplicates(), on="run_id")
+    full = grid.merge(per_cycle, on=["run_id", "cycle", "op"], how="left").fillna({c: 0.0 for c in cols})
+    return full.groupby(["run_id", "op"], as_index=False)[cols].median()
+
+
 def per_op(ops: pd.DataFrame) -> pd.DataFrame:
-    """run_id, op, us, calls: self device time and calls per step, averaged over profiler cycles."""
+    """run_id, op, us, calls: self device time and calls per step, median over profiler cycles."""
     if ops.empty:
         return pd.DataFrame(columns=["run_id", "op", "us", "calls"])
     keys = [op_key(o, str(t)) for o, t in zip(ops["op"], ops["device_type"])]
-    summed = ops.assign(op=keys).groupby(["run_id", "op"], as_index=False)[["self_device_us", "calls"]].sum()
-    cycles = ops.groupby("run_id")["cycle"].nunique().clip(lower=1)
-    per_cycle = summed[["self_device_us", "calls"]].div(summed["run_id"].map(cycles).values, axis=0)
-    return pd.concat([summed[["run_id", "op"]], per_cycle], axis=1).rename(columns={"self_device_us": "us"})
+    out = median_over_cycles(ops.assign(op=keys), ops, ["self_device_us", "calls"])
+    return out.rename(columns={"self_device_us": "us"})
+
+
+def leaf_ops(ops: pd.DataFrame) -> pd.DataFrame:
+    """Op rows that did work themselves (`leaf`); results written before that column keep every row."""
+    if "leaf" not in ops.columns:
+        return ops
+    return ops[ops["leaf"].fillna(True).astype(bool)]
 
 
 def host_ops(ops: pd.DataFrame) -> pd.DataFrame:
@@ -63,24 +81,26 @@ def host_ops(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
-    """Per cell: top ops by self device time per step, averaged over profiler cycles, with their share."""
+    """Per cell: top leaf ops by self device time per step (median over profiler cycles), with their share.
+
+    Leaf ops only (neuronexp.cell.optree): a wrapper's self time is dispatch, not the work it hands on.
+    """
     if ops.empty:
         return {}
     cols = ["calls", "self_device_us", "device_share"]
-    per_cycle = host_ops(ops).groupby(["run_id", "cycle", "op"], as_index=False)[cols].sum()
-    per_op = per_cycle.groupby(["run_id", "op"], as_index=False)[cols].mean().rename(columns={"device_share": "share"})
+    per_op = median_over_cycles(leaf_ops(host_ops(ops)), ops, cols).rename(columns={"device_share": "share"})
     ranked = per_op.sort_values(["run_id", "self_device_us"], ascending=[True, False], kind="stable")
     return {str(run): g.drop(columns="run_id").reset_index(drop=True)
             for run, g in ranked.groupby("run_id").head(top).groupby("run_id")}
 
 
 def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    """Per input and variant: device ops dispatched per step, and which ops disappeared or appeared compared with
+    """Per input and variant: ops dispatched and executed per step, and which leaf ops disappeared or appeared compared with
     the cell's baseline cell (`baseline_run_id`; the fusion finding, op by op). `compared` is false for a cell
     without a usable baseline cell, whose removed/added lists say nothing."""
     ok = cells[cells["status"].map(usable)]
     _, variants, grid = comparison_grid(ok)
-    host = host_ops(ops) if not ops.empty else ops
+    host = leaf_ops(host_ops(ops)) if not ops.empty else ops
     names = host[host["calls"] > 0].groupby("run_id")["op"].agg(set).to_dict() if not host.empty else {}
     usable_runs = set(ok["run_id"])
     rows = []
@@ -95,7 +115,7 @@ def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
             mine, base_ops = names.get(cell["run_id"], set()), names.get(ref, set()) if compared else set()
             rows.append({
                 "input": " ".join(map(str, key)), "variant": variant, "is_baseline": is_baseline, "compared": compared,
-                "device_ops": cell["device_ops"], "device_time_us": cell["device_time_us"],
+                "ops_dispatched": cell.get("ops_dispatched"), "device_ops": cell["device_ops"], "device_time_us": cell["device_time_us"],
                 "latency_median_us": cell["latency_median_us"],
                 "removed": sorted(base_ops - mine) if compared else [], "added": sorted(mine - base_ops) if compared else [],
             })

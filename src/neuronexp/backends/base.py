@@ -11,6 +11,8 @@ import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
+from neuronexp.config import ScheduleConfig
+
 
 class BackendUnavailable(RuntimeError):
     """The backend cannot run here; the message says what is missing."""
@@ -28,6 +30,10 @@ class Backend:
     # Calls made after the first one and before timing/profiling, whatever timing.warmup says
     # (Neuron's profiling guide asks for 3, or the profile holds compilation).
     min_warmup_calls = 0
+    # The profiler schedule's values left null in the config. Where a step is cheap, five cycles of one
+    # active step each: per-step figures are medians over them, so one slow step (the profiler's own
+    # start-up, a page fault, another process) cannot make the profile (docs/methodology.md).
+    default_schedule = ScheduleConfig(wait=1, warmup=1, active=1, repeat=5)
 
     def __init__(self) -> None:
         self.device = torch.device("cpu")

@@ -7,18 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from torch.autograd import DeviceType
 from torch.profiler import profile, schedule
 
 from neuronexp.analysis.ops import normalize_op
 from neuronexp.backends import Backend
-from neuronexp.config import ProfilerConfig
+from neuronexp.cell.optree import STEP_PREFIX, StepTree, is_leaf_row, step_tree
+from neuronexp.config import ProfilerConfig, ScheduleConfig
 from neuronexp.results.files import atomic_path
-
-# Host-side bookkeeping rows that dispatch nothing to a device (the step marker itself and
-# Dynamo's guard check); kept out of "operations dispatched per step".
-_STEP_PREFIX = "ProfilerStep"
-_NOT_DISPATCH = {"TorchDynamo Cache Lookup"}
 
 
 @dataclass
@@ -29,72 +24,81 @@ class CycleProfile:
     ops: list[dict[str, Any]]
     device_time_us: float
     cpu_time_us: float
-    device_ops: float
+    device_ops: float  # executed: leaf host ops on a CPU, device kernels elsewhere
+    ops_dispatched: float = float("nan")
+    memory_bytes: float | None = None  # bytes the step's ops allocated (net of their own frees); profile_memory
 
 
 @dataclass
 class ProfileResult:
     cycles: list[CycleProfile] = field(default_factory=list)
     trace_paths: list[Path] = field(default_factory=list)
+    schedule: ScheduleConfig | None = None
 
 
-def steps_needed(cfg: ProfilerConfig) -> int:
-    s = cfg.schedule
+def resolve_schedule(cfg: ProfilerConfig, backend: Backend | type[Backend]) -> ScheduleConfig:
+    """The schedule to run: the configured values, the backend's default for each one left null."""
+    s, d = cfg.schedule, backend.default_schedule
+    return ScheduleConfig(*(getattr(d, k) if getattr(s, k) is None else getattr(s, k)
+                            for k in ("wait", "warmup", "active", "repeat")))
+
+
+def steps_needed(cfg: ProfilerConfig | ScheduleConfig, backend: Backend | type[Backend] = Backend) -> int:
+    """prof.step() calls the schedule takes (a ProfilerConfig's nulls resolved for `backend`)."""
+    s = cfg if isinstance(cfg, ScheduleConfig) else resolve_schedule(cfg, backend)
     return (s.wait + s.warmup + s.active) * s.repeat
 
 
-def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig) -> list[dict[str, Any]]:
-    active = cfg.schedule.active
+def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree: StepTree) -> list[dict[str, Any]]:
     host_only = backend.device_row_type is None
     rows = []
     for evt in prof.key_averages(group_by_input_shape=cfg.record_shapes):
-        if evt.key.startswith(_STEP_PREFIX):
-            continue
+        name = evt.key
+        if name.startswith(STEP_PREFIX) or name in tree.python_names or name == "[memory]":
+            continue  # the step marker, Python frames (with_stack) and the profiler's frees are not ops
         self_cpu, cpu_total = evt.self_cpu_time_total / active, evt.cpu_time_total / active
+        device_type = evt.device_type.name
         rows.append(
             {
-                "op": normalize_op(evt.key),
-                "op_raw": evt.key,
-                "device_type": evt.device_type.name,
+                "op": normalize_op(name),
+                "op_raw": name,
+                "device_type": device_type,
                 "calls": evt.count / active,
                 "self_cpu_us": self_cpu,
                 "cpu_total_us": cpu_total,
                 # On a host-only backend the "device" is the CPU: say so rather than leave zeros.
                 "self_device_us": self_cpu if host_only else evt.self_device_time_total / active,
                 "device_total_us": cpu_total if host_only else evt.device_time_total / active,
+                "leaf": is_leaf_row(name, device_type, tree),
                 "input_shapes": str(evt.input_shapes) if cfg.record_shapes else None,
                 "flops": float(evt.flops) / active if cfg.with_flops else None,
+                "self_cpu_memory_bytes": evt.self_cpu_memory_usage / active if cfg.profile_memory else None,
+                "self_device_memory_bytes": evt.self_device_memory_usage / active if cfg.profile_memory else None,
             }
         )
     return rows
 
 
-def _top_level_calls(prof: Any) -> int:
-    """Operator calls made directly by the step (what the module dispatched), not their internals."""
-    n = 0
-    for evt in prof.events():
-        parent = evt.cpu_parent
-        top = parent is None or parent.name.startswith(_STEP_PREFIX)
-        if top and evt.device_type == DeviceType.CPU and not evt.name.startswith(_STEP_PREFIX):
-            n += evt.name not in _NOT_DISPATCH
-    return n
-
-
-def summarize_cycle(cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig) -> CycleProfile:
-    rows = _op_rows(prof, backend, cfg)
+def summarize_cycle(cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig, active: int | None = None) -> CycleProfile:
+    active = active or resolve_schedule(cfg, backend).active
+    tree = step_tree(prof.events())
+    rows = _op_rows(prof, backend, cfg, active, tree)
     cpu_time = sum(r["self_cpu_us"] for r in rows)
     if backend.device_row_type is None:
         device_time = cpu_time
-        device_ops = _top_level_calls(prof) / cfg.schedule.active
+        executed = tree.executed / active
+        memory_key = "self_cpu_memory_bytes"
     else:
         device_name = backend.device_row_type.name
         device_rows = [r for r in rows if r["device_type"] == device_name]
         device_time = sum(r["self_device_us"] for r in device_rows)
-        device_ops = sum(r["calls"] for r in device_rows)
+        executed = sum(r["calls"] for r in device_rows)
+        memory_key = "self_device_memory_bytes"
     for r in rows:
         r["cycle"] = cycle
         r["device_share"] = r["self_device_us"] / device_time if device_time > 0 else float("nan")
-    return CycleProfile(cycle, rows, device_time, cpu_time, device_ops)
+    memory = sum(max(r[memory_key], 0.0) for r in rows if r["device_type"] == "CPU") if cfg.profile_memory else None
+    return CycleProfile(cycle, rows, device_time, cpu_time, executed, tree.dispatched / active, memory)
 
 
 def _export_trace(prof: Any, path: Path) -> None:
@@ -103,17 +107,18 @@ def _export_trace(prof: Any, path: Path) -> None:
 
 
 def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path) -> ProfileResult:
-    """Run `fn` under torch.profiler for the configured schedule and collect each cycle.
+    """Run `fn` under torch.profiler for the configured schedule (nulls: the backend's) and collect each cycle.
 
     The device is synchronized inside the loop before every `prof.step()`: execution is asynchronous on
     CUDA and Neuron, and a step that closes before its kernels finish would lose their time.
     """
-    result = ProfileResult()
+    s = resolve_schedule(cfg, backend)
+    result = ProfileResult(schedule=s)
     extra_handlers = backend.trace_handlers(out_dir)
 
     def on_trace_ready(prof: Any) -> None:
         cycle = len(result.cycles)
-        result.cycles.append(summarize_cycle(cycle, prof, backend, cfg))
+        result.cycles.append(summarize_cycle(cycle, prof, backend, cfg, s.active))
         if cfg.export_trace:
             path = out_dir / ("trace.json" if cycle == 0 else f"trace.{cycle}.json")
             _export_trace(prof, path)
@@ -121,7 +126,6 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
         for handler in extra_handlers:
             handler(prof)
 
-    s = cfg.schedule
     # Kineto warns that each cycle clears the last one's events: intended, each is read in on_trace_ready.
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
     with profile(
@@ -134,7 +138,7 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
         with_flops=cfg.with_flops,
         **backend.profiler_kwargs(out_dir),
     ) as prof:
-        for _ in range(steps_needed(cfg)):
+        for _ in range(steps_needed(s)):
             fn()
             backend.synchronize()
             prof.step()

@@ -13,7 +13,8 @@ import torch
 
 from neuronexp.analysis.ops import hotspots
 from neuronexp.backends import Backend
-from neuronexp.cell.environment import package_version
+from neuronexp.cell.environment import host_cpus, package_version
+from neuronexp.cell.noise import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec
@@ -28,6 +29,7 @@ class Measured:
     first_call_s: float
     latency: LatencyStats
     profile: ProfileResult
+    threads: int = 1  # torch intra-op threads while the cell was measured
 
 
 def shape_label(shape: list[int]) -> str:
@@ -109,24 +111,48 @@ def cell_tables(
     )
     samples: list[dict[str, Any]] = []
     if m is not None:
-        cycles = m.profile.cycles
-        device_time = float(np.median([c.device_time_us for c in cycles])) if cycles else float("nan")
-        top_op, top_share = hotspot(op_rows)
-        cell.update(
-            latency_median_us=m.latency.median_us,
-            latency_p10_us=m.latency.p10_us,
-            latency_p90_us=m.latency.p90_us,
-            latency_samples=len(m.latency.samples_us),
-            first_call_s=m.first_call_s,
-            device_time_us=device_time,
-            cpu_time_us=float(np.median([c.cpu_time_us for c in cycles])) if cycles else float("nan"),
-            device_ops=float(np.median([c.device_ops for c in cycles])) if cycles else float("nan"),
-            top_op=top_op,
-            top_op_share=top_share,
-            trace_path=str(m.profile.trace_paths[0].name) if m.profile.trace_paths else None,
-        )
-        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v} for i, v in enumerate(m.latency.samples_us)]
+        cell.update(measured_columns(m, op_rows))
+        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r}
+                   for i, (v, r) in enumerate(zip(m.latency.samples_us, m.latency.rounds))]
+    warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
     cell.update(extra)
-    notes = [*spec.warnings, *([str(extra["warnings"])] if extra.get("warnings") else [])]
-    cell["warnings"] = " | ".join(notes) or None
+    cell["warnings"] = join_warnings(*spec.warnings, warnings)
     return {"cells": arrow_table("cells", [cell]), "ops": arrow_table("ops", op_rows), "samples": arrow_table("samples", samples)}
+
+
+def _median(values: list[float | None]) -> float:
+    """Median over profiler cycles: one slow cycle (the profiler's start-up, another process) cannot set it."""
+    finite = [v for v in values if v is not None]
+    return float(np.median(finite)) if finite else float("nan")
+
+
+def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The row's measurement columns: latency over rounds, noise, and per-step profile medians over cycles."""
+    cycles = m.profile.cycles
+    device_time = _median([c.device_time_us for c in cycles])
+    top_op, top_share = hotspot(op_rows)
+    ratio = device_time / m.latency.median_us if m.latency.median_us > 0 else float("nan")
+    noise = noise_columns(m.latency, m.threads, len(host_cpus()))
+    schedule = m.profile.schedule
+    return dict(
+        latency_median_us=m.latency.median_us,
+        latency_p10_us=m.latency.p10_us,
+        latency_p90_us=m.latency.p90_us,
+        latency_samples=len(m.latency.samples_us),
+        first_call_s=m.first_call_s,
+        device_time_us=device_time,
+        cpu_time_us=_median([c.cpu_time_us for c in cycles]),
+        device_ops=_median([c.device_ops for c in cycles]),
+        ops_dispatched=_median([c.ops_dispatched for c in cycles]),
+        ops_executed=_median([c.device_ops for c in cycles]),
+        memory_per_step_bytes=_median([c.memory_bytes for c in cycles]) if any(c.memory_bytes is not None for c in cycles) else None,
+        profile_cycles=len(cycles),
+        profile_schedule=(f"{schedule.wait}/{schedule.warmup}/{schedule.active}/{schedule.repeat}" if schedule else None),
+        profile_ratio=ratio,
+        top_op=top_op,
+        top_op_share=top_share,
+        trace_path=str(m.profile.trace_paths[0].name) if m.profile.trace_paths else None,
+        threads=m.threads,
+        warnings=join_warnings(noise["noise"] and f"noisy: {noise['noise']}", profile_warning(ratio)),
+        **noise,
+    )

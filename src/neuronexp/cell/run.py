@@ -27,6 +27,8 @@ from neuronexp.cell.profiling import profile_callable
 from neuronexp.results import TABLES, Results
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 from neuronexp.cell.timing import time_callable
+from neuronexp.cell.noise import join_warnings
+from neuronexp.host import allocator
 
 trace_log = logging.getLogger("neuronexp.cell.traceback")
 
@@ -91,7 +93,7 @@ def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir:
     write_phase(out_dir, "profiling")
     with backend.profile_session(out_dir):
         profile = profile_callable(call, backend, spec.config.profiler, out_dir)
-    return Measured(first_call_s, latency, profile)
+    return Measured(first_call_s, latency, profile, torch.get_num_threads())
 
 
 def _error_text(exc: BaseException) -> str:
@@ -109,16 +111,26 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     that cannot start, a layer that raises or calls sys.exit, a compile error all become the `error` row."""
     cfg = spec.config
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    # Before the backend, the module or its inputs allocate anything (a fresh cell process applied it even
+    # earlier, before importing torch: sweep.launch).
+    host_alloc = allocator.apply(cfg.allocator.value)
+    alloc_columns = {"allocator": host_alloc["mode"], "malloc": host_alloc["malloc"], "allocator_note": host_alloc["note"]}
     try:
         backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
     except ConfigError as exc:
-        return write_lost_cell(spec, out_dir, str(exc), backend_kind(cfg.backend), describe_placement("cpu", None), started_at)
+        return write_lost_cell(spec, out_dir, str(exc), backend_kind(cfg.backend),
+                               {**describe_placement("cpu", None), **alloc_columns}, started_at)
     backend.prepare()
     measured: Measured | None = None
     limits = Limits({})
     error: str | None = None
     grad = grad_mode(cfg.input, backend.name)
+    # The process's own count is restored after the cell: the next cell of this process (basic launcher,
+    # warm worker) must start from it, not from this cell's `threads`.
+    process_threads = torch.get_num_threads()
     try:
+        if cfg.threads is not None:
+            torch.set_num_threads(cfg.threads)
         with grad, _kernel_records(spec, backend):
             write_phase(out_dir, "build")
             built = _build(spec, backend)
@@ -136,6 +148,7 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
         # file handler only, so the terminal keeps the one-line error).
         trace_log.error("cell %s failed: %s", spec.run_id, error, exc_info=True)
     finally:
+        torch.set_num_threads(process_threads)
         if backend.name != "cpu":
             # Device memory held by reference cycles (compiled graphs) must be back before the next
             # cell; on the host, reference counting suffices and a full collection costs ~0.2 s a cell.
@@ -146,15 +159,16 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     if measured:
         fill_device_times(measured.profile, backend.device_op_times())
     if limits.notes:
-        extra["warnings"] = " | ".join([*([str(extra["warnings"])] if extra.get("warnings") else []), *limits.notes])
-    extra = {**describe_placement(backend.name, backend.device), **limits.columns, **extra}
+        extra["warnings"] = join_warnings(extra.get("warnings"), *limits.notes)
+    extra = {**describe_placement(backend.name, backend.device), **alloc_columns, **limits.columns, **extra}
     wanted = max(cfg.timing.warmup, backend.min_warmup_calls)
     if measured is not None and measured.latency.warmup_calls < wanted:
         cut = f"warm-up stopped after {measured.latency.warmup_calls} of {wanted} calls (timing.max_seconds={cfg.timing.max_seconds:g})"
-        extra["warnings"] = " | ".join(w for w in (extra.get("warnings"), cut) if w)
+        extra["warnings"] = join_warnings(extra.get("warnings"), cut)
     labels = cell_labels(spec, backend)
     tables = cell_tables(spec, backend, labels, measured, error, extra, started_at)
-    env = environment_record(labels["device_name"], backend.name)
+    threads = measured.threads if measured else cfg.threads or process_threads
+    env = environment_record(labels["device_name"], backend.name, host_alloc, threads)
     if limits.host_roofs is not None:
         env["host_roofs"] = limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache file
     write_json(out_dir / "env.json", env)

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.variants import split_overrides
 from neuronexp.compare.ops import op_changes
-from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_samples, verdict
+from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_rounds, verdict
 from neuronexp.results import Results, usable
 from neuronexp.analysis.variants import cell_labels
 
@@ -40,7 +41,7 @@ class Comparison:
     threshold: float = 0.02
     alpha: float = 0.05
     ignored: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # environment differences worth knowing about
+    notes: list[str] = field(default_factory=list)  # environment differences and what the statistics cannot say
     broken: list[str] = field(default_factory=list)  # ran in A, failed in B: a regression too
     fixed: list[str] = field(default_factory=list)  # failed in A, ran in B
     failed: list[str] = field(default_factory=list)  # failed in both, with both errors
@@ -57,16 +58,37 @@ class Comparison:
 
 
 # Not join keys (a new torch is exactly what one compares), but a reader should know they changed.
-_ENVIRONMENT = ["torch_version", "neuronx_version", "device_name", "host", "timing_method"]
+_ENVIRONMENT = ["torch_version", "neuronx_version", "device_name", "host", "timing_method", "threads", "allocator",
+                "malloc"]
 
 
 def environment_notes(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     notes = []
     for col in _ENVIRONMENT:
         if col in a.columns and col in b.columns:
-            va, vb = sorted(a[col].dropna().astype(str).unique()), sorted(b[col].dropna().astype(str).unique())
+            va, vb = (sorted({_text(v) for v in side[col].dropna()}) for side in (a, b))
             if va != vb:
                 notes.append(f"{col} differs: {'/'.join(va) or '—'} vs {'/'.join(vb) or '—'}")
+    return notes
+
+
+def _text(value: object) -> str:
+    """A column value as one word: 2.0 (an integer column read back with gaps) is "2"."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def statistics_notes(cells: pd.DataFrame, threshold: float) -> list[str]:
+    """What the intervals cannot say: cells with one round on a side, cells flagged noisy."""
+    notes = []
+    single = cells[(cells["rounds_a"] < 2) | (cells["rounds_b"] < 2)] if not cells.empty else cells
+    if len(single):
+        notes.append(f"{len(single)} cell(s) have one timing round on a side: run-to-run noise cannot be separated "
+                     f"there, so only a difference whose whole interval lies beyond ±{threshold:.0%} is called "
+                     "(timing.rounds > 1 on both sides lifts this)")
+    noisy = cells[cells["noisy"]] if "noisy" in cells.columns and not cells.empty else cells
+    if len(noisy):
+        notes.append(f"noisy in A or B (their `noise` column says why; a difference there is not called): "
+                     f"{', '.join(map(str, noisy['cell']))}")
     return notes
 
 
@@ -132,8 +154,15 @@ def limit_pair(a: pd.Series, b: pd.Series) -> dict[str, object]:
     return {f"{col}_{side}": (cell.get(col) if col in cell else None) for col in LIMIT_COLUMNS for side, cell in (("a", a), ("b", b))}
 
 
-def _samples_by_run(samples: pd.DataFrame) -> dict[str, pd.Series]:
-    return {str(k): g["latency_us"] for k, g in samples.groupby("run_id")} if not samples.empty else {}
+def noisy_verdict(word: str, noisy: bool) -> str:
+    """A difference measured while the machine was busy (either side flagged `noisy`) is not called: the load
+    may have hit one side's rounds only, which no interval over those rounds can tell from a real change."""
+    return "noisy" if noisy and word in ("slower", "faster") else word
+
+
+def _noisy(cell: pd.Series) -> bool:
+    value = cell.get("noisy")
+    return bool(value) if value is not None and value == value else False
 
 
 def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: float = 0.02,
@@ -156,19 +185,21 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
                            + (f" (to compare across them: {names})" if names else ""))
     both = [k for k in all_a if k in all_b]
     name = cell_names({**all_b, **all_a}, ignored)
-    sa, sb = _samples_by_run(a.samples), _samples_by_run(b.samples)
+    sa, sb = samples_by_run(a.samples), samples_by_run(b.samples)
     rows, pairs = [], []
     for i, key in enumerate(matched):
         ca, cb = ran_a[key], ran_b[key]
-        stats = compare_samples(sa.get(str(ca["run_id"]), []), sb.get(str(cb["run_id"]), []), seed=seed + i)
+        (xa, ra), (xb, rb) = sa.get(str(ca["run_id"]), NO_SAMPLES), sb.get(str(cb["run_id"]), NO_SAMPLES)
+        stats = compare_rounds(xa, xb, ra, rb, seed=seed + i)
         label = name[key]
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
         rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats),
-                     **limit_pair(ca, cb)})
+                     "noisy": _noisy(ca) or _noisy(cb), **limit_pair(ca, cb)})
     cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__,
-                                        *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab")])
+                                        "noisy", *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab")])
     cells["q_value"] = benjamini_hochberg(cells["p_value"])
-    cells["verdict"] = [verdict(r, q, alpha, threshold) for r, q in zip(cells["ratio"], cells["q_value"])]
+    cells["verdict"] = [noisy_verdict(verdict(r.ratio, r.q_value, alpha, threshold, r.rounds_a > 1 and r.rounds_b > 1,
+                                              r.ci_low, r.ci_high), r.noisy) for r in cells.itertuples()]
     cells["resolved"] = [ci_within_threshold(lo, hi, threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]
     only_a = [name[k] for k in all_a if k not in all_b]
     only_b = [name[k] for k in all_b if k not in all_a]
@@ -177,8 +208,8 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
     failed = [f"{name[k]} (A: {_error(all_a[k])}; B: {_error(all_b[k])})"
               for k in both if k not in ran_a and k not in ran_b]
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
-    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, environment_notes(a.cells, b.cells),
-                      broken, fixed, failed)
+    notes = environment_notes(a.cells, b.cells) + statistics_notes(cells, threshold)
+    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, notes, broken, fixed, failed)
 
 
 def _error(cell: pd.Series) -> str:

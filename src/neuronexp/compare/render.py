@@ -11,15 +11,17 @@ from neuronexp.analysis.roofline import fmt_share
 from neuronexp.compare.join import Comparison
 from neuronexp.formatting import fmt_ci, fmt_delta, fmt_pct, fmt_q, fmt_ratio, fmt_us, md_cell, short_op
 
-_STYLE = {"slower": "bold red", "faster": "bold green", "no change": "dim", "n/a": "yellow"}
+_STYLE = {"slower": "bold red", "faster": "bold green", "no change": "dim", "n/a": "yellow", "noisy": "yellow"}
 
 
 def _rows(cmp: Comparison) -> list[list[str]]:
-    return [[str(r.cell), fmt_us(r.median_a_us), fmt_us(r.median_b_us), fmt_ratio(r.ratio), fmt_ci(r.ci_low, r.ci_high),
-             fmt_q(r.q_value), f"{r.n_a}/{r.n_b}", str(r.verdict)] for r in cmp.cells.itertuples()]
+    return [[("~" if getattr(r, "noisy", False) else "") + str(r.cell), fmt_us(r.median_a_us), fmt_us(r.median_b_us),
+             fmt_ratio(r.ratio), fmt_ci(r.ci_low, r.ci_high), fmt_q(r.q_value), f"{r.rounds_a}/{r.rounds_b}",
+             str(r.verdict)] for r in cmp.cells.itertuples()]
 
 
-_HEADERS = ["cell", "A median", "B median", "B/A", "95% CI", "q (BH)", "n A/B", "verdict"]
+# "rounds": the timing rounds on each side, the unit the interval resamples (one: pooled samples, see the notes).
+_HEADERS = ["cell", "A median", "B median", "B/A", "95% CI", "q (BH)", "rounds A/B", "verdict"]
 
 
 def cell_lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
@@ -56,11 +58,13 @@ def regressed(cmp: Comparison) -> bool:
 
 
 def verdict_line(cmp: Comparison) -> str:
-    counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change") if cmp.count(w))
+    counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change", "noisy") if cmp.count(w))
     line = f"{counts} (threshold {fmt_pct(cmp.threshold)}, BH q < {cmp.alpha:g})"
     if cmp.unresolved:
         line += (f"; {cmp.unresolved} 'no change' cell(s) have a CI wider than ±{fmt_pct(cmp.threshold)}: "
                  "more samples (timing.iters) would be needed to rule out a change that size")
+    if cmp.count("noisy"):
+        line += f"; {cmp.count('noisy')} noisy cell(s) differ but are not called: rerun them on a quiet machine"
     return line
 
 
@@ -92,7 +96,7 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     # Too narrow for the boxed table (80 columns, e.g. piped): no vertical rules, so the figures keep their room.
     boxed = sum(_natural_widths(rows)) + 3 * len(_HEADERS) + 1 <= console.width
     narrow = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
-    table = Table(title="B vs A · median latency · ratio of medians with bootstrap CI", title_justify="left", **narrow)
+    table = Table(title="B vs A · median of round medians · ratio with hierarchical bootstrap CI (~ noisy)", title_justify="left", **narrow)
     widths = _fit_widths(rows, console.width - (len(_HEADERS) - 1 if narrow else 3 * len(_HEADERS) + 1))
     for h, width in zip(_HEADERS, widths):
         table.add_column(h, justify="left" if h in ("cell", "verdict") else "right", width=width, overflow="fold")

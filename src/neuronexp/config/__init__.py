@@ -7,7 +7,7 @@ Imports nothing else from neuronexp.
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import (
-    BackendName, CompileConfig, CorrectnessConfig, DimsConfig, DType, InputConfig, LauncherConfig, NeuronDeviceConfig, NeuronMode,
+    AllocatorMode, BackendName, CompileConfig, CorrectnessConfig, DimsConfig, DType, InputConfig, LauncherConfig, NeuronDeviceConfig, NeuronMode,
     NeuronProfilerConfig, ProbeMode, ProfilerConfig, RooflineConfig, RunConfig, ScheduleConfig, TimingConfig,
 )
 from neuronexp.config.spec import CellSpec
@@ -16,7 +16,7 @@ from neuronexp.config.targets import locate
 from neuronexp.config.validate import validate, validate_module_target
 
 __all__ = [
-    "BackendName", "CellSpec", "CompileConfig", "ConfigError", "CorrectnessConfig", "DimsConfig", "DType", "InputConfig", "LauncherConfig",
+    "AllocatorMode", "BackendName", "CellSpec", "CompileConfig", "ConfigError", "CorrectnessConfig", "DimsConfig", "DType", "InputConfig", "LauncherConfig",
     "NeuronDeviceConfig", "NeuronMode", "NeuronProfilerConfig", "ProbeMode", "ProfilerConfig", "RooflineConfig", "RunConfig", "ScheduleConfig",
     "TimingConfig", "format_units", "locate", "parse_units", "unit_set", "validate", "validate_module_target",
     "validate_units",

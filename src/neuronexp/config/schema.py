@@ -38,6 +38,14 @@ class ProbeMode(str, Enum):
     off = "off"  # not measured: a CPU cell's % of peak stays empty
 
 
+class AllocatorMode(str, Enum):
+    """How each cell process's host malloc is set up (neuronexp.host.allocator, docs/methodology.md)."""
+
+    stable = "stable"  # glibc's mmap and trim thresholds fixed high: freed blocks stay in the heap
+    system = "system"  # as the process started
+    preloaded = "preloaded"  # an LD_PRELOADed jemalloc, tcmalloc or mimalloc
+
+
 class NeuronMode(str, Enum):
     """Members of `torch_neuronx.profiling.ProfileMode` (documented in the Neuron Explorer guide)."""
 
@@ -88,12 +96,13 @@ class InputConfig:
 
 @dataclass
 class ScheduleConfig:
-    """torch.profiler.schedule: wait + warmup + active steps, repeated `repeat` times (one cycle each)."""
+    """torch.profiler.schedule: wait + warmup + active steps, repeated `repeat` times (one cycle each). null:
+    1/1/1 x 5 cycles where a step is cheap (CPU, CUDA), per-step figures the medians; 2/1/1/1 on Neuron."""
 
-    wait: int = 2
-    warmup: int = 1
-    active: int = 1
-    repeat: int = 1
+    wait: int | None = None
+    warmup: int | None = None
+    active: int | None = None
+    repeat: int | None = None
 
 
 @dataclass
@@ -133,11 +142,14 @@ class TimingConfig:
     """The wall-clock pass, separate from the profiled one."""
 
     warmup: int = 10
-    iters: int = 100
-    # Stop sampling early after this many seconds (at least `min_iters` samples are still taken),
-    # so large shapes on a slow CPU do not dominate a sweep. The sample count is recorded per cell.
+    iters: int = 100  # samples in all, split evenly over the rounds
+    # Stop sampling early after this many seconds in all (each round gets its share; at least `min_iters` samples
+    # a round are still taken), so large shapes on a slow CPU do not dominate a sweep (the count is in the row).
     max_seconds: float = 5.0
     min_iters: int = 5
+    # Rounds `round_gap_s` apart: latency = median of round medians, noise = their spread (docs/methodology.md).
+    rounds: int = 5
+    round_gap_s: float = 0.05
 
 
 @dataclass
@@ -232,3 +244,7 @@ class RunConfig:
     # {module: rmsnorm_naive} or {compile.enabled: false}; a bare name means {module: name}. Speedups and
     # findings compare cells within a group only; null: no speedups.
     baseline: Any = None
+    allocator: AllocatorMode = AllocatorMode.stable  # host malloc in every process that runs a cell
+    # torch intra-op threads for the cell; null keeps the process's count (torch's default, or the launcher
+    # slot's cores). Sweepable: threads=1,2. The count used is in every row (`threads`).
+    threads: int | None = None

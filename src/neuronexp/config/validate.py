@@ -101,15 +101,19 @@ def validate_values(cfg: RunConfig) -> None:
         raise ConfigError("dims.kv_heads", cfg.dims.kv_heads, f"must divide dims.heads={cfg.dims.heads} (query heads share key/value heads)")
     check_baseline(cfg.baseline)
     s = cfg.profiler.schedule
-    _positive("profiler.schedule.wait", s.wait, 0)
-    _positive("profiler.schedule.warmup", s.warmup, 0)
-    _positive("profiler.schedule.active", s.active)
-    _positive("profiler.schedule.repeat", s.repeat)
+    for key, minimum in (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 1)):
+        if getattr(s, key) is not None:  # null: the backend's default
+            _positive(f"profiler.schedule.{key}", getattr(s, key), minimum)
     _positive("timing.warmup", cfg.timing.warmup, 0)
     _positive("timing.iters", cfg.timing.iters)
     _positive("timing.min_iters", cfg.timing.min_iters)
     if cfg.timing.max_seconds <= 0:
         raise ConfigError("timing.max_seconds", cfg.timing.max_seconds, "must be > 0")
+    _positive("timing.rounds", cfg.timing.rounds)
+    if cfg.timing.round_gap_s < 0:
+        raise ConfigError("timing.round_gap_s", cfg.timing.round_gap_s, "must be >= 0 seconds")
+    if cfg.threads is not None:
+        _positive("threads", cfg.threads)
     nprof = cfg.profiler.neuron
     validate_units("profiler.neuron.capture_enabled_for_nc", nprof.capture_enabled_for_nc)
     if nprof.max_events_per_nc is not None:

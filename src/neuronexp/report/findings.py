@@ -4,7 +4,8 @@ A group is a baseline cell and the cells compared with it (analysis.variants.bas
 and the same everything else, only the baseline's keys differing. Cells of different groups are never ranked
 against each other; without a baseline each cell stands alone. The same statistics as neuronexp-compare
 (compare_stats): a cell within the practical threshold of the fastest, or not significantly slower after
-Benjamini–Hochberg, is reported as a tie, not a loss.
+Benjamini–Hochberg, is reported as a tie, not a loss; intervals are over timing rounds (compare_rounds). A cell
+flagged `noisy` is not a finding: it is named as noisy and left out of the ranking.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import math
 
 import pandas as pd
 
-from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_samples, verdict
+from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
+from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
+from neuronexp.report.summary import noisy, output_differs
 from neuronexp.report.why import explain
-from neuronexp.report.summary import output_differs
 from neuronexp.results import USABLE
 
 INTERVAL_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high"]
@@ -51,27 +53,38 @@ def _hotspot(cell: dict, spots: dict[str, pd.DataFrame]) -> str:
 
 def speedup_intervals(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """run_id, speedup, ci_low, ci_high: every usable cell's speedup over its usable baseline cell (`baseline_run_id`;
-    the reference's median ÷ the cell's) with the 95% bootstrap interval. The findings state these figures and the
-    speedup plot draws them."""
+    the reference's median of round medians ÷ the cell's) with the 95% interval over timing rounds (compare_rounds,
+    as neuronexp-compare computes it). The findings state these figures and the speedup plot draws them."""
     ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
     if ok.empty or "baseline_run_id" not in ok:
         return pd.DataFrame(columns=INTERVAL_COLUMNS)
-    by_run = {str(k): g["latency_us"] for k, g in samples.groupby("run_id")} if not samples.empty else {}
+    by_run = samples_by_run(samples)
     usable = set(ok["run_id"].astype(str))
     rows = []
     for run, ref in zip(ok["run_id"].astype(str), ok["baseline_run_id"]):
         if isinstance(ref, str) and ref in usable and ref != run:
-            s = compare_samples(by_run.get(run, []), by_run.get(ref, []))
+            (xa, ra), (xb, rb) = by_run.get(run, NO_SAMPLES), by_run.get(ref, NO_SAMPLES)
+            s = compare_rounds(xa, xb, ra, rb)
             rows.append((run, s.ratio, s.ci_low, s.ci_high))
     return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
 
 
+def _fastest(group: list[dict]) -> dict | None:
+    quiet = [c for c in group if not noisy(c)]
+    return min(quiet, key=lambda c: c["latency_median_us"]) if quiet else None
+
+
+def _noisy_part(group: list[dict]) -> str:
+    flagged = [f"{c['_variant']} ({c.get('noise') or 'noisy'})" for c in group if noisy(c)]
+    return f"; noisy, not a finding: {', '.join(flagged)}" if flagged else ""
+
+
 def _other(group: list[dict], best: dict, ref: dict | None) -> dict | None:
     """What the winner is explained against: the group's baseline cell, or the runner-up when the baseline wins
-    (None when that cell ties with the winner: then there is no difference to explain)."""
-    if ref is not None and ref is not best:
+    or is noisy (None when that cell ties with the winner: then there is no difference to explain)."""
+    if ref is not None and ref is not best and not noisy(ref):
         return ref
-    rest = [c for c in group if c is not best]
+    rest = [c for c in group if c is not best and not noisy(c)]
     return min(rest, key=lambda c: c["latency_median_us"]) if rest else None
 
 
@@ -87,19 +100,19 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
         return []
     variant, _, rows = names(ok)
     ok = ok.assign(_variant=variant, _input=rows.agg(" ".join, axis=1))
-    by_run = {str(k): g["latency_us"] for k, g in samples.groupby("run_id")} if not samples.empty else {}
+    by_run = samples_by_run(samples)
     groups = _groups(ok)
     pairs: list[tuple[int, str, CellStats]] = []
     for i, group in enumerate(groups):
-        best = min(group, key=lambda c: c["latency_median_us"])
+        best = _fastest(group)
         for cell in group:
-            if cell is not best:
-                stats = compare_samples(by_run.get(str(best["run_id"]), []), by_run.get(str(cell["run_id"]), []))
-                pairs.append((i, str(cell["run_id"]), stats))
+            if best is not None and cell is not best and not noisy(cell):
+                (xa, ra), (xb, rb) = by_run.get(str(best["run_id"]), NO_SAMPLES), by_run.get(str(cell["run_id"]), NO_SAMPLES)
+                pairs.append((i, str(cell["run_id"]), compare_rounds(xa, xb, ra, rb)))
     q = benjamini_hochberg([s.p_value for _, _, s in pairs])
     tied: dict[int, set[str]] = {}
     for (i, run, s), qv in zip(pairs, q):
-        if verdict(s.ratio, qv, alpha, threshold) in ("no change", "n/a"):
+        if verdict(s.ratio, qv, alpha, threshold, s.separable, s.ci_low, s.ci_high) in ("no change", "n/a"):
             tied.setdefault(i, set()).add(run)
     if intervals is None:
         intervals = speedup_intervals(cells, samples)
@@ -107,18 +120,21 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
     ops = all_ops if all_ops is not None else spots
     lines = []
     for i, group in enumerate(groups):
-        best = min(group, key=lambda c: c["latency_median_us"])
+        best = _fastest(group)
+        if best is None:
+            lines.append(f"{group[0]['_input']}: every cell is noisy, no finding{_noisy_part(group)}")
+            continue
         ref = next((c for c in group if c.get("baseline_run_id") == c["run_id"]), None)  # None: the baseline failed
         line = f"{best['_input']}: {best['_variant']}"
-        if len(group) == 1:
-            lines.append(line + f" {fmt_us(best['latency_median_us'])}" + _hotspot(best, spots))
+        if sum(not noisy(c) for c in group) == 1:
+            lines.append(line + f" {fmt_us(best['latency_median_us'])}" + _hotspot(best, spots) + _noisy_part(group))
             continue
         tie_cells = [c for c in group if str(c["run_id"]) in tied.get(i, set())]
         ties = [c["_variant"] for c in tie_cells]
         line += f" fastest ({fmt_us(best['latency_median_us'])})" if not ties else \
             f" ({fmt_us(best['latency_median_us'])}) ties with {', '.join(ties)} (difference below {fmt_pct(threshold)} or not significant)"
         interval = by_cell.get(str(best["run_id"])) if ref is not None and best is not ref else None
-        if interval is not None and str(ref["run_id"]) not in tied.get(i, set()):
+        if interval is not None and not noisy(ref) and str(ref["run_id"]) not in tied.get(i, set()):
             line += f", ×{interval.speedup:.2f} vs {ref['_variant']} (95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f})"
         elif best is ref:
             line += " (the baseline)"
@@ -127,5 +143,6 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
             other = None  # no difference to explain (a tie with another cell leaves the one with the baseline)
         why = explain(best, other, ops.get(str(best["run_id"])), ops.get(str(other["run_id"]))) if other else None
         # The flag before the why: a winner whose output differs from the baseline's is never named without it.
-        lines.append(line + _output_flag([best, *tie_cells]) + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots)))
+        lines.append(line + _output_flag([best, *tie_cells]) + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots))
+                     + _noisy_part(group))
     return lines

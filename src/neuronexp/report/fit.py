@@ -21,7 +21,7 @@ from rich.text import Text
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
 from neuronexp.analysis.roofline import headline
-from neuronexp.report.summary import NOISY_MARK, noisy, output_differs
+from neuronexp.report.summary import NOISY_MARK, noisy, ops_text, output_differs
 
 OUTPUT_MARK = "✗"
 
@@ -57,12 +57,13 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     if device is None:  # the devices differ between cells: each says its own
         time = f"{device_word(cell)} {time}"
     ops = cell["device_ops"]
+    ops_field = ops_text(cell).removesuffix(" ops") if ops == ops and ops is not None else "—"  # "6→7": dispatched→executed
     # The share after a tab: a cut keeps it and shortens the op name (_cut).
     hotspot = f"{short_op(cell['top_op'], 28)}\t{fmt_pct(cell['top_op_share'])}" if isinstance(cell["top_op"], str) else "—"
     if cell["status"] == "cached":
         hotspot = "(cached) " + hotspot
     median = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
-    return [median, _speedup(cell), time, f"{ops:g}" if ops == ops and ops is not None else "—", _limit(cell), hotspot]
+    return [median, _speedup(cell), time, ops_field, _limit(cell), hotspot]
 
 
 def _rows(cells: pd.DataFrame, baseline: Any) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:

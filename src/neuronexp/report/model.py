@@ -98,7 +98,9 @@ def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[st
 
     rows = [(label, distinct(cells[col])) for label, col in (
         ("experiment", "experiment"), ("backend", "backend"), ("device", "device_name"), ("dtype", "dtype"),
-        ("latency method", "timing_method"), ("profiled time source", "device_time_source"))]
+        ("latency method", "timing_method"), ("profiled time source", "device_time_source"),
+        ("allocator", "allocator"), ("malloc", "malloc"), ("threads", "threads"), ("timing rounds", "latency_rounds"),
+        ("profile schedule", "profile_schedule")) if col in cells.columns]
     rows.append(("variants", distinct(cells["variant"])))
     rows.append(("shapes", distinct(cells.sort_values("numel", kind="stable")["shape"])))
     started = cells["started_at"].dropna().sort_values()

@@ -22,6 +22,15 @@ def noisy(cell: Mapping[str, Any]) -> bool:
     return bool(value) if value is not None and value == value else False
 
 
+def ops_text(cell: Mapping[str, Any]) -> str:
+    """"6→7 ops": dispatched by the module → executed (leaf ops or device kernels); one figure when they agree
+    or when the results predate the split."""
+    executed, dispatched = cell["device_ops"], cell.get("ops_dispatched")
+    if dispatched is None or dispatched != dispatched or dispatched == executed:
+        return f"{executed:g} ops"
+    return f"{dispatched:g}→{executed:g} ops"
+
+
 OUTPUT_FLAG = "✗ output ≠ baseline"
 
 
@@ -39,7 +48,8 @@ def limit_line(cell: Mapping[str, Any]) -> str | None:
 
 def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     """What one table cell says: latency, profiled time and ops per step, speedup, hotspot, and how far from
-    the limit (% of peak, a failed output check)."""
+    the limit (% of peak, a failed output check); a noisy cell's latency is marked "~" and its last line says
+    why it is not a finding."""
     if cell is None:
         return ["—"]
     if cell["status"] == "error":
@@ -49,7 +59,7 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     first = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
     if speedup is not None and not math.isnan(speedup):
         first += f" ×{speedup:.2f}"
-    lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {cell['device_ops']:g} ops"]
+    lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {ops_text(cell)}"]
     if isinstance(cell["top_op"], str):
         lines.append(f"{short_op(cell['top_op'], 24)} {fmt_pct(cell['top_op_share'])}")
     limit = limit_line(cell)
@@ -57,6 +67,8 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
         lines.append(limit)
     if cell["status"] == "cached":
         lines.append("(cached)")
+    if noisy(cell):
+        lines.append(f"noisy: {str(cell.get('noise') or '')[:40]}")
     return lines
 
 
@@ -69,6 +81,17 @@ def roof_sources(cells: pd.DataFrame) -> list[str]:
     if "peak_source" not in cells:
         return []
     return [str(s) for s in dict.fromkeys(cells["peak_source"].dropna())]
+
+
+def host_line(cells: pd.DataFrame) -> str:
+    """What the host did to the measurements: malloc and allocator mode, threads, timing rounds."""
+    def values(col: str) -> str:
+        if col not in cells.columns:
+            return "?"
+        return "/".join(sorted({str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in cells[col].dropna()})) or "?"
+
+    return (f"malloc {values('malloc')} (allocator {values('allocator')}), {values('threads')} thread(s), "
+            f"{values('latency_rounds')} timing round(s) per cell")
 
 
 def speedup_caption(cells: pd.DataFrame, baseline: Any) -> str:
@@ -96,6 +119,7 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
         devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
         methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
         lines += [f"Devices: {md_cell(devices)}  ", f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}  ",
+                  f"Host: {md_cell(host_line(cells))}  ",
                   f"Median latency {md_cell(speedup_caption(cells, baseline))}; {md_cell(ROOF_CAPTION)}  "]
         lines += [f"Roofs: {md_cell(source)}  " for source in roof_sources(cells)] + [""]
         axes, variants, grid = comparison_grid(cells, baseline)
@@ -105,6 +129,10 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
             row = [md_cell(k) for k in key] + ["<br>".join(md_cell(x) for x in cell_lines(by_variant.get(v))) for v in variants]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+        flagged = int(cells.apply(noisy, axis=1).sum())
+        if flagged:
+            lines += [f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): "
+                      "not findings; rerun them on a quiet machine.", ""]
     differs = cells[cells.apply(output_differs, axis=1)] if not cells.empty else cells
     if len(differs):
         labels = cell_labels(cells)

@@ -14,7 +14,7 @@ from neuronexp.analysis.roofline import fmt_share, headline
 from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.model import Report
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.report.summary import cell_lines, roof_sources
+from neuronexp.report.summary import NOISY_MARK, cell_lines, noisy, ops_text, roof_sources
 
 
 @dataclass
@@ -50,12 +50,12 @@ def summary_table(report: Report) -> TextTable:
         top = f"{short_op(str(c['top_op']), 40)} {fmt_pct(c['top_op_share'])}" if ok and isinstance(c["top_op"], str) else "—"
         rows.append([
             str(c["variant"]), str(c["input"]), str(c["status"]),
-            fmt_us(c["latency_median_us"]) if ok else "—",
+            ((NOISY_MARK if noisy(c) else "") + fmt_us(c["latency_median_us"])) if ok else "—",
             f"{fmt_us(c['latency_p10_us'])} – {fmt_us(c['latency_p90_us'])}" if ok else "—",
             str(int(c["latency_samples"])) if ok and pd.notna(c["latency_samples"]) else "—",
             *([fmt_speedup(c["speedup_vs_baseline"])] if speedup else []),
             f"{device_word(c)} {fmt_us(c['device_time_us'])}" if ok else "—",
-            f"{c['device_ops']:g}" if ok and pd.notna(c["device_ops"]) else "—",
+            ops_text(c) if ok and pd.notna(c["device_ops"]) else "—",
             top,
             (headline(c) or "—") if ok else "—",
             output_word(c) if ok else "—",
@@ -124,13 +124,14 @@ def grid_table(report: Report) -> TextTable:
 
 
 def fusion_rows(report: Report) -> TextTable:
-    headers = ["input", "variant", "ops/step", "profiled time/step", "median latency",
+    headers = ["input", "variant", "ops/step (dispatched→executed)", "profiled time/step", "median latency",
                f"ops gone vs {report.baseline or 'baseline'}", "ops new"]
     rows = []
     for r in report.fusion.itertuples():
         gone = ", ".join(short_op(o, 40) for o in r.removed) or ("(baseline)" if r.is_baseline else "none" if r.compared else "—")
         new = ", ".join(short_op(o, 40) for o in r.added) or ("none" if r.compared else "" if r.is_baseline else "—")
-        rows.append([r.input, r.variant, f"{r.device_ops:g}" if pd.notna(r.device_ops) else "—",
+        ops = ops_text({"device_ops": r.device_ops, "ops_dispatched": r.ops_dispatched}) if pd.notna(r.device_ops) else "—"
+        rows.append([r.input, r.variant, ops,
                      fmt_us(r.device_time_us), fmt_us(r.latency_median_us), gone, new])
     return TextTable(headers, rows)
 

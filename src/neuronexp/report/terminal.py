@@ -18,7 +18,7 @@ from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
 from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
-from neuronexp.report.summary import cell_lines, speedup_caption
+from neuronexp.report.summary import NOISY_MARK, cell_lines, noisy, speedup_caption
 from neuronexp.results import Results
 
 
@@ -48,19 +48,28 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         device = device_word(cell)
         if not results.ops.empty:
             console.print(top_ops_table(results, device))
+        rounds = int(cell.get("latency_rounds") or 1)
+        spread = f", rounds spread {cell['round_spread']:.0%}" if rounds > 1 else ""
+        threads = cell.get("threads")
         console.print(
-            f"latency ({escape(str(cell['timing_method']))}, {cell['latency_samples']} samples): "
+            f"latency ({escape(str(cell['timing_method']))}, {cell['latency_samples']} samples"
+            + (f" in {rounds} rounds" if rounds > 1 else "") + "): "
             f"median [bold]{fmt_us(cell['latency_median_us'])}[/] "
-            f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])})"
+            f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])}{spread})"
+            + (f" · {int(threads)} threads" if threads == threads and threads else "")
         )
-        console.print(
-            f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, "
-            f"{cell['device_ops']:g} ops dispatched · first call {cell['first_call_s']:.3f} s"
-        )
+        dispatched = cell.get("ops_dispatched")
+        ops = (f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed" if dispatched == dispatched and dispatched
+               is not None else f"{cell['device_ops']:g} ops")
+        console.print(f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, {ops} · first call "
+                      f"{cell['first_call_s']:.3f} s")
         for line in limit_lines(cell):
             console.print(escape(line))
-        if isinstance(cell.get("warnings"), str) and cell["warnings"]:
-            console.print(f"[yellow]warnings:[/] {escape(cell['warnings'])}")
+        if noisy(cell):
+            console.print(f"[yellow]{NOISY_MARK} noisy, not a finding:[/] {escape(str(cell.get('noise')))}")
+        other = [w for w in str(cell.get("warnings") or "").split(" | ") if w and not w.startswith("noisy: ")]
+        if other:
+            console.print(f"[yellow]warnings:[/] {escape(' | '.join(other))}")
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
     console.print(f"files in [cyan]{escape(str(out_dir))}[/]: {escape(', '.join(files))}")
 

@@ -52,6 +52,25 @@ CELL_SCHEMA = pa.schema(
         # compared); max_abs_err, max_rel_err; output_rtol / output_atol as set (null: by dtype); output_note: how.
         ("output_tensors", _I64), ("output_check", _STR), ("output_match", _BOOL), ("max_abs_err", _F64),
         ("max_rel_err", _F64), ("output_rtol", _F64), ("output_atol", _F64), ("output_note", _STR),
+        # What the host did to the measurement (docs/methodology.md). torch intra-op threads used; the `allocator`
+        # mode asked for (stable | system | preloaded), what serves malloc ("glibc 2.36", "tcmalloc"), and why the
+        # mode did not apply as asked (null when it did).
+        ("threads", _I64), ("allocator", _STR), ("malloc", _STR), ("allocator_note", _STR),
+        # Rounds: latency_median_us is the median of `latency_rounds` round medians; round_spread is their
+        # (max - min) / median; p90_p10 the ratio of the pooled samples' p90 to p10.
+        ("latency_rounds", _I64), ("round_spread", _F64), ("p90_p10", _F64),
+        # The machine during the timed pass: 1-minute load average at its end, cores' worth of CPU used by other
+        # processes, share of CPU time stolen by the hypervisor (null where the kernel does not say).
+        ("load_avg_1m", _F64), ("other_cpu", _F64), ("cpu_steal", _F64),
+        # True when the figures above say the latency is not a finding; `noise` says why (also in `warnings`).
+        ("noisy", _BOOL), ("noise", _STR),
+        # The profile: per-step figures are medians over `profile_cycles` cycles of `profile_schedule`
+        # (wait/warmup/active/repeat). ops_dispatched: calls the module made; ops_executed: leaf host ops on a
+        # CPU, device kernels elsewhere (= device_ops). profile_ratio: device_time_us / latency_median_us
+        # (> 1.5 warns that the profiler distorts). memory_per_step_bytes: bytes the step's ops allocated,
+        # with profiler.profile_memory=true.
+        ("ops_dispatched", _F64), ("ops_executed", _F64), ("profile_cycles", _I64), ("profile_schedule", _STR),
+        ("profile_ratio", _F64), ("memory_per_step_bytes", _F64),
     ]
 )
 
@@ -64,10 +83,14 @@ OP_SCHEMA = pa.schema(
         ("self_cpu_us", _F64),
         ("cpu_total_us", _F64), ("self_device_us", _F64), ("device_total_us", _F64), ("device_share", _F64),
         ("input_shapes", _STR), ("flops", _F64),
+        # leaf: an op that did work and held no working call (hotspots are chosen among leaves; wrappers such as
+        # aten::rms_norm are not). Memory per step (bytes, net of the op's own frees) with profile_memory=true.
+        ("leaf", _BOOL), ("self_cpu_memory_bytes", _F64), ("self_device_memory_bytes", _F64),
     ]
 )
 
-SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64)])
+# round: the timing round a sample was taken in (0 .. latency_rounds - 1).
+SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64), ("round", _I64)])
 
 # Counts kept as float64 on disk because a per-step figure can be fractional (an op called unevenly across several
 # active steps, a median over an even number of cycles); the reader returns them as integers when they are whole.

@@ -23,7 +23,7 @@ from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.backends.neuron.checks import SavedTraceProxy, dynamo_counts, memory_columns, reset_peak_memory
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
 from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict
-from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
+from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, ScheduleConfig
 from neuronexp.config.neuron import check_neuron_compile
 
 INSTALL_HINT = (
@@ -49,6 +49,8 @@ class NeuronBackend(Backend):
     device_time_source = "profiler_device_events"
     # The troubleshooting guide: warm up 3+ iterations or the profile shows compilation, not execution.
     min_warmup_calls = 3
+    # Every profiled step is a device capture here (expensive): the profiling guide's 2/1/1/1.
+    default_schedule = ScheduleConfig(wait=2, warmup=1, active=1, repeat=1)
     # The tensor device. The tests run this class over a stand-in torch_neuronx with CPU tensors by
     # setting it to "cpu" (tests/helpers/neuron_standin); nothing in the package changes it.
     device_type = "neuron"

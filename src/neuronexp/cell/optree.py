@@ -1,0 +1,108 @@
+"""The profiled step as a tree of operator calls: what the module dispatched, what executed, which ops lead.
+
+Read from `prof.events()` (each call with its parent and children), never from names alone:
+
+- Python frames (`with_stack`/`profiler=detailed`: "module.py(1782): _call_impl", "nn.Module: X") and user
+  annotations are transparent: their children belong to the frame's parent, and they are never op rows.
+- *dispatched*: calls whose nearest op ancestor is the profiler step, i.e. what the module itself called
+  (naive RMSNorm 6, `torch.rms_norm` 1, a compiled module 1).
+- *executed*: calls that do work and hold no other working call: leaf ATen ops and compiled-graph calls.
+  Allocation, view and dtype-dispatch ops do no work of their own; the output fill, scalar copy and
+  dtype conversion an op runs inside itself are part of that op's work, not operations of their own
+  (so `aten::mean` executes as `aten::sum` and `aten::div_`). naive and `torch.rms_norm` both execute 7 on
+  a CPU (the fused op is a composite there), a compiled module 1.
+- *leaf* op rows: names none of whose calls held a working call; the hotspot is chosen among them, so a
+  wrapper (`aten::rms_norm`, `Torch-Compiled Region`) is never the hotspot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STEP_PREFIX = "ProfilerStep"
+# Host bookkeeping that dispatches no operator: Dynamo's guard check, AOTAutograd's wrappers, the
+# profiler's own frees (profile_memory).
+BOOKKEEPING = {"TorchDynamo Cache Lookup", "Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue",
+               "AOTDispatcher Runtime Wrapper Epilogue", "[memory]"}
+# Ops that allocate, view or dispatch a conversion but compute nothing themselves.
+NO_WORK = {f"aten::{n}" for n in (
+    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "view", "_unsafe_view", "as_strided",
+    "reshape", "_reshape_alias", "expand", "expand_as", "unsqueeze", "squeeze", "t", "transpose", "permute", "slice",
+    "select", "detach", "alias", "lift_fresh", "result_type", "to", "type_as", "contiguous", "resize_", "unflatten",
+    "flatten", "view_as", "numpy_T", "split", "chunk", "unbind", "narrow", "broadcast_to", "resolve_conj",
+    "resolve_neg", "conj", "_conj", "_neg_view", "is_same_size", "set_", "_nested_tensor_from_mask_left_aligned")}
+# Work an op does for itself when called inside another op (fill its output, copy a scalar, convert a dtype).
+HELPERS = {"aten::fill_", "aten::zero_", "aten::copy_", "aten::_to_copy", "aten::zeros_like", "aten::zeros"}
+
+
+@dataclass
+class StepTree:
+    """Counts over all profiled steps of one cycle (divide by `active` for per step) and op-name sets."""
+
+    dispatched: int = 0
+    executed: int = 0
+    python_names: set[str] = field(default_factory=set)
+    annotation_names: set[str] = field(default_factory=set)
+    wrapper_names: set[str] = field(default_factory=set)  # ops with a working call inside at least once
+
+
+def _transparent(evt: Any) -> bool:
+    return bool(getattr(evt, "is_python_function", False) or getattr(evt, "is_user_annotation", False))
+
+
+def _op_children(evt: Any) -> list[Any]:
+    """Children with Python frames and annotations flattened away."""
+    out = []
+    for child in evt.cpu_children or []:
+        out.extend(_op_children(child) if _transparent(child) else [child])
+    return out
+
+
+def _works(evt: Any, nested: bool) -> bool:
+    name = evt.name
+    return not (name in BOOKKEEPING or name in NO_WORK or (nested and name in HELPERS) or name.startswith(STEP_PREFIX))
+
+
+def _visit(evt: Any, nested: bool, tree: StepTree) -> bool:
+    """Count `evt`'s subtree; True when some call in it does work (so its ancestors are not leaves)."""
+    inside = any([_visit(c, nested or evt.name.startswith("aten::"), tree) for c in _op_children(evt)])
+    works = _works(evt, nested)
+    if inside:
+        tree.wrapper_names.add(evt.name)
+    elif works:
+        tree.executed += 1
+    return inside or works
+
+
+def step_tree(events: Any) -> StepTree:
+    """Walk the CPU call tree of one cycle's events (a profiler's `events()`)."""
+    tree = StepTree()
+    roots = []
+    for evt in events:
+        if str(getattr(evt.device_type, "name", evt.device_type)) != "CPU":
+            continue
+        if getattr(evt, "is_python_function", False):
+            tree.python_names.add(evt.name)
+            continue
+        if getattr(evt, "is_user_annotation", False):
+            tree.annotation_names.add(evt.name)
+            continue
+        parent = evt.cpu_parent
+        while parent is not None and _transparent(parent):
+            parent = parent.cpu_parent
+        if parent is None or parent.name.startswith(STEP_PREFIX):
+            if evt.name.startswith(STEP_PREFIX):
+                continue
+            roots.append(evt)
+            tree.dispatched += evt.name not in BOOKKEEPING
+    for root in roots:
+        _visit(root, False, tree)
+    return tree
+
+
+def is_leaf_row(name: str, device_type: str, tree: StepTree) -> bool:
+    """Whether an op row may be a hotspot: device rows always; host ops that did work and wrapped none."""
+    if device_type != "CPU":
+        return True
+    return not (name in tree.wrapper_names or name in NO_WORK or name in BOOKKEEPING or name in tree.annotation_names)

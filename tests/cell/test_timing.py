@@ -1,0 +1,106 @@
+"""The wall-clock pass in rounds, and the noise figures a row gets from it (issue 9, points 3 and 4)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from neuronexp.backends.cpu import CpuBackend
+from neuronexp.cell.noise import noise_columns, profile_warning
+from neuronexp.cell.timing import summarize_samples, time_callable
+from neuronexp.config import TimingConfig
+from neuronexp.host.activity import Activity, Snapshot, window
+
+
+class ScriptedBackend(CpuBackend):
+    """time_call returns the next scripted latency instead of measuring one."""
+
+    def __init__(self, latencies: list[float]) -> None:
+        super().__init__()
+        self.latencies = itertools.cycle(latencies)
+
+    def time_call(self, fn) -> float:
+        fn()
+        return next(self.latencies)
+
+
+def test_samples_are_taken_in_rounds_and_the_median_is_over_round_medians() -> None:
+    calls = []
+    cfg = TimingConfig(warmup=2, iters=9, min_iters=3, rounds=3, round_gap_s=0.0, max_seconds=60)
+    stats = time_callable(lambda: calls.append(1), ScriptedBackend([10.0, 10.0, 10.0, 50.0, 50.0, 50.0, 11.0, 12.0, 13.0]), cfg)
+    assert stats.rounds == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    assert stats.round_medians_us == [10.0, 50.0, 12.0]
+    assert stats.median_us == 12.0  # the median of the round medians
+    assert stats.round_spread == pytest.approx((50 - 10) / 12)
+    assert len(calls) == 2 + 9  # warm-up, then the samples (no extra call without a gap)
+    assert stats.activity is not None and stats.activity.wall_s > 0
+
+
+def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
+    calls: list[float] = []
+    cfg = TimingConfig(warmup=0, iters=4, min_iters=4, rounds=4, round_gap_s=0.03, max_seconds=60)
+    start = time.perf_counter()
+    stats = time_callable(lambda: calls.append(time.perf_counter()), ScriptedBackend([5.0]), cfg)
+    assert time.perf_counter() - start >= 3 * 0.03
+    assert stats.rounds == [0, 1, 2, 3]
+    assert len(calls) == 4 + 3  # one warm call after each pause
+
+
+def test_each_round_gets_its_share_of_the_time_budget() -> None:
+    cfg = TimingConfig(warmup=0, iters=1000, min_iters=4, rounds=2, round_gap_s=0.0, max_seconds=0.02)
+    stats = time_callable(lambda: time.sleep(0.004), CpuBackend(), cfg)
+    per_round = [stats.rounds.count(r) for r in (0, 1)]
+    assert all(2 <= n < 20 for n in per_round), per_round  # min_iters/rounds = 2 each, then the 10 ms share ran out
+
+
+def test_one_round_is_the_plain_median() -> None:
+    stats = summarize_samples([3.0, 1.0, 2.0, 10.0])
+    assert stats.median_us == 2.5 and stats.round_medians_us == [2.5] and stats.round_spread == 0.0
+
+
+def test_activity_window_counts_other_processes_and_steal() -> None:
+    # user nice system idle iowait irq softirq steal: 2 s of wall on 2 CPUs at 100 ticks/s = 400 ticks
+    before = Snapshot(t=0.0, cpu_ticks=(0,) * 10, self_cpu_s=0.0)
+    after = Snapshot(t=2.0, cpu_ticks=(250, 0, 10, 100, 0, 0, 0, 40, 0, 0), self_cpu_s=1.0)
+    act = window(before, after)
+    hz = 100  # SC_CLK_TCK on Linux
+    assert act.other_cpu == pytest.approx(((250 + 10) / hz - 1.0) / 2.0)
+    assert act.steal == pytest.approx(40 / 400)
+
+
+def _latency(rounds: list[list[float]], other: float | None = 0.0, steal: float | None = 0.0):
+    stats = summarize_samples([x for r in rounds for x in r], [i for i, r in enumerate(rounds) for _ in r])
+    stats.activity = Activity(1.0, 0.5, other, steal)
+    return stats
+
+
+def test_a_quiet_cell_is_not_noisy() -> None:
+    cols = noise_columns(_latency([[100, 101, 102], [99, 100, 103], [101, 100, 102]]), threads=1, cpus=2)
+    assert not cols["noisy"] and cols["noise"] is None and cols["latency_rounds"] == 3
+    assert cols["round_spread"] < 0.05 and cols["p90_p10"] < 1.1
+
+
+@pytest.mark.parametrize(
+    "rounds, other, steal, threads, reason",
+    [
+        ([[100, 100], [200, 200], [100, 100]], 0.0, 0.0, 1, "rounds spread 100%"),
+        ([[10, 100, 10, 100]], 0.0, 0.0, 1, "p90/p10"),
+        ([[100, 100], [100, 100]], 1.4, 0.0, 1, "other processes used 1.40 cores"),
+        ([[100, 100], [100, 100]], 0.4, 0.0, 2, "other processes used 0.40 cores"),
+        ([[100, 100], [100, 100]], 0.0, 0.2, 1, "CPU steal 20%"),
+    ],
+)
+def test_noise_beyond_a_threshold_flags_the_cell(rounds, other, steal, threads, reason) -> None:
+    cols = noise_columns(_latency(rounds, other, steal), threads=threads, cpus=2)
+    assert cols["noisy"] and reason in cols["noise"]
+
+
+def test_one_thread_leaves_a_core_for_other_processes() -> None:
+    assert not noise_columns(_latency([[100, 100]], other=1.0), threads=1, cpus=2)["noisy"]
+
+
+def test_a_distorting_profile_is_named() -> None:
+    assert profile_warning(1.2) is None
+    assert "2.0x the wall-clock median" in profile_warning(2.0)
