@@ -109,7 +109,7 @@ def test_a_noisy_cell_is_marked_and_is_not_a_finding(cli, tmp_path: Path) -> Non
     report = run_cli([str(sweep)], cwd=tmp_path, script="neuronexp-report")
     assert report.returncode == 0, report.stderr
     text = (sweep / "report.md").read_text()
-    assert "every variant is noisy, no finding" in text
+    assert "every cell is noisy, no finding" in text
 
 
 def test_the_default_profile_is_a_median_over_cycles_without_python_frames(cli, tmp_path: Path) -> None:

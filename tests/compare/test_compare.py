@@ -201,6 +201,13 @@ def test_compare_rounds_known_answer_and_fallback() -> None:
     assert not single.separable and single.rounds_a == 1 and single.p_value == 1.0
 
 
+def test_cli_calls_no_difference_where_the_fixture_was_noisy(sweep: Path, tmp_path: Path) -> None:
+    slow = _slowed_copy(sweep, tmp_path / "slow", 10.0)
+    result = run_cli([str(sweep), str(slow), "--csv", "cmp.csv"], cwd=tmp_path, script="neuronexp-compare")
+    cells = pd.read_csv(tmp_path / "cmp.csv")
+    assert list(cells["verdict"]) == ["noisy" if n else "slower" for n in cells["noisy"]], result.stdout
+
+
 def test_a_difference_in_a_noisy_cell_is_not_called() -> None:
     from neuronexp.compare.render import regressed, verdict_line
 
@@ -304,10 +311,15 @@ def sweep(tmp_path_factory) -> Path:
     return small_sweep(tmp_path_factory.mktemp("compare"), "[1,8,64],[1,16,128]", "timing.iters=20")
 
 
-def _slowed_copy(sweep: Path, dest: Path, factor: float) -> Path:
+def _slowed_copy(sweep: Path, dest: Path, factor: float, quiet: bool = False) -> Path:
+    """A copy of the sweep with every sample `factor` times longer; with `quiet`, its cells' noise flags cleared
+    (so what is tested is the statistics, not whether this shared machine was busy while the fixture ran)."""
     shutil.copytree(sweep, dest)
-    samples = load(dest).samples.assign(latency_us=lambda s: s["latency_us"] * factor)
+    results = load(dest)
+    samples = results.samples.assign(latency_us=lambda s: s["latency_us"] * factor)
     write_table(dest / "results" / "samples.parquet", to_arrow("samples", samples))
+    if quiet:
+        write_table(dest / "results" / "cells.parquet", to_arrow("cells", results.cells.assign(noisy=False, noise=None)))
     return dest
 
 
@@ -325,7 +337,8 @@ def test_cli_same_sweep_twice_is_no_change_with_markdown_and_csv(sweep: Path, tm
 
 def test_cli_finds_a_regression_and_fails_on_request(sweep: Path, tmp_path: Path) -> None:
     # A factor well beyond this machine's run-to-run spread, so the answer does not depend on load.
-    slow = _slowed_copy(sweep, tmp_path / "slow", 10.0)
+    sweep = _slowed_copy(sweep, tmp_path / "same", 1.0, quiet=True)
+    slow = _slowed_copy(sweep, tmp_path / "slow", 10.0, quiet=True)
     result = run_cli([str(sweep), str(slow)], cwd=tmp_path, script="neuronexp-compare")
     assert result.returncode == 0 and "4 slower" in result.stdout, result.stdout
     failing = run_cli([str(sweep), str(slow), "--fail-on-regression"], cwd=tmp_path, script="neuronexp-compare")
