@@ -32,6 +32,22 @@ lo, hi = (int(x, 16) for x in heap.split()[0].split("-"))
 print(json.dumps({"in_heap": lo <= addr < hi, "record": record}))
 """
 
+AFTER_STABLE = """
+import json, os, subprocess, sys
+from neuronexp.host import allocator
+allocator.apply("stable")
+out = {"system_here": allocator.apply("system")["note"]}
+read, write = os.pipe()
+if os.fork() == 0:
+    os.write(write, json.dumps(allocator.apply("system")["note"]).encode())
+    os._exit(0)
+os.wait()
+out["system_in_fork"] = json.loads(os.read(read, 10000))
+code = "import json; from neuronexp.host import allocator; print(json.dumps(allocator.apply('system')['note']))"
+out["system_in_exec"] = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+print(json.dumps(out))
+"""
+
 FAULTS_PER_CALL = """
 import json, resource, sys
 from neuronexp.host import allocator
@@ -84,8 +100,15 @@ def test_stable_means_no_page_faults_per_call() -> None:
 def test_system_changes_nothing_and_says_when_it_cannot_be_pristine() -> None:
     assert _run(WHERE_64MIB, "system")["record"] == {"mode": "system", "malloc": allocator.malloc_name(), "applied": {},
                                                      "note": None}
-    after_stable = _run(WHERE_64MIB, "system", env={allocator.APPLIED_ENV: "stable"})["record"]
-    assert "cannot be undone" in after_stable["note"]
+    # A mark left by another process (an exec'd child inherits its parent's environment) means nothing here.
+    assert _run(WHERE_64MIB, "system", env={allocator.APPLIED_ENV: "1"})["record"]["note"] is None
+    assert "cannot be undone" in _run(AFTER_STABLE)["system_here"]
+
+
+def test_a_forked_child_knows_it_inherited_the_tuning_and_an_execd_one_does_not() -> None:
+    record = _run(AFTER_STABLE)
+    assert "cannot be undone" in record["system_in_fork"]
+    assert record["system_in_exec"] is None
 
 
 def test_preloaded_without_a_preloaded_malloc_says_so() -> None:

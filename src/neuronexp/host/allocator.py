@@ -29,8 +29,10 @@ _MMAP_THRESHOLD = 1 << 30
 _MMAP_THRESHOLD_FALLBACK = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)
 _NEVER_TRIM = 2**31 - 1  # mallopt takes an int; glibc stores it as size_t
 _REPLACEMENTS = (("jemalloc", "libjemalloc"), ("tcmalloc", "libtcmalloc"), ("mimalloc", "libmimalloc"))
-# Set in this process's environment once `stable` is applied: mallopt settings outlive the cell that asked
-# for them (and a forked child inherits both), so a later `system` cell must say it is not pristine.
+# The id of the process that applied `stable`, in its environment: mallopt settings outlive the cell that asked
+# for them, so a later `system` cell of that process must say it is not pristine. A forked child inherits the
+# settings and re-marks itself (os.register_at_fork); an exec'd process inherits only the variable, whose id is
+# not its own, and starts with glibc's defaults, as it should.
 APPLIED_ENV = "NEURONEXP_MALLOC_TUNED"
 # glibc reads these at process start-up, before any Python runs: how a fresh (exec'd) cell process gets
 # `stable` before its interpreter allocates anything. The same values mallopt sets.
@@ -83,13 +85,25 @@ def _apply_stable(malloc: str) -> tuple[dict[str, int], str | None]:
             return {}, "glibc refused mallopt(M_MMAP_THRESHOLD): nothing applied"
     if not _mallopt(_M_TRIM_THRESHOLD, _NEVER_TRIM):
         return {"mmap_threshold": threshold}, "glibc refused mallopt(M_TRIM_THRESHOLD): only the mmap threshold is fixed"
-    os.environ[APPLIED_ENV] = "stable"
+    _mark_tuned()
     return {"mmap_threshold": threshold, "trim_threshold": _NEVER_TRIM}, None
+
+
+def _remark() -> None:
+    os.environ[APPLIED_ENV] = str(os.getpid())
+
+
+def _mark_tuned() -> None:
+    if os.environ.get(APPLIED_ENV) == str(os.getpid()):
+        return  # marked already (and, where fork is, the re-marking of children is registered)
+    _remark()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_remark)
 
 
 def _earlier_tuning() -> str | None:
     """Why a `system` process is not pristine: this process, or the one it was forked from, applied `stable`."""
-    if os.environ.get(APPLIED_ENV):
+    if os.environ.get(APPLIED_ENV) == str(os.getpid()):
         return "stable was applied earlier in this process (or its parent); mallopt settings cannot be undone"
     return None
 
