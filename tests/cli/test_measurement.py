@@ -71,6 +71,14 @@ def test_threads_is_a_sweepable_key_and_a_column(cli, tmp_path: Path) -> None:
     assert "(allocator system), 1/2 thread(s), 5 timing round(s) per cell" in summary
 
 
+def test_an_allocator_that_cannot_apply_says_why_in_the_row(cli, tmp_path: Path) -> None:
+    res = cli(*FAST, "allocator=preloaded")
+    assert res.returncode == 0, res.stderr
+    cell = neuronexp.load(run_dirs(tmp_path)[0]).cells.iloc[0]
+    assert cell["allocator"] == "preloaded" and "LD_PRELOAD" in cell["allocator_note"]
+    assert "allocator: no replacement malloc is loaded" in cell["warnings"] and "LD_PRELOAD" in res.stdout
+
+
 @pytest.mark.parametrize("override, fragment", [("threads=0", "threads=0: must be an integer >= 1"),
                                                  ("timing.rounds=0", "timing.rounds=0: must be an integer >= 1"),
                                                  ("allocator=fast", "allocator")])

@@ -20,6 +20,7 @@ import pytest
 import neuronexp
 from neuronexp.cell.environment import describe_placement as describe
 from neuronexp.config import format_units, parse_units
+from neuronexp.host import allocator
 from neuronexp.sweep.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.sweep.watch import CellWatcher
 
@@ -163,6 +164,14 @@ def _same_tables(a: neuronexp.Results, b: neuronexp.Results) -> None:
     assert set(a.ops["run_id"]) == set(b.ops["run_id"]) and set(a.samples["run_id"]) == set(b.samples["run_id"])
 
 
+def _host_columns(cells: pd.DataFrame, threads: int) -> None:
+    """Every process that ran a cell set its malloc up (allocator=stable by default) and used `threads` threads:
+    the slot's cores under a parallel launcher, the process's cores under the basic one (issue 9)."""
+    assert (cells["allocator"] == "stable").all() and (cells["threads"] == threads).all()
+    if allocator.malloc_name().startswith("glibc"):
+        assert cells["malloc"].str.startswith("glibc").all() and cells["allocator_note"].isna().all()
+
+
 @pytest.fixture(scope="module")
 def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
     """The reference: the same sweep through Hydra's basic launcher, in one process."""
@@ -172,7 +181,9 @@ def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
     (root / "probe.py").write_text(PROBE)
     res = run_cli([*PROBE_ARGS, SHAPES, f"hydra.sweep.dir={root / 'sweep'}"], cwd=root)
     assert res.returncode == 0, res.stderr
-    return neuronexp.load(root / "sweep")
+    results = neuronexp.load(root / "sweep")
+    _host_columns(results.cells, len(os.sched_getaffinity(0)))
+    return results
 
 
 @TWO_CPUS
@@ -191,6 +202,7 @@ def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli
     assert set(cells["placement"]) == {"cpu:0", "cpu:1"}
     assert (cells["placement"] == "cpu:" + cells["placement_cpus"]).all()
     assert cells["worker_pid"].nunique() == 3 and os.getpid() not in set(cells["worker_pid"])
+    _host_columns(cells, 1)
     # The main process reported every cell as its file appeared, with where it ran.
     log = res.stdout + res.stderr
     assert "cell 3/3" in log and "· cpu:" in log and "launcher.devices" not in cells["overrides"].str.cat()
@@ -286,6 +298,7 @@ def test_submitit_local_sweep_has_the_basic_tables_and_resumes_on_resubmission(c
     results = neuronexp.load(sweep)
     _same_tables(results, basic_sweep)
     assert set(results.cells["placement"]) == {"cpu:0", "cpu:1"} and len(list((sweep / ".submitit").glob("*/*_result.pkl"))) == 3
+    _host_columns(results.cells, 1)
     # Resubmitting the same sweep (as after a preempted or timed-out allocation) measures nothing again.
     res = cli(*args)
     assert res.returncode == 0, res.stderr

@@ -165,6 +165,8 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     if measured is not None and measured.latency.warmup_calls < wanted:
         cut = f"warm-up stopped after {measured.latency.warmup_calls} of {wanted} calls (timing.max_seconds={cfg.timing.max_seconds:g})"
         extra["warnings"] = join_warnings(extra.get("warnings"), cut)
+    if host_alloc["note"]:  # the mode did not apply as asked: the figures are not what the key promised
+        extra["warnings"] = join_warnings(extra.get("warnings"), f"allocator: {host_alloc['note']}")
     labels = cell_labels(spec, backend)
     tables = cell_tables(spec, backend, labels, measured, error, extra, started_at)
     threads = measured.threads if measured else cfg.threads or process_threads
