@@ -6,7 +6,8 @@ them, with the machine's load recorded before and after. Results: one JSON file 
     python bench/truth_checks.py ab                 # naive vs a known-slower variant (bench/layers): slower everywhere?
     python bench/truth_checks.py timer [--runs 5]   # neuronexp's median vs torch.utils.benchmark, same op and allocator
 
-Every check waits first (up to --wait-s) for the 1-minute load average to fall below --max-load.
+Every check waits first (up to --wait-s) for the 1-minute load average to fall below --max-load. --set KEY=VALUE
+(repeatable) adds an override to every neuronexp command of the check, e.g. --set threads=1.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def walltime(args, work: Path) -> dict:
     runs = []
     for i in range(args.runs):
         before = wait_quiet(args.max_load, args.wait_s)
-        wall, _ = run([str(BIN / "neuronexp"), *STUDY, f"hydra.sweep.dir={work / f'study{i}'}"], cwd=work, env=env)
+        wall, _ = run([str(BIN / "neuronexp"), *STUDY, *args.set, f"hydra.sweep.dir={work / f'study{i}'}"], cwd=work, env=env)
         runs.append({"wall_s": round(wall, 1), "load_before": before, "load_after": load()})
         print(runs[-1], flush=True)
     return {"src": args.src or str(REPO), "runs": runs, "median_wall_s": statistics.median(r["wall_s"] for r in runs)}
@@ -81,7 +82,7 @@ def aa(args, work: Path) -> dict:
     before = wait_quiet(args.max_load, args.wait_s)
     sweeps = []
     for name in ("A", "A2"):
-        wall, _ = run([str(BIN / "neuronexp"), *STUDY, f"hydra.sweep.dir={work / name}"], cwd=work)
+        wall, _ = run([str(BIN / "neuronexp"), *STUDY, *args.set, f"hydra.sweep.dir={work / name}"], cwd=work)
         sweeps.append({"name": name, "wall_s": round(wall, 1), "load_after": load(), "noisy": noisy_cells(work / name)})
     out = {"load_before": before, "sweeps": sweeps, **compare_counts(work / "A", work / "A2", work)}
     if args.keep:
@@ -95,7 +96,7 @@ def ab(args, work: Path) -> dict:
     layer = ["module._target_=extra_pass.ExtraPassRMSNorm"]
     sweeps = []
     for name, module in (("A", ["module=rmsnorm_naive"]), ("B", layer)):
-        cmd = [str(BIN / "neuronexp"), "-m", *module, SHAPES, f"hydra.sweep.dir={work / name}"]
+        cmd = [str(BIN / "neuronexp"), "-m", *module, SHAPES, *args.set, f"hydra.sweep.dir={work / name}"]
         wall, _ = run(cmd, cwd=REPO / "bench" / "layers")
         sweeps.append({"name": name, "wall_s": round(wall, 1), "load_after": load(), "noisy": noisy_cells(work / name)})
     return {"load_before": before, "sweeps": sweeps, **compare_counts(work / "A", work / "B", work, "--ignore", "module")}
@@ -125,7 +126,7 @@ def timer(args, work: Path) -> dict:
     for i in range(args.runs):
         before = wait_quiet(args.max_load, args.wait_s)
         out = work / f"nx{i}"
-        run([str(BIN / "neuronexp"), *TIMER_CELL, f"threads={args.threads}", f"hydra.run.dir={out}"], cwd=work)
+        run([str(BIN / "neuronexp"), *TIMER_CELL, f"threads={args.threads}", *args.set, f"hydra.run.dir={out}"], cwd=work)
         cell = pd.read_parquet(out / "cells.parquet").iloc[0]
         _, text = run([sys.executable, "-c", TIMER_SCRIPT, str(args.threads)], cwd=work)
         t = json.loads(text.strip().splitlines()[-1])
@@ -148,10 +149,11 @@ def main() -> None:
     parser.add_argument("--wait-s", type=float, default=600)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "truth")
     parser.add_argument("--tag", default="")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every neuronexp run")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix=f"nx-{args.check}-") as tmp:
         started = time.strftime("%Y-%m-%dT%H:%M:%S")
-        result = {"check": args.check, "started": started, "load_start": load(),
+        result = {"check": args.check, "started": started, "load_start": load(), "overrides": args.set,
                   **globals()[args.check](args, Path(tmp)), "load_end": load()}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{args.check}{'-' + args.tag if args.tag else ''}-{started.replace(':', '')}.json"

@@ -13,7 +13,7 @@ import torch
 
 from neuronexp.analysis.ops import hotspots
 from neuronexp.backends import Backend
-from neuronexp.cell.environment import host_cpus, package_version
+from neuronexp.cell.environment import package_version
 from neuronexp.cell.noise import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
@@ -132,7 +132,7 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, An
     device_time = _median([c.device_time_us for c in cycles])
     top_op, top_share = hotspot(op_rows)
     ratio = device_time / m.latency.median_us if m.latency.median_us > 0 else float("nan")
-    noise = noise_columns(m.latency, m.threads, len(host_cpus()))
+    noise = noise_columns(m.latency)
     schedule = m.profile.schedule
     return dict(
         latency_median_us=m.latency.median_us,

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Snapshot:
     t: float
-    cpu_ticks: tuple[int, ...] | None  # /proc/stat "cpu" line: user nice system idle iowait irq softirq steal ...
+    # /proc/stat "cpuN" lines summed over the CPUs this process may run on: user nice system idle iowait irq
+    # softirq steal ...
+    cpu_ticks: tuple[int, ...] | None
     self_cpu_s: float  # this process's user + system time (all its threads)
 
 
@@ -26,7 +28,8 @@ class Activity:
 
     wall_s: float
     load_avg_1m: float | None  # run-queue length averaged over the last minute (at the window's end)
-    # Cores' worth of CPU used by every other process during the window: 0 quiet, 1.0 one core busy.
+    # Cores' worth of CPU used by every other process on this process's CPUs during the window: 0 quiet, 1.0
+    # one of them busy.
     other_cpu: float | None
     # Share of CPU time the hypervisor gave to other guests (the kernel's "steal"); None where not reported.
     steal: float | None
@@ -40,11 +43,21 @@ def _read(path: str) -> str | None:
         return None
 
 
+def _affinity() -> set[int] | None:
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
 def _cpu_ticks() -> tuple[int, ...] | None:
+    """Ticks summed over the CPUs this process may use (all CPUs where affinity is unknown): other work on
+    other cores (another launcher slot, another job) is not this cell's noise."""
     stat = _read("/proc/stat")
     if not stat or not stat.startswith("cpu "):
         return None
-    return tuple(int(x) for x in stat.splitlines()[0].split()[1:])
+    mine = _affinity()
+    rows = [line.split() for line in stat.splitlines() if line.startswith("cpu") and line[3:4].isdigit()]
+    picked = [r for r in rows if mine is None or int(r[0][3:]) in mine] or [stat.splitlines()[0].split()]
+    width = min(len(r) for r in picked) - 1
+    return tuple(sum(int(r[i + 1]) for r in picked) for i in range(width))
 
 
 def snapshot() -> Snapshot:
