@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
+from neuronexp.analysis.noise import NOISE_WARNING
 from neuronexp.analysis.ops import hotspots
 from neuronexp.backends import Backend
 from neuronexp.cell.environment import package_version
@@ -153,6 +154,6 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, An
         top_op_share=top_share,
         trace_path=str(m.profile.trace_paths[0].name) if m.profile.trace_paths else None,
         threads=m.threads,
-        warnings=join_warnings(noise["noise"] and f"noisy: {noise['noise']}", profile_warning(ratio)),
+        warnings=join_warnings(noise["noise"] and f"{NOISE_WARNING}{noise['noise']}", profile_warning(ratio)),
         **noise,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.variants import split_overrides
 from neuronexp.compare.ops import op_changes
@@ -85,10 +86,10 @@ def statistics_notes(cells: pd.DataFrame, threshold: float) -> list[str]:
         notes.append(f"{len(single)} cell(s) have one timing round on a side: run-to-run noise cannot be separated "
                      f"there, so only a difference whose whole interval lies beyond ±{threshold:.0%} is called "
                      "(timing.rounds > 1 on both sides lifts this)")
-    noisy = cells[cells["noisy"]] if "noisy" in cells.columns and not cells.empty else cells
-    if len(noisy):
+    flagged = cells[cells["noisy"]] if "noisy" in cells.columns and not cells.empty else cells
+    if len(flagged):
         notes.append(f"noisy in A or B (their `noise` column says why; a difference there is not called): "
-                     f"{', '.join(map(str, noisy['cell']))}")
+                     f"{', '.join(map(str, flagged['cell']))}")
     return notes
 
 
@@ -154,15 +155,10 @@ def limit_pair(a: pd.Series, b: pd.Series) -> dict[str, object]:
     return {f"{col}_{side}": (cell.get(col) if col in cell else None) for col in LIMIT_COLUMNS for side, cell in (("a", a), ("b", b))}
 
 
-def noisy_verdict(word: str, noisy: bool) -> str:
+def noisy_verdict(word: str, either_noisy: bool) -> str:
     """A difference measured while the machine was busy (either side flagged `noisy`) is not called: the load
     may have hit one side's rounds only, which no interval over those rounds can tell from a real change."""
-    return "noisy" if noisy and word in ("slower", "faster") else word
-
-
-def _noisy(cell: pd.Series) -> bool:
-    value = cell.get("noisy")
-    return bool(value) if value is not None and value == value else False
+    return "noisy" if either_noisy and word in ("slower", "faster") else word
 
 
 def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: float = 0.02,
@@ -194,7 +190,7 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
         label = name[key]
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
         rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats),
-                     "noisy": _noisy(ca) or _noisy(cb), **limit_pair(ca, cb)})
+                     "noisy": noisy(ca) or noisy(cb), **limit_pair(ca, cb)})
     cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__,
                                         "noisy", *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab")])
     cells["q_value"] = benjamini_hochberg(cells["p_value"])

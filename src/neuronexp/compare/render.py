@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from neuronexp.analysis.noise import NOISY_MARK
 from neuronexp.analysis.roofline import fmt_share
 from neuronexp.compare.join import Comparison
 from neuronexp.formatting import fmt_ci, fmt_delta, fmt_pct, fmt_q, fmt_ratio, fmt_us, md_cell, short_op
@@ -15,7 +16,7 @@ _STYLE = {"slower": "bold red", "faster": "bold green", "no change": "dim", "n/a
 
 
 def _rows(cmp: Comparison) -> list[list[str]]:
-    return [[("~" if getattr(r, "noisy", False) else "") + str(r.cell), fmt_us(r.median_a_us), fmt_us(r.median_b_us),
+    return [[(NOISY_MARK if getattr(r, "noisy", False) else "") + str(r.cell), fmt_us(r.median_a_us), fmt_us(r.median_b_us),
              fmt_ratio(r.ratio), fmt_ci(r.ci_low, r.ci_high), fmt_q(r.q_value), f"{r.rounds_a}/{r.rounds_b}",
              str(r.verdict)] for r in cmp.cells.itertuples()]
 

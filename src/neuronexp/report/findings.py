@@ -18,7 +18,8 @@ from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
-from neuronexp.report.summary import noisy, output_differs
+from neuronexp.analysis.noise import noisy
+from neuronexp.report.summary import output_differs
 from neuronexp.report.why import explain
 from neuronexp.results import USABLE
 

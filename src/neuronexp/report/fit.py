@@ -21,7 +21,8 @@ from rich.text import Text
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
 from neuronexp.analysis.roofline import headline
-from neuronexp.report.summary import NOISY_MARK, noisy, ops_text, output_differs
+from neuronexp.analysis.noise import NOISY_MARK, noisy
+from neuronexp.report.summary import ops_text, output_differs
 
 OUTPUT_MARK = "✗"
 

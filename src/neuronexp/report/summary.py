@@ -8,18 +8,10 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
 from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.variants import cell_labels, comparison_grid, describe_baseline
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, md_cell, short_op
-
-
-NOISY_MARK = "~"
-
-
-def noisy(cell: Mapping[str, Any]) -> bool:
-    """The row's `noisy` flag (False for results written before it existed)."""
-    value = cell.get("noisy")
-    return bool(value) if value is not None and value == value else False
 
 
 def ops_text(cell: Mapping[str, Any]) -> str:
@@ -68,7 +60,7 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     if cell["status"] == "cached":
         lines.append("(cached)")
     if noisy(cell):
-        lines.append(f"noisy: {str(cell.get('noise') or '')[:40]}")
+        lines.append(f"{NOISE_WARNING}{str(cell.get('noise') or '')[:40]}")
     return lines
 
 

@@ -14,7 +14,8 @@ from neuronexp.analysis.roofline import fmt_share, headline
 from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.model import Report
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.report.summary import NOISY_MARK, cell_lines, noisy, ops_text, roof_sources
+from neuronexp.analysis.noise import NOISY_MARK, noisy
+from neuronexp.report.summary import cell_lines, ops_text, roof_sources
 
 
 @dataclass

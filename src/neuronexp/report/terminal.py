@@ -18,7 +18,8 @@ from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
 from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
-from neuronexp.report.summary import NOISY_MARK, cell_lines, noisy, speedup_caption
+from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
+from neuronexp.report.summary import cell_lines, speedup_caption
 from neuronexp.results import Results
 
 
@@ -67,7 +68,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             console.print(escape(line))
         if noisy(cell):
             console.print(f"[yellow]{NOISY_MARK} noisy, not a finding:[/] {escape(str(cell.get('noise')))}")
-        other = [w for w in str(cell.get("warnings") or "").split(" | ") if w and not w.startswith("noisy: ")]
+        other = [w for w in str(cell.get("warnings") or "").split(" | ") if w and not w.startswith(NOISE_WARNING)]
         if other:
             console.print(f"[yellow]warnings:[/] {escape(' | '.join(other))}")
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
