@@ -204,14 +204,15 @@ def test_report_renders_in_headless_chromium(reported: Path, tmp_path: Path) -> 
     assert marks["bars"] == {(1, 0), (1, 1)}  # rmsnorm_fused over the baseline, on both inputs
 
     shot = tmp_path / "report.png"
-    run = _headless(browser, page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,2000",
+    run = _headless(browser, page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,3200",
                     "--hide-scrollbars")
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     assert _console_messages(run.stderr) == []
     from PIL import Image
 
     pixels = np.asarray(Image.open(shot).convert("RGB")).astype(int)
-    assert pixels.shape == (2000, 1280, 3)
+    # Tall enough for the plots below the environment, cells and roofline tables.
+    assert pixels.shape == (3200, 1280, 3)
     # The plots drew: matplotlib's coloured lines, bands and bars are the only saturated colour on the page
     # besides link text, so a broken or missing image leaves almost none.
     saturated = int((pixels.max(axis=2) - pixels.min(axis=2) > 80).sum())
