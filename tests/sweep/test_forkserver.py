@@ -63,6 +63,27 @@ def test_the_template_is_one_thread_with_no_device_runtime(server: Path) -> None
     assert state["cuda"] is False and state["neuron_runtime"] is False
 
 
+def test_cells_are_forked_with_their_own_malloc_mode_from_the_start(server: Path, tmp_path: Path) -> None:
+    """The template applies the sweep's mode before torch allocates; a cell of another mode gets a template of its
+    own. Seen in the child's page faults: an 8 MiB block freed and taken again faults under glibc's defaults."""
+    state = hello(server)["allocator"]
+    assert state["mode"] == "stable" and state["note"] is None and state["applied"]["trim_threshold"] > 0
+    seen = {}
+    for mode in ("stable", "system"):
+        request = _request(tmp_path / mode, "heap_faults")
+        (tmp_path / mode).mkdir()
+        request["allocator"] = mode
+        ended = run_forked(request, timeout_s=60)
+        assert ended.code == 0, (tmp_path / mode / "cell.log").read_text()
+        seen[mode] = _seen(tmp_path / mode)
+    stable, system = seen["stable"], seen["system"]
+    assert stable["ppid"] == hello(server)["pid"] and system["ppid"] != stable["ppid"]  # a system template of its own
+    assert stable["faults"][1:] == [0, 0], stable  # the block stayed in the heap
+    assert system["faults"][1] > 1000, system  # glibc's defaults: mmapped, freed, then the heap grew for it
+    # The tuning mark (host.allocator.APPLIED_ENV) names the forked process itself where its template tuned.
+    assert stable["tuned"] == str(stable["pid"]) and system["tuned"] is None
+
+
 def test_a_cell_process_takes_its_environment_cores_and_threads_before_any_device(server: Path, tmp_path: Path) -> None:
     request = _request(tmp_path, "report")
     slot = plan_slots("cuda", 1, None, ["3"], CPUS[-1:])[0]

@@ -12,6 +12,8 @@ import sys
 import traceback
 from typing import Any, NoReturn
 
+from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV
+
 
 # Signals the template ignores (sent to every process of a terminal's group or a Slurm task; its supervisors act
 # on them) and a cell's process takes back.
@@ -42,8 +44,16 @@ def enter_cell_process(request: dict[str, Any], template: int) -> None:
     # The supervisor's environment, not the template's (which turned thread pools off for the fork), plus the
     # slot's: CUDA_VISIBLE_DEVICES and NEURON_RT_VISIBLE_CORES are read when the device runtime starts, which is
     # in this process, later.
+    tuned = os.environ.get(APPLIED_ENV)  # this process's own mark (re-marked at fork) when the template tuned malloc
+    # The malloc settings glibc read when the template started hold here too: kept, so that env.json says so and
+    # processes this cell starts (compile workers) get them.
+    malloc = {k: os.environ[k] for k in STABLE_ENV if k in os.environ}
     os.environ.clear()
+    os.environ.update(malloc)
     os.environ.update(request["env"])
+    os.environ.pop(APPLIED_ENV, None)  # the supervisor's, if any: another process's tuning
+    if tuned == str(os.getpid()):
+        os.environ[APPLIED_ENV] = tuned
     os.chdir(request["cwd"])
     sys.path[:0] = [p for p in request["sys_path"] if p not in sys.path]
     cpus = request.get("cpus")

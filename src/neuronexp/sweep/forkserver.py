@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from neuronexp.host.allocator import fresh_process_env
 from neuronexp.sweep.forksafety import TEMPLATE_ENV
 
 ADDRESS_ENV = "NEURONEXP_FORK_SERVER"
@@ -44,6 +45,10 @@ class Ended:
     refused: str | None = None  # never started, or lost with its server: why
 
 
+class OtherAllocator(Exception):
+    """The server's template runs another host malloc mode than the cell asked for."""
+
+
 class ForkServer:
     """A template process for the `with` block, announced in this process's environment (ADDRESS_ENV).
 
@@ -52,10 +57,14 @@ class ForkServer:
 
     Args:
         warm: passed to `serve` on entering the block; None: call `serve` later.
+        allocator: the host malloc mode of the template, and so of every cell forked from it (a fork inherits its
+            template's heap and malloc settings): set in its environment for glibc to read at start-up, and
+            applied again by its first statement (template.main). A cell of another mode gets a template of its own.
     """
 
-    def __init__(self, warm: Iterable[str] | None = ()) -> None:
+    def __init__(self, warm: Iterable[str] | None = (), allocator: str = "stable") -> None:
         self.warm = None if warm is None else list(warm)
+        self.allocator = allocator
         self.dir: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.saved: str | None = None
@@ -67,8 +76,9 @@ class ForkServer:
         # while the template imports torch.
         listener.bind(str(self.dir / "socket"))
         listener.listen(64)
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno())],
-                                     stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env={**os.environ, **TEMPLATE_ENV})
+        env = fresh_process_env({**os.environ, **TEMPLATE_ENV}, self.allocator)
+        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno()), self.allocator],
+                                     stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)
         listener.close()
         self.saved = os.environ.get(ADDRESS_ENV)
         os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{self.dir / 'socket'}"
@@ -97,6 +107,12 @@ class ForkServer:
             shutil.rmtree(self.dir, ignore_errors=True)  # made by __enter__ in this invocation
 
 
+def allocator_mode(config: Any) -> str:
+    """The `allocator` key of a cell's or a sweep's config (a dict or a DictConfig): its template's malloc mode."""
+    value = config.get("allocator") if config is not None else None
+    return str(getattr(value, "value", value) or "stable")
+
+
 def server_address() -> Path | None:
     """This host's fork server named in the environment, if its socket exists."""
     host, _, path = os.environ.get(ADDRESS_ENV, "").partition(":")
@@ -105,14 +121,17 @@ def server_address() -> Path | None:
 
 def run_forked(request: dict[str, Any], timeout_s: float | None) -> Ended:
     """Run `request` (childproc.enter_cell_process says what it holds) in a forked process and wait for it,
-    killing it (and its process group) after `timeout_s` seconds. Ctrl-C here kills it too."""
+    killing it (and its process group) after `timeout_s` seconds. Ctrl-C here kills it too.
+
+    `request["allocator"]` is the cell's malloc mode: a server whose template runs another one refuses the cell,
+    which then runs from a private template started with its own mode."""
     address = server_address()
     if address is not None:
         try:
             return _ask(address, request, timeout_s)
-        except (ConnectionRefusedError, FileNotFoundError):  # the sweep's server is gone: a private one
+        except (ConnectionRefusedError, FileNotFoundError, OtherAllocator):  # gone, or another malloc mode
             pass
-    with ForkServer() as private:
+    with ForkServer(allocator=request.get("allocator", "stable")) as private:
         assert private.dir is not None
         return _ask(private.dir / "socket", request, timeout_s)
 
@@ -136,6 +155,8 @@ def _ask(address: Path, request: dict[str, Any], timeout_s: float | None) -> End
             return Ended(None, refused="neuronexp's fork server ended before starting the cell")
         if first is None:
             return Ended(None, refused=f"neuronexp's fork server did not start the cell within {START_TIMEOUT_S:g} s")
+        if first.get("allocator_mode"):
+            raise OtherAllocator(first["refused"])
         if "refused" in first:
             return Ended(None, refused=first["refused"])
         pid = int(first["pid"])

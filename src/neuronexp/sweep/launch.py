@@ -22,7 +22,7 @@ from typing import Any
 from neuronexp.cell.environment import host_cpus, visible_cuda_devices
 from neuronexp.config import LauncherConfig, format_units, parse_units
 from neuronexp.results.files import read_phase
-from neuronexp.sweep.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
+from neuronexp.sweep.forkserver import ADDRESS_ENV, Ended, allocator_mode, run_forked, signal_name
 from neuronexp.sweep.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.sweep.slurm import SlurmTimeLimit, signal_hint
 
@@ -103,6 +103,7 @@ def _run(request: CellRequest, slot: Slot | None, launcher: LauncherConfig) -> E
         "target": f"{__name__}:child_main", "payload": vars(request), "kind": request.kind, "env": env,
         "cwd": os.getcwd(), "sys_path": sys.path, "cpus": list(slot.cpus) if slot else None,
         "log": str(Path(request.out_dir) / "cell.log"),  # the cell's own output, kept apart from other cells'
+        "allocator": allocator_mode(request.config),  # forked from a template with that malloc mode
     }, launcher.cell_timeout_s)
 
 

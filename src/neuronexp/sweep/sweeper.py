@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
-from neuronexp.sweep.forkserver import ForkServer
+from neuronexp.sweep.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
 from neuronexp.sweep.stopped import SweepStopped
@@ -45,7 +45,7 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         ConfigError: a bad value in any cell, a directory another sweep holds; nothing has run then.
         SweepStopped: cells failed, the launcher stopped, or Ctrl-C; what finished is aggregated first.
     """
-    with _cell_processes(ctx.launcher) as server:  # started first: its `import torch` overlaps the planning
+    with _cell_processes(ctx.launcher, ctx.master) as server:  # started first: its `import torch` overlaps the planning
         cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
         return _run(ctx, cells, server)
 
@@ -120,12 +120,12 @@ def _launch(launcher: Any, cells: list[PlannedCell], progress: SweepProgress) ->
     return returns
 
 
-def _cell_processes(launcher: Any) -> AbstractContextManager[Any]:
+def _cell_processes(launcher: Any, master: Any) -> AbstractContextManager[Any]:
     """The fork server that this host's cell processes are forked from (sweep.forkserver); none for Slurm,
     whose tasks run elsewhere and start their own."""
     if any(cls.__name__ == "SlurmLauncher" for cls in type(launcher).__mro__):  # submitit's, or neuronexp's subclass
         return nullcontext()
-    return ForkServer(warm=None)
+    return ForkServer(warm=None, allocator=allocator_mode(master))
 
 
 def _first_line(exc: BaseException) -> str:

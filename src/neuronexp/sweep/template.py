@@ -32,12 +32,12 @@ class Server:
     and SIGCHLD through a wake-up pipe.
     """
 
-    def __init__(self, listener: socket.socket, warmed: list[str]) -> None:
+    def __init__(self, listener: socket.socket, warmed: list[str], allocator: dict[str, Any]) -> None:
         self.listener, self.sel = listener, selectors.DefaultSelector()
         self.pending: dict[socket.socket, bytes] = {}  # connections still sending their request
         self.child_of: dict[socket.socket, int] = {}
         self.conn_of: dict[int, socket.socket | None] = {}  # None: its supervisor hung up
-        self.warmed = warmed
+        self.warmed, self.allocator = warmed, allocator
         self.wake_r, wake_w = os.pipe()
         os.set_blocking(wake_w, False)
         signal.set_wakeup_fd(wake_w)
@@ -45,7 +45,7 @@ class Server:
         self._check()
 
     def _check(self) -> None:
-        self.state = {**template_state(), "warmed": self.warmed}
+        self.state = {**template_state(), "warmed": self.warmed, "allocator": self.allocator}
         warning = thread_warning(self.state)
         if warning:
             print(warning, file=sys.stderr)
@@ -97,6 +97,10 @@ class Server:
     def _start(self, conn: socket.socket, request: dict[str, Any]) -> None:
         if request.get("hello"):
             self._send(conn, self.state)
+            return self._close(conn)
+        mode = self.allocator["mode"]
+        if request.get("allocator", mode) != mode:  # its malloc settings would be this template's: refused
+            self._send(conn, {"refused": f"the template runs allocator={mode}", "allocator_mode": mode})
             return self._close(conn)
         refused = refusal(self.state, request.get("kind", "cpu"))
         if refused:
@@ -169,9 +173,13 @@ class Server:
 
 
 def main() -> None:
-    """Entry of the template process: `python -c ... <owner pid> <listening socket fd>`; then one line on stdin,
-    `{"warm": [...]}`, says what to prepare before serving (ForkServer.serve)."""
-    owner, listen_fd = int(sys.argv[1]), int(sys.argv[2])
+    """Entry of the template process: `python -c ... <owner pid> <listening socket fd> <allocator mode>`; then one
+    line on stdin, `{"warm": [...]}`, says what to prepare before serving (ForkServer.serve)."""
+    from neuronexp.host import allocator
+
+    # First, before torch allocates: every cell forked from here inherits this heap and these malloc settings.
+    # (For `stable` glibc read the same values from the environment at start-up: ForkServer.)
+    owner, listen_fd, host_alloc = int(sys.argv[1]), int(sys.argv[2]), allocator.apply(sys.argv[3])
     die_with(owner)
     # Ctrl-C reaches every process of the terminal's group, and Slurm's scancel (SIGTERM) and time-limit warning
     # (SIGUSR2, submitit's) every process of the task: the supervisors handle them (they drop their cells, or
@@ -203,4 +211,4 @@ def main() -> None:
             warmed.append("compile")
         except Exception as exc:  # cells then compile cold; they still run
             print(f"neuronexp: fork server: compile warm-up failed ({type(exc).__name__}: {exc})", file=sys.stderr)
-    Server(socket.socket(fileno=listen_fd), warmed).serve()
+    Server(socket.socket(fileno=listen_fd), warmed, host_alloc).serve()
