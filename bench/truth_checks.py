@@ -99,7 +99,8 @@ def ab(args, work: Path) -> dict:
         cmd = [str(BIN / "neuronexp"), "-m", *module, SHAPES, *args.set, f"hydra.sweep.dir={work / name}"]
         wall, _ = run(cmd, cwd=REPO / "bench" / "layers")
         sweeps.append({"name": name, "wall_s": round(wall, 1), "load_after": load(), "noisy": noisy_cells(work / name)})
-    return {"load_before": before, "sweeps": sweeps, **compare_counts(work / "A", work / "B", work, "--ignore", "module")}
+    return {"load_before": before, "sweeps": sweeps,
+            **compare_counts(work / "A", work / "B", work, "--ignore", "module,module._target_")}
 
 
 TIMER_SCRIPT = """

@@ -141,6 +141,10 @@ def test_verdict_rules() -> None:
     assert verdict(1 / 1.5, 0.01, 0.05, 0.02) == "faster"
     assert verdict(1.5, 0.2, 0.05, 0.02) == "no change"
     assert verdict(1.01, 1e-9, 0.05, 0.02) == "no change"
+    # Significant and beyond 2%, but the interval reaches inside the threshold: an A/A run on this VM.
+    assert verdict(0.966, 0.0024, 0.05, 0.02, ci_low=0.939, ci_high=0.989) == "no change"
+    assert verdict(0.95, 0.0024, 0.05, 0.02, ci_low=0.93, ci_high=0.97) == "faster"
+    assert verdict(1.25, 0.0024, 0.05, 0.02, ci_low=1.15, ci_high=1.35) == "slower"
     assert verdict(float("nan"), 0.01, 0.05, 0.02) == "n/a"
     # One round on a side: significance within a run says nothing across runs; only the interval counts.
     assert verdict(1.05, 1e-9, 0.05, 0.02, separable=False, ci_low=1.01, ci_high=1.09) == "no change"
