@@ -75,7 +75,7 @@ def test_a_sweep_flags_the_wrong_variant_everywhere(tmp_path: Path) -> None:
     assert wrong["max_rel_err"] == pytest.approx(0.5, rel=0.02) and "output differs" in wrong["warnings"]
     assert cells.loc["passthrough", "output_check"] == "FAIL"
     assert cells.loc["passthrough", "bytes_written"] == 0  # its output is its input: nothing written
-    assert "✗ output ≠ baseline" in res.stdout and "% BW" in res.stdout
+    assert "✗ output ≠ baseline" in res.stdout and "% BW" in res.stdout, res.stdout
     summary = (out / "results" / "summary.md").read_text()
     assert "## Outputs that differ from their baseline's" in summary and "rmsnorm_wrong" in summary
 

@@ -22,7 +22,7 @@ from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
 from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.report.summary import ops_text, output_differs
+from neuronexp.report.summary import OUTPUT_FLAG, ops_text, output_differs
 
 OUTPUT_MARK = "✗"
 
@@ -137,7 +137,8 @@ def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: An
     if any(fields[0].startswith(NOISY_MARK) for _, _, fields in rows):
         notes.append(Text(f"{NOISY_MARK} noisy: not a finding (the cell's `noise` column says why)"))
     if any(fields[4].endswith(OUTPUT_MARK) for _, _, fields in rows):
-        notes.append(Text(f"{OUTPUT_MARK} output differs from its baseline's beyond tolerance (the cell's warnings say by how much)"))
+        # The same words as the wide table's cells (summary.OUTPUT_FLAG): a noisy cell's extra line can switch layouts.
+        notes.append(Text(f"{OUTPUT_FLAG}: beyond tolerance of its baseline's (the cell's warnings say by how much)"))
     named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups, _MIN_HOTSPOT)
     if named is not None:
         return [named, *notes]
