@@ -12,6 +12,7 @@ import pytest
 
 import neuronexp
 from helpers import EXPERIMENTS, FAST, run_cli
+from neuronexp.analysis.noise import NOISE_WARNING
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 STUDIES = ["layernorm", "softmax", "swiglu", "rotary", "attention", "decoder"]
@@ -109,7 +110,11 @@ def test_hugging_face_llama_layers_from_yaml_alone(cli, tmp_path: Path) -> None:
     _, cells = _sweep(cli, sweep, "--config-dir", str(EXPERIMENTS), "+experiment=hf_llama_layers", "dims.seq=8",
                       "compile.enabled=false")
     assert sorted(cells["module"]) == ["llama_attention", "llama_decoder_layer", "llama_mlp", "llama_rmsnorm"]
-    assert (cells["status"] == "ok").all() and cells["warnings"].isna().all()
+    # No warning but what the machine's load and the profiler's overhead on a layer of many tiny ops may add
+    # (this shared VM is often busy): no fallback, no unused input.
+    measured = (NOISE_WARNING, "profiled time per step is")
+    others = [w for ws in cells["warnings"].dropna() for w in ws.split(" | ") if not w.startswith(measured)]
+    assert (cells["status"] == "ok").all() and others == [], others
     # Every kind of input spec at once: factories (mask, rotary), a filled tensor, a literal; eager attention.
     res = cli("--config-dir", str(EXPERIMENTS), "module=llama_decoder_layer_eager", "shapes=tiny", "dims.seq=8",
               *QUICK, f"hydra.sweep.dir={tmp_path / 'eager'}")
