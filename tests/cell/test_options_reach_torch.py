@@ -1,0 +1,144 @@
+"""Config keys that are handed to torch: the profiler presets and flags reach torch.profiler, compile.* reaches
+torch.compile, input.seed fixes the inputs and weights. Composed by real Hydra from conf/, run by run_cell on the
+CPU; where only a spy can see the value handed over, the real torch function is still called with it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hydra import compose, initialize_config_module
+from hydra.core.global_hydra import GlobalHydra
+
+from neuronexp.cell import profiling
+from neuronexp.cell.run import run_cell
+from neuronexp.config.compose import spec_from
+from neuronexp.results import Results
+from neuronexp.results.outputs import OUTPUT_FILE, read_outputs
+
+SMALL = ["input.shape=[1,8,64]", "input.dtype=float32", "backend=cpu", "timing.warmup=1", "timing.iters=3",
+         "timing.min_iters=3", "roofline.probe=off"]
+
+
+def _run(tmp_path: Path, *overrides: str) -> Results:
+    """One cell as `neuronexp <overrides>` would compose it, run in this process."""
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("neuronexp.conf", version_base="1.3"):
+            cfg = compose("config", overrides=[*SMALL, *overrides], return_hydra_config=True)
+            spec = spec_from(cfg, dict(cfg.hydra.runtime.choices), list(overrides), ",".join(overrides))
+    finally:
+        GlobalHydra.instance().clear()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    return run_cell(spec, tmp_path)
+
+
+@pytest.fixture
+def profiler_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What neuronexp hands torch.profiler.profile and torch.profiler.schedule (the real ones still run)."""
+    seen: list[dict[str, Any]] = []
+    real_profile, real_schedule = profiling.profile, profiling.schedule
+
+    def schedule(**kwargs):
+        seen.append({"schedule": kwargs})
+        return real_schedule(**kwargs)
+
+    def profile(**kwargs):
+        seen[-1].update({k: v for k, v in kwargs.items() if k in FLAGS})
+        return real_profile(**kwargs)
+
+    monkeypatch.setattr(profiling, "schedule", schedule)
+    monkeypatch.setattr(profiling, "profile", profile)
+    return seen
+
+
+FLAGS = ("record_shapes", "with_stack", "profile_memory", "with_flops")
+# As each preset's YAML documents it (conf/profiler/*.yaml): the schedule and which extras it turns on.
+PRESETS = {
+    "default": ({"wait": 2, "warmup": 1, "active": 1, "repeat": 1}, set()),
+    "quick": ({"wait": 0, "warmup": 1, "active": 1, "repeat": 1}, set()),
+    "detailed": ({"wait": 2, "warmup": 1, "active": 1, "repeat": 1}, {"record_shapes", "with_stack", "with_flops"}),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_each_profiler_preset_reaches_torch_profiler(preset: str, tmp_path: Path, profiler_calls) -> None:
+    results = _run(tmp_path, f"profiler={preset}")
+    assert results.cells.iloc[0]["status"] == "ok", results.cells.iloc[0]["error"]
+    schedule, on = PRESETS[preset]
+    (call,) = [c for c in profiler_calls if "record_shapes" in c]  # the profiled pass (not the memory probe)
+    assert call == {"schedule": schedule, **{flag: flag in on for flag in FLAGS}}
+    # And what the flags leave in the results: shapes and FLOPs columns filled, Python frames in the trace.
+    ops = results.ops
+    assert ops["input_shapes"].notna().any() == ("record_shapes" in on)
+    assert ops["flops"].notna().any() == ("with_flops" in on)
+    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+    assert any(e.get("cat") == "python_function" for e in events) == ("with_stack" in on)
+
+
+def test_with_stack_and_profile_memory_on_their_own(tmp_path: Path) -> None:
+    def categories(out: Path, *overrides: str) -> set[str]:
+        results = _run(out, "profiler=quick", *overrides)
+        assert results.cells.iloc[0]["status"] == "ok", results.cells.iloc[0]["error"]
+        return {e.get("cat") for e in json.loads((out / "trace.json").read_text())["traceEvents"]}
+
+    plain = categories(tmp_path / "plain")
+    stack = categories(tmp_path / "stack", "profiler.with_stack=true")
+    memory = categories(tmp_path / "memory", "profiler.profile_memory=true")
+    assert "python_function" in stack and "python_function" not in plain | memory
+    # profile_memory: an instant [memory] event per allocation and free in the trace.
+    assert "cpu_instant_event" in memory and "cpu_instant_event" not in plain | stack
+    events = json.loads((tmp_path / "memory" / "trace.json").read_text())["traceEvents"]
+    assert any(e.get("name") == "[memory]" and e["args"]["Bytes"] != 0 for e in events)
+
+
+GRAPH_BREAK_LAYER = "helpers.layers.GraphBreak"
+
+
+def test_compile_backend_mode_and_fullgraph_reach_torch_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+    real_compile = torch.compile
+
+    def spy(model, **kwargs):
+        seen.append(kwargs)
+        return real_compile(model, **kwargs)
+
+    monkeypatch.setattr(torch, "compile", spy)
+    results = _run(tmp_path / "a", "profiler=quick", "compile.enabled=true", "compile.backend=eager",
+                   "compile.mode=default", "compile.fullgraph=true")
+    assert results.cells.iloc[0]["status"] == "ok", results.cells.iloc[0]["error"]
+    assert seen == [{"backend": "eager", "mode": "default", "fullgraph": True, "dynamic": False}]
+    seen.clear()
+    _run(tmp_path / "b", "profiler=quick", "compile.enabled=true", "compile.backend=aot_eager")
+    assert seen == [{"backend": "aot_eager", "mode": None, "fullgraph": False, "dynamic": False}]
+
+
+def test_fullgraph_makes_a_graph_break_fail_the_cell(tmp_path: Path) -> None:
+    args = ["profiler=quick", f"module._target_={GRAPH_BREAK_LAYER}", "~module.hidden_size", "~module.eps",
+            "compile.enabled=true", "compile.backend=eager"]
+    broken = _run(tmp_path / "full", *args, "compile.fullgraph=true").cells.iloc[0]
+    assert broken["status"] == "error" and broken["error"].startswith("Unsupported: "), broken["error"]
+    allowed = _run(tmp_path / "partial", *args, "compile.fullgraph=false").cells.iloc[0]
+    assert allowed["status"] == "ok", allowed["error"]
+
+
+def _output(out: Path) -> np.ndarray:
+    (leaf,) = read_outputs(out / OUTPUT_FILE)  # the cell's saved output, all of it (small enough to keep whole)
+    return leaf.values
+
+
+@pytest.mark.parametrize("layer", ["torch.nn.Identity", "helpers.layers.WeightsOnly"])
+def test_input_seed_fixes_the_inputs_and_the_weights(layer: str, tmp_path: Path) -> None:
+    # Identity returns its input, WeightsOnly its weights: each output shows one of the two seeded draws alone.
+    args = ["profiler=quick", f"module._target_={layer}", "~module.hidden_size", "~module.eps"]
+    first = _run(tmp_path / "a", *args, "input.seed=7")
+    again = _run(tmp_path / "b", *args, "input.seed=7")
+    other = _run(tmp_path / "c", *args, "input.seed=8")
+    assert first.cells.iloc[0]["run_id"] == again.cells.iloc[0]["run_id"] != other.cells.iloc[0]["run_id"]
+    a, b, c = (_output(tmp_path / d) for d in "abc")
+    assert a.size == 8 * 64 and a.std() > 0.5  # random normal values, not zeros or ones
+    assert np.array_equal(a, b) and not np.allclose(a, c)
