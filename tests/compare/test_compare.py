@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import run_cli, small_sweep
+from helpers import run_cli
 from neuronexp.compare.join import CompareError, compare
 from neuronexp.compare.ops import op_changes
 from neuronexp.analysis.stats import (benjamini_hochberg, bootstrap_medians, compare_rounds, compare_samples,
@@ -310,9 +310,7 @@ def test_op_diff_names_appeared_disappeared_and_changed() -> None:
 
 # --- the CLI on a real sweep ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> Path:
-    return small_sweep(tmp_path_factory.mktemp("compare"), "[1,8,64],[1,16,128]", "timing.iters=20")
+# `sweep`: a real 2 × 2 sweep, in tests/compare/conftest.py (shared with test_compare_cli.py).
 
 
 def _slowed_copy(sweep: Path, dest: Path, factor: float, quiet: bool = False) -> Path:
