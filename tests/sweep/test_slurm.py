@@ -57,3 +57,36 @@ def test_slurm_on_a_machine_without_slurm_fails_in_one_line_before_anything_is_w
     assert res.stderr.strip() == ("neuronexp: error: hydra/launcher=slurm: no Slurm here (sbatch is not on PATH); "
                                   "hydra/launcher=submitit_local runs the same path on this machine")
     assert not (tmp_path / "sweep").exists()
+
+
+FAKE_SLURM = {
+    # Stand-ins for Slurm's commands (no cluster here): sinfo names one partition of 64-CPU nodes; sbatch keeps
+    # the script it is given and refuses it, so nothing runs; srun only has to exist (submitit looks for it).
+    "sinfo": 'echo "trn1*|64"',
+    "sbatch": 'for last; do :; done\n/bin/cp "$last" "$NX_SBATCH_CAPTURE/"\necho "sbatch: error: refused by the stand-in" >&2\nexit 1',
+    "srun": "exit 1",
+}
+
+
+def test_slurm_preset_reaches_the_script_the_launcher_submits(cli, tmp_path: Path) -> None:
+    fake_bin, captured = tmp_path / "fake_slurm", tmp_path / "captured"
+    fake_bin.mkdir()
+    captured.mkdir()
+    for name, body in FAKE_SLURM.items():
+        (fake_bin / name).write_text(f"#!/bin/sh\n{body}\n")
+        (fake_bin / name).chmod(0o755)
+    sweep = tmp_path / "sweep"
+    res = cli("-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,8,128]", "profiler=quick",
+              "hydra/launcher=slurm", "hydra.launcher.partition=trn1", "launcher.devices=16", "launcher.per_device=2",
+              f"hydra.sweep.dir={sweep}",
+              env={"PATH": f"{fake_bin}:{Path(__import__('sys').executable).parent}", "NX_SBATCH_CAPTURE": str(captured)})
+    assert res.returncode == 1 and "refused by the stand-in" in res.stderr, res.stderr[-2000:]
+    scripts = sorted(captured.glob(".submission_file_*.sh"))
+    assert scripts, "the launcher never called sbatch"
+    lines = set(scripts[0].read_text().splitlines())
+    # The preset (conf/hydra/launcher/slurm.yaml) through the launcher plugin's key mapping, as sbatch gets it:
+    # one array task per cell (4 cells), one task on one node each.
+    for line in ("#SBATCH --partition=trn1", "#SBATCH --cpus-per-task=8", "#SBATCH --time=60", "#SBATCH --nodes=1",
+                 "#SBATCH --ntasks-per-node=1", "#SBATCH --array=0-3%4", "#SBATCH --signal=USR2@120",
+                 f"#SBATCH --output={sweep}/.submitit/%A_%a/%A_%a_0_log.out"):
+        assert line in lines, (line, sorted(lines))
