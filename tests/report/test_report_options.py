@@ -103,3 +103,21 @@ def test_an_output_it_cannot_write_is_one_line_and_exit_2(sweep: Path, tmp_path:
     assert (tmp_path / "afile").read_text() == "x"
     # No temporary file left behind where the report was being written.
     assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
+
+
+def test_an_environment_value_that_differs_between_jobs_lists_every_value(sweep: Path, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    copy = tmp_path / "sweep"
+    shutil.copytree(sweep, copy, ignore=shutil.ignore_patterns(".neuronexp.lock"))
+    jobs = sorted(p.parent for p in copy.glob("*/env.json"))
+    assert len(jobs) == 4
+    env = json.loads((jobs[-1] / "env.json").read_text())
+    host = env["host"]
+    env["host"] = "another-node"  # one job ran elsewhere
+    (jobs[-1] / "env.json").write_text(json.dumps(env))
+    _, md, html = _report(copy, tmp_path / "out")
+    assert f"| host | {host}; another-node |" in md, md.split("## Cells")[0]
+    _, md, _ = _report(sweep, tmp_path / "same")  # all jobs alike: the one value
+    assert f"| host | {host} |" in md
