@@ -106,6 +106,9 @@ def test_the_cell_reports_the_median_cycle_not_the_first_or_last(cuda_kernels, t
     # 17, 29 and 305 µs per step: the median is the middle cycle, neither the first nor the last.
     assert cell["device_time_us"] == pytest.approx(29.0)
     assert cell["device_ops"] == 6 and cell["device_time_source"] == "profiler_device_events"
+    # The host's time per step too: the median of the three cycles' own sums (three different measured figures).
+    cpu = results.ops.groupby("cycle")["self_cpu_us"].sum()
+    assert len(set(cpu)) == 3 and cell["cpu_time_us"] == pytest.approx(sorted(cpu)[1])
     # The hotspot is named by the host op that launched the kernels (analysis.ops.host_ops), its share of the
     # device time averaged over the cycles: (12/17 + 24/29 + 300/305) / 3.
     shares = [CALLS["aten::mul"] * KERNEL_US["aten::mul"][c] / PER_STEP[c] for c in range(3)]
