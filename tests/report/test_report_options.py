@@ -44,8 +44,9 @@ def test_baseline_picks_whom_the_report_compares_with(sweep: Path, tmp_path: Pat
     assert "baseline rmsnorm_fused" in res.stdout and "· baseline rmsnorm_fused" in md
     assert "| speedup vs rmsnorm_fused |" in md and "speedup vs rmsnorm_naive" not in md + html
     # The fused rows are now the reference (×1.00), the naive ones are measured against them.
-    rows = [ln for ln in md.split("## Cells", 1)[1].split("##", 1)[0].splitlines() if ln.startswith("| rmsnorm_")]
-    assert len(rows) == 4 and all(("×1.00 |" in r) == r.startswith("| rmsnorm_fused") for r in rows), rows
+    # A row may carry the noisy mark (~) before its variant on a busy machine.
+    rows = [ln for ln in md.split("## Cells", 1)[1].split("##", 1)[0].splitlines() if re.match(r"\| ~?rmsnorm_", ln)]
+    assert len(rows) == 4 and all(("×1.00 |" in r) == bool(re.match(r"\| ~?rmsnorm_fused", r)) for r in rows), rows
     res, md, html = _report(sweep, tmp_path / "none", "--baseline", "none")
     assert "baseline —" in res.stdout and "speedup vs" not in md + html and "×" not in md.split("## Cells", 1)[1]
 
