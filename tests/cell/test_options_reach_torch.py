@@ -57,11 +57,13 @@ def profiler_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 FLAGS = ("record_shapes", "with_stack", "profile_memory", "with_flops")
-# As each preset's YAML documents it (conf/profiler/*.yaml): the schedule and which extras it turns on.
+# As each preset's YAML documents it (conf/profiler/*.yaml): the schedule and which extras it turns on. default and
+# detailed leave the schedule to the backend: five one-step cycles on the CPU (wait=1 warmup=1 active=1 repeat=5).
+CPU_SCHEDULE = {"wait": 1, "warmup": 1, "active": 1, "repeat": 5}
 PRESETS = {
-    "default": ({"wait": 2, "warmup": 1, "active": 1, "repeat": 1}, set()),
+    "default": (CPU_SCHEDULE, set()),
     "quick": ({"wait": 0, "warmup": 1, "active": 1, "repeat": 1}, set()),
-    "detailed": ({"wait": 2, "warmup": 1, "active": 1, "repeat": 1}, {"record_shapes", "with_stack", "with_flops"}),
+    "detailed": (CPU_SCHEDULE, {"record_shapes", "with_stack", "with_flops"}),
 }
 
 
