@@ -1,8 +1,11 @@
-"""neuronexp-compare as a user types it on a real sweep whose samples are replaced by constructed ones: the note
-for a changed torch version.
+"""neuronexp-compare's flags as a user types them, each shown to change the answer, on a real sweep whose samples
+are replaced by constructed ones with a known answer: every cell of A has 4 rounds of 5 samples (the round
+medians 99, 99.5, 100.5, 101 µs, the samples of a round spread evenly over ±3%), and B is exactly ×1.06 of A.
 
-(Tests that --alpha, --threshold, --seed and --ignore each change the answer were written against the single-pass
-statistics and are to be redone for the rounds / hierarchical bootstrap that landed meanwhile: see issue 18.)
+The hierarchical bootstrap over rounds then puts every cell's 95% interval at about ×1.03–×1.09, above ×1.02,
+and no more than one resample in 2000 reaches ×1 (p at most 4/2001 in every cell, so the Benjamini–Hochberg
+q too): slower at the default alpha 0.05 and threshold 2%, no change at --alpha 0.0005 or --threshold 0.1.
+Every cell is marked not noisy, so that the machine's load during the real sweep cannot decide the verdict.
 """
 
 from __future__ import annotations
@@ -11,25 +14,37 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from helpers import run_cli
+from neuronexp.analysis.stats import compare_rounds
 from neuronexp.results import load, to_arrow
 from neuronexp.results.files import write_table
 
 FACTOR = 1.06
+ROUND_MEDIANS = (99.0, 99.5, 100.5, 101.0)
+PER_ROUND = 5
+
+
+def _constructed(factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """20 samples in 4 rounds: each round's samples spread evenly over ±3% of its median."""
+    latency = np.concatenate([m * np.linspace(0.97, 1.03, PER_ROUND) for m in ROUND_MEDIANS]) * factor
+    return latency, np.repeat(np.arange(len(ROUND_MEDIANS)), PER_ROUND)
 
 
 def _copy(sweep: Path, dest: Path, factor: float = 1.0, **cell_labels: str) -> Path:
-    """The sweep with each cell's samples evenly spread over 90–110 µs × `factor`, and its cells relabelled."""
+    """The sweep with each cell's samples replaced by the constructed ones × `factor`, its cells marked not
+    noisy and relabelled."""
     shutil.copytree(sweep, dest, ignore=shutil.ignore_patterns(".neuronexp.lock"))
     results = load(dest)
     samples = results.samples.copy()
+    latency, rounds = _constructed(factor)
     for _, rows in samples.groupby("run_id"):
-        samples.loc[rows.index, "latency_us"] = np.linspace(90.0, 110.0, len(rows)) * factor
+        samples.loc[rows.index, "latency_us"], samples.loc[rows.index, "round"] = latency, rounds
     write_table(dest / "results" / "samples.parquet", to_arrow("samples", samples))
-    if cell_labels:
-        write_table(dest / "results" / "cells.parquet", to_arrow("cells", results.cells.assign(**cell_labels)))
+    cells = results.cells.assign(noisy=False, **cell_labels)
+    write_table(dest / "results" / "cells.parquet", to_arrow("cells", cells))
     return dest
 
 
@@ -38,8 +53,54 @@ def pair(sweep: Path, tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("compare_cli")
     a, b = _copy(sweep, root / "a"), _copy(sweep, root / "b", FACTOR)
     n = set(load(a).samples.groupby("run_id").size())
-    assert n == {20}, n  # the known answer below is for 20 samples a cell
+    assert n == {len(ROUND_MEDIANS) * PER_ROUND}, n  # the known answer below is for 20 samples a cell
     return a, b
+
+
+def test_the_constructed_answer_is_what_the_statistics_say() -> None:
+    (xa, ra), (xb, rb) = _constructed(), _constructed(FACTOR)
+    stats = compare_rounds(xa, xb, ra, rb, seed=0)
+    assert stats.ratio == pytest.approx(FACTOR) and stats.rounds_a == stats.rounds_b == 4
+    assert 1.02 < stats.ci_low < FACTOR < stats.ci_high < 1.10 and stats.p_value <= 4 / 2001
+
+
+def test_alpha_decides_what_is_significant(pair, tmp_path: Path) -> None:
+    a, b = pair
+    default = _compare(a, b, tmp_path)
+    assert default.returncode == 0 and "4 slower" in default.stdout and "BH q < 0.05" in default.stdout, default.stdout
+    strict = _compare(a, b, tmp_path, "--alpha", "0.0005", "--fail-on-regression")
+    assert strict.returncode == 0 and "4 no change" in strict.stdout and "BH q < 0.0005" in strict.stdout, strict.stdout
+
+
+def test_threshold_decides_what_is_large_enough(pair, tmp_path: Path) -> None:
+    a, b = pair
+    wide = _compare(a, b, tmp_path, "--threshold", "0.1", "--fail-on-regression")
+    assert wide.returncode == 0 and "4 no change" in wide.stdout and "threshold 10.0%" in wide.stdout, wide.stdout
+    narrow = _compare(a, b, tmp_path, "--threshold", "0.01", "--fail-on-regression")
+    assert narrow.returncode == 1 and "4 slower" in narrow.stdout and "threshold 1.0%" in narrow.stdout, narrow.stdout
+
+
+def test_seed_picks_the_bootstrap_and_the_same_seed_repeats_it(pair, tmp_path: Path) -> None:
+    a, b = pair
+
+    def intervals(seed: str) -> pd.DataFrame:
+        out = tmp_path / f"seed{seed}-{len(list(tmp_path.iterdir()))}.csv"
+        assert _compare(a, b, tmp_path, "--seed", seed, "--csv", str(out)).returncode == 0
+        return pd.read_csv(out).sort_values("cell")[["cell", "ci_low", "ci_high"]].reset_index(drop=True)
+
+    zero, again, one = intervals("0"), intervals("0"), intervals("1")
+    pd.testing.assert_frame_equal(zero, again)
+    assert (zero["ci_low"] != one["ci_low"]).any() or (zero["ci_high"] != one["ci_high"]).any()
+
+
+def test_ignore_joins_cells_whose_label_differs_on_purpose(pair, tmp_path: Path) -> None:
+    a, _ = pair
+    other = _copy(a, tmp_path / "other", FACTOR, experiment="another")
+    refused = _compare(a, other, tmp_path)
+    assert refused.returncode == 2 and "--ignore experiment" in refused.stderr, refused.stderr
+    for flags in (["--ignore", "experiment"], ["--ignore", "experiment,nothing_else"]):
+        joined = _compare(a, other, tmp_path, *flags)
+        assert joined.returncode == 0 and "4 slower" in joined.stdout, joined.stdout + joined.stderr
 
 
 def _compare(a: Path, b: Path, cwd: Path, *flags: str):
