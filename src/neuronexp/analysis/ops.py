@@ -81,17 +81,27 @@ def host_ops(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
-    """Per cell: top leaf ops by self device time per step (median over profiler cycles), with their share.
+    """Per cell: top leaf ops by self device time per step (median over profiler cycles), with their share of the
+    median profiled step.
 
     Leaf ops only (neuronexp.cell.optree): a wrapper's self time is dispatch, not the work it hands on.
     """
     if ops.empty:
         return {}
-    cols = ["calls", "self_device_us", "device_share"]
-    per_op = median_over_cycles(leaf_ops(host_ops(ops)), ops, cols).rename(columns={"device_share": "share"})
+    per_op = median_over_cycles(leaf_ops(host_ops(ops)), ops, ["calls", "self_device_us"])
+    # The median time as a share of the median step, not a median of shares: a median of each column on its
+    # own can rank an op above another while giving it the smaller share.
+    per_op["share"] = per_op["self_device_us"] / per_op["run_id"].map(_median_step(ops))
     ranked = per_op.sort_values(["run_id", "self_device_us"], ascending=[True, False], kind="stable")
     return {str(run): g.drop(columns="run_id").reset_index(drop=True)
             for run, g in ranked.groupby("run_id").head(top).groupby("run_id")}
+
+
+def _median_step(ops: pd.DataFrame) -> pd.Series:
+    """Per run_id: the median over cycles of the profiled step, read back from any op's time and share in it."""
+    shown = ops[(ops["device_share"] > 0) & (ops["self_device_us"] > 0)]
+    per_cycle = (shown["self_device_us"] / shown["device_share"]).groupby([shown["run_id"], shown["cycle"]]).median()
+    return per_cycle.groupby(level="run_id").median()
 
 
 def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
