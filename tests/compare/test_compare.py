@@ -102,7 +102,7 @@ def test_few_noisy_samples_are_not_called_and_say_so() -> None:
     assert cmp.unresolved == 12
 
 
-@pytest.mark.parametrize("n", [10, 11])
+@pytest.mark.parametrize("n", [10, 11, 500, 501])
 def test_fast_bootstrap_medians_match_the_plain_bootstrap(n: int) -> None:
     x = np.random.default_rng(0).lognormal(0, 0.5, n)
     fast = bootstrap_medians(x, np.random.default_rng(1), 20000)
