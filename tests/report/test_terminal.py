@@ -100,3 +100,16 @@ def test_piped_to_a_file_the_sweep_table_is_plain_and_80_columns(sweep: Path, tm
     table = out[out.index("neuronexp sweep ·"):out.index("all cells ok")].splitlines()
     assert max(len(ln) for ln in table) <= 80, out
     assert "rmsnorm_naive" in out and "rmsnorm_fused" in out and out.count("(cached)") >= 4
+
+
+def test_long_inputs_noisy_cells_and_percent_of_peak_fit_80_columns_with_every_figure_whole() -> None:
+    # The attention study's case: 4-dim inputs, noisy medians ("~25.6 ms"), compute-bound "% FLOP/s" with the
+    # failed-output mark; at 80 columns the hotspot gives way, never a name, a median or a % of peak.
+    cells = _cells().assign(shape=lambda c: c["shape"].str.replace("[1,", "[1,32,", regex=False),
+                                        bound="compute", pct_peak_flops=0.44, noisy=True)
+    cells["output_check"] = "FAIL"
+    text = render(cells, 80)
+    _check(text, 80, cells)
+    assert text.count("~") >= len(cells) and text.count("44% FLOP/s") == len(cells), text
+    table = text.split("────")[1]
+    assert "…" not in table, text

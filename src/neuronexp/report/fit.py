@@ -3,7 +3,8 @@
 Three layouts, the first that fits wins: the variants side by side (report.terminal.rich_table); one line per
 cell with the variants as rows; the same with each variant shortened to a key ("A", "B", ...) explained in a
 legend above the table. A variant name is never cut and every cell has its line; only the hotspot column gives
-way (its op name is cut with "…", the full name is in results/ and the report).
+way (its op name is cut with "…", then the column is left out with a note; the full name is in results/ and the
+report).
 """
 
 from __future__ import annotations
@@ -91,23 +92,26 @@ def _cut(hotspot: str, width: int | None) -> str:
 
 def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | None, names: Mapping[str, str],
            speedups: bool, hotspot_width: int | None) -> Table:
+    """hotspot_width: None keeps the hotspot whole, 0 leaves the column out."""
     table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    keyed = all(len(name) <= 2 for name in names.values())
     table.add_column("input", no_wrap=True)
-    table.add_column("variant", no_wrap=True)
+    table.add_column("v" if keyed else "variant", no_wrap=True)  # keys are explained by the legend above
     table.add_column("median", justify="right", no_wrap=True)
     if speedups:
         table.add_column("speedup", justify="right", no_wrap=True)
     table.add_column(f"{device}/step" if device else "profiled/step", justify="right", no_wrap=True)
     table.add_column("ops", justify="right", no_wrap=True)
     table.add_column("% peak", justify="right", no_wrap=True)
-    table.add_column("hotspot", no_wrap=True, overflow="ellipsis")
+    if hotspot_width != 0:
+        table.add_column("hotspot", no_wrap=True, overflow="ellipsis")
     previous = None
     for i, (inp, variant, fields) in enumerate(rows):
         median, speedup, time, ops, limit, hotspot = fields
         hotspot = _cut(hotspot, hotspot_width)
         last = i + 1 == len(rows) or rows[i + 1][0] != inp
         values = [inp if inp != previous else "", names[variant], median, *([speedup] if speedups else []), time, ops, limit,
-                  hotspot]
+                  *([hotspot] if hotspot_width != 0 else [])]
         table.add_row(*(escape(v) for v in values), end_section=last)
         previous = inp
     return table
@@ -144,6 +148,8 @@ def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: An
         return [named, *notes]
     keys = {v: _key(i) for i, v in enumerate(variants)}
     legend = Text("\n".join(f"{keys[v]}  {v}" for v in variants))
-    # Narrower than that (under ~50 columns): the hotspot column is all that gives way, down to "…".
-    table = _fitted(console, title, rows, device, keys, speedups, 1) or _table(title, rows, device, keys, speedups, 1)
+    table = _fitted(console, title, rows, device, keys, speedups, _MIN_HOTSPOT // 2)
+    if table is None:  # narrower still: the hotspot column goes rather than any figure or name being cut
+        table = _table(title, rows, device, keys, speedups, 0)
+        notes.append(Text("hotspot column left out at this width (results/summary.md and the report have it)"))
     return [legend, table, *notes]
