@@ -94,7 +94,7 @@ def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | Non
            speedups: bool, hotspot_width: int | None) -> Table:
     """hotspot_width: None keeps the hotspot whole, 0 leaves the column out."""
     table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    keyed = all(len(name) <= 2 for name in names.values())
+    keyed = any(name != variant for variant, name in names.items())
     table.add_column("input", no_wrap=True)
     table.add_column("v" if keyed else "variant", no_wrap=True)  # keys are explained by the legend above
     table.add_column("median", justify="right", no_wrap=True)
