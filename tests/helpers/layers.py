@@ -5,6 +5,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+# A user's layer file, written into a test's directory and named `failing.FailsOnWideInputs`: it raises on
+# inputs wider than 64, so a sweep over widths has ok and failed cells.
+FAILING_LAYER = """
+import torch
+class FailsOnWideInputs(torch.nn.Module):
+    def forward(self, x):
+        if x.shape[-1] > 64:
+            raise RuntimeError(f"unsupported width {x.shape[-1]}")
+        return torch.relu(x)
+"""
+
 
 class GraphBreak(nn.Module):
     """Two graphs under torch.compile: Dynamo breaks the graph at the explicit break between the ops."""

@@ -10,15 +10,8 @@ import pytest
 
 import neuronexp
 from helpers import FAST, run_cli
+from helpers.layers import FAILING_LAYER
 
-FAILING_LAYER = """
-import torch
-class FailsOnWideInputs(torch.nn.Module):
-    def forward(self, x):
-        if x.shape[-1] > 64:
-            raise RuntimeError(f"unsupported width {x.shape[-1]}")
-        return torch.relu(x)
-"""
 
 
 def _report(sweep: Path, out: Path, *flags: str):

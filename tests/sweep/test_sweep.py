@@ -17,6 +17,7 @@ import neuronexp
 from neuronexp.formatting import short_op
 
 from helpers import FAST, console_script
+from helpers.layers import FAILING_LAYER
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 
@@ -26,14 +27,6 @@ class Slow(torch.nn.Module):
     def forward(self, x):
         time.sleep(0.02)
         return x * 2
-"""
-FAILING_LAYER = """
-import torch
-class FailsOnWideInputs(torch.nn.Module):
-    def forward(self, x):
-        if x.shape[-1] > 64:
-            raise RuntimeError(f"unsupported width {x.shape[-1]}")
-        return torch.relu(x)
 """
 
 
