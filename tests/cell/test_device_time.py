@@ -15,6 +15,8 @@ import torch.autograd.profiler as autograd_profiler
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
+from helpers.neuron_standin.synthetic_kernels import attach_kernels
+
 from neuronexp.backends.cpu import CpuBackend
 from neuronexp.cell import run as cell_run
 from neuronexp.cell.profiling import profile_callable
@@ -47,19 +49,8 @@ def cuda_kernels(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         events = original(self, result, timeout_s=timeout_s)
         cycle = len(cycles)
         cycles.append(cycle)
-        kernels = []
-        for fe in events:
-            if fe.device_type != DeviceType.CPU or fe.is_async or fe.name not in KERNEL_US:
-                continue
-            us = KERNEL_US[fe.name][cycle]
-            fe.use_device = "cuda"
-            start = fe.time_range.start
-            kernel = FunctionEvent(id=fe.id, name=KERNEL + fe.name, thread=fe.thread, start_us=start, end_us=start + us,
-                                   fwd_thread=fe.thread, input_shapes=[], stack=[], use_device="cuda",
-                                   device_type=DeviceType.CUDA, device_index=0)
-            fe.append_kernel(kernel.name, 0, us)
-            kernels.append(kernel)
-        return list(events) + kernels
+        us = lambda name: KERNEL_US[name][cycle] if name in KERNEL_US else None  # noqa: E731
+        return attach_kernels(events, us, DeviceType.CUDA, "cuda", KERNEL)
 
     monkeypatch.setattr(autograd_profiler.profile, "_parse_kineto_results", parse)
     return cycles

@@ -15,6 +15,7 @@ import torch.autograd.profiler as autograd_profiler
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
+from synthetic_kernels import attach_kernels  # the stand-in's folder is on the path
 from torch_neuronx import STATE
 
 _ORIGINAL = autograd_profiler.profile._parse_kineto_results
@@ -26,19 +27,8 @@ def _with_device_events(self: Any, result: Any, timeout_s: float | None = None) 
     kwargs = getattr(self.experimental_config, "kwargs", None) or {}
     if not STATE.device_us or not kwargs.get("correlate_device_time"):
         return events
-    kernels = []
-    for fe in events:
-        us = STATE.device_us.get(fe.name)
-        if fe.device_type != DeviceType.CPU or fe.is_async or us is None:
-            continue
-        fe.use_device = "neuron"  # what a profile of the renamed PrivateUse1 backend ("neuron") sets
-        start = fe.time_range.start
-        kernel = FunctionEvent(id=fe.id, name=KERNEL_PREFIX + fe.name, thread=fe.thread, start_us=start, end_us=start + us,
-                               fwd_thread=fe.thread, input_shapes=[], stack=[], use_device="neuron",
-                               device_type=DeviceType.PrivateUse1, device_index=0)
-        fe.append_kernel(kernel.name, 0, us)
-        kernels.append(kernel)
-    return list(events) + kernels
+    # "neuron": what a profile of the renamed PrivateUse1 backend sets on the launching op.
+    return attach_kernels(events, STATE.device_us.get, DeviceType.PrivateUse1, "neuron", KERNEL_PREFIX)
 
 
 def install() -> None:
