@@ -12,6 +12,21 @@ from helpers.neuron_standin.fixture import fake_explorer, no_explorer, standin
 __all__ = ["cli", "fake_explorer", "no_explorer", "standin"]
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked for hardware skip, saying why, where it is absent (pyproject.toml lists the markers)."""
+    if item.get_closest_marker("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            pytest.skip("needs a CUDA device (none here)")
+    if item.get_closest_marker("neuron"):
+        import importlib.util
+
+        if importlib.util.find_spec("torch_neuronx") is None or "neuron_standin" in str(
+                importlib.util.find_spec("torch_neuronx").origin):
+            pytest.skip("needs a Trainium instance with torch-neuronx (not installed here)")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def probe_cache(tmp_path_factory: pytest.TempPathFactory):
     """The host probe's cache for this test session (cells the tests run, in this process or as commands):

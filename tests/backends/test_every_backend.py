@@ -1,6 +1,7 @@
 """One suite, run against every backend present: the CPU always, Trainium through the torch-neuronx STAND-IN
-(tensors on the CPU, clearly not Trainium), CUDA when a GPU is there. What every backend must do for a
-cell to be a valid row of the results contract, in the manner of Hydra's shared launcher test suites."""
+(tensors on the CPU, clearly not Trainium), CUDA when a GPU is there, the real torch-neuronx on a Trainium
+instance. What every backend must do for a cell to be a valid row of the results contract, in the manner of
+Hydra's shared launcher test suites."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from neuronexp.modules import NaiveRMSNorm
 from neuronexp.results import CELL_SCHEMA, OP_SCHEMA, SAMPLE_SCHEMA, read_job
 
 
-@pytest.fixture(params=["cpu", "neuron-standin", "cuda"])
+# cuda and neuron (a real torch-neuronx on Trainium) skip where their hardware is absent (tests/conftest.py).
+@pytest.fixture(params=["cpu", "neuron-standin", pytest.param("cuda", marks=pytest.mark.cuda),
+                        pytest.param("neuron", marks=pytest.mark.neuron)])
 def backend_name(request: pytest.FixtureRequest) -> str:
-    if request.param == "cuda" and not torch.cuda.is_available():
-        pytest.skip("no CUDA device here")
     if request.param == "neuron-standin":
         request.getfixturevalue("standin")
         request.getfixturevalue("no_explorer")
