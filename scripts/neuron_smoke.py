@@ -46,15 +46,20 @@ def render(report: Report, standin: bool) -> str:
     return "\n".join(head + table + details) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="neuron_smoke_report.md", help="where to write the Markdown report")
     parser.add_argument("--workdir", default=None, help="captures and Explorer output go here (default: a temp dir, kept)")
     parser.add_argument("--shape", default="1,128,4096", help="input shape for the RMSNorm checks")
     parser.add_argument("--skip-compile", action="store_true", help="leave out the torch.compile(backend='neuron') checks")
-    parser.add_argument("--explorer-timeout", type=float, default=900)
+    parser.add_argument("--explorer-timeout", type=float, default=900,
+                        help="seconds to wait for each neuron-explorer run (big captures take minutes)")
     parser.add_argument("--device", default="neuron", help=argparse.SUPPRESS)  # "cpu": only to test this script on the stand-in
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     problem = torch_neuronx_problem()
     if problem:
         print(problem, file=sys.stderr)

@@ -118,3 +118,18 @@ def test_a_bfloat16_cell_against_a_float32_baseline_gets_the_looser_tolerance(tm
     assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "pass"
     cells["dtype"] = ["bfloat16", "float32"]  # a float32 cell against a bfloat16 reference: the reference's precision
     assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "pass"
+
+
+def test_the_cells_own_rtol_and_atol_decide(tmp_path: Path, reference: np.ndarray) -> None:
+    """correctness.rtol/atol land in the row (output_rtol/output_atol) and the check uses them, not the defaults."""
+    shift = 0.01 * float(np.abs(reference).max())  # every element off by the same amount: atol decides
+    cells, dirs = _cells(tmp_path, {"a": reference, "b": reference + shift})
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"
+    cells["output_rtol"], cells["output_atol"] = 0.0, 1.01 * shift
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "pass"
+    cells["output_atol"] = 0.99 * shift
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"
+    # A relative tolerance alone: elements near zero fail it (the normal draw has some below 2 · shift).
+    assert np.any(np.abs(reference) < 2 * shift)
+    cells["output_rtol"], cells["output_atol"] = 0.5, 0.0
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from hydra import compose, initialize_config_module
@@ -80,6 +81,21 @@ def test_each_profiler_preset_reaches_torch_profiler(preset: str, tmp_path: Path
     assert ops["flops"].notna().any() == ("with_flops" in on)
     events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
     assert any(e.get("cat") == "python_function" for e in events) == ("with_stack" in on)
+
+
+def test_schedule_keys_record_shapes_and_export_trace_set_one_by_one(tmp_path: Path, profiler_calls) -> None:
+    results = _run(tmp_path, "profiler.schedule.wait=0", "profiler.schedule.warmup=2", "profiler.schedule.active=2",
+                   "profiler.schedule.repeat=2", "profiler.record_shapes=true", "profiler.export_trace=false")
+    cell = results.cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    (call,) = [c for c in profiler_calls if "record_shapes" in c]
+    assert call == {"schedule": {"wait": 0, "warmup": 2, "active": 2, "repeat": 2}, "record_shapes": True,
+                    "with_stack": False, "profile_memory": False, "with_flops": False}
+    assert cell["profile_schedule"] == "0/2/2/2" and cell["profile_cycles"] == 2
+    assert sorted(results.ops["cycle"].unique()) == [0, 1]
+    assert results.ops["input_shapes"].notna().any() and results.ops["flops"].isna().all()
+    # export_trace=false: the profile is still summarised, but no Chrome trace is written or pointed to.
+    assert not (tmp_path / "trace.json").exists() and pd.isna(cell["trace_path"])
 
 
 def test_with_stack_and_profile_memory_on_their_own(tmp_path: Path) -> None:

@@ -40,9 +40,12 @@ def _layers(root: Path) -> Path:
     return root / "conf"
 
 
-def test_a_single_cell_reports_its_work_roofs_memory_and_says_it_compares_nothing(cli, tmp_path: Path) -> None:
+def test_a_single_cell_reports_its_work_roofs_memory_and_says_it_compares_nothing(cli, tmp_path: Path,
+                                                                                   probe_cache: Path) -> None:
+    # roofline.cache_dir beats $NEURONEXP_CACHE_DIR: the session's cache, so the probe is not measured again.
     res = cli("module=rmsnorm_fused", *[a for a in FAST if not a.startswith("input.shape")], "input.shape=[1,64,512]",
-              "input.dtype=float32")
+              "input.dtype=float32", f"roofline.cache_dir={probe_cache}",
+              env={"NEURONEXP_CACHE_DIR": str(tmp_path / "not-this-one")})
     assert res.returncode == 0, res.stderr[-2000:]
     (job,) = run_dirs(tmp_path)
     cell = neuronexp.load(job).cells.iloc[0]
@@ -54,7 +57,8 @@ def test_a_single_cell_reports_its_work_roofs_memory_and_says_it_compares_nothin
     assert cell["bound"] == "memory" and cell["peak_memory_bytes"] >= 64 * 512 * 4  # at least its output
     assert cell["output_check"] == "no baseline" and cell["output_tensors"] == 1 and (job / OUTPUT_FILE).is_file()
     env = json.loads((job / "env.json").read_text())
-    assert env["host_roofs"]["stream"]["copy_gbs"] > 0 and env["host_roofs"]["cache_file"].endswith("host_roofs.json")
+    assert env["host_roofs"]["stream"]["copy_gbs"] > 0
+    assert Path(env["host_roofs"]["cache_file"]).parent == probe_cache and not (tmp_path / "not-this-one").exists()
     assert "work per call: 264 kB at least" in res.stdout and "% of" in res.stdout and "output check: no baseline" in res.stdout
 
 
@@ -105,10 +109,12 @@ def test_checks_and_probe_turned_off_and_roofs_given(cli, tmp_path: Path) -> Non
     assert cell["peak_source"].startswith("not measured") and np.isnan(cell["pct_peak_bw"])
     assert cell["bytes_min"] > 0 and "host_roofs" not in json.loads((job / "env.json").read_text())
 
-    given = cli("roofline.peak_bw_gbs=100", "roofline.probe=off", *FAST, "hydra.run.dir=given")
+    given = cli("roofline.peak_bw_gbs=100", "roofline.peak_tflops=2", "roofline.probe=off", "correctness.rtol=0.2",
+                "correctness.atol=0.003", *FAST, "hydra.run.dir=given")
     assert given.returncode == 0, given.stderr[-2000:]
     cell = neuronexp.load(tmp_path / "given").cells.iloc[0]
     assert cell["peak_bw_gbs"] == 100 and cell["pct_peak_bw"] == pytest.approx(cell["achieved_gbs"])
+    assert cell["peak_tflops"] == 2 and (cell["output_rtol"], cell["output_atol"]) == (0.2, 0.003)
     assert cell["peak_source"].startswith("given: roofline.peak_bw_gbs")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
@@ -94,6 +96,22 @@ def test_the_shape_presets_resize_every_layer_and_sweep_sequence_lengths(hydra_c
     assert plain.input.shape == [1, 512, 4096] and plain.module["hidden_size"] == 4096
     # Without a preset the default input is Llama-3 8B's hidden size at 1,024 tokens.
     assert to_run_config(compose("config")).input.shape == [1, 1024, 4096]
+
+
+def test_each_dims_key_reaches_the_inputs_and_the_module(hydra_conf) -> None:
+    norm = to_run_config(compose("config", overrides=["dims.batch=3", "dims.seq=16", "dims.hidden=96"]))
+    assert norm.input.shape == [3, 16, 96] and norm.module["hidden_size"] == 96
+    mlp = to_run_config(compose("config", overrides=["module=swiglu_naive", "dims.hidden=64", "dims.intermediate=80"]))
+    assert mlp.module["intermediate_size"] == 80 and mlp.input.shape[-1] == 64
+    overrides = ["module=rotary_naive", "dims.batch=2", "dims.heads=6", "dims.kv_heads=3", "dims.seq=5",
+                 "dims.head_dim=8", "dims.rope_theta=100.0"]
+    rotary = to_run_config(compose("config", overrides=overrides))
+    assert rotary.input.shape == [2, 6, 5, 8] and rotary.input.args == [{"shape": [2, 3, 5, 8]}]
+    built = spec_from(compose("config", overrides=overrides, return_hydra_config=True), {"module": "rotary_naive"},
+                      overrides, "").build_module()
+    # theta reaches the rotation: position 1 of the first pair turns by 1 rad for any theta, of the second pair
+    # by theta^(-2/8) rad, which tells 100 from Llama-3's 500,000.
+    assert built.cos[1, 1].item() == pytest.approx(math.cos(100.0 ** -0.25), rel=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -137,3 +137,30 @@ def test_a_backend_that_cannot_start_leaves_no_debug_state(standin, clean_debug_
         resolve_backend("neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path)))
     assert not any(k in os.environ for k in DEBUG_VARS)
     assert list(tmp_path.iterdir()) == []  # the empty cache folder it made is gone again
+
+
+def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(standin, clean_debug_env: None,
+                                                                           tmp_path: Path) -> None:
+    """The keys as a user types them, composed by real Hydra from conf/, then handed to the backend as a cell does."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    from neuronexp.config.compose import to_run_config
+
+    neffs = tmp_path / "neffs"
+    overrides = ["backend=neuron", "neuron.visible_cores=2-3", "neuron.num_cores=2", "neuron.nki_debug_info=true",
+                 "profiler.neuron.modes=[DEVICE]", "profiler.neuron.capture_enabled_for_nc='2'",
+                 "profiler.neuron.max_events_per_nc=5000", f"profiler.neuron.neff_cache_dir={neffs}"]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("neuronexp.conf", version_base="1.3"):
+            cfg = to_run_config(compose("config", overrides=overrides))
+    finally:
+        GlobalHydra.instance().clear()
+    backend = resolve_backend("neuron", cfg.neuron, cfg.profiler.neuron)
+    assert standin.STATE.env_at_start == {"NEURON_RT_VISIBLE_CORES": "2-3", "NEURON_RT_NUM_CORES": "2"}
+    assert os.environ["NKI_DEBUG_INFO"] == "True"
+    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
+    assert kwargs == {"modes": [standin.profiling.ProfileMode.DEVICE], "profile_output_dir": "/out",
+                      "capture_enabled_for_nc": "2", "max_events_per_nc": 5000, "neff_cache_dir": str(neffs)}
+    backend.finish()

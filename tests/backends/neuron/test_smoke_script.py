@@ -70,3 +70,28 @@ def test_a_check_that_raises_is_one_line_in_the_report_and_the_run_fails(tmp_pat
     assert report.rows[0][3] == "RuntimeError: neuron-explorer crashed (traceback: tracebacks.txt)"
     assert report.rows[1][2] == "PASS" and report.failed
     assert "Traceback (most recent call last)" in report.tracebacks[0]
+
+
+def test_explorer_timeout_flag_bounds_each_explorer_run(tmp_path: Path, fake_explorer: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """--explorer-timeout: an Explorer that hangs is given up on after that long, each of D2's three runs."""
+    import argparse
+    import time
+    from types import SimpleNamespace
+
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    import neuron_smoke as script
+    from neuron_smoke_checks import Context, explorer_checks
+
+    args = script.parse_args(["--explorer-timeout", "0.5", "--workdir", str(tmp_path / "work")])
+    assert isinstance(args, argparse.Namespace) and args.explorer_timeout == 0.5
+    capture = tmp_path / "work" / "c2"
+    capture.mkdir(parents=True)
+    (capture / "trace_info.pb").write_bytes(b"")
+    index = SimpleNamespace(root=capture, sessions=[SimpleNamespace(dir=".")])
+    monkeypatch.setattr("neuronexp.backends.neuron.capture.index_capture", lambda root, modes: index)
+    monkeypatch.setenv("FAKE_EXPLORER_MODE", "hang")  # sleeps a minute
+    start = time.monotonic()
+    status, text = explorer_checks.d2_explorer(Context(args, tmp_path / "work"))
+    assert time.monotonic() - start < 20  # three runs of 0.5 s, not three minutes
+    assert status == "FAIL" and text.count("rc=-1") == 3 and text.count("TimeoutExpired") == 3, text

@@ -1,0 +1,122 @@
+"""Every configuration key and command-line flag that the README and docs/ name is a real one, every key of the
+schema is documented, and every key and flag is set by at least one test.
+
+"Set by a test" is checked by text: a test file holds the key as an override (`timing.rounds=`, `input.kwargs.x=`)
+or the flag as a string (`"--top"`). It guards against a new key or flag arriving untested; that each of those
+tests would fail were the feature broken was checked once by breaking it (issue 18). Keys a test can only set
+through the schema's dataclasses (a Neuron option read by the stand-in) are listed below with the file that does.
+The benchmark scripts' flags (bench/) are checked to exist, not exercised: those scripts measure, on purpose, for
+minutes; their figures are in docs/.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO
+from neuronexp.cli import compare as compare_cli
+from neuronexp.cli import report as report_cli
+from neuronexp.config.schema import RunConfig
+
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+TESTS = [p for p in (REPO / "tests").rglob("*.py") if p.name != Path(__file__).name]
+SECTIONS = ("input", "compile", "profiler", "timing", "neuron", "launcher", "dims", "roofline", "correctness")
+
+# Keys whose tests set them through the schema's dataclasses rather than as an override, and where.
+SET_THROUGH_DATACLASSES = {
+    "input.extra": "tests/config/test_inputs.py",  # only ever an error: renamed to input.args
+    "profiler.neuron.copy_neffs": "tests/backends/neuron/test_backend.py",
+    "profiler.neuron.explorer": "tests/backends/neuron/test_explorer.py",
+}
+# Misspelt on purpose in the docs, as the example of a mistake neuronexp refuses.
+MISTAKES_SHOWN = {"timing.itres"}
+# Flags of other programs that the docs quote: Hydra's own, pip, Slurm, nvidia-smi, neuron-explorer, torch.compile.
+OTHER_PROGRAMS = {"--cfg", "--config-dir", "--help", "--extra-index-url", "--cpus-per-task", "--exclusive", "--purge",
+                  "--query-gpu", "--output-format", "--ignore-device-profile", "--ignore-system-profile",
+                  "--show-profile-schema", "--system-trace-filter-neuron-core", "--auto-cast"}
+
+
+def _schema_keys(cls: type = RunConfig, prefix: str = "") -> list[str]:
+    keys = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+        keys += _schema_keys(type(default), f"{prefix}{f.name}.") if dataclasses.is_dataclass(default) else [prefix + f.name]
+    return keys
+
+
+def _code(text: str) -> str:
+    """The README's or a doc's code: fenced blocks and inline spans (where keys and flags are written)."""
+    return "\n".join(re.findall(r"```.*?```", text, re.S) + re.findall(r"`([^`\n]+)`", text))
+
+
+def _expand(key: str) -> list[str]:
+    """`timing.{rounds,round_gap_s}` → timing.rounds, timing.round_gap_s."""
+    match = re.fullmatch(r"(.*)\{([\w,]+)\}(.*)", key)
+    return [match[1] + part + match[3] for part in match[2].split(",")] if match else [key]
+
+
+def _documented_keys() -> dict[str, str]:
+    found = {}
+    pattern = re.compile(r"(?<![\w./$-])((?:%s)\.[\w.]*(?:\{[\w,]+\})?)" % "|".join(SECTIONS))
+    for doc in DOCS:
+        for raw in pattern.findall(_code(doc.read_text())):
+            for key in _expand(raw.rstrip(".")):
+                found.setdefault(key, doc.name)
+    return found
+
+
+TEST_TEXT = "\n".join(p.read_text() for p in TESTS)
+SCHEMA_KEYS = _schema_keys()
+NODES = {k.rsplit(".", i)[0] for k in SCHEMA_KEYS for i in range(1, k.count(".") + 1)}
+
+
+def test_every_documented_key_is_a_key_of_the_schema() -> None:
+    unknown = {key: doc for key, doc in _documented_keys().items()
+               if key not in SCHEMA_KEYS and key not in NODES and key not in MISTAKES_SHOWN
+               and not key.startswith(("input.args.", "input.kwargs.", "input.shape[", "module."))}
+    assert not unknown, f"keys the docs name that the schema does not have: {unknown}"
+
+
+def test_every_key_of_the_schema_is_documented() -> None:
+    documented = set(_documented_keys()) | {m for doc in DOCS for m in re.findall(r"`(\w+)`", doc.read_text())}
+    missing = [k for k in SCHEMA_KEYS if k not in documented]
+    assert not missing, f"keys in the schema that neither the README nor docs/ name: {missing}"
+
+
+@pytest.mark.parametrize("key", SCHEMA_KEYS)
+def test_every_key_is_set_by_a_test(key: str) -> None:
+    if key in SET_THROUGH_DATACLASSES:
+        where = REPO / SET_THROUGH_DATACLASSES[key]
+        assert re.search(rf"\b{key.rsplit('.', 1)[1]}\b", where.read_text()), f"{where} no longer sets {key}"
+        return
+    as_override = re.compile(r"(?<![\w.])[~+]*%s(?:=|\.\w)" % re.escape(key))
+    assert as_override.search(TEST_TEXT), f"no test sets {key} as `{key}=...`"
+
+
+def _flags(parser) -> set[str]:
+    return {s for action in parser._actions for s in action.option_strings if s.startswith("--") and s != "--help"}
+
+
+def _script_flags(path: Path) -> set[str]:
+    return set(re.findall(r"add_argument\(\s*\"(--[\w-]+)\"", path.read_text()))
+
+
+COMMAND_FLAGS = {"neuronexp-report": _flags(report_cli._parser()), "neuronexp-compare": _flags(compare_cli._parser()),
+                 "scripts/neuron_smoke.py": _script_flags(REPO / "scripts" / "neuron_smoke.py")}
+
+
+@pytest.mark.parametrize(("command", "flag"), sorted((c, f) for c, flags in COMMAND_FLAGS.items() for f in flags))
+def test_every_flag_is_used_by_a_test(command: str, flag: str) -> None:
+    assert f'"{flag}"' in TEST_TEXT, f"no test passes {command} {flag}"
+
+
+def test_every_documented_flag_exists() -> None:
+    bench = set().union(*(_script_flags(p) for p in (REPO / "bench").glob("*.py")))
+    known = set().union(*COMMAND_FLAGS.values()) | bench | OTHER_PROGRAMS
+    documented = {(flag, doc.name) for doc in DOCS for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", _code(doc.read_text()))}
+    unknown = sorted((flag, doc) for flag, doc in documented if flag not in known)
+    assert not unknown, f"flags the docs name that no neuronexp command, script or benchmark has: {unknown}"
