@@ -78,7 +78,8 @@ def test_slurm_preset_reaches_the_script_the_launcher_submits(cli, tmp_path: Pat
     sweep = tmp_path / "sweep"
     res = cli("-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,8,128]", "profiler=quick",
               "hydra/launcher=slurm", "hydra.launcher.partition=trn1", "launcher.devices=16", "launcher.per_device=2",
-              f"hydra.sweep.dir={sweep}",
+              "hydra.launcher.timeout_min=30", "hydra.launcher.gpus_per_task=1",
+              "hydra.launcher.setup=[source /fsx/venv/bin/activate]", f"hydra.sweep.dir={sweep}",
               env={"PATH": f"{fake_bin}:{Path(__import__('sys').executable).parent}", "NX_SBATCH_CAPTURE": str(captured)})
     assert res.returncode == 1 and "refused by the stand-in" in res.stderr, res.stderr[-2000:]
     scripts = sorted(captured.glob(".submission_file_*.sh"))
@@ -86,7 +87,8 @@ def test_slurm_preset_reaches_the_script_the_launcher_submits(cli, tmp_path: Pat
     lines = set(scripts[0].read_text().splitlines())
     # The preset (conf/hydra/launcher/slurm.yaml) through the launcher plugin's key mapping, as sbatch gets it:
     # one array task per cell (4 cells), one task on one node each.
-    for line in ("#SBATCH --partition=trn1", "#SBATCH --cpus-per-task=8", "#SBATCH --time=60", "#SBATCH --nodes=1",
+    for line in ("#SBATCH --partition=trn1", "#SBATCH --cpus-per-task=8", "#SBATCH --time=30", "#SBATCH --nodes=1",
+                 "#SBATCH --gpus-per-task=1", "source /fsx/venv/bin/activate",
                  "#SBATCH --ntasks-per-node=1", "#SBATCH --array=0-3%4", "#SBATCH --signal=USR2@120",
                  f"#SBATCH --output={sweep}/.submitit/%A_%a/%A_%a_0_log.out"):
         assert line in lines, (line, sorted(lines))
