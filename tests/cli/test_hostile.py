@@ -34,7 +34,7 @@ BAD_CONFIGS = [
     (["module=rmsnorm_naive,"], "module=rmsnorm_naive,: cannot parse"),
     # torch.compile options that torch does not know.
     (["compile.enabled=true", "compile.backend=inductr"], "compile.backend=inductr: one of"),
-    (["compile.mode=fast"], "compile.mode=fast: one of default, reduce-overhead, max-autotune"),
+    (["compile.mode=fast"], "compile.mode=fast: one of default, lite, reduce-overhead, max-autotune"),
     # Device slots this machine does not have.
     ([f"launcher.devices={CPUS + 1}"], f"launcher.devices={CPUS + 1}: does not fit this machine"),
     ([f"launcher.pool=0-{CPUS + 7}"], f"launcher.pool=0-{CPUS + 7}: CPU cores"),
@@ -49,6 +49,7 @@ def _one_error_line(stderr: str, prefix: str = "neuronexp: error: ") -> str:
 
 
 @pytest.mark.parametrize(("args", "expected"), BAD_CONFIGS)
+@pytest.mark.slow  # 16 s on the 2-core VM
 def test_a_mistake_is_one_line_exit_2_and_no_files(cli, tmp_path: Path, args: list[str], expected: str) -> None:
     res = cli(*FAST, *args)
     assert res.returncode == 2, res.stderr
@@ -57,6 +58,7 @@ def test_a_mistake_is_one_line_exit_2_and_no_files(cli, tmp_path: Path, args: li
     assert not run_dirs(tmp_path) and not list(tmp_path.rglob("*.parquet"))
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_the_users_own_nodes_and_module_options_stay_free_form(cli, tmp_path: Path) -> None:
     write_hostile_layers(tmp_path)  # MarkupOp takes any option
     res = cli(*FAST, "module._target_=hostile.MarkupOp", "+module.width=3", "+notes.owner=me", "hydra.run.dir=run")
@@ -103,6 +105,7 @@ def test_sys_exit_in_a_layer_is_an_error_row(cli, tmp_path: Path) -> None:
     assert cell["status"] == "error" and cell["error"] == "SystemExit: the layer called sys.exit(0)"
 
 
+@pytest.mark.slow  # 9 s on the 2-core VM
 def test_rich_markup_in_an_error_and_an_op_name_is_printed_as_text(cli, tmp_path: Path) -> None:
     write_hostile_layers(tmp_path)
     res = cli(*FAST, "module._target_=hostile.RaisesMarkup", "hydra.run.dir=err")
@@ -153,6 +156,7 @@ def _full_disk() -> None:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE as a full disk is Linux behaviour")
 @pytest.mark.parametrize("mode", ["run", "sweep"])
+@pytest.mark.slow  # 9 s on the 2-core VM
 def test_a_full_disk_is_one_line_non_zero_and_leaves_no_temporaries(tmp_path: Path, mode: str) -> None:
     where = ["hydra.run.dir=out"] if mode == "run" else ["-m", "module=rmsnorm_naive,rmsnorm_fused", "hydra.sweep.dir=out"]
     proc = subprocess.run([console_script("neuronexp"), *where, *FAST], cwd=tmp_path, capture_output=True, text=True,

@@ -162,8 +162,10 @@ def check_baseline(baseline: Any) -> None:
             raise ConfigError(f"baseline.{key}", value, "must be a single value (or a list, for a shape) that picks the reference cell")
 
 
-# torch.compile's documented modes (its docstring; torch._inductor.list_mode_options() shows what each sets).
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# torch.compile's modes as torch 2.13 lists them (torch._inductor.list_mode_options(), which also shows what each
+# sets; tests/config/test_static_names.py keeps the two equal). "lite" (opt-in optimizations only) is new in the
+# 2.1x releases: an older torch refuses it in the cell, which then becomes an error row saying so.
+COMPILE_MODES = ("default", "lite", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 def _check_compile_mode(mode: str | None) -> None:
