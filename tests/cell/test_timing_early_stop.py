@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 import neuronexp
 from neuronexp.backends.cpu import CpuBackend
 from neuronexp.config import TimingConfig
@@ -50,6 +52,7 @@ def test_warm_up_stops_after_max_seconds() -> None:
     assert backend.min_warmup_calls <= stats.warmup_calls <= 6 and len(stats.samples_us) == 3
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_the_command_line_keys_cut_sampling_and_the_cell_records_how_many(cli, tmp_path: Path) -> None:
     # timing.iters=50, but a deadline of a microsecond: exactly min_iters samples, recorded as the cell's count.
     args = [a for a in FAST if not a.startswith(("timing.iters=", "timing.min_iters="))]

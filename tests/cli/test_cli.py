@@ -53,6 +53,7 @@ def test_default_cell_writes_the_contract_files(cli, tmp_path: Path) -> None:
     assert "aten::mul" in res.stdout and "p10" in res.stdout and str(run.name) in res.stdout
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_fused_cell_profiles_the_fused_op(cli, tmp_path: Path) -> None:
     res = cli(*FAST, "module=rmsnorm_fused", "input.shape=[2,16,128]", "input.dtype=float32", "backend=cpu")
     assert res.returncode == 0, res.stderr
@@ -75,6 +76,7 @@ def test_compiled_cell_shows_one_compiled_region(cli, tmp_path: Path) -> None:
     assert "aten::mul" not in set(tables.ops["op"])  # the six eager calls are gone
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_user_layer_with_two_inputs_runs_from_its_config_dir(cli, tmp_path: Path) -> None:
     res = cli("--config-dir", str(EXPERIMENTS), "module=swiglu_mlp", *FAST)
     assert res.returncode == 0, res.stderr
@@ -151,6 +153,7 @@ def test_a_config_error_with_the_working_directory_as_run_dir_leaves_it_alone(cl
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.slow  # 13 s on the 2-core VM
 def test_a_finished_run_directory_keeps_its_results(cli, tmp_path: Path) -> None:
     res = cli(*FAST, "input.dtype=float32", "backend=cpu", "hydra.run.dir=done")
     assert res.returncode == 0, res.stderr

@@ -7,6 +7,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from helpers import FAST, run_cli, run_dirs
 
 
@@ -22,6 +24,7 @@ def _env(repo: Path, run_dir: str) -> dict:
     return json.loads((repo / run_dir / "env.json").read_text())
 
 
+@pytest.mark.slow  # 10 s on the 2-core VM
 def test_env_json_records_the_commit_and_dirtiness_of_the_repository_it_runs_in(tmp_path: Path) -> None:
     repo = tmp_path / "study"
     repo.mkdir()
@@ -41,6 +44,7 @@ def test_env_json_records_the_commit_and_dirtiness_of_the_repository_it_runs_in(
     assert dirty["git_commit"] == head and dirty["git_dirty"] is True
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_outside_a_repository_there_is_no_commit(cli, tmp_path: Path) -> None:
     assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True).returncode != 0
     res = cli(*FAST, "backend=cpu", "roofline.probe=off")

@@ -46,6 +46,7 @@ def test_a_plain_config_error_is_reported_before_torch_is_imported(tmp_path: Pat
     assert not (tmp_path / "outputs").exists()
 
 
+@pytest.mark.slow  # 4 s on the 2-core VM
 def test_the_import_log_does_show_torch_where_a_check_needs_it(tmp_path: Path) -> None:
     # Whether a compile backend exists only torch._dynamo knows: this error may import torch, and the log shows it
     # (so the tests above would see torch if a plain error imported it again).

@@ -49,6 +49,7 @@ def _one_line(stderr: str, prefix: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_report_on_a_file_says_it_is_a_file(sweep: Path) -> None:
     res = _report(sweep / "0" / "cells.parquet")
     assert res.returncode == 2
@@ -105,6 +106,7 @@ def test_report_of_a_killed_sweep_names_the_cells_that_never_finished(sweep: Pat
     assert said in (killed / "report.md").read_text() and said in (killed / "report.html").read_text()
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_compare_with_every_cell_failed_on_both_sides_lists_the_failures(failed_sweep: Path, tmp_path: Path) -> None:
     res = run_cli([str(failed_sweep), str(failed_sweep)], cwd=tmp_path, script="neuronexp-compare")
     assert res.returncode == 2

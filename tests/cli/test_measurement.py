@@ -35,6 +35,7 @@ DRIFTING_ARGS = ["module._target_=drifting.Drifting", "~module.hidden_size", "~m
                  "timing.iters=10", "timing.min_iters=2", "timing.rounds=2", "timing.round_gap_s=0", "profiler=quick"]
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_cell_records_threads_allocator_rounds_and_machine_activity(cli, tmp_path: Path) -> None:
     res = cli(*FAST, "threads=1", "timing.iters=6", "timing.rounds=3", "backend=cpu")
     assert res.returncode == 0, res.stderr
@@ -60,6 +61,7 @@ def pd_isnull(value) -> bool:
     return value is None or value != value
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_threads_is_a_sweepable_key_and_a_column(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     res = cli("-m", *FAST, "threads=1,2", "allocator=system", f"hydra.sweep.dir={sweep}")
@@ -71,6 +73,7 @@ def test_threads_is_a_sweepable_key_and_a_column(cli, tmp_path: Path) -> None:
     assert "(allocator system), 1/2 thread(s), 5 timing round(s) per cell" in summary
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_an_allocator_that_cannot_apply_says_why_in_the_row(cli, tmp_path: Path) -> None:
     res = cli(*FAST, "allocator=preloaded")
     assert res.returncode == 0, res.stderr
@@ -91,6 +94,7 @@ def test_bad_measurement_keys_are_one_line(cli, tmp_path: Path, override: str, f
 
 
 @JOBLIB
+@pytest.mark.slow  # 9 s on the 2-core VM
 def test_fresh_cell_processes_get_their_allocator_before_python_starts(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     res = cli("-m", *FAST, "allocator=stable,system", "hydra/launcher=parallel", f"hydra.sweep.dir={sweep}")
@@ -104,6 +108,7 @@ def test_fresh_cell_processes_get_their_allocator_before_python_starts(cli, tmp_
     assert pd_isnull(cells.loc["system", "allocator_note"]) and cells.loc["stable", "worker_pid"] != cells.loc["system", "worker_pid"]
 
 
+@pytest.mark.slow  # 7 s on the 2-core VM
 def test_a_noisy_cell_is_marked_and_is_not_a_finding(cli, tmp_path: Path) -> None:
     (tmp_path / "drifting.py").write_text(DRIFTING)
     sweep = tmp_path / "sweep"
@@ -120,6 +125,7 @@ def test_a_noisy_cell_is_marked_and_is_not_a_finding(cli, tmp_path: Path) -> Non
     assert "every cell is noisy, no finding" in text
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_the_default_profile_is_a_median_over_cycles_without_python_frames(cli, tmp_path: Path) -> None:
     fast = [a for a in FAST if not a.startswith("profiler=")]
     res = cli(*fast, "profiler.with_stack=true", "profiler.profile_memory=true", "input.dtype=float32")

@@ -40,6 +40,7 @@ def _layers(root: Path) -> Path:
     return root / "conf"
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_single_cell_reports_its_work_roofs_memory_and_says_it_compares_nothing(cli, tmp_path: Path,
                                                                                    probe_cache: Path) -> None:
     # roofline.cache_dir beats $NEURONEXP_CACHE_DIR: the session's cache, so the probe is not measured again.
@@ -100,6 +101,7 @@ def test_a_sweep_flags_the_wrong_variant_everywhere(tmp_path: Path) -> None:
     assert "| rmsnorm_wrong | [1,64,512] |" in again and "baseline" in again.split("| rmsnorm_wrong |", 1)[1].split("\n", 1)[0]
 
 
+@pytest.mark.slow  # 11 s on the 2-core VM
 def test_checks_and_probe_turned_off_and_roofs_given(cli, tmp_path: Path) -> None:
     res = cli("correctness.enabled=false", "roofline.probe=off", *FAST)
     assert res.returncode == 0, res.stderr[-2000:]

@@ -205,6 +205,7 @@ def test_compare_rounds_known_answer_and_fallback() -> None:
     assert not single.separable and single.rounds_a == 1 and single.p_value == 1.0
 
 
+@pytest.mark.slow  # 9 s on the 2-core VM
 def test_cli_calls_no_difference_where_the_fixture_was_noisy(sweep: Path, tmp_path: Path) -> None:
     slow = _slowed_copy(sweep, tmp_path / "slow", 10.0)
     result = run_cli([str(sweep), str(slow), "--csv", "cmp.csv"], cwd=tmp_path, script="neuronexp-compare")

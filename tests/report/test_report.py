@@ -35,6 +35,7 @@ def _images(page: str) -> list[str]:
     return re.findall(r"<figure[^>]*>.*?(<svg\b.*?</svg>)", page, flags=re.S)
 
 
+@pytest.mark.slow  # 9 s on the 2-core VM
 def test_sweep_report_is_self_contained_with_plots_tables_and_links(reported: Path) -> None:
     page = (reported / "report.html").read_text()
     images = _images(page)
@@ -72,6 +73,7 @@ def test_report_model_fusion_view_and_hotspots(sweep: Path) -> None:
     assert env["backend"] == "cpu" and env["torch"].startswith("2.") and "[1,8,64]; [1,64,512]" == env["shapes"]
 
 
+@pytest.mark.slow  # 7 s on the 2-core VM
 def test_report_of_a_single_run_written_elsewhere(tmp_path: Path) -> None:
     run = run_cli(["module=rmsnorm_fused", *FAST], cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -197,6 +199,7 @@ def _console_messages(stderr: str) -> list[str]:
 
 
 @pytest.mark.browser
+@pytest.mark.slow  # 4 s on the 2-core VM
 def test_report_renders_in_headless_chromium(browser: str, reported: Path, tmp_path: Path) -> None:
     # Control: the console check must see a page's errors, or a clean result below would mean nothing.
     bad = tmp_path / "bad.html"

@@ -27,6 +27,7 @@ def _hotspot_rows(md: str) -> dict[str, int]:
     return {head: sum(1 for ln in body.splitlines() if ln.startswith("|")) - 2 for head, body in zip(sections[::2], sections[1::2])}
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_baseline_picks_whom_the_report_compares_with(sweep: Path, tmp_path: Path) -> None:
     cells = neuronexp.load(sweep).cells.set_index("module")
     assert set(cells["baseline_run_id"]) == {cells.loc["rmsnorm_naive", "run_id"].iloc[0],
@@ -44,6 +45,7 @@ def test_baseline_picks_whom_the_report_compares_with(sweep: Path, tmp_path: Pat
     assert "baseline —" in res.stdout and "speedup vs" not in md + html and "×" not in md.split("## Cells", 1)[1]
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_top_caps_each_hotspot_table(sweep: Path, tmp_path: Path) -> None:
     _, md, _ = _report(sweep, tmp_path / "default")
     default = _hotspot_rows(md)
@@ -99,6 +101,7 @@ def test_an_output_it_cannot_write_is_one_line_and_exit_2(sweep: Path, tmp_path:
     assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
 
 
+@pytest.mark.slow  # 4 s on the 2-core VM
 def test_an_environment_value_that_differs_between_jobs_lists_every_value(sweep: Path, tmp_path: Path) -> None:
     import json
     import shutil

@@ -134,6 +134,7 @@ def _children(parent: int, marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_single_run_with_isolate_true_turns_a_crash_into_a_row(cli, tmp_path: Path) -> None:
     # A single run runs in the neuronexp process (docs/methodology.md says why); launcher.isolate=true gives it
     # the sweep's supervision: its own process, and a row when that process dies.

@@ -46,6 +46,7 @@ def _job_files(job: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in job.iterdir() if p.is_file() and not p.name.startswith(".")}
 
 
+@pytest.mark.slow  # 12 s on the 2-core VM
 def test_two_identical_sweeps_started_together_never_mix_tables(tmp_path: Path) -> None:
     write_hostile_layers(tmp_path)
     sweep = tmp_path / "sweep"
@@ -70,6 +71,7 @@ def test_two_identical_sweeps_started_together_never_mix_tables(tmp_path: Path) 
     assert len(results.cells) == 3 and set(results.samples["run_id"]) == set(results.cells["run_id"])
 
 
+@pytest.mark.slow  # 10 s on the 2-core VM
 def test_a_second_grid_reuses_identical_cells_and_never_overwrites_another(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     assert _sweep(cli, sweep, *PAIR).returncode == 0
@@ -89,6 +91,7 @@ def test_a_second_grid_reuses_identical_cells_and_never_overwrites_another(cli, 
     assert pq.read_table(sweep / new_job / "cells.parquet").column("shape").to_pylist() == ["[1,8,32]"]
 
 
+@pytest.mark.slow  # 10 s on the 2-core VM
 def test_a_damaged_job_file_makes_that_cell_run_again(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     assert _sweep(cli, sweep, *PAIR).returncode == 0
@@ -115,6 +118,7 @@ def test_job_directories_are_checked_before_any_cell_runs(cli, tmp_path: Path, s
     assert not sweep.exists()
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_layers_that_exit_or_print_markup_are_rows_and_the_sweep_goes_on(cli, tmp_path: Path) -> None:
     write_hostile_layers(tmp_path)
     sweep = tmp_path / "sweep"
@@ -132,6 +136,7 @@ def test_layers_that_exit_or_print_markup_are_rows_and_the_sweep_goes_on(cli, tm
     assert "<script>" not in summary and "&lt;script&gt;alert(1)&lt;/script&gt;" in summary
 
 
+@pytest.mark.slow  # 16 s on the 2-core VM
 def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path: Path) -> None:
     write_hostile_layers(tmp_path)
     sweep = tmp_path / "sweep"
@@ -154,6 +159,7 @@ def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path:
     assert len(cells) == 5 and (cells["status"] == "cached").sum() == len(finished)
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_failed_aggregation_is_an_error_not_a_warning(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     sweep.mkdir()

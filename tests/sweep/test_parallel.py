@@ -188,6 +188,7 @@ def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
 
 @TWO_CPUS
 @JOBLIB
+@pytest.mark.slow  # 17 s on the 2-core VM
 def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli, tmp_path: Path, basic_sweep) -> None:
     (tmp_path / "probe.py").write_text(PROBE)
     sweep = tmp_path / "sweep"
@@ -251,6 +252,7 @@ def _rerun(cli, tmp_path: Path) -> neuronexp.Results:
 
 @TWO_CPUS
 @JOBLIB
+@pytest.mark.slow  # 22 s on the 2-core VM
 def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resume_finishes_both(cli, tmp_path: Path) -> None:
     # 1. The parked cell's own process is killed (as the OOM killer would): its worker writes an error row
     #    and the sweep completes.

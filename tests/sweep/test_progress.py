@@ -64,6 +64,7 @@ def test_a_finished_cells_line_has_the_outcome_and_estimate_and_fits_the_termina
     assert second.startswith("cell 3/4 error · ") and second.endswith("module=m1 input.shape=[1,1]: RuntimeError: boom")
 
 
+@pytest.mark.slow  # 5 s on the 2-core VM
 def test_a_cell_records_its_phases_in_its_job_directory(tmp_path: Path) -> None:
     result = run_cli(["module=rmsnorm_fused", *FAST], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -27,6 +27,7 @@ def _sweep(cli, sweep: Path, *args: str):
 
 
 @pytest.mark.parametrize("study", STUDIES)
+@pytest.mark.slow  # 34 s on the 2-core VM
 def test_each_study_runs_its_naive_and_fused_variants_against_the_naive_baseline(cli, tmp_path: Path, study: str) -> None:
     # The experiment as shipped, at tiny dimensions and one sequence length, eager only (compiles are slow here).
     res, cells = _sweep(cli, tmp_path / "s", f"+experiment={study}", "shapes=tiny", "dims.seq=8", "compile.enabled=false")
@@ -50,6 +51,7 @@ def test_a_study_with_its_compile_axis(cli, tmp_path: Path) -> None:
     assert (cells["baseline_run_id"] == ref).all() and cells["speedup_vs_baseline"].notna().all()
 
 
+@pytest.mark.slow  # 10 s on the 2-core VM
 def test_a_swept_constructor_argument_names_every_cell_everywhere(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "s"
     res, cells = _sweep(cli, sweep, "-m", "module=swiglu_naive", "module.intermediate_size=32,48",
@@ -85,6 +87,7 @@ def test_a_swept_constructor_argument_names_every_cell_everywhere(cli, tmp_path:
     assert all(f"{n} · {s}" in cmp.stdout for n in names for s in ("[1,8,64]", "[1,16,64]"))
 
 
+@pytest.mark.slow  # 7 s on the 2-core VM
 def test_inputs_from_yaml_drive_a_layer_with_keyword_and_tuple_inputs(cli, tmp_path: Path) -> None:
     # A positional tensor, a keyword factory and a keyword literal, all from the command line.
     layer = tmp_path / "kwlayer.py"
@@ -124,6 +127,7 @@ def test_hugging_face_llama_layers_from_yaml_alone(cli, tmp_path: Path) -> None:
 
 @needs_hf
 @pytest.mark.hf
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_hugging_face_failure_keeps_its_root_cause_and_traceback(cli, tmp_path: Path) -> None:
     res = cli("--config-dir", str(EXPERIMENTS), "module=llama_decoder_layer", "input.shape=[1,8,64]", "dims.heads=4",
               "dims.kv_heads=2", "dims.head_dim=16", "dims.intermediate=32", "input.kwargs.position_embeddings=null",
@@ -136,6 +140,7 @@ def test_a_hugging_face_failure_keeps_its_root_cause_and_traceback(cli, tmp_path
 
 @needs_hf
 @pytest.mark.hf
+@pytest.mark.slow  # 14 s on the 2-core VM
 def test_the_issues_constructor_sweep_on_llama_mlp_shows_four_cells(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "s"
     res, cells = _sweep(cli, sweep, "--config-dir", str(EXPERIMENTS), "-m", "module=llama_mlp",

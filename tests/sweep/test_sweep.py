@@ -68,6 +68,7 @@ def test_rmsnorm_experiment_runs_without_dash_m_and_prints_the_comparison(cli, t
     assert set(results.samples["run_id"]) == set(cells["run_id"])
 
 
+@pytest.mark.slow  # 10 s on the 2-core VM
 def test_adhoc_multirun_and_an_extra_axis(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     res = _sweep(cli, sweep, "-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,16,64]", "input.dtype=float32,bfloat16",
@@ -85,6 +86,7 @@ def test_adhoc_multirun_and_an_extra_axis(cli, tmp_path: Path) -> None:
         assert row["speedup_vs_baseline"] == pytest.approx(base["latency_median_us"].iloc[0] / row["latency_median_us"])
 
 
+@pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_failing_cell_is_a_row_and_the_sweep_goes_on(cli, tmp_path: Path) -> None:
     (tmp_path / "failing.py").write_text(FAILING_LAYER)
     sweep = tmp_path / "sweep"
@@ -104,6 +106,7 @@ def test_a_failing_cell_is_a_row_and_the_sweep_goes_on(cli, tmp_path: Path) -> N
     assert "1 failed" in res.stdout
 
 
+@pytest.mark.slow  # 14 s on the 2-core VM
 def test_rerun_skips_finished_cells_and_reruns_missing_ones(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
     args = ("-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]")
@@ -126,6 +129,7 @@ def test_rerun_skips_finished_cells_and_reruns_missing_ones(cli, tmp_path: Path)
     assert res.returncode == 0 and (changed["status"] == "ok").all() and (changed["shape"] == "[1,8,32]").all()
 
 
+@pytest.mark.slow  # 17 s on the 2-core VM
 def test_a_sweep_killed_midway_leaves_no_corrupt_file_and_completes_on_rerun(tmp_path: Path) -> None:
     (tmp_path / "slow.py").write_text(SLOW_LAYER)
     sweep = tmp_path / "sweep"
@@ -159,6 +163,7 @@ def test_a_bad_value_in_the_last_cell_fails_before_the_first_runs(cli, tmp_path:
     assert not sweep.exists()
 
 
+@pytest.mark.slow  # 9 s on the 2-core VM
 def test_jobs_run_by_other_processes_aggregate_from_disk(cli, tmp_path: Path) -> None:
     # Two independent processes write into one shared directory (as on other hosts); aggregation
     # reads only what is on disk.
