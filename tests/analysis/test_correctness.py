@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from neuronexp.analysis.correctness import DEFAULT_RTOL, add_output_checks, compare_outputs, default_rtol, what_keys
-from neuronexp.results.outputs import OUTPUT_FILE, SAMPLE_ELEMENTS, OutputLeaf, read_outputs, sample_index, write_outputs
+from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, SAMPLE_ELEMENTS, OutputLeaf, read_outputs, sample_index, write_outputs
 
 
 def leaf(values: np.ndarray, index: np.ndarray | None = None, numel: int | None = None) -> OutputLeaf:
@@ -133,3 +133,31 @@ def test_the_cells_own_rtol_and_atol_decide(tmp_path: Path, reference: np.ndarra
     assert np.any(np.abs(reference) < 2 * shift)
     cells["output_rtol"], cells["output_atol"] = 0.5, 0.0
     assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"
+
+
+def test_a_variant_no_less_accurate_than_its_baseline_passes_against_the_float32_evaluation(
+        tmp_path: Path, reference: np.ndarray) -> None:
+    """The elementwise rule fails b (it and a differ by up to 0.07), but b is closer than a to a's float32
+    evaluation: pass, with both errors in the note. c is off by half: still FAIL. A tolerance the user set
+    is applied as given."""
+    rng = np.random.default_rng(1)
+    a = reference + rng.choice([-0.05, 0.05], reference.size).astype(np.float32)  # the baseline, less accurate
+    b = reference + rng.choice([-0.02, 0.02], reference.size).astype(np.float32)
+    cells, dirs = _cells(tmp_path, {"a": a, "b": b, "c": reference * 1.5})
+    cells["dtype"] = "bfloat16"
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"  # no evaluation yet
+    write_outputs(dirs["a"] / FLOAT32_OUTPUT_FILE, [leaf(reference)])
+    checked = add_output_checks(cells, dirs).set_index("run_id")
+    assert checked.loc["b", "output_check"] == "pass" and checked.loc["b", "output_match"]
+    assert checked.loc["b", "max_abs_err"] == pytest.approx(0.07, rel=1e-3)  # still the difference from a
+    assert "max |Δ| 0.02, the baseline's own 0.05 (up to 2× allowed)" in checked.loc["b", "output_note"]
+    assert checked.loc["b", "warnings"] is None
+    assert checked.loc["c", "output_check"] == "FAIL" and "float32" not in checked.loc["c", "output_note"]
+    cells["output_rtol"] = default_rtol("bfloat16")  # the same tolerance, set by the user: elementwise only
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"
+    # Twice the baseline's error is the limit: a variant off by 0.11 against a baseline off by 0.05 fails.
+    (tmp_path / "far").mkdir()
+    cells, dirs = _cells(tmp_path / "far", {"a": a, "d": reference + rng.choice([-0.11, 0.11], reference.size).astype(np.float32)})
+    cells["dtype"] = "bfloat16"
+    write_outputs(dirs["a"] / FLOAT32_OUTPUT_FILE, [leaf(reference)])
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["d", "output_check"] == "FAIL"

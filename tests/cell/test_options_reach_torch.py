@@ -19,7 +19,9 @@ from neuronexp.cell import profiling
 from neuronexp.cell.run import run_cell
 from neuronexp.config.compose import spec_from
 from neuronexp.results import Results
-from neuronexp.results.outputs import OUTPUT_FILE, read_outputs
+from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, read_outputs
+
+from helpers.layers import ScaledSum
 
 SMALL = ["input.shape=[1,8,64]", "input.dtype=float32", "backend=cpu", "timing.warmup=1", "timing.iters=3",
          "timing.min_iters=3", "roofline.probe=off"]
@@ -160,3 +162,19 @@ def test_input_seed_fixes_the_inputs_and_the_weights(layer: str, tmp_path: Path)
     a, b, c = (_output(tmp_path / d) for d in "abc")
     assert a.size == 8 * 64 and a.std() > 0.5  # random normal values, not zeros or ones
     assert np.array_equal(a, b) and not np.allclose(a, c)
+
+
+def test_a_16_bit_cell_also_saves_its_float32_evaluation(tmp_path: Path) -> None:
+    args = ["profiler=quick", "module._target_=helpers.layers.ScaledSum", "~module.hidden_size", "~module.eps"]
+    cell = _run(tmp_path / "bf16", *args, "input.dtype=bfloat16").cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    (x, low), (x_wide, wide) = (read_outputs(tmp_path / "bf16" / name) for name in (OUTPUT_FILE, FLOAT32_OUTPUT_FILE))
+    assert np.array_equal(x.values, x_wide.values)  # the same bfloat16 input, widened exactly
+    # The weight the cell drew (input.seed 0, before building) and rounded to bfloat16, in exact arithmetic:
+    torch.manual_seed(0)
+    weight = ScaledSum(64).weight.detach().bfloat16().double().numpy()
+    exact = x.values.reshape(-1, 64).astype(np.float64) @ weight
+    assert np.allclose(wide.values, exact, rtol=1e-5, atol=1e-5)  # float32 arithmetic on those very values
+    assert np.abs(low.values - exact).max() > 1e-3  # the bfloat16 sum is rounded, coarsely
+    plain = _run(tmp_path / "fp32", *args)  # float32 (SMALL): nothing more to save
+    assert plain.cells.iloc[0]["status"] == "ok" and not (tmp_path / "fp32" / FLOAT32_OUTPUT_FILE).exists()

@@ -35,3 +35,15 @@ class WeightsOnly(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.weight.expand_as(x) + 0 * x
+
+
+class ScaledSum(nn.Module):
+    """Returns its input and the sum over the last dimension of input × weight: the first output shows the exact
+    input (any dtype), the second how precisely the cell's dtype summed it."""
+
+    def __init__(self, width: int = 64) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x, (x * self.weight.to(x.dtype)).sum(-1)  # in the input's dtype, whatever the weight's

@@ -1,6 +1,7 @@
 """How far a cell is from its limits, measured after its timed and profiled passes: one more call for its peak
-memory and its output (saved for the output check), its work (cell.work), the roofs it is held against
-(published peaks, or this host's probe) and the roofline columns (analysis.roofline).
+memory and its output (saved for the output check, with a 16-bit cell's float32 evaluation: cell.reference), its
+work (cell.work), the roofs it is held against (published peaks, or this host's probe) and the roofline columns
+(analysis.roofline).
 
 Beyond that call (the layer failing there fails the cell, as it would have in any other call), nothing here
 turns a measured cell into an error row: a part that fails leaves its columns empty and says why.
@@ -21,6 +22,7 @@ from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend
 from neuronexp.cell.output import save_output
 from neuronexp.cell.probe import default_cache_dir, host_roofs, quiet
+from neuronexp.cell.reference import save_float32_output
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.work import Work, count_work, listed_work
 from neuronexp.config import CellSpec, ProbeMode
@@ -111,6 +113,9 @@ def measure_limits(call: Callable[[], Any], module: torch.nn.Module, args: tuple
     columns: dict[str, Any] = {"peak_memory_bytes": peak_bytes if math.isfinite(peak_bytes) else None,
                                "peak_memory_method": backend.memory_method}
     columns.update(_output_columns(spec, out, out_dir))
+    if columns.get("output_tensors"):  # saved: a 16-bit cell adds its float32 evaluation (cell.reference)
+        note = save_float32_output(module, args, kwargs, out_dir)
+        notes += [note] if note else []
     work = _work(module, args, kwargs, out, profile)
     del out
     if work.fallback:

@@ -42,8 +42,8 @@ def output_leaves(out: Any) -> list[OutputLeaf]:
     return leaves
 
 
-def save_output(out: Any, out_dir: Path) -> int:
-    """Write `output.npz`; the number of output tensors saved."""
+def save_output(out: Any, out_dir: Path, name: str = OUTPUT_FILE) -> int:
+    """Write `output.npz` (or `name`); the number of output tensors saved."""
     leaves = output_leaves(out)
-    write_outputs(out_dir / OUTPUT_FILE, leaves)
+    write_outputs(out_dir / name, leaves)
     return len(leaves)

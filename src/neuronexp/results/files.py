@@ -95,8 +95,10 @@ def _write_job_table(out_dir: Path, name: str, table: pa.Table) -> None:
     write_table(out_dir / f"{name}.parquet", table)
 
 
-# The cell's output, for the output check (results.outputs writes and reads it).
+# The cell's output, for the output check (results.outputs writes and reads it); a 16-bit cell also saves its
+# module evaluated in float32 on the same inputs (cell.reference), what a variant's accuracy is judged against.
 OUTPUT_FILE = "output.npz"
+FLOAT32_OUTPUT_FILE = "output_fp32.npz"
 
 # A failed cell's full traceback (its row keeps the root cause in one line).
 ERROR_LOG = "error.log"
@@ -108,9 +110,9 @@ def reset_job_dir(job_dir: Path) -> None:
     Without this, a rerun killed midway would leave the old cells row beside new ops and samples (and a rerun
     that succeeds, the old attempt's traceback beside its row).
     """
-    # output.npz too: an output left from an earlier attempt must never be checked as this one's.
+    # The outputs too: an output left from an earlier attempt must never be checked as this one's.
     for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", job_dir / ERROR_LOG, job_dir / OUTPUT_FILE,
-                  *job_dir.glob(".*.tmp-*")]:
+                  job_dir / FLOAT32_OUTPUT_FILE, *job_dir.glob(".*.tmp-*")]:
         stale.unlink(missing_ok=True)
 
 
