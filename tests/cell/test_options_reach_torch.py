@@ -178,3 +178,7 @@ def test_a_16_bit_cell_also_saves_its_float32_evaluation(tmp_path: Path) -> None
     assert np.abs(low.values - exact).max() > 1e-3  # the bfloat16 sum is rounded, coarsely
     plain = _run(tmp_path / "fp32", *args)  # float32 (SMALL): nothing more to save
     assert plain.cells.iloc[0]["status"] == "ok" and not (tmp_path / "fp32" / FLOAT32_OUTPUT_FILE).exists()
+    off = _run(tmp_path / "off", *args, "input.dtype=bfloat16", "correctness.float32_reference=false")
+    assert off.cells.iloc[0]["status"] == "ok" and (tmp_path / "off" / OUTPUT_FILE).is_file()
+    assert not (tmp_path / "off" / FLOAT32_OUTPUT_FILE).exists()
+    assert off.cells.iloc[0]["run_id"] == cell["run_id"]  # the same measurement, one file fewer

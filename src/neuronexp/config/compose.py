@@ -121,9 +121,10 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     # Not what a cell measures: where it runs (same run_id under any launcher), and what it is compared with.
     resolved.pop("launcher", None)
     resolved.pop("baseline", None)
-    # How the roofs are found and the output check's tolerances are applied when results are read, not measured.
+    # How the roofs are found and the output check's tolerances are applied when results are read, not measured;
+    # the float32 evaluation adds a file beside the output, not a figure.
     resolved.pop("roofline", None)
-    for key in ("rtol", "atol"):
+    for key in ("rtol", "atol", "float32_reference"):
         resolved.get("correctness", {}).pop(key, None)
     module_node = run_cfg.module
 
