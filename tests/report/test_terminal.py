@@ -113,3 +113,18 @@ def test_long_inputs_noisy_cells_and_percent_of_peak_fit_80_columns_with_every_f
     assert text.count("~") >= len(cells) and text.count("44% FLOP/s") == len(cells), text
     table = text.split("────")[1]
     assert "…" not in table, text
+
+
+@pytest.mark.parametrize("width", [80, 84, 86, 88, 90, 100])
+def test_a_hotspot_shown_keeps_enough_of_its_op_name_to_say_which(width: int) -> None:
+    # The attention study's case without noisy cells: 4-dim inputs and "% FLOP/s" leave little room; an op name
+    # cut to "a…" names nothing, so below ten characters the column gives way, with a note.
+    cells = _cells().assign(shape=lambda c: c["shape"].str.replace("[1,", "[1,32,", regex=False),
+                                        bound="compute", pct_peak_flops=0.44)
+    text = render(cells, width)
+    _check(text, width, cells)
+    shown = re.findall(r"(\S+)… \d+(?:\.\d)?%", text)
+    if "hotspot column left out at this width" in text:
+        assert not shown and "hotspot" not in text.split("────")[0].splitlines()[-1], text
+    else:
+        assert shown and all(len(name) >= 9 for name in shown), text  # 9 characters and "…"

@@ -27,8 +27,9 @@ from neuronexp.report.summary import OUTPUT_FLAG, ops_text, output_differs
 
 OUTPUT_MARK = "✗"
 
-# The hotspot column is cut down to this before the variants are replaced by keys: "aten::_fused_rms_… 92%".
-_MIN_HOTSPOT = 16
+# The hotspot's op name is cut down to this many characters ("aten::_fu…"), no fewer: narrower, the variants are
+# replaced by keys, then the column is left out (a name cut to "a…" names nothing).
+_MIN_OP_CHARS = 10
 _FAR = 100_000
 
 
@@ -117,16 +118,17 @@ def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | Non
     return table
 
 
-def _fitted(console: Console, title: str, rows: list, device: str | None, names: Mapping[str, str], speedups: bool,
-            minimum: int) -> Table | None:
+def _fitted(console: Console, title: str, rows: list, device: str | None, names: Mapping[str, str],
+            speedups: bool) -> Table | None:
     """The one-line-per-cell table within the console's width, its hotspot column cut as needed; None when that
-    would leave the hotspot column fewer than `minimum` characters."""
+    would leave an op name fewer than _MIN_OP_CHARS characters."""
     table = _table(title, rows, device, names, speedups, None)
     excess = natural_width(console, table) - console.width
     if excess <= 0:
         return table
     longest = max([len("hotspot")] + [len(_cut(fields[-1], None)) for _, _, fields in rows])
-    if longest - excess < minimum:
+    share = max(len(fields[-1].partition("\t")[2]) + 1 for _, _, fields in rows)  # " 49.6%", kept whole
+    if longest - excess - share < _MIN_OP_CHARS:
         return None
     return _table(title, rows, device, names, speedups, longest - excess)
 
@@ -143,12 +145,12 @@ def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: An
     if any(fields[4].endswith(OUTPUT_MARK) for _, _, fields in rows):
         # The same words as the wide table's cells (summary.OUTPUT_FLAG): a noisy cell's extra line can switch layouts.
         notes.append(Text(f"{OUTPUT_FLAG}: beyond tolerance of its baseline's (the cell's warnings say by how much)"))
-    named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups, _MIN_HOTSPOT)
+    named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups)
     if named is not None:
         return [named, *notes]
     keys = {v: _key(i) for i, v in enumerate(variants)}
     legend = Text("\n".join(f"{keys[v]}  {v}" for v in variants))
-    table = _fitted(console, title, rows, device, keys, speedups, _MIN_HOTSPOT // 2)
+    table = _fitted(console, title, rows, device, keys, speedups)
     if table is None:  # narrower still: the hotspot column goes rather than any figure or name being cut
         table = _table(title, rows, device, keys, speedups, 0)
         notes.append(Text("hotspot column left out at this width (results/summary.md and the report have it)"))
