@@ -90,8 +90,7 @@ class InputConfig:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    # Renamed to `args` (the entries are the same); kept only to tell configs that still use it.
-    extra: Any = None
+    extra: Any = None  # renamed to `args` (the same entries); kept only to tell configs that still use it
 
 
 @dataclass
@@ -110,13 +109,12 @@ class NeuronProfilerConfig:
     """Options of `torch_neuronx.profiling.NeuronConfig`; ignored on other backends."""
 
     modes: list[NeuronMode] = field(default_factory=lambda: [NeuronMode.DEVICE, NeuronMode.RUNTIME])
-    # NeuronCores to capture, e.g. "0", "0,1" or "0,1,2-5"; null captures all.
-    capture_enabled_for_nc: str | None = None
+    capture_enabled_for_nc: str | None = None  # NeuronCores to capture: "0", "0,1", "0,1,2-5"; null: all
     max_events_per_nc: int | None = None
-    # Not a documented NeuronConfig parameter (seen in one third-party script): null never passes it;
-    # true/false pass it where the installed NeuronConfig's signature shows it.
+    # Not a documented NeuronConfig parameter (one third-party script): null never passes it, true/false do where
+    # the installed NeuronConfig's signature shows it.
     correlate_device_time: bool | None = None
-    # Pass NeuronConfig(neff_cache_dir=...), so the NEFFs land next to the NTFFs and Explorer can open the capture.
+    # NeuronConfig(neff_cache_dir=...): the NEFFs land next to the NTFFs, so Explorer can open the capture.
     copy_neffs: bool = True
     # The NEFF cache; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else the first of /tmp/neff_cache and
     # $TORCH_NEURONX_DEBUG_DIR (default /tmp/neuron_backend) that holds NEFFs after the first compile.
@@ -178,17 +176,15 @@ class CorrectnessConfig:
     # rtol * the baseline output's root mean square. Not part of the run_id (applied when results are gathered).
     rtol: float | None = None
     atol: float | None = None
-    # A bfloat16 or float16 cell also evaluates its module once in float32 on the CPU (cell.reference), so that a
-    # variant beyond the tolerance can still pass as no less accurate than the baseline. false: that call is saved
-    # (a large layer on a small host), and the elementwise rule alone decides. Not part of the run_id either.
+    # A 16-bit cell also evaluates its module in float32 on the CPU (cell.reference): beyond the tolerance a variant
+    # still passes if no less accurate than the baseline. false saves that call. Not part of the run_id either.
     float32_reference: bool = True
 
 
 @dataclass
 class CompileConfig:
     enabled: bool = False
-    # null: "neuron" on Trainium, "inductor" elsewhere.
-    backend: str | None = None
+    backend: str | None = None  # null: "neuron" on Trainium, "inductor" elsewhere
     mode: str | None = None
     fullgraph: bool = False
     dynamic: bool | None = False
@@ -201,9 +197,8 @@ class NeuronDeviceConfig:
     # One contiguous ascending run: "3", "3-6", "3,4,5,6" or "3-5,6" (Neuron runtime developer guide).
     visible_cores: str | None = None
     num_cores: int | None = None
-    # Layer names in profiles: XLA_IR_DEBUG=1, XLA_HLO_DEBUG=1 and NEURON_FRAMEWORK_DEBUG=1 set before the first
-    # compile, with a fresh NEFF cache (cached NEFFs lack the names). nki_debug_info adds NKI_DEBUG_INFO=1
-    # (NKI source lines; slower compiles, more memory).
+    # Layer names in profiles: XLA_IR_DEBUG, XLA_HLO_DEBUG and NEURON_FRAMEWORK_DEBUG=1 before the first compile,
+    # with a fresh NEFF cache (cached NEFFs lack the names); nki_debug_info: NKI_DEBUG_INFO (slower compiles).
     debug_info: bool = False
     nki_debug_info: bool = False
 
@@ -249,6 +244,6 @@ class RunConfig:
     # findings compare cells within a group only; null: no speedups.
     baseline: Any = None
     allocator: AllocatorMode = AllocatorMode.stable  # host malloc in every process that runs a cell
-    # torch intra-op threads for the cell; null keeps the process's count (torch's default, or the launcher
-    # slot's cores). Sweepable: threads=1,2. The count used is in every row (`threads`).
+    # torch intra-op threads for the cell; null keeps the process's count (torch's default, or the launcher slot's
+    # cores). Sweepable: threads=1,2; the count used is in every row.
     threads: int | None = None
