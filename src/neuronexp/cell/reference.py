@@ -29,14 +29,15 @@ def _widen(value: Any) -> Any:
     return value
 
 
-def save_float32_output(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out_dir: Path) -> str | None:
+def save_float32_output(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+                        out_dir: Path) -> str | None:
     """Write `output_fp32.npz` when the cell computes in 16 bits; a note when it could not, else None.
 
     The eager module is copied (a compiled cell's too: the float32 evaluation is of the function, not of the
     kernel), its 16-bit parameters and buffers widened, and called under the cell's grad mode.
     """
-    if not any(t.dtype in LOW_PRECISION for t in [*module.parameters(), *module.buffers(),
-                                                    *(x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor))]):
+    inputs = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
+    if not any(t.dtype in LOW_PRECISION for t in [*module.parameters(), *module.buffers(), *inputs]):
         return None
     try:
         wide = copy.deepcopy(module).to("cpu")
