@@ -113,7 +113,7 @@ def measure_limits(call: Callable[[], Any], module: torch.nn.Module, args: tuple
     columns: dict[str, Any] = {"peak_memory_bytes": peak_bytes if math.isfinite(peak_bytes) else None,
                                "peak_memory_method": backend.memory_method}
     columns.update(_output_columns(spec, out, out_dir))
-    if columns.get("output_tensors") and spec.config.correctness.float32_reference:  # a 16-bit cell's float32 evaluation
+    if columns.get("output_tensors") and spec.config.correctness.float32_reference:  # 16-bit cells: cell.reference
         note = save_float32_output(module, args, kwargs, out_dir)
         notes += [note] if note else []
     work = _work(module, args, kwargs, out, profile)
