@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from helpers import run_cli
-from neuronexp.analysis.stats import compare_rounds
+from neuronexp.analysis.stats import compare_rounds, compare_runs
 from neuronexp.results import load, to_arrow
 from neuronexp.results.files import write_table
 
@@ -117,3 +117,26 @@ def test_a_changed_torch_version_is_noted(pair, tmp_path: Path) -> None:
     assert note in (tmp_path / "cmp.md").read_text()
     # And not when it is the same.
     assert "torch_version differs" not in _compare(a, b, tmp_path).stdout
+
+
+def test_further_runs_a_side_put_run_to_run_variance_in_the_interval(pair, tmp_path: Path) -> None:
+    """One run a side calls B (×1.06) slower everywhere. Give each side a second run that sits where the other
+    side's first one did (A at ×1.06, B at ×1): the same cells, measured in two processes a side, differ between
+    processes as much as between sides, and nothing is called. B really slower in both of its runs (×1.10,
+    ×1.11 against ×1, ×1.01): still called."""
+    a, b = pair
+    a2, b2 = _copy(a, tmp_path / "a2", FACTOR), _copy(a, tmp_path / "b2")
+    pooled = _compare(a, b, tmp_path, "--also-a", str(a2), "--also-b", str(b2), "--csv", str(tmp_path / "p.csv"))
+    assert pooled.returncode == 0 and "4 slower" not in pooled.stdout, pooled.stdout + pooled.stderr
+    assert "runs: 2 of A, 2 of B" in " ".join(pooled.stdout.split())
+    cells = pd.read_csv(tmp_path / "p.csv")
+    assert set(cells["verdict"]) == {"no change"} and (cells["runs_a"] == 2).all() and (cells["runs_b"] == 2).all()
+    assert ((cells["ci_low"] < 1) & (cells["ci_high"] > 1)).all() and (cells["rounds_a"] == 8).all()
+    a_again, slow, slower = _copy(a, tmp_path / "a3", 1.01), _copy(a, tmp_path / "s1", 1.10), _copy(a, tmp_path / "s2", 1.11)
+    real = _compare(a, slow, tmp_path, "--also-a", str(a_again), "--also-b", str(slower))
+    assert real.returncode == 0 and "4 slower" in real.stdout, real.stdout + real.stderr
+
+
+def test_one_run_a_side_is_the_rounds_comparison() -> None:
+    (xa, ra), (xb, rb) = _constructed(), _constructed(FACTOR)
+    assert compare_runs([(xa, ra)], [(xb, rb)], seed=3) == compare_rounds(xa, xb, ra, rb, seed=3)

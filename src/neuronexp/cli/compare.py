@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neuronexp-compare", description=__doc__.splitlines()[0].split(": ", 1)[1])
     p.add_argument("a", metavar="A", help="run or sweep directory: the reference")
     p.add_argument("b", metavar="B", help="run or sweep directory: the candidate")
+    p.add_argument("--also-a", action="append", default=[], type=Path, metavar="DIR",
+                   help="a further run of A's cells (repeat): the intervals then hold run-to-run variance")
+    p.add_argument("--also-b", action="append", default=[], type=Path, metavar="DIR", help="a further run of B's cells (repeat)")
     p.add_argument("--ignore", action="append", default=[], metavar="LABEL",
                    help="label that differs on purpose (backend, experiment, an override key); repeat or comma-separate")
     p.add_argument("--threshold", type=float, default=0.02, help="practical threshold: smaller changes are 'no change' (default 0.02 = 2%%)")
@@ -43,11 +46,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--threshold must be in [0, 1) and --alpha in (0, 1); got {args.threshold} and {args.alpha}")
     ignore = [name.strip() for item in args.ignore for name in item.split(",") if name.strip()]
     try:
-        a, b = load(args.a), load(args.b)
-        for path, side in ((args.a, a), (args.b, b)):
+        paths = [args.a, args.b, *args.also_a, *args.also_b]
+        results = [load(path) for path in paths]
+        for path, side in zip(paths, results):
             if side.cells.empty:
                 raise CompareError(f"{path}: the results hold no cells")
-        cmp = compare(a, b, ignore=ignore, threshold=args.threshold, alpha=args.alpha, seed=args.seed)
+        a, b, more = results[0], results[1], results[2:]
+        cmp = compare(a, b, ignore=ignore, threshold=args.threshold, alpha=args.alpha, seed=args.seed,
+                      more_a=more[:len(args.also_a)], more_b=more[len(args.also_a):])
         if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
             raise CompareError("no cell ran in both A and B; " + "; ".join(
                 f"{label} ({len(names)}): {', '.join(names)}" for label, names in cell_lists(cmp)))

@@ -16,7 +16,7 @@ from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.variants import split_overrides
 from neuronexp.compare.ops import op_changes
-from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_rounds, verdict
+from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
 from neuronexp.results import Results, usable
 from neuronexp.analysis.variants import cell_labels
 
@@ -161,9 +161,28 @@ def noisy_verdict(word: str, either_noisy: bool) -> str:
     return "noisy" if either_noisy and word in ("slower", "faster") else word
 
 
+def _more_runs(more: list[Results], ignored: list[str], side: str) -> list[tuple[dict[tuple, pd.Series], dict]]:
+    """Further runs of a side: each one's usable cells by join key, and its samples by run_id."""
+    runs = []
+    for i, results in enumerate(more, start=2):
+        keyed = _keyed(results.cells, ignored, f"{side} (run {i})")
+        runs.append(({k: c for k, c in keyed.items() if usable(c["status"])}, samples_by_run(results.samples)))
+    return runs
+
+
+def _runs_of(key: tuple, first: pd.Series, first_samples: dict, more: list) -> tuple[list[pd.Series], list]:
+    """The cell `key` in every run of a side that ran it, and its samples in each."""
+    cells = [first] + [keyed[key] for keyed, _ in more if key in keyed]
+    samples = [first_samples.get(str(first["run_id"]), NO_SAMPLES)]
+    samples += [by_run.get(str(keyed[key]["run_id"]), NO_SAMPLES) for keyed, by_run in more if key in keyed]
+    return cells, samples
+
+
 def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: float = 0.02,
-            alpha: float = 0.05, seed: int = 0, top_ops: int = 5) -> Comparison:
-    """Compare B against A cell by cell (see the module docstring for how cells are joined).
+            alpha: float = 0.05, seed: int = 0, top_ops: int = 5, more_a: list[Results] | None = None,
+            more_b: list[Results] | None = None) -> Comparison:
+    """Compare B against A cell by cell (see the module docstring for how cells are joined). `more_a`, `more_b`:
+    further runs of the same cells on each side; every cell's interval then resamples the runs too.
 
     Raises:
         CompareError: no cell of A matches a cell of B, or labels do not identify cells uniquely.
@@ -182,15 +201,16 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
     both = [k for k in all_a if k in all_b]
     name = cell_names({**all_b, **all_a}, ignored)
     sa, sb = samples_by_run(a.samples), samples_by_run(b.samples)
+    runs_a, runs_b = _more_runs(more_a or [], ignored, "A"), _more_runs(more_b or [], ignored, "B")
     rows, pairs = [], []
     for i, key in enumerate(matched):
         ca, cb = ran_a[key], ran_b[key]
-        (xa, ra), (xb, rb) = sa.get(str(ca["run_id"]), NO_SAMPLES), sb.get(str(cb["run_id"]), NO_SAMPLES)
-        stats = compare_rounds(xa, xb, ra, rb, seed=seed + i)
+        (cells_a, samples_a), (cells_b, samples_b) = _runs_of(key, ca, sa, runs_a), _runs_of(key, cb, sb, runs_b)
+        stats = compare_runs(samples_a, samples_b, seed=seed + i)
         label = name[key]
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
         rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats),
-                     "noisy": noisy(ca) or noisy(cb), **limit_pair(ca, cb)})
+                     "noisy": any(noisy(c) for c in cells_a + cells_b), **limit_pair(ca, cb)})
     cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__,
                                         "noisy", *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab")])
     cells["q_value"] = benjamini_hochberg(cells["p_value"])
@@ -205,6 +225,14 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
               for k in both if k not in ran_a and k not in ran_b]
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
     notes = environment_notes(a.cells, b.cells) + statistics_notes(cells, threshold)
+    if runs_a or runs_b:
+        notes.insert(0, f"runs: {len(runs_a) + 1} of A, {len(runs_b) + 1} of B; each interval resamples the runs, "
+                        "their rounds and samples, so it holds the process-to-process variance too")
+    for side, more, column in (("A", runs_a, "runs_a"), ("B", runs_b, "runs_b")):
+        short = cells[cells[column] < len(more) + 1] if more else cells.iloc[0:0]
+        if len(short):
+            notes.append(f"{len(short)} cell(s) missing from a further run of {side} (compared over fewer runs): "
+                         f"{', '.join(map(str, short['cell']))}")
     return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, notes, broken, fixed, failed)
 
 
