@@ -1,5 +1,8 @@
 """`neuronexp-compare A B`: is B faster or slower than A, cell by cell, and is the difference real?
 
+Several runs a side (`--also-a A2 --also-b B2`, repeatable) put the variance between processes into every
+cell's interval (analysis.stats.compare_runs); one run a side can only see the variance within its process.
+
 Exit status: 0 compared (and, with --fail-on-regression, nothing regressed); 1 with
 --fail-on-regression, a cell is slower or ran in A and fails in B; 2 bad input (a directory without
 results, nothing to match).
