@@ -75,9 +75,19 @@ def bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, r
     The two runs are independent sets of samples, so they are resampled independently (not paired).
     """
     ratios = bootstrap_medians(b, rng, resamples) / bootstrap_medians(a, rng, resamples)
+    return _percentile_interval(ratios, level)
+
+
+def _percentile_interval(ratios: np.ndarray, level: float) -> tuple[float, float]:
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(ratios, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def _inverted_p(ratios: np.ndarray) -> float:
+    """Twice the smaller share of resampled ratios on either side of 1: the smallest 1 - level at which the
+    percentile interval would exclude 1."""
+    return min(1.0, 2 * (min((ratios <= 1).sum(), (ratios >= 1).sum()) + 1) / (len(ratios) + 1))
 
 
 def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
@@ -159,11 +169,9 @@ def compare_rounds(a, b, rounds_a=None, rounds_b=None, seed: int = 0, resamples:
         return CellStats(**{**vars(pooled), "rounds_a": len(ga), "rounds_b": len(gb)})
     rng = np.random.default_rng(seed)
     ratios = hierarchical_medians(gb, rng, resamples) / hierarchical_medians(ga, rng, resamples)
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    p = min(1.0, 2 * (min((ratios <= 1).sum(), (ratios >= 1).sum()) + 1) / (resamples + 1))
+    (low, high), p = _percentile_interval(ratios, level), _inverted_p(ratios)
     med_a, med_b = median_of_rounds(ga), median_of_rounds(gb)
-    return CellStats(med_a, med_b, med_b / med_a, float(low), float(high), p, n_a, n_b, len(ga), len(gb))
+    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, len(ga), len(gb))
 
 
 def compare_runs(runs_a: list[tuple], runs_b: list[tuple], seed: int = 0, resamples: int = 2000,
@@ -181,14 +189,11 @@ def compare_runs(runs_a: list[tuple], runs_b: list[tuple], seed: int = 0, resamp
     sides = [_resample_groups([hierarchical_medians(g, rng, resamples * len(runs)) for g in runs], rng, resamples)
              for runs in (gb, ga)]
     ratios = sides[0] / sides[1]
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    p = min(1.0, 2 * (min((ratios <= 1).sum(), (ratios >= 1).sum()) + 1) / (resamples + 1))
+    (low, high), p = _percentile_interval(ratios, level), _inverted_p(ratios)
     med_a, med_b = (float(np.median([median_of_rounds(g) for g in runs])) for runs in (ga, gb))
     n_a, n_b = (sum(len(r) for g in runs for r in g) for runs in (ga, gb))
     rounds_a, rounds_b = (sum(len(g) for g in runs) for runs in (ga, gb))
-    return CellStats(med_a, med_b, med_b / med_a, float(low), float(high), p, n_a, n_b, rounds_a, rounds_b,
-                     len(ga), len(gb))
+    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, rounds_a, rounds_b, len(ga), len(gb))
 
 
 def benjamini_hochberg(p_values) -> np.ndarray:
