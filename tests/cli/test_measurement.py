@@ -7,6 +7,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import neuronexp
@@ -52,13 +53,9 @@ def test_a_cell_records_threads_allocator_rounds_and_machine_activity(cli, tmp_p
     env = json.loads((run / "env.json").read_text())
     assert env["torch_threads"] == 1 and env["allocator"]["mode"] == "stable"
     if GLIBC:
-        assert cell["malloc"].startswith("glibc") and pd_isnull(cell["allocator_note"])
+        assert cell["malloc"].startswith("glibc") and pd.isna(cell["allocator_note"])
         assert env["allocator"]["applied"]["mmap_threshold"] >= 32 << 20
     assert "in 3 rounds" in res.stdout and "1 threads" in res.stdout
-
-
-def pd_isnull(value) -> bool:
-    return value is None or value != value
 
 
 @pytest.mark.slow  # 5 s on the 2-core VM
@@ -68,7 +65,7 @@ def test_threads_is_a_sweepable_key_and_a_column(cli, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     cells = neuronexp.load(sweep).cells.sort_values("threads")
     assert list(cells["threads"]) == [1, 2] and set(cells["allocator"]) == {"system"}
-    assert pd_isnull(cells["allocator_note"].iloc[0])  # nothing was applied in this process before
+    assert pd.isna(cells["allocator_note"].iloc[0])  # nothing was applied in this process before
     summary = (sweep / "results" / "summary.md").read_text()
     assert "(allocator system), 1/2 thread(s), 5 timing round(s) per cell" in summary
 
@@ -100,12 +97,12 @@ def test_fresh_cell_processes_get_their_allocator_before_python_starts(cli, tmp_
     res = cli("-m", *FAST, "allocator=stable,system", "hydra/launcher=parallel", f"hydra.sweep.dir={sweep}")
     assert res.returncode == 0, res.stderr
     cells = neuronexp.load(sweep).cells.set_index("allocator")
-    envs = {json.loads((d / "env.json").read_text())["allocator"]["mode"]: json.loads((d / "env.json").read_text())
-            for d in sweep.iterdir() if (d / "env.json").is_file()}
+    envs = [json.loads((d / "env.json").read_text()) for d in sweep.iterdir() if (d / "env.json").is_file()]
+    envs = {env["allocator"]["mode"]: env for env in envs}
     assert envs["stable"]["allocator"]["environment"]["MALLOC_MMAP_THRESHOLD_"] == str(1 << 30)
     # The system cell's process started pristine: no thresholds in its environment, no earlier tuning.
     assert "MALLOC_MMAP_THRESHOLD_" not in envs["system"]["allocator"]["environment"]
-    assert pd_isnull(cells.loc["system", "allocator_note"]) and cells.loc["stable", "worker_pid"] != cells.loc["system", "worker_pid"]
+    assert pd.isna(cells.loc["system", "allocator_note"]) and cells.loc["stable", "worker_pid"] != cells.loc["system", "worker_pid"]
 
 
 @pytest.mark.slow  # 7 s on the 2-core VM
