@@ -131,6 +131,7 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, An
     """The row's measurement columns: latency over rounds, noise, and per-step profile medians over cycles."""
     cycles = m.profile.cycles
     device_time = _median([c.device_time_us for c in cycles])
+    executed = _median([c.device_ops for c in cycles])  # `device_ops` and `ops_executed` are the same figure
     top_op, top_share = hotspot(op_rows)
     ratio = device_time / m.latency.median_us if m.latency.median_us > 0 else float("nan")
     noise = noise_columns(m.latency)
@@ -143,9 +144,9 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, An
         first_call_s=m.first_call_s,
         device_time_us=device_time,
         cpu_time_us=_median([c.cpu_time_us for c in cycles]),
-        device_ops=_median([c.device_ops for c in cycles]),
+        device_ops=executed,
         ops_dispatched=_median([c.ops_dispatched for c in cycles]),
-        ops_executed=_median([c.device_ops for c in cycles]),
+        ops_executed=executed,
         memory_per_step_bytes=_median([c.memory_bytes for c in cycles]) if any(c.memory_bytes is not None for c in cycles) else None,
         profile_cycles=len(cycles),
         profile_schedule=(f"{schedule.wait}/{schedule.warmup}/{schedule.active}/{schedule.repeat}" if schedule else None),
