@@ -62,6 +62,11 @@ def device_word(cell: Mapping[str, Any]) -> str:
     return "CPU" if cell["device_time_source"] == "cpu_self_time" else str(cell["backend"]).upper()
 
 
+def fmt_word(value: object) -> str:
+    """A table value as one word: 2.0 (an integer column read back with gaps) is "2"."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 def md_cell(text: object) -> str:
     """Text safe inside a Markdown table cell: a pipe would split the cell, a newline end the row, '<' open
     an HTML tag (error messages and op names are data, never markup)."""

@@ -16,6 +16,7 @@ from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.variants import split_overrides
 from neuronexp.compare.ops import op_changes
+from neuronexp.formatting import fmt_word
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
 from neuronexp.results import Results, usable
 from neuronexp.analysis.variants import cell_labels
@@ -67,15 +68,10 @@ def environment_notes(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     notes = []
     for col in _ENVIRONMENT:
         if col in a.columns and col in b.columns:
-            va, vb = (sorted({_text(v) for v in side[col].dropna()}) for side in (a, b))
+            va, vb = (sorted({fmt_word(v) for v in side[col].dropna()}) for side in (a, b))
             if va != vb:
                 notes.append(f"{col} differs: {'/'.join(va) or '—'} vs {'/'.join(vb) or '—'}")
     return notes
-
-
-def _text(value: object) -> str:
-    """A column value as one word: 2.0 (an integer column read back with gaps) is "2"."""
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def statistics_notes(cells: pd.DataFrame, threshold: float) -> list[str]:

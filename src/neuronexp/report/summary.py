@@ -11,7 +11,7 @@ import pandas as pd
 from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
 from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.variants import cell_labels, comparison_grid, describe_baseline
-from neuronexp.formatting import device_word, fmt_pct, fmt_us, md_cell, short_op
+from neuronexp.formatting import device_word, fmt_pct, fmt_us, fmt_word, md_cell, short_op
 
 
 def ops_text(cell: Mapping[str, Any]) -> str:
@@ -80,7 +80,7 @@ def host_line(cells: pd.DataFrame) -> str:
     def values(col: str) -> str:
         if col not in cells.columns:
             return "?"
-        return "/".join(sorted({str(int(v)) if isinstance(v, float) and v.is_integer() else str(v) for v in cells[col].dropna()})) or "?"
+        return "/".join(sorted({fmt_word(v) for v in cells[col].dropna()})) or "?"
 
     return (f"malloc {values('malloc')} (allocator {values('allocator')}), {values('threads')} thread(s), "
             f"{values('latency_rounds')} timing round(s) per cell")
