@@ -104,8 +104,8 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
     by_run = samples_by_run(samples)
     groups = _groups(ok)
     pairs: list[tuple[int, str, CellStats]] = []
-    for i, group in enumerate(groups):
-        best = _fastest(group)
+    bests = [_fastest(group) for group in groups]  # each group's quiet fastest cell, or None
+    for i, (group, best) in enumerate(zip(groups, bests)):
         for cell in group:
             if best is not None and cell is not best and not noisy(cell):
                 (xa, ra), (xb, rb) = by_run.get(str(best["run_id"]), NO_SAMPLES), by_run.get(str(cell["run_id"]), NO_SAMPLES)
@@ -120,8 +120,7 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
     by_cell = {str(r.run_id): r for r in intervals.itertuples()}
     ops = all_ops if all_ops is not None else spots
     lines = []
-    for i, group in enumerate(groups):
-        best = _fastest(group)
+    for i, (group, best) in enumerate(zip(groups, bests)):
         if best is None:
             lines.append(f"{group[0]['_input']}: every cell is noisy, no finding{_noisy_part(group)}")
             continue
