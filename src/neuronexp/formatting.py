@@ -31,6 +31,22 @@ def fmt_speedup(value: float | None) -> str:
     return "—" if _missing(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"  # type: ignore[arg-type]
 
 
+UNPAIRED_MARK = "†"  # after a speedup timed apart from its baseline (analysis.paired)
+UNPAIRED_LEGEND = f"{UNPAIRED_MARK} unpaired: timed apart from its baseline, so drift between the two is in it"
+
+
+def fmt_speedup_ci(cell: Any) -> str:
+    """A cell's speedup with its 95% interval, "×1.25 (1.18–1.31)", marked when unpaired; "" without a speedup."""
+    value = cell.get("speedup_vs_baseline")
+    if _missing(value) or not math.isfinite(float(value)):
+        return ""
+    low, high = cell.get("speedup_ci_low"), cell.get("speedup_ci_high")
+    text = f"×{float(value):.2f}"
+    if not (_missing(low) or _missing(high)) and math.isfinite(float(low)) and math.isfinite(float(high)):
+        text += f" ({float(low):.2f}–{float(high):.2f})"
+    return text + (UNPAIRED_MARK if cell.get("speedup_method") == "unpaired" else "")
+
+
 def fmt_ratio(ratio: float) -> str:
     return "—" if not math.isfinite(ratio) else f"×{ratio:.3f} {(ratio - 1) * 100:+.1f}%"
 

@@ -188,12 +188,32 @@ def baseline_run_ids(cells: pd.DataFrame, baseline: Any) -> pd.Series:
     return found.astype(object).where(found.notna(), None)
 
 
-def add_speedups(cells: pd.DataFrame, baseline: Any) -> pd.DataFrame:
-    """`baseline_run_id`, and `speedup_vs_baseline` = the reference's median latency / the cell's (both usable)."""
+def add_speedups(cells: pd.DataFrame, baseline: Any, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+    """`baseline_run_id`, `speedup_vs_baseline` with `speedup_ci_low`/`_high` and `speedup_method` (analysis.paired:
+    the median per-pair ratio where the cell and its reference were timed together, else the reference's median
+    latency ÷ the cell's); the reference cell itself is ×1 with no method. Without samples, no intervals."""
+    from neuronexp.analysis.paired import UNPAIRED_NOTE, speedup_table
+
     cells = cells.copy()
     cells["baseline_run_id"] = baseline_run_ids(cells, baseline)
     ok = cells["status"].isin(USABLE)
     latency = dict(zip(cells.loc[ok, "run_id"], cells.loc[ok, "latency_median_us"]))
     base = cells["baseline_run_id"].map(latency).astype(float)
     cells["speedup_vs_baseline"] = np.where(ok, base / cells["latency_median_us"].astype(float), np.nan)
+    cells["speedup_ci_low"] = cells["speedup_ci_high"] = np.nan
+    cells["speedup_method"] = None
+    if samples is None:
+        return cells
+    table = speedup_table(cells, samples).set_index("run_id")
+    at = cells["run_id"].astype(str).map(lambda r: r in table.index)
+    runs = cells.loc[at, "run_id"].astype(str)
+    cells.loc[at, "speedup_vs_baseline"] = runs.map(table["speedup"]).to_numpy(float)
+    cells.loc[at, "speedup_ci_low"] = runs.map(table["ci_low"]).to_numpy(float)
+    cells.loc[at, "speedup_ci_high"] = runs.map(table["ci_high"]).to_numpy(float)
+    cells.loc[at, "speedup_method"] = runs.map(table["method"]).to_numpy(object)
+    unpaired = at & (cells["speedup_method"] == "unpaired")
+    if unpaired.any() and "warnings" in cells:
+        cells.loc[unpaired, "warnings"] = [
+            UNPAIRED_NOTE if not isinstance(w, str) or not w else (w if UNPAIRED_NOTE in w else f"{w} | {UNPAIRED_NOTE}")
+            for w in cells.loc[unpaired, "warnings"]]
     return cells

@@ -113,8 +113,9 @@ def cell_tables(
     samples: list[dict[str, Any]] = []
     if m is not None:
         cell.update(measured_columns(m, op_rows))
-        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r}
-                   for i, (v, r) in enumerate(zip(m.latency.samples_us, m.latency.rounds))]
+        pairs = m.latency.pairs or [None] * len(m.latency.samples_us)
+        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p}
+                   for i, (v, r, p) in enumerate(zip(m.latency.samples_us, m.latency.rounds, pairs))]
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
     cell.update(extra)
     cell["warnings"] = join_warnings(*spec.warnings, warnings)
@@ -141,6 +142,7 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, An
         latency_p10_us=m.latency.p10_us,
         latency_p90_us=m.latency.p90_us,
         latency_samples=len(m.latency.samples_us),
+        sample_block=m.latency.block,
         first_call_s=m.first_call_s,
         device_time_us=device_time,
         cpu_time_us=_median([c.cpu_time_us for c in cycles]),

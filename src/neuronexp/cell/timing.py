@@ -8,6 +8,7 @@ spread between them is the cell's noise figure (docs/methodology.md, "Rounds").
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ class LatencyStats:
     round_medians_us: list[float] = field(default_factory=list)
     activity: Activity | None = None
     warmup_calls: int = 0  # made before the samples; fewer than timing.warmup when max_seconds cut them short
+    pairs: list[int] | None = None  # each sample's pair index when timed paired with its group (time_calls)
+    block: int = 1  # calls per sample: short paired calls are timed in blocks (BLOCK_US)
 
     @property
     def round_spread(self) -> float:
@@ -38,7 +41,8 @@ class LatencyStats:
         return (max(meds) - min(meds)) / self.median_us if len(meds) > 1 and self.median_us > 0 else 0.0
 
 
-def summarize_samples(samples_us: list[float], rounds: list[int] | None = None, warmup_calls: int = 0) -> LatencyStats:
+def summarize_samples(samples_us: list[float], rounds: list[int] | None = None, warmup_calls: int = 0,
+                      pairs: list[int] | None = None, block: int = 1) -> LatencyStats:
     arr = np.asarray(samples_us, dtype=float)
     rounds = list(rounds) if rounds is not None else [0] * len(arr)
     if not arr.size:
@@ -47,46 +51,105 @@ def summarize_samples(samples_us: list[float], rounds: list[int] | None = None, 
     labels = np.asarray(rounds)
     medians = [float(np.median(arr[labels == r])) for r in sorted(set(rounds))]
     return LatencyStats(list(map(float, arr)), float(np.median(medians)), float(p10), float(p90), rounds, medians,
-                        warmup_calls=warmup_calls)
+                        warmup_calls=warmup_calls, pairs=pairs, block=block)
 
 
 def _per_round(total: int, rounds: int) -> int:
     return max(1, math.ceil(total / rounds))
 
 
+# Paired calls shorter than this are timed in blocks of ceil(BLOCK_US / call) calls, one sample a block: the
+# clock read and the Python loop around each call cost ~0.2 µs, a bias of 2% and more below 10 µs. Longer calls
+# keep one call a sample, as the finer the interleaving, the better pairing cancels drift (docs/methodology.md).
+BLOCK_US = 10.0
+_MAX_BLOCK = 1000
+
+
 def time_callable(fn: Callable[[], Any], backend: Backend, cfg: TimingConfig) -> LatencyStats:
-    """Warm up, then take `rounds` rounds of up to iters/rounds samples each, `round_gap_s` apart.
+    """One cell's timed pass: `time_calls` with nothing to pair it with."""
+    return time_calls([fn], backend, cfg)[0]
+
+
+def _block_size(call_us: float) -> int:
+    if not call_us > 0 or call_us >= BLOCK_US:
+        return 1
+    return min(_MAX_BLOCK, math.ceil(BLOCK_US / call_us))
+
+
+def _sample(fn: Callable[[], Any], backend: Backend, block: int) -> float:
+    if block == 1:
+        return backend.time_call(fn)
+    start = time.perf_counter_ns()
+    for _ in range(block):
+        fn()
+    backend.synchronize()
+    return (time.perf_counter_ns() - start) / 1e3 / block
+
+
+def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig, seed: int | None = None
+               ) -> list[LatencyStats]:
+    """Warm up, then take `rounds` rounds `round_gap_s` apart; with several calls, paired and interleaved.
+
+    Several calls (the cells of one comparison group, cell.group) alternate call by call, in a fresh random order
+    each pair, so that the host's drift over seconds falls on every variant alike and the per-pair ratio cancels
+    it (docs/methodology.md, "Paired timing"); each sample keeps its pair index. Each call gets iters samples (and
+    max_seconds of the budget) as if it were timed alone.
 
     The warm-up stops after `max_seconds`, once the backend's minimum (`min_warmup_calls`) is made: a warm-up
     count meant for a fast cell must not run for hours on a slow one. On asynchronous devices the clock sees
     calls queued, so the cut comes up to a queue's depth later. Each round stops early once it has used its
-    share of `max_seconds` and has min_iters/rounds samples. The machine's activity over the timed rounds is
-    recorded with them.
+    share of the budget and has min_iters/rounds samples. The garbage collector is off while samples are taken
+    (as timeit does): a collection would land on whichever call happened to trigger it. The machine's activity
+    over the timed rounds is recorded with them.
     """
-    deadline = time.perf_counter() + cfg.max_seconds
+    n = len(calls)
+    rng = np.random.default_rng(seed)
+    deadline = time.perf_counter() + cfg.max_seconds * n
     warmup_calls = 0
+    warm_us = [math.nan] * n
     while warmup_calls < cfg.warmup and (warmup_calls < backend.min_warmup_calls or time.perf_counter() < deadline):
-        fn()
+        for j, fn in enumerate(calls):
+            if n > 1:  # the last warm-up pass sizes the blocks
+                warm_us[j] = backend.time_call(fn)
+            else:
+                fn()
         warmup_calls += 1
     backend.synchronize()
+    blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
     target, minimum = _per_round(cfg.iters, cfg.rounds), _per_round(cfg.min_iters, cfg.rounds)
-    budget = cfg.max_seconds / cfg.rounds
-    samples: list[float] = []
-    labels: list[int] = []
+    budget = cfg.max_seconds * n / cfg.rounds
+    samples: list[list[float]] = [[] for _ in calls]
+    labels: list[list[int]] = [[] for _ in calls]
+    pairs: list[list[int]] = [[] for _ in calls]
+    pair = 0
     before = snapshot()
-    for r in range(cfg.rounds):
-        if r and cfg.round_gap_s > 0:
-            time.sleep(cfg.round_gap_s)
-            fn()  # one call after the pause, so a round starts warm (caches, thread pool)
-            backend.synchronize()
-        deadline = time.perf_counter() + budget
-        taken = 0
-        while taken < target:
-            samples.append(backend.time_call(fn))
-            labels.append(r)
-            taken += 1
-            if taken >= minimum and time.perf_counter() > deadline:
-                break
-    stats = summarize_samples(samples, labels, warmup_calls)
-    stats.activity = window(before, snapshot())
-    return stats
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(cfg.rounds):
+            if r and cfg.round_gap_s > 0:
+                time.sleep(cfg.round_gap_s)
+                for fn in calls:  # one call after the pause, so a round starts warm (caches, thread pool)
+                    fn()
+                backend.synchronize()
+            deadline = time.perf_counter() + budget
+            taken = 0
+            while taken < target:
+                for j in (rng.permutation(n) if n > 1 else (0,)):
+                    samples[j].append(_sample(calls[j], backend, blocks[j]))
+                    labels[j].append(r)
+                    pairs[j].append(pair)
+                pair += 1
+                taken += 1
+                if taken >= minimum and time.perf_counter() > deadline:
+                    break
+    finally:
+        if collecting:
+            gc.enable()
+    activity = window(before, snapshot())
+    out = []
+    for j in range(n):
+        stats = summarize_samples(samples[j], labels[j], warmup_calls, pairs[j] if n > 1 else None, blocks[j])
+        stats.activity = activity
+        out.append(stats)
+    return out

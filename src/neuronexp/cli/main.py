@@ -59,6 +59,8 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
         if hc.mode == RunMode.RUN:
             raise RunAborted(exc) from exc
         raise  # a sweep's job: the sweeper reads it from the launcher's JobReturn
+    if results is None:  # timed with its group once the group's jobs are all prepared (sweep.pairing)
+        return {"status": "queued", "error": None, "latency_median_us": None}
     cell = results.cells.iloc[0]
     if hc.mode == RunMode.RUN:
         print_cell(results, out_dir)

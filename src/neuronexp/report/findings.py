@@ -15,6 +15,7 @@ import math
 import pandas as pd
 
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
+from neuronexp.analysis.paired import speedup_table
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
@@ -53,21 +54,10 @@ def _hotspot(cell: dict, spots: dict[str, pd.DataFrame]) -> str:
 
 
 def speedup_intervals(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
-    """run_id, speedup, ci_low, ci_high: every usable cell's speedup over its usable baseline cell (`baseline_run_id`;
-    the reference's median of round medians ÷ the cell's) with the 95% interval over timing rounds (compare_rounds,
-    as neuronexp-compare computes it). The findings state these figures and the speedup plot draws them."""
-    ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
-    if ok.empty or "baseline_run_id" not in ok:
-        return pd.DataFrame(columns=INTERVAL_COLUMNS)
-    by_run = samples_by_run(samples)
-    usable = set(ok["run_id"].astype(str))
-    rows = []
-    for run, ref in zip(ok["run_id"].astype(str), ok["baseline_run_id"]):
-        if isinstance(ref, str) and ref in usable and ref != run:
-            (xa, ra), (xb, rb) = by_run.get(run, NO_SAMPLES), by_run.get(ref, NO_SAMPLES)
-            s = compare_rounds(xa, xb, ra, rb)
-            rows.append((run, s.ratio, s.ci_low, s.ci_high))
-    return pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+    """run_id, speedup, ci_low, ci_high: every usable cell's speedup over its usable baseline cell (`baseline_run_id`)
+    with its 95% interval, paired where the two were timed together (analysis.paired, the sweep's own rule). The
+    findings state these figures and the speedup plot draws them."""
+    return speedup_table(cells, samples)[INTERVAL_COLUMNS]
 
 
 def _fastest(group: list[dict]) -> dict | None:

@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.formatting import device_word, fmt_pct, fmt_us, short_op
+from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, short_op
 from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.report.summary import OUTPUT_FLAG, ops_text, output_differs
@@ -43,8 +43,7 @@ def _key(i: int) -> str:
 
 
 def _speedup(cell: Mapping[str, Any]) -> str:
-    value = cell.get("speedup_vs_baseline")
-    return f"×{value:.2f}" if value is not None and not (isinstance(value, float) and math.isnan(value)) else ""
+    return fmt_speedup_ci(cell)
 
 
 def _limit(cell: Mapping[str, Any]) -> str:

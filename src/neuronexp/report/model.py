@@ -156,7 +156,7 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
         raise ReportError(f"{source}: the results hold no cells")
     dirs = list(dict.fromkeys(by_run.values()))
     rule = parse_baseline(baseline) if baseline is not None else configured_baseline(dirs)
-    cells = add_speedups(cells, rule)  # the same rule as the sweep's, whichever baseline was asked for
+    cells = add_speedups(cells, rule, results.samples)  # the same rule as the sweep's, whichever baseline was asked for
     cells = add_output_checks(cells, by_run, rule)  # against the same baselines, from the outputs the cells saved
     variant, _, inputs = names(cells)  # the names every table, plot and finding uses: never two cells alike
     cells = cells.assign(variant=variant, input=inputs.agg(" ".join, axis=1))

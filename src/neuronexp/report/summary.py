@@ -11,7 +11,7 @@ import pandas as pd
 from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
 from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.variants import cell_labels, comparison_grid, describe_baseline
-from neuronexp.formatting import device_word, fmt_pct, fmt_us, fmt_word, md_cell, short_op
+from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, fmt_word, md_cell, short_op
 
 
 def ops_text(cell: Mapping[str, Any]) -> str:
@@ -47,10 +47,9 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     if cell["status"] == "error":
         return ["error", str(cell["error"])[:60]]
     device = device_word(cell)
-    speedup = cell["speedup_vs_baseline"]
     first = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
-    if speedup is not None and not math.isnan(speedup):
-        first += f" ×{speedup:.2f}"
+    if fmt_speedup_ci(cell):
+        first += " " + fmt_speedup_ci(cell)
     lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {ops_text(cell)}"]
     if isinstance(cell["top_op"], str):
         lines.append(f"{short_op(cell['top_op'], 24)} {fmt_pct(cell['top_op_share'])}")

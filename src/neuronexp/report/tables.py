@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from neuronexp.analysis.roofline import fmt_share, headline
-from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
+from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_speedup_ci, fmt_us, short_op
 from neuronexp.report.model import Report
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.noise import NOISY_MARK, noisy
@@ -24,10 +24,6 @@ class TextTable:
     rows: list[list[str]]
     # Per row: (label, relative path) links to put in the last column, in order.
     links: list[list[tuple[str, str]]] = field(default_factory=list)
-
-
-def fmt_speedup(value: float | None) -> str:
-    return "—" if value is None or not math.isfinite(float(value)) else f"×{float(value):.2f}"
 
 
 def cell_links(cell: pd.Series) -> list[tuple[str, str]]:
@@ -54,7 +50,7 @@ def summary_table(report: Report) -> TextTable:
             ((NOISY_MARK if noisy(c) else "") + fmt_us(c["latency_median_us"])) if ok else "—",
             f"{fmt_us(c['latency_p10_us'])} – {fmt_us(c['latency_p90_us'])}" if ok else "—",
             str(int(c["latency_samples"])) if ok and pd.notna(c["latency_samples"]) else "—",
-            *([fmt_speedup(c["speedup_vs_baseline"])] if speedup else []),
+            *([fmt_speedup_ci(c) or "—"] if speedup else []),
             f"{device_word(c)} {fmt_us(c['device_time_us'])}" if ok else "—",
             ops_text(c) if ok and pd.notna(c["device_ops"]) else "—",
             top,

@@ -19,6 +19,7 @@ from neuronexp.analysis.roofline import fmt_share
 from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
 from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
+from neuronexp.formatting import UNPAIRED_LEGEND
 from neuronexp.report.summary import cell_lines, speedup_caption
 from neuronexp.results import Results
 
@@ -122,6 +123,8 @@ def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: P
         short = f"neuronexp sweep · {len(cells)} cells · {caption}"
         for part in sweep_layout(console, cells, short, baseline, rich_table(cells, title, baseline)):
             console.print(part)
+        if "speedup_method" in cells and (cells["speedup_method"] == "unpaired").any():
+            console.print(escape(UNPAIRED_LEGEND))
         _, _, grid = comparison_grid(cells, baseline)
         for key, by_variant in grid.items():  # the table cuts an error's text; here it is whole
             for variant, cell in by_variant.items():

@@ -27,6 +27,13 @@ CELL_SCHEMA = pa.schema(
         ("latency_samples", _I64), ("timing_method", _STR), ("first_call_s", _F64),
         ("device_time_us", _F64), ("cpu_time_us", _F64), ("device_ops", _F64), ("device_time_source", _STR),
         ("top_op", _STR), ("top_op_share", _F64), ("speedup_vs_baseline", _F64),
+        # The speedup's 95% interval and how it was found: `paired` (the median of per-pair ratios, the cell and its
+        # baseline timed interleaved in one process; a block bootstrap over pairs) or `unpaired` (the ratio of
+        # medians of cells timed apart; a bootstrap over rounds, the reason in `warnings`). analysis.paired.
+        ("speedup_ci_low", _F64), ("speedup_ci_high", _F64), ("speedup_method", _STR),
+        # The cells timed together, interleaved, share this id (null: timed alone); sample_block: calls per sample
+        # (short paired calls are timed in blocks: cell.timing.BLOCK_US).
+        ("timing_group", _STR), ("sample_block", _I64),
         # The run_id of the cell this one is compared with (analysis.variants.baseline_run_ids; filled for a sweep).
         ("baseline_run_id", _STR),
         ("trace_path", _STR), ("warnings", _STR), ("torch_version", _STR), ("neuronx_version", _STR),
@@ -89,8 +96,9 @@ OP_SCHEMA = pa.schema(
     ]
 )
 
-# round: the timing round a sample was taken in (0 .. latency_rounds - 1).
-SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64), ("round", _I64)])
+# round: the timing round a sample was taken in (0 .. latency_rounds - 1); pair: its pair index when the cell was timed
+# paired with its group (the samples of the group's cells with one pair index were taken back to back), else null.
+SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64), ("round", _I64), ("pair", _I64)])
 
 # Counts kept as float64 on disk because a per-step figure can be fractional (an op called unevenly across several
 # active steps, a median over an even number of cycles); the reader returns them as integers when they are whole.

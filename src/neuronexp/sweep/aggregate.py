@@ -41,7 +41,7 @@ def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozense
     tables, missing = read_jobs(job_dirs)
     cells = tables["cells"].to_pandas()
     cells.loc[cells["run_id"].isin(cached) & (cells["status"] == "ok"), "status"] = "cached"
-    cells = add_speedups(cells, baseline)
+    cells = add_speedups(cells, baseline, tables["samples"].to_pandas())
     # Outputs compared from the files each cell saved: the cells ran in other processes, maybe on other hosts.
     cells = add_output_checks(cells, run_dirs(list(cells["run_id"]), job_dirs), baseline)
     tables["cells"] = to_arrow("cells", cells)

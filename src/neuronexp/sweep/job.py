@@ -16,12 +16,14 @@ from neuronexp.results import Results, read_job
 from neuronexp.results.files import (CELL_MARKER, atomic_write_text, complete_run_id, reset_job_dir, write_json,
                                     write_phase)
 from neuronexp.sweep._hydra import BASIC_LAUNCHER
+from neuronexp.sweep.pairing import collector_for
 
 
 def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task: list[str], out_dir: Path,
-                 launcher_target: str, sweep: bool) -> Results:
+                 launcher_target: str, sweep: bool) -> Results | None:
     """The cell's tables: reused when `out_dir` already holds this exact cell complete (status `cached`),
-    else measured now. A failing cell is an error row, never an exception.
+    else measured now. A failing cell is an error row, never an exception. None: the cell is one of a group the
+    sweep runs together once all its jobs are prepared (sweep.pairing).
 
     A sweep's cells each run in a supervised process of their own, on a device slot under a parallel launcher
     or with launcher.isolate=true. A single run runs in this process unless launcher.isolate=true: it is the
@@ -46,4 +48,9 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
     config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     request = CellRequest(config, choices, task, spec.overrides, spec.run_id, str(out_dir),  # type: ignore[arg-type]
                           backend_kind(spec.config.backend), slotted)
+    collector = collector_for(spec.run_id)
+    if collector is not None and not slotted:  # one of a group timed together: the sweep runs the group (sweep.pairing)
+        collector.requests.append(request)
+        collector.specs.append(spec)
+        return None
     return run_supervised(request, spec, spec.config.launcher)

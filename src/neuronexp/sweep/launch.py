@@ -94,17 +94,42 @@ def run_supervised(request: CellRequest, spec: Any, launcher: LauncherConfig) ->
     return write_lost_cell(spec, out_dir, cause, request.kind, _where(slot, ended.pid, request.kind), started_at)
 
 
-def _run(request: CellRequest, slot: Slot | None, launcher: LauncherConfig) -> Ended:
+def run_group_supervised(requests: list[CellRequest], specs: list[Any], launcher: LauncherConfig) -> list[Any]:
+    """Run a comparison group's cells in one process of their own (cell.group: timed together); their tables.
+
+    The process gets `launcher.cell_timeout_s` for each of its cells. A cell it ends without writing gets an error
+    row here, as a lone cell's would."""
+    from neuronexp.cell.rows import write_lost_cell
+    from neuronexp.results import read_job
+
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    first = requests[0]
+    timeout = launcher.cell_timeout_s * len(requests) if launcher.cell_timeout_s else launcher.cell_timeout_s
+    ended = _run(first, None, launcher, target="group_main", payload={"cells": [vars(r) for r in requests]},
+                 timeout_s=timeout)
+    out = []
+    for request, spec in zip(requests, specs):
+        out_dir = Path(request.out_dir)
+        if (out_dir / "cells.parquet").is_file():
+            out.append(read_job(out_dir))
+            continue
+        cause = _cause(ended, timeout, out_dir, Path(first.out_dir) / "cell.log")
+        out.append(write_lost_cell(spec, out_dir, cause, request.kind, _where(None, ended.pid, request.kind), started_at))
+    return out
+
+
+def _run(request: CellRequest, slot: Slot | None, launcher: LauncherConfig, target: str = "child_main",
+         payload: dict[str, Any] | None = None, timeout_s: float | None = None) -> Ended:
     env = dict(os.environ, **(slot.env() if slot else {}), **{SUPERVISOR_ENV: str(os.getpid())})
     env.pop(ADDRESS_ENV, None)  # a cell supervises nothing
     if slot is not None and slot.kind == "neuron":
         env.pop("NEURON_RT_NUM_CORES", None)  # the slot's VISIBLE_CORES says which cores, and so how many
     return run_forked({
-        "target": f"{__name__}:child_main", "payload": vars(request), "kind": request.kind, "env": env,
+        "target": f"{__name__}:{target}", "payload": payload or vars(request), "kind": request.kind, "env": env,
         "cwd": os.getcwd(), "sys_path": sys.path, "cpus": list(slot.cpus) if slot else None,
         "log": str(Path(request.out_dir) / "cell.log"),  # the cell's own output, kept apart from other cells'
         "allocator": allocator_mode(request.config),  # forked from a template with that malloc mode
-    }, launcher.cell_timeout_s)
+    }, timeout_s if payload is not None else launcher.cell_timeout_s)
 
 
 def _where(slot: Slot | None, pid: int | None = None, kind: str = "cpu") -> dict[str, Any]:
@@ -115,7 +140,7 @@ def _where(slot: Slot | None, pid: int | None = None, kind: str = "cpu") -> dict
     return {"placement": placement, "placement_cpus": cpus, "worker_pid": pid, "host": socket.gethostname()}
 
 
-def _cause(ended: Ended, timeout_s: float | None, out_dir: Path) -> str:
+def _cause(ended: Ended, timeout_s: float | None, out_dir: Path, log: Path | None = None) -> str:
     """The error text of a cell whose process wrote no row."""
     phase = read_phase(out_dir)
     during = f" during {phase}" if phase else ""
@@ -126,32 +151,51 @@ def _cause(ended: Ended, timeout_s: float | None, out_dir: Path) -> str:
     if ended.signal:
         hint = " (out of memory, or killed)" if signal_name(ended.signal) == "SIGKILL" else signal_hint(ended.signal)
         return f"cell process killed by {signal_name(ended.signal)}{during}{hint}"
-    log = out_dir / "cell.log"
+    log = log or out_dir / "cell.log"
     lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()] if log.is_file() else []
     return f"cell process exited with status {ended.code}{during}" + (f": {lines[-1][:300]}" if lines else "")
 
 
-def child_main(payload: dict[str, Any]) -> int:
-    """The cell's process (forked, placed by childproc.enter_cell_process): rebuild the cell and run it."""
-    import logging
-
+def _spec_of(request: CellRequest) -> Any:
     from omegaconf import OmegaConf
 
-    from neuronexp.cell.run import run_cell
     from neuronexp.config import RunConfig
     from neuronexp.config.compose import spec_from
 
-    request = CellRequest(**payload)
-    out_dir = Path(request.out_dir)
-    handler = logging.FileHandler(out_dir / JOB_LOG)
-    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.INFO)
     cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), request.config)
     spec = spec_from(cfg, request.choices, request.task, request.override_dirname)
     if spec.run_id != request.run_id:
         raise RuntimeError(f"the cell's config changed on its way to the cell process ({spec.run_id} != {request.run_id})")
     if request.slotted and request.kind == "neuron":  # the slot's environment placed this process; the config must not move it
         spec.config.neuron.visible_cores = spec.config.neuron.num_cores = None
-    run_cell(spec, out_dir)
+    return spec
+
+
+def _log_to(out_dir: Path) -> None:
+    import logging
+
+    handler = logging.FileHandler(out_dir / JOB_LOG)
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.INFO)
+
+
+def child_main(payload: dict[str, Any]) -> int:
+    """The cell's process (forked, placed by childproc.enter_cell_process): rebuild the cell and run it."""
+    from neuronexp.cell.run import run_cell
+
+    request = CellRequest(**payload)
+    _log_to(Path(request.out_dir))
+    run_cell(_spec_of(request), Path(request.out_dir))
+    return 0
+
+
+def group_main(payload: dict[str, Any]) -> int:
+    """A comparison group's process: rebuild its cells and run them timed together (cell.group)."""
+    from neuronexp.cell.group import run_cells
+
+    requests = [CellRequest(**p) for p in payload["cells"]]
+    for request in requests:  # what the group's process logs is in each of its cells' logs
+        _log_to(Path(request.out_dir))
+    run_cells([_spec_of(r) for r in requests], [Path(r.out_dir) for r in requests])
     return 0

@@ -21,6 +21,7 @@ from neuronexp.config import ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
 from neuronexp.sweep._hydra import apply_value_overrides, override_dirname
+from neuronexp.sweep.pairing import process_key
 from neuronexp.sweep.slurm import check_slurm_sweep
 
 
@@ -33,6 +34,8 @@ class PlannedCell:
     backend: str
     label: str  # the overrides that tell this cell apart, for progress lines
     compiled: bool = False  # compile.enabled: the fork server warms the compiler up for such cells
+    process_key: str = ""  # the process state it sets (sweep.pairing: cells timed together agree on it)
+    isolated: bool = False  # launcher.isolate: a device slot of its own, never timed with other cells
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -125,7 +128,8 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
             raise ConfigError("sweep", label, f"cells {by_run[spec.run_id]} and {num} are the same configuration")
         by_dir[subdir], by_run[spec.run_id] = num, num
         cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label,
-                                 bool(spec.config.compile.enabled)))
+                                 bool(spec.config.compile.enabled), process_key(spec.config),
+                                 bool(spec.config.launcher.isolate)))
     # Only now, with every value checked: the backends import torch, the slot checks pandas (results' files).
     from neuronexp.backends import backend_kind, check_available
     from neuronexp.sweep.machine import check_slots_fit

@@ -19,6 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
 from neuronexp.sweep.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
+from neuronexp.analysis.variants import parse_baseline
+from neuronexp.sweep.pairing import collecting, plan_units
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
 from neuronexp.sweep.stopped import SweepStopped
 
@@ -73,7 +75,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
             server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
         with SweepProgress(sweep_dir, cells, reused) as progress:
             try:
-                returns = _launch(ctx.launcher, todo, progress)
+                returns = _launch(ctx.launcher, cells, todo, progress, baseline)
             except KeyboardInterrupt:
                 stopped = SweepStopped(130, f"interrupted; the finished cells are in {sweep_dir}/results. To resume, "
                                             f"run the same command with hydra.sweep.dir={sweep_dir}")
@@ -98,26 +100,48 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     return returns
 
 
-def _launch(launcher: Any, cells: list[PlannedCell], progress: SweepProgress) -> list[Any]:
-    """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid."""
-    jobs = [[*c.overrides, subdir_override(c.dir)] for c in cells]
+def _launch(launcher: Any, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress,
+            baseline: Any) -> list[Any]:
+    """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid; under
+    the basic launcher, each comparison group's cells in one process, timed together (sweep.pairing)."""
+    jobs = {c.run_id: [*c.overrides, subdir_override(c.dir)] for c in todo}
     if not jobs:  # every cell was complete already (launchers refuse an empty batch)
         return []
     if not runs_in_process(launcher):
+        if parse_baseline(baseline):
+            log.info("speedups are unpaired: %s runs each cell in a process of its own (docs/methodology.md, "
+                     "\"Paired timing\")", type(launcher).__name__)
         with progress.watching():  # cells finish in other processes: seen on disk
-            return list(launcher.launch(jobs, initial_job_idx=0))
+            return list(launcher.launch(list(jobs.values()), initial_job_idx=0))
     # Hydra's basic launcher logs each launch; the progress line per finished cell says the same and more.
     logging.getLogger(BASIC_LAUNCHER.rsplit(".", 1)[0]).setLevel(logging.WARNING)
-    returns = []
-    for cell, job in zip(cells, jobs):  # one at a time, so each finished cell is reported at once
-        progress.running(cell)
-        returns += list(launcher.launch([job], initial_job_idx=cell.num))
-        progress.finished(cell)
-        failure = job_exception(returns[-1])
-        if failure is not None:  # not the cell's own failure (that is its error row): neuronexp could not go on
-            raise JobFailed(f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: "
-                            f"{_first_line(failure)}") from failure
+    units, notes = plan_units(cells, baseline, set(jobs))
+    for note in notes:
+        log.info("%s", note)
+    returns: list[Any] = []
+    for unit in units:
+        with collecting({c.run_id for c in unit.cells}) as collector:
+            for cell in unit.cells:  # one at a time, so each finished cell is reported at once
+                progress.running(cell)
+                returns += list(launcher.launch([jobs[cell.run_id]], initial_job_idx=cell.num))
+                _check(returns[-1], cell)
+                if not collector.requests or collector.requests[-1].run_id != cell.run_id:
+                    progress.finished(cell)
+        if collector.requests:  # the group's jobs are prepared: one process times them together
+            from neuronexp.sweep.launch import run_group_supervised
+
+            progress.running(unit.cells[0])
+            run_group_supervised(collector.requests, collector.specs, collector.specs[0].config.launcher)
+            for request in collector.requests:
+                progress.finished(next(c for c in unit.cells if c.run_id == request.run_id))
     return returns
+
+
+def _check(job_return: Any, cell: PlannedCell) -> None:
+    failure = job_exception(job_return)
+    if failure is not None:  # not the cell's own failure (that is its error row): neuronexp could not go on
+        raise JobFailed(f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: "
+                        f"{_first_line(failure)}") from failure
 
 
 def _cell_processes(launcher: Any, master: Any) -> AbstractContextManager[Any]:

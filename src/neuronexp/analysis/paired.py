@@ -1,0 +1,93 @@
+"""Speedups over the baseline with their intervals: paired where the cell and its baseline were timed together,
+unpaired otherwise, and which of the two in `speedup_method`.
+
+Paired (docs/methodology.md, "Paired timing"): the cells of a comparison group alternate call by call in one
+process (cell.timing.time_calls), so the samples with one pair index were taken within a few calls of each other
+and share the host's drift. The speedup is the median over pairs of baseline ÷ cell; its interval is a moving-block
+bootstrap over pairs (blocks of ⌈n^⅓⌉ consecutive pairs), because neighbouring pairs share a drift and are not
+independent draws (Künsch 1989).
+
+Unpaired (a cell and its baseline timed apart: another process, a cached baseline, a launcher that runs one cell a
+process): the ratio of medians of round medians with the hierarchical bootstrap over rounds (analysis.stats), which
+cannot cancel drift between the two cells' windows; the row says so in its warnings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from neuronexp.analysis.stats import compare_rounds
+from neuronexp.results import USABLE
+
+SPEEDUP_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high", "method"]
+UNPAIRED_NOTE = "speedup unpaired: this cell and its baseline were not timed together, so drift between their windows is in it"
+
+
+def paired_ratio(base_us: np.ndarray, cell_us: np.ndarray, seed: int = 0, resamples: int = 2000,
+                 level: float = 0.95) -> tuple[float, float, float]:
+    """(median of base/cell over pairs, interval low, high); the arrays are aligned by pair, in time order."""
+    ratios = np.asarray(base_us, dtype=float) / np.asarray(cell_us, dtype=float)
+    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    n = len(ratios)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    point = float(np.median(ratios))
+    if n < 3:
+        return point, math.nan, math.nan
+    block = max(1, math.ceil(n ** (1 / 3)))
+    rng = np.random.default_rng(seed)
+    per = math.ceil(n / block)
+    starts = rng.integers(0, n - block + 1, size=(resamples, per))
+    idx = (starts[:, :, None] + np.arange(block)).reshape(resamples, -1)[:, :n]
+    medians = np.median(ratios[idx], axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return point, float(low), float(high)
+
+
+def _paired_samples(samples: pd.DataFrame) -> dict[str, pd.Series]:
+    """run_id → its samples' latencies indexed by pair (the pair's mean where a pair has several samples)."""
+    if samples.empty or "pair" not in samples:
+        return {}
+    s = samples[samples["pair"].notna()]
+    return {str(run): g.groupby("pair")["latency_us"].mean() for run, g in s.groupby("run_id")}
+
+
+def _round_samples(samples: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+    if samples.empty:
+        return {}
+    has_rounds = "round" in samples
+    return {str(run): (g["latency_us"].to_numpy(float), g["round"].to_numpy() if has_rounds else None)
+            for run, g in samples.groupby("run_id")}
+
+
+def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataFrame:
+    """SPEEDUP_COLUMNS for every usable cell with a usable baseline other than itself (`baseline_run_id`)."""
+    if cells.empty or "baseline_run_id" not in cells:
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    samples = samples if samples is not None else pd.DataFrame(columns=["run_id", "latency_us", "round"])
+    ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+    group = dict(zip(ok["run_id"].astype(str), ok.get("timing_group", pd.Series(None, index=ok.index))))
+    latency = dict(zip(ok["run_id"].astype(str), ok["latency_median_us"].astype(float)))
+    by_pair, by_round = _paired_samples(samples), _round_samples(samples)
+    rows: list[tuple[Any, ...]] = []
+    for run, ref in zip(ok["run_id"].astype(str), ok["baseline_run_id"]):
+        if not isinstance(ref, str) or ref not in latency or ref == run:
+            continue
+        g = group.get(run)
+        if isinstance(g, str) and g == group.get(ref) and run in by_pair and ref in by_pair:
+            base, cell = by_pair[ref].align(by_pair[run], join="inner")
+            if len(base):
+                rows.append((run, *paired_ratio(base.to_numpy(), cell.to_numpy()), "paired"))
+                continue
+        if run in by_round and ref in by_round:
+            (xc, rc), (xb, rb) = by_round[run], by_round[ref]
+            s = compare_rounds(xc, xb, rc, rb)
+            rows.append((run, s.ratio, s.ci_low, s.ci_high, "unpaired"))
+        else:  # no samples to resample (a foreign table): the ratio of the medians, no interval
+            rows.append((run, latency[ref] / latency[run], math.nan, math.nan, "unpaired"))
+    return pd.DataFrame(rows, columns=SPEEDUP_COLUMNS)

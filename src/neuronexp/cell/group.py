@@ -1,0 +1,88 @@
+"""The cells of one comparison group in one process, timed together: built and called once each, then timed
+paired and interleaved (cell.timing.time_calls), then profiled and written one by one.
+
+Why together: on a shared host the time of a call drifts by ±50% over seconds, so cells timed one after another,
+a few seconds apart, are not comparable; timed call by call in alternation, every variant sees the same drift,
+and the per-pair ratio (analysis.paired) cancels it (docs/methodology.md, "Paired timing"). A group of one is a
+cell timed alone, which is how every single run and every unpaired cell runs.
+
+The process state a cell sets (its malloc mode, its thread count) is the group's: the sweep pairs only cells
+equal in those (sweep.pairing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from pathlib import Path
+
+import torch
+
+from neuronexp.cell.run import CellRun, timing_config
+from neuronexp.cell.timing import time_calls
+from neuronexp.config import CellSpec
+from neuronexp.host import allocator
+from neuronexp.results import Results
+
+
+def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | None = None) -> list[Results]:
+    """Run the cells (one, or a comparison group), timed together; each cell's tables, in order.
+
+    `unpaired_note`: why cells that were asked to run together were not timed paired (said in their rows).
+    """
+    # Before the backend, the module or its inputs allocate anything (a fresh cell process applied it even
+    # earlier, before importing torch: sweep.launch).
+    host_alloc = allocator.apply(specs[0].config.allocator.value)
+    # The process's own count is restored after the cells: the next cell of this process (a single run's
+    # caller, a warm worker) must start from it, not from these cells' `threads`.
+    process_threads = torch.get_num_threads()
+    threads = specs[0].config.threads
+    runs = [CellRun(spec, out_dir, host_alloc) for spec, out_dir in zip(specs, out_dirs)]
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        # One Dynamo reset for the group: a reset between its cells would drop the compiled code of the earlier ones.
+        calls = [run.start(reset_dynamo=i == 0) for i, run in enumerate(runs)]
+        live = [(run, call) for run, call in zip(runs, calls) if call is not None]
+        if live:
+            _time_and_finish(live, len(runs), unpaired_note)
+    finally:
+        torch.set_num_threads(process_threads)
+    return [run.results for run in runs if run.results is not None]
+
+
+def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_note: str | None) -> None:
+    first = live[0][0]
+    backend = first.backend
+    assert backend is not None
+    modes = {type(run.grad()) for run, _ in live}
+    if len(modes) == 1:  # the usual case: one grad mode for the whole pass, entered once
+        grad = first.grad()
+        calls = [call for _, call in live]
+    else:  # cells of one group asking for different grad modes: each call in its own
+        grad = contextlib.nullcontext()
+        calls = [_in_grad(run, call) for run, call in live]
+    group = uuid.uuid4().hex[:12] if len(live) > 1 else None
+    with grad:
+        stats = time_calls(calls, backend, timing_config(first.spec, backend))  # type: ignore[arg-type]
+    for (run, _), latency in zip(live, stats):
+        run.timing_group = group
+        if len(live) < asked and asked > 1:
+            run.notes.append(f"timed paired with {len(live) - 1} of the {asked - 1} other cells of its group "
+                             "(the others failed before timing)" if len(live) > 1 else
+                             "timed alone: the other cells of its group failed before timing")
+        if unpaired_note and len(live) == 1:
+            run.notes.append(unpaired_note)
+        run.finish(latency)
+    del calls
+
+
+def _in_grad(run: CellRun, call: object):  # noqa: ANN202
+    def timed() -> object:
+        with run.grad():
+            return call()  # type: ignore[operator]
+
+    return timed
+
+
+__all__ = ["run_cells"]

@@ -1,0 +1,110 @@
+"""Which cells of a sweep are timed together: the comparison groups of its baseline, planned before any cell runs,
+and the collector that gathers a group's jobs so that one process runs them (cell.group).
+
+A group is what analysis.variants compares: cells equal in every override but the baseline's keys. Its cells are
+paired only where one process can run them as they would run alone: the same backend (not Neuron, whose capture
+is set up per process), threads, malloc mode, timing keys and launcher keys, and a launcher that runs the cells on
+this host one at a time (Hydra's basic launcher); elsewhere they are timed unpaired, and the sweep says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from neuronexp.analysis.overrides import override_values
+from neuronexp.analysis.variants import parse_baseline
+
+# Keys whose values are process state or the timing itself: cells differing in them cannot share a timed pass.
+_PROCESS_KEYS = ("threads", "allocator", "backend", "timing", "launcher")
+
+
+@dataclass
+class Unit:
+    """Cells run in one process: a comparison group's cells still to run, or a single cell."""
+
+    cells: list[Any]  # PlannedCell
+    group: str | None = None  # the group's key, null for a cell run alone
+
+
+def group_key(overrides: list[str], baseline_keys: set[str]) -> str:
+    values = override_values(",".join(overrides))
+    return "\x1f".join(f"{k}={v}" for k, v in sorted(values.items()) if k not in baseline_keys)
+
+
+def process_key(config: Any) -> str:
+    """What a cell sets in its process: cells timed together must agree on all of it."""
+    return repr([getattr(config, name) for name in _PROCESS_KEYS])
+
+
+def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
+    """Why a group of these planned cells cannot be timed together, or None when it can."""
+    keys = set(parse_baseline(baseline) or {})
+    clash = sorted(k for k in keys if k.split(".", 1)[0] in _PROCESS_KEYS)
+    if clash:
+        return f"the baseline's keys {', '.join(clash)} set process state the cells cannot share"
+    if any(c.backend == "neuron" for c in cells):
+        return "the Neuron backend's capture is set up once per process"
+    if len({c.process_key for c in cells}) > 1:
+        return "its cells differ in threads, allocator, timing or launcher keys"
+    if any(c.isolated for c in cells):
+        return "launcher.isolate=true gives each cell a device slot of its own"
+    return None
+
+
+def plan_units(cells: list[Any], baseline: Any, todo: set[str]) -> tuple[list[Unit], list[str]]:
+    """The cells still to run (`todo` run_ids) as units in sweep order, each group where its first cell stands;
+    and one line per group that is not paired, saying why (the sweep logs them)."""
+    keys = set(parse_baseline(baseline) or {})
+    if not keys:
+        return [Unit([c]) for c in cells if c.run_id in todo], []
+    groups: dict[str, list[int]] = {}
+    for i, cell in enumerate(cells):
+        groups.setdefault(group_key(cell.overrides, keys), []).append(i)
+    units, notes, placed = [], [], set()
+    for i, cell in enumerate(cells):
+        if i in placed or cell.run_id not in todo:
+            continue
+        members = groups[group_key(cell.overrides, keys)]
+        waiting = [j for j in members if cells[j].run_id in todo]
+        reason = unpaired_reason(baseline, [cells[j] for j in members]) if len(members) > 1 else None
+        if len(waiting) > 1 and reason is None:
+            units.append(Unit([cells[j] for j in waiting], group_key(cell.overrides, keys)))
+            placed.update(waiting)
+            if len(waiting) < len(members):
+                notes.append(f"{cell.label}: {len(members) - len(waiting)} cell(s) of its group are complete already; "
+                             "the rest are timed together, their speedups over a reused baseline unpaired")
+        else:
+            units.append(Unit([cell]))
+            placed.add(i)
+            if reason is not None and len(members) > 1 and i == members[0]:
+                notes.append(f"{cell.label}: its group is timed unpaired: {reason}")
+    return units, notes
+
+
+@dataclass
+class Collector:
+    """The jobs of one unit, gathered by sweep.job as the launcher hands them over, then run in one process."""
+
+    run_ids: set[str]
+    requests: list[Any] = field(default_factory=list)  # sweep.launch.CellRequest
+    specs: list[Any] = field(default_factory=list)
+
+
+_active: list[Collector] = []
+
+
+@contextlib.contextmanager
+def collecting(run_ids: set[str]) -> Iterator[Collector]:
+    """While active, sweep.job hands these cells' prepared jobs to the collector instead of running them."""
+    collector = Collector(run_ids)
+    _active.append(collector)
+    try:
+        yield collector
+    finally:
+        _active.remove(collector)
+
+
+def collector_for(run_id: str) -> Collector | None:
+    return next((c for c in _active if run_id in c.run_ids), None)
