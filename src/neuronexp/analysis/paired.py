@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from neuronexp.analysis.samples import samples_by_run
 from neuronexp.analysis.stats import compare_rounds
 from neuronexp.results import USABLE
 
@@ -57,14 +58,6 @@ def _paired_samples(samples: pd.DataFrame) -> dict[str, pd.Series]:
     return {str(run): g.groupby("pair")["latency_us"].mean() for run, g in s.groupby("run_id")}
 
 
-def _round_samples(samples: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
-    if samples.empty:
-        return {}
-    has_rounds = "round" in samples
-    return {str(run): (g["latency_us"].to_numpy(float), g["round"].to_numpy() if has_rounds else None)
-            for run, g in samples.groupby("run_id")}
-
-
 def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataFrame:
     """SPEEDUP_COLUMNS for every usable cell with a usable baseline other than itself (`baseline_run_id`)."""
     if cells.empty or "baseline_run_id" not in cells:
@@ -73,7 +66,7 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
     ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
     group = dict(zip(ok["run_id"].astype(str), ok.get("timing_group", pd.Series(None, index=ok.index))))
     latency = dict(zip(ok["run_id"].astype(str), ok["latency_median_us"].astype(float)))
-    by_pair, by_round = _paired_samples(samples), _round_samples(samples)
+    by_pair, by_round = _paired_samples(samples), samples_by_run(samples)
     rows: list[tuple[Any, ...]] = []
     for run, ref in zip(ok["run_id"].astype(str), ok["baseline_run_id"]):
         if not isinstance(ref, str) or ref not in latency or ref == run:

@@ -1,0 +1,125 @@
+"""Paired timing (issue 22): the calls of a group alternate in a fresh random order each pair, every sample keeps
+its pair index, short calls are timed in blocks, and the per-pair ratio cancels drift that cells timed apart see."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from neuronexp.analysis.paired import paired_ratio
+from neuronexp.backends.cpu import CpuBackend
+from neuronexp.cell.timing import BLOCK_US, time_calls
+from neuronexp.config import TimingConfig
+
+
+class Clocked(CpuBackend):
+    """time_call returns what the call itself returns (its scripted latency in µs) instead of measuring."""
+
+    def time_call(self, fn) -> float:
+        return float(fn())
+
+
+def _cfg(**kw) -> TimingConfig:
+    return TimingConfig(**{"warmup": 1, "iters": 60, "min_iters": 60, "rounds": 3, "round_gap_s": 0.0,
+                           "max_seconds": 60, **kw})
+
+
+def test_each_pair_calls_every_variant_once_in_a_fresh_random_order() -> None:
+    order: list[int] = []
+
+    def call(j: int):
+        return lambda: order.append(j) or 100.0
+
+    stats = time_calls([call(0), call(1), call(2)], Clocked(), _cfg(), seed=1)
+    timed = order[3:]  # after one warm-up pass
+    pairs = [tuple(timed[i:i + 3]) for i in range(0, len(timed), 3)]
+    assert len(pairs) == 60 and all(sorted(p) == [0, 1, 2] for p in pairs)
+    assert len(set(pairs)) > 3  # not one fixed order: every permutation position is taken by each variant
+    firsts = [p[0] for p in pairs]
+    assert all(firsts.count(j) > 5 for j in range(3))
+    for s in stats:  # every sample keeps its pair index and round, aligned across the group
+        assert s.pairs == list(range(60))
+        assert s.rounds == [r for r in range(3) for _ in range(20)]
+
+
+def test_a_call_alone_has_no_pair_index() -> None:
+    (stats,) = time_calls([lambda: 50.0], Clocked(), _cfg())
+    assert stats.pairs is None and stats.block == 1
+
+
+def test_short_paired_calls_are_timed_in_blocks_and_long_ones_call_by_call() -> None:
+    calls = {"short": 0, "long": 0}
+
+    def short():
+        calls["short"] += 1
+        return BLOCK_US / 4
+
+    def long():
+        calls["long"] += 1
+        return 100.0
+
+    s, l = time_calls([short, long], Clocked(), _cfg(iters=10, min_iters=10, rounds=1))
+    assert (s.block, l.block) == (4, 1)
+    assert len(s.samples_us) == len(l.samples_us) == 10
+    # Blocks are timed on the wall clock (the scripted figure sized them); each sample is one block's mean.
+    assert calls["short"] == 1 + 4 * 10 and calls["long"] == 1 + 10
+
+
+def test_the_per_pair_ratio_cancels_a_drift_that_unpaired_medians_do_not() -> None:
+    # The host slows down ×3 over the window; the cell is truly ×1.25 faster than its baseline.
+    drift = np.linspace(1.0, 3.0, 200)
+    base, cell = 100.0 * drift, 80.0 * drift
+    speedup, low, high = paired_ratio(base, cell)
+    assert speedup == pytest.approx(1.25) and low == pytest.approx(1.25) and high == pytest.approx(1.25)
+    # Timed apart (the baseline in the first half of the window, the cell in the second), the medians disagree.
+    assert np.median(base[:100]) / np.median(cell[100:]) < 0.8
+
+
+def test_the_interval_covers_a_known_ratio_about_95_times_in_100_and_widens_with_noise() -> None:
+    rng = np.random.default_rng(7)
+    truth, covered, widths = 1.10, 0, {"quiet": [], "noisy": []}
+    for _ in range(40):
+        base = 100 * np.exp(rng.normal(0, 0.3, 200))  # ±35% drift shared by the pair
+        for kind, sd in (("quiet", 0.02), ("noisy", 0.2)):
+            _, low, high = paired_ratio(base, base / truth * np.exp(rng.normal(0, sd, 200)), resamples=1000)
+            covered += low <= truth <= high
+            widths[kind].append(high - low)
+    assert covered >= 0.85 * 80  # a 95% interval: 76 of 80 expected; 68 allows the bootstrap's slack
+    assert np.median(widths["quiet"]) < np.median(widths["noisy"]) / 3
+
+
+def test_identical_variants_give_an_interval_that_contains_one() -> None:
+    rng = np.random.default_rng(3)
+    shared = 100 * np.exp(np.cumsum(rng.normal(0, 0.05, 300)))  # a random walk, as a host drifts
+    a = shared * np.exp(rng.normal(0, 0.05, 300))
+    b = shared * np.exp(rng.normal(0, 0.05, 300))
+    speedup, low, high = paired_ratio(a, b)
+    assert low <= 1.0 <= high and abs(speedup - 1) < 0.03
+
+
+def test_the_block_bootstrap_is_wider_than_an_iid_one_when_neighbouring_pairs_share_noise() -> None:
+    rng = np.random.default_rng(11)
+    # Per-pair ratios that drift slowly: neighbours are alike, so there are fewer independent draws than pairs.
+    ratios = np.exp(np.repeat(rng.normal(0, 0.1, 30), 10))
+    _, low, high = paired_ratio(ratios * 100, np.full(300, 100.0))
+    iid = np.median(rng.choice(ratios, size=(2000, 300)), axis=1)
+    il, ih = np.percentile(iid, [2.5, 97.5])
+    assert (high - low) > 1.3 * (ih - il)
+
+
+def test_a_round_gap_is_kept_between_rounds_for_every_call() -> None:
+    seen = []
+    calls = [lambda: seen.append("a") or 10.0 * 2, lambda: seen.append("b") or 30.0]
+    time_calls(calls, Clocked(), _cfg(iters=4, min_iters=4, rounds=2, round_gap_s=0.001))
+    # warm-up pass (2), 2 pairs (4), one warm call each after the gap (2), 2 pairs (4)
+    assert len(seen) == 12 and seen[6:8] == ["a", "b"]
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_every_variant_gets_the_samples_it_would_get_alone(n: int) -> None:
+    counter = itertools.count()
+    calls = [lambda: 10.0 + next(counter) % 3 for _ in range(n)]
+    stats = time_calls(calls, Clocked(), _cfg(iters=30, min_iters=30, rounds=3))
+    assert [len(s.samples_us) for s in stats] == [30] * n
