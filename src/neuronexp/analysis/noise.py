@@ -1,10 +1,15 @@
-"""The `noisy` flag as every view reads it: the sweep table, summary.md, the report, the findings and compare
-share this one definition, so a cell is never a finding in one view and noisy in another. The flag itself is
-set when the cell runs (cell.noise, thresholds in docs/methodology.md, "Noise")."""
+"""The `noisy` flag as every view reads it, and the one rule that sets it.
+
+The sweep table, summary.md, the report, the findings and compare share this definition, so a cell is never a
+finding in one view and noisy in another. The cell judges itself when it runs (cell.noise); a sweep judges its
+cells again when it gathers them, with its own `noise.*` thresholds, so a threshold changed on a rerun applies to
+reused cells too (docs/methodology.md, "Noise").
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import math
+from typing import Any, Mapping, Protocol
 
 # Before a noisy cell's latency wherever it is shown ("~1.31 ms"), and before its name in compare's table.
 NOISY_MARK = "~"
@@ -12,7 +17,89 @@ NOISY_MARK = "~"
 NOISE_WARNING = "noisy: "
 
 
+class Thresholds(Protocol):
+    """Beyond these a cell is noisy: the `noise.*` keys (config.noise.NoiseConfig has the defaults and why)."""
+
+    round_spread: float
+    p90_p10: float
+    other_cpu: float
+    steal: float
+
+
 def noisy(cell: Mapping[str, Any]) -> bool:
     """The row's `noisy` flag (False for results written before it existed, or read back as NaN)."""
     value = cell.get("noisy")
     return bool(value) if value is not None and value == value else False
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _cores(units: Any) -> int | None:
+    """How many CPUs "0-1,3" names (the row's placement_cpus); None when it cannot be read."""
+    if not isinstance(units, str) or not units:
+        return None
+    count = 0
+    for part in units.split(","):
+        low, _, high = part.partition("-")
+        if not low.strip().isdigit() or (high and not high.strip().isdigit()):
+            return None
+        count += int(high) - int(low) + 1 if high else 1
+    return count
+
+
+def spread_word(spread: float) -> str:
+    """"rounds spread 31%", or "×500" once the slowest round is many times the typical one (a % then reads as noise)."""
+    return f"{spread:.0%}" if spread < 3 else f"×{spread + 1:.0f}"
+
+
+def judge(figures: Mapping[str, Any], limits: Thresholds) -> tuple[list[str], str | None]:
+    """(why the cell is noisy, empty when it is not; what would help) from its noise figures.
+
+    Other processes count against the cores the cell's threads need: `other_cpu` is measured over the cell's own
+    CPUs, so a one-thread cell on two of them has a core to spare before another process takes one of its own.
+    """
+    reasons = []
+    spread, rounds = figures.get("round_spread"), figures.get("latency_rounds")
+    if _finite(spread) and _finite(rounds) and rounds > 1 and spread > limits.round_spread:
+        reasons.append(f"rounds spread {spread_word(spread)}")
+    ratio = figures.get("p90_p10")
+    if _finite(ratio) and ratio > limits.p90_p10:
+        reasons.append(f"p90/p10 {ratio:.1f}")
+    other, threads, cores = figures.get("other_cpu"), figures.get("threads"), _cores(figures.get("placement_cpus"))
+    spare = max(0, cores - int(threads)) if cores is not None and _finite(threads) else 0
+    busy = _finite(other) and other > spare + limits.other_cpu
+    if busy:
+        reasons.append(f"other processes used {other:.2f} cores" + (f" ({spare} spare)" if spare else ""))
+    steal = figures.get("cpu_steal")
+    if _finite(steal) and steal > limits.steal:
+        reasons.append(f"CPU steal {steal:.0%}")
+    if not reasons:
+        return [], None
+    if busy and _finite(threads) and threads > 1:
+        hint = "other processes want these cores: threads=1 leaves them one, or rerun at a quieter moment"
+    elif busy or (_finite(steal) and steal > limits.steal):
+        hint = "rerun at a quieter moment"
+    else:
+        hint = "more time per cell (timing.max_seconds, timing.iters) or a quieter moment"
+    return reasons, hint
+
+
+def judge_cells(cells: Any, limits: Thresholds) -> Any:
+    """`noisy`, `noise` and the noise warning of a cells table judged again with `limits` (a sweep's thresholds,
+    at gathering)."""
+    if cells.empty or "round_spread" not in cells:
+        return cells
+    cells = cells.copy()
+    for i, row in zip(cells.index, cells.to_dict("records")):
+        if not _finite(row.get("latency_rounds")):
+            continue  # an error row: nothing was timed
+        reasons, hint = judge(row, limits)
+        kept = [w for w in str(row.get("warnings") or "").split(" | ") if w and not w.startswith(NOISE_WARNING)]
+        if reasons:
+            kept.insert(0, f"{NOISE_WARNING}{'; '.join(reasons)} ({hint})")
+        cells.at[i, "noisy"] = bool(reasons)
+        cells.at[i, "noise"] = "; ".join(reasons) or None
+        cells.at[i, "warnings"] = " | ".join(kept) or None
+    return cells

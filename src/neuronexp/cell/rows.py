@@ -14,11 +14,12 @@ import torch
 from neuronexp.analysis.noise import NOISE_WARNING
 from neuronexp.analysis.ops import hotspots
 from neuronexp.backends import Backend
-from neuronexp.cell.environment import package_version
+from neuronexp.cell.environment import host_cpus, package_version
 from neuronexp.cell.noise import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
-from neuronexp.config import CellSpec
+from neuronexp.config import CellSpec, format_units
+from neuronexp.config.noise import NoiseConfig
 from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
 from neuronexp.results.files import write_job_tables
 
@@ -112,7 +113,7 @@ def cell_tables(
     )
     samples: list[dict[str, Any]] = []
     if m is not None:
-        cell.update(measured_columns(m, op_rows))
+        cell.update(measured_columns(m, op_rows, spec))
         pairs = m.latency.pairs or [None] * len(m.latency.samples_us)
         samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p}
                    for i, (v, r, p) in enumerate(zip(m.latency.samples_us, m.latency.rounds, pairs))]
@@ -128,14 +129,16 @@ def _median(values: list[float | None]) -> float:
     return float(np.median(finite)) if finite else float("nan")
 
 
-def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec | None = None) -> dict[str, Any]:
     """The row's measurement columns: latency over rounds, noise, and per-step profile medians over cycles."""
     cycles = m.profile.cycles
     device_time = _median([c.device_time_us for c in cycles])
     executed = _median([c.device_ops for c in cycles])  # `device_ops` and `ops_executed` are the same figure
     top_op, top_share = hotspot(op_rows)
     ratio = device_time / m.latency.median_us if m.latency.median_us > 0 else float("nan")
-    noise = noise_columns(m.latency)
+    limits = spec.config.noise if spec is not None else NoiseConfig()
+    noise = noise_columns(m.latency, m.threads, format_units(host_cpus()), limits)
+    hint = noise.pop("noise_hint")
     schedule = m.profile.schedule
     return dict(
         latency_median_us=m.latency.median_us,
@@ -157,6 +160,6 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]]) -> dict[str, An
         top_op_share=top_share,
         trace_path=str(m.profile.trace_paths[0].name) if m.profile.trace_paths else None,
         threads=m.threads,
-        warnings=join_warnings(noise["noise"] and f"{NOISE_WARNING}{noise['noise']}", profile_warning(ratio)),
+        warnings=join_warnings(noise["noise"] and f"{NOISE_WARNING}{noise['noise']} ({hint})", profile_warning(ratio)),
         **noise,
     )

@@ -12,6 +12,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from neuronexp.config.noise import NoiseConfig
+
 
 class DType(str, Enum):
     float32 = "float32"
@@ -239,11 +241,10 @@ class RunConfig:
     dims: DimsConfig = field(default_factory=DimsConfig)
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
     correctness: CorrectnessConfig = field(default_factory=CorrectnessConfig)
-    # The reference cell of each group of otherwise-identical cells, as key: value pairs that pick it, e.g.
-    # {module: rmsnorm_naive} or {compile.enabled: false}; a bare name means {module: name}. Speedups and
-    # findings compare cells within a group only; null: no speedups.
+    noise: NoiseConfig = field(default_factory=NoiseConfig)  # when a cell is noisy (config.noise)
+    # The reference cell of each group of otherwise-identical cells, as key: value pairs that pick it ({module:
+    # rmsnorm_naive}, {compile.enabled: false}; a bare name: {module: name}); null: no speedups.
     baseline: Any = None
     allocator: AllocatorMode = AllocatorMode.stable  # host malloc in every process that runs a cell
-    # torch intra-op threads for the cell; null keeps the process's count (torch's default, or the launcher slot's
-    # cores). Sweepable: threads=1,2; the count used is in every row.
+    # torch intra-op threads; null keeps the process's (torch's default, or the slot's cores). Sweepable: threads=1,2.
     threads: int | None = None

@@ -134,6 +134,8 @@ def validate_values(cfg: RunConfig) -> None:
                           "its own forked from a warm template, in milliseconds (docs/slurm.md); drop the key")
     if cfg.launcher.cell_timeout_s is not None and not cfg.launcher.cell_timeout_s > 0:
         raise ConfigError("launcher.cell_timeout_s", cfg.launcher.cell_timeout_s, "must be > 0 seconds, or null for no limit")
+    for key in ("round_spread", "p90_p10", "other_cpu", "steal"):
+        _optional_number(f"noise.{key}", getattr(cfg.noise, key), positive=True)
     _optional_number("roofline.peak_bw_gbs", cfg.roofline.peak_bw_gbs, positive=True)
     _optional_number("roofline.peak_tflops", cfg.roofline.peak_tflops, positive=True)
     _optional_number("correctness.rtol", cfg.correctness.rtol, positive=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from neuronexp.analysis.correctness import add_output_checks
+from neuronexp.analysis.noise import Thresholds, judge_cells
 from neuronexp.analysis.variants import add_speedups
 from neuronexp.report.summary import summary_markdown
 from neuronexp.results import job_dirs_of, read_jobs, run_dirs, to_arrow
@@ -31,16 +32,20 @@ class SweepOutcome:
         return int((self.cells["status"] == "error").sum()) + len(self.missing)
 
 
-def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozenset[str] = frozenset()) -> SweepOutcome:
+def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozenset[str] = frozenset(),
+              noise: Thresholds | None = None) -> SweepOutcome:
     """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep.
 
     `cached`: run_ids reused from an earlier run of the sweep rather than measured now; their rows say
-    `cached` here (the job's own files are left as they were written).
+    `cached` here (the job's own files are left as they were written). `noise`: the sweep's thresholds, applied
+    to every cell again (a reused cell was judged by the thresholds of its own run).
     """
     job_dirs = job_dirs_of(sweep_dir)
     tables, missing = read_jobs(job_dirs)
     cells = tables["cells"].to_pandas()
     cells.loc[cells["run_id"].isin(cached) & (cells["status"] == "ok"), "status"] = "cached"
+    if noise is not None:
+        cells = judge_cells(cells, noise)
     cells = add_speedups(cells, baseline, tables["samples"].to_pandas())
     # Outputs compared from the files each cell saved: the cells ran in other processes, maybe on other hosts.
     cells = add_output_checks(cells, run_dirs(list(cells["run_id"]), job_dirs), baseline)

@@ -85,7 +85,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
                 stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {_first_line(exc)}); "
                                           f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
         try:
-            outcome = aggregate(sweep_dir, baseline, cached=reused)
+            outcome = aggregate(sweep_dir, baseline, cached=reused, noise=_noise_limits(ctx.master))
         except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
             why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {_first_line(exc)})"
             if stopped is not None:
@@ -150,6 +150,13 @@ def _cell_processes(launcher: Any, master: Any) -> AbstractContextManager[Any]:
     if any(cls.__name__ == "SlurmLauncher" for cls in type(launcher).__mro__):  # submitit's, or neuronexp's subclass
         return nullcontext()
     return ForkServer(warm=None, allocator=allocator_mode(master))
+
+
+def _noise_limits(master: DictConfig) -> Any:
+    from neuronexp.config.noise import NoiseConfig
+
+    node = OmegaConf.select(master, "noise", default=None)
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node)) if node is not None else NoiseConfig()
 
 
 def _first_line(exc: BaseException) -> str:
