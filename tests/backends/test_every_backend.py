@@ -35,7 +35,7 @@ def _spec(backend: str) -> CellSpec:
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName(backend),
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=2)),
-        timing=TimingConfig(warmup=1, iters=5, min_iters=5, max_seconds=5.0),
+        timing=TimingConfig(min_seconds=0, warmup=1, iters=5, min_iters=5, max_seconds=5.0),
     )
     return CellSpec(config=cfg, build_module=lambda: NaiveRMSNorm(64), run_id=f"suite-{backend}", experiment="suite",
                     module_name="rmsnorm_naive")

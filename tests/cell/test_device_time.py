@@ -83,7 +83,7 @@ def test_the_cell_reports_the_median_cycle_not_the_first_or_last(cuda_kernels, t
     cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64},
                     input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
                     profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=3)),
-                    timing=TimingConfig(warmup=1, iters=3, min_iters=3, max_seconds=5.0),
+                    timing=TimingConfig(min_seconds=0, warmup=1, iters=3, min_iters=3, max_seconds=5.0),
                     roofline=RooflineConfig(probe=ProbeMode.off))
     spec = CellSpec(config=cfg, build_module=lambda: NaiveRMSNorm(64), run_id="cuda-shaped", experiment="synthetic",
                     module_name="rmsnorm_naive")

@@ -22,7 +22,7 @@ class Clocked(CpuBackend):
 
 
 def _cfg(**kw) -> TimingConfig:
-    return TimingConfig(**{"warmup": 1, "iters": 60, "min_iters": 60, "rounds": 3, "round_gap_s": 0.0,
+    return TimingConfig(**{"min_seconds": 0, "warmup": 1, "iters": 60, "min_iters": 60, "rounds": 3, "round_gap_s": 0.0,
                            "max_seconds": 60, **kw})
 
 
@@ -123,3 +123,18 @@ def test_every_variant_gets_the_samples_it_would_get_alone(n: int) -> None:
     calls = [lambda: 10.0 + next(counter) % 3 for _ in range(n)]
     stats = time_calls(calls, Clocked(), _cfg(iters=30, min_iters=30, rounds=3))
     assert [len(s.samples_us) for s in stats] == [30] * n
+
+
+def test_a_fast_call_is_sampled_until_min_seconds_have_passed_and_never_past_max_seconds() -> None:
+    import time
+
+    from neuronexp.cell.timing import time_callable
+
+    cfg = TimingConfig(warmup=0, iters=10, min_iters=10, rounds=2, round_gap_s=0.0, min_seconds=0.06, max_seconds=60)
+    start = time.perf_counter()
+    stats = time_callable(lambda: time.sleep(0.001), CpuBackend(), cfg)
+    assert time.perf_counter() - start >= 0.06 and len(stats.samples_us) > 10  # past iters, until min_seconds
+    capped = TimingConfig(warmup=0, iters=10, min_iters=10, rounds=1, round_gap_s=0.0, min_seconds=10, max_seconds=0.05)
+    start = time.perf_counter()
+    time_callable(lambda: time.sleep(0.001), CpuBackend(), capped)
+    assert time.perf_counter() - start < 1.0  # min_seconds beyond max_seconds: max_seconds wins

@@ -28,7 +28,7 @@ class ScriptedBackend(CpuBackend):
 
 def test_samples_are_taken_in_rounds_and_the_median_is_over_round_medians() -> None:
     calls = []
-    cfg = TimingConfig(warmup=2, iters=9, min_iters=3, rounds=3, round_gap_s=0.0, max_seconds=60)
+    cfg = TimingConfig(min_seconds=0, warmup=2, iters=9, min_iters=3, rounds=3, round_gap_s=0.0, max_seconds=60)
     stats = time_callable(lambda: calls.append(1), ScriptedBackend([10.0, 10.0, 10.0, 50.0, 50.0, 50.0, 11.0, 12.0, 13.0]), cfg)
     assert stats.rounds == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert stats.round_medians_us == [10.0, 50.0, 12.0]
@@ -40,7 +40,7 @@ def test_samples_are_taken_in_rounds_and_the_median_is_over_round_medians() -> N
 
 def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
     calls: list[float] = []
-    cfg = TimingConfig(warmup=0, iters=4, min_iters=4, rounds=4, round_gap_s=0.03, max_seconds=60)
+    cfg = TimingConfig(min_seconds=0, warmup=0, iters=4, min_iters=4, rounds=4, round_gap_s=0.03, max_seconds=60)
     start = time.perf_counter()
     stats = time_callable(lambda: calls.append(time.perf_counter()), ScriptedBackend([5.0]), cfg)
     assert time.perf_counter() - start >= 3 * 0.03
@@ -49,7 +49,7 @@ def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
 
 
 def test_each_round_gets_its_share_of_the_time_budget() -> None:
-    cfg = TimingConfig(warmup=0, iters=1000, min_iters=4, rounds=2, round_gap_s=0.0, max_seconds=0.02)
+    cfg = TimingConfig(min_seconds=0, warmup=0, iters=1000, min_iters=4, rounds=2, round_gap_s=0.0, max_seconds=0.02)
     stats = time_callable(lambda: time.sleep(0.004), CpuBackend(), cfg)
     per_round = [stats.rounds.count(r) for r in (0, 1)]
     assert all(2 <= n < 20 for n in per_round), per_round  # min_iters/rounds = 2 each, then the 10 ms share ran out

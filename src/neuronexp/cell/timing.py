@@ -93,7 +93,8 @@ def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConf
     Several calls (the cells of one comparison group, cell.group) alternate call by call, in a fresh random order
     each pair, so that the host's drift over seconds falls on every variant alike and the per-pair ratio cancels
     it (docs/methodology.md, "Paired timing"); each sample keeps its pair index. Each call gets iters samples (and
-    max_seconds of the budget) as if it were timed alone.
+    max_seconds of the budget) as if it were timed alone; a round goes on past its share of iters until its share of
+    min_seconds has passed (never past max_seconds).
 
     The warm-up stops after `max_seconds`, once the backend's minimum (`min_warmup_calls`) is made: a warm-up
     count meant for a fast cell must not run for hours on a slow one. On asynchronous devices the clock sees
@@ -132,9 +133,10 @@ def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConf
                 for fn in calls:  # one call after the pause, so a round starts warm (caches, thread pool)
                     fn()
                 backend.synchronize()
-            deadline = time.perf_counter() + budget
+            started = time.perf_counter()
+            deadline, long_enough = started + budget, started + min(cfg.min_seconds, cfg.max_seconds) * n / cfg.rounds
             taken = 0
-            while taken < target:
+            while taken < target or time.perf_counter() < long_enough:
                 for j in (rng.permutation(n) if n > 1 else (0,)):
                     samples[j].append(_sample(calls[j], backend, blocks[j]))
                     labels[j].append(r)

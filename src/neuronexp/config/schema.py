@@ -113,8 +113,7 @@ class NeuronProfilerConfig:
     modes: list[NeuronMode] = field(default_factory=lambda: [NeuronMode.DEVICE, NeuronMode.RUNTIME])
     capture_enabled_for_nc: str | None = None  # NeuronCores to capture: "0", "0,1", "0,1,2-5"; null: all
     max_events_per_nc: int | None = None
-    # Not a documented NeuronConfig parameter (one third-party script): null never passes it, true/false do where
-    # the installed NeuronConfig's signature shows it.
+    # Not a documented NeuronConfig parameter: null never passes it, true/false do where NeuronConfig's signature has it.
     correlate_device_time: bool | None = None
     # NeuronConfig(neff_cache_dir=...): the NEFFs land next to the NTFFs, so Explorer can open the capture.
     copy_neffs: bool = True
@@ -142,11 +141,12 @@ class TimingConfig:
     """The wall-clock pass, separate from the profiled one."""
 
     warmup: int = 10
-    iters: int = 100  # samples in all, split evenly over the rounds
-    # Stop sampling early after this many seconds in all (each round gets its share; at least `min_iters` samples
-    # a round are still taken), so large shapes on a slow CPU do not dominate a sweep (the count is in the row).
+    iters: int = 100  # samples in all, split evenly over the rounds, and more until min_seconds have passed
+    # At most max_seconds in all (each round its share; min_iters still taken): large shapes must not dominate a sweep.
+    # At least min_seconds, however fast the call: a short window misses drift over seconds (docs/methodology.md).
     max_seconds: float = 5.0
     min_iters: int = 5
+    min_seconds: float = 0.5
     # Rounds `round_gap_s` apart: latency = median of round medians, noise = their spread (docs/methodology.md).
     rounds: int = 5
     round_gap_s: float = 0.05
@@ -160,9 +160,9 @@ class RooflineConfig:
 
     # CPU cells: the host's roofs from a short STREAM-like probe (copy, triad) and a GEMM, on the cell's threads.
     probe: ProbeMode = ProbeMode.cached
-    # Where the probe's results are kept; null: $NEURONEXP_CACHE_DIR, $XDG_CACHE_HOME/neuronexp or ~/.cache/neuronexp.
+    # Where the probe's results are kept; null: $NEURONEXP_CACHE_DIR, $XDG_CACHE_HOME/neuronexp, ~/.cache/neuronexp.
     cache_dir: str | None = None
-    # Roofs you know better than neuronexp (an unlisted GPU, a MIG slice): they replace the table or the probe.
+    # Roofs you know better (an unlisted GPU, a MIG slice): they replace the table or the probe.
     peak_bw_gbs: float | None = None  # GB/s, 1 GB = 1e9 B
     peak_tflops: float | None = None  # dense TFLOP/s in the cell's dtype
 
@@ -221,8 +221,8 @@ class LauncherConfig:
     # device slot under a parallel launcher; a single run runs in the neuronexp process. true: on a device slot
     # under any launcher, single runs too. false is no longer accepted (docs/slurm.md, "Migration").
     isolate: bool | None = None
-    # A cell's process still running after this many seconds is killed, and the cell becomes the error row
-    # "timed out after N s" (compile included); null: no limit. Applies to cells in a process of their own.
+    # A cell's process still running after this many seconds (compile included; a group's: this per cell) is killed:
+    # the error row "timed out after N s". null: no limit. Applies to cells in a process of their own.
     cell_timeout_s: float | None = 1800.0
     # Node-local directory for the slot lock files; null: <tmp>/neuronexp-locks (shared by every sweep of the host).
     lock_dir: str | None = None

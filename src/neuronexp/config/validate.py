@@ -109,6 +109,8 @@ def validate_values(cfg: RunConfig) -> None:
     _positive("timing.min_iters", cfg.timing.min_iters)
     if cfg.timing.max_seconds <= 0:
         raise ConfigError("timing.max_seconds", cfg.timing.max_seconds, "must be > 0")
+    if not cfg.timing.min_seconds >= 0:
+        raise ConfigError("timing.min_seconds", cfg.timing.min_seconds, "must be >= 0 seconds (0: iters alone decide)")
     _positive("timing.rounds", cfg.timing.rounds)
     if cfg.timing.round_gap_s < 0:
         raise ConfigError("timing.round_gap_s", cfg.timing.round_gap_s, "must be >= 0 seconds")

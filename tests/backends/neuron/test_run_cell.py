@@ -50,7 +50,7 @@ def _spec(module: torch.nn.Module, backend: str = "neuron", active: int = 1, **n
         backend=BackendName(backend),
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1),
                                 neuron=NeuronProfilerConfig(**{k: v for k, v in neuron.items() if k != "debug_info"})),
-        timing=TimingConfig(warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
+        timing=TimingConfig(min_seconds=0, warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
         neuron=NeuronDeviceConfig(debug_info=bool(neuron.get("debug_info", False))),
     )
     return CellSpec(config=cfg, build_module=lambda: module, run_id="standin", experiment="test", module_name="rmsnorm_naive")
