@@ -22,7 +22,9 @@ from neuronexp.config.schema import RunConfig
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 TESTS = [p for p in (REPO / "tests").rglob("*.py") if p.name != Path(__file__).name]
-SECTIONS = ("input", "compile", "profiler", "timing", "neuron", "launcher", "dims", "roofline", "correctness")
+# The schema's nodes (input, timing, noise, ...): a new one is audited as soon as it exists.
+SECTIONS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.default_factory is not dataclasses.MISSING
+                 and dataclasses.is_dataclass(f.default_factory()))
 
 # Keys whose tests set them through the schema's dataclasses rather than as an override, and where.
 SET_THROUGH_DATACLASSES = {
