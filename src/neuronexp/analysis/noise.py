@@ -96,9 +96,11 @@ def judge_cells(cells: Any, limits: Thresholds) -> Any:
         if not _finite(row.get("latency_rounds")):
             continue  # an error row: nothing was timed
         reasons, hint = judge(row, limits)
-        kept = [w for w in str(row.get("warnings") or "").split(" | ") if w and not w.startswith(NOISE_WARNING)]
+        parts = [w for w in str(row.get("warnings") or "").split(" | ") if w]
+        at = next((j for j, w in enumerate(parts) if w.startswith(NOISE_WARNING)), len(parts))  # where it stood
+        kept = [w for w in parts if not w.startswith(NOISE_WARNING)]
         if reasons:
-            kept.insert(0, f"{NOISE_WARNING}{'; '.join(reasons)} ({hint})")
+            kept.insert(min(at, len(kept)), f"{NOISE_WARNING}{'; '.join(reasons)} ({hint})")
         cells.at[i, "noisy"] = bool(reasons)
         cells.at[i, "noise"] = "; ".join(reasons) or None
         cells.at[i, "warnings"] = " | ".join(kept) or None
