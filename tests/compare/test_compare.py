@@ -256,6 +256,27 @@ def test_a_difference_in_a_noisy_cell_is_called_when_its_interval_says_so() -> N
     assert only_noisy.count("slower") == 12 and regressed(only_noisy)
 
 
+def test_paired_timing_columns_are_tolerated_and_not_join_keys() -> None:
+    """Sweeps with paired timing add samples.pair and cells.speedup_ci_low/high, speedup_method: compare is
+    across runs, so it cannot pair; it compares those results as any other."""
+    a, b = make_results("a", seed=1), make_results("b", seed=2, scale=2.0)
+    b = b._replace(samples=b.samples.assign(pair=b.samples["sample"]),
+                   cells=b.cells.assign(speedup_ci_low=0.9, speedup_ci_high=1.1, speedup_method="paired"))
+    a = a._replace(cells=a.cells.assign(speedup_method="unpaired"))
+    cmp = compare(a, b)
+    assert len(cmp.cells) == 12 and (cmp.cells["verdict"] == "slower").all()
+
+
+def test_one_round_is_sliced_in_the_order_the_samples_were_taken() -> None:
+    """A side whose one round drifts from 100 to 200 µs: its floor sees the drift however the rows are stored."""
+    a = make_results("a", seed=1, n=100, noise=0.01)
+    ramp = a.samples.assign(latency_us=a.samples["latency_us"] * np.tile(np.linspace(1, 2, 100), 12))
+    shuffled = ramp.sample(frac=1.0, random_state=0)
+    cells = [compare(r, r).cells for r in (a, a._replace(samples=ramp), a._replace(samples=shuffled))]
+    assert (cells[0]["floor_a"] < 0.02).all() and (cells[1]["floor_a"] > 0.3).all()
+    pd.testing.assert_series_equal(cells[1]["floor_a"], cells[2]["floor_a"])
+
+
 def test_threads_and_allocator_differences_are_named() -> None:
     a, b = make_results("a", threads=1), make_results("b", threads=2)
     assert "threads differs: 1 vs 2" in compare(a, b).notes

@@ -81,6 +81,7 @@ def test_threshold_decides_what_is_large_enough(pair, tmp_path: Path) -> None:
     assert narrow.returncode == 1 and "4 slower" in narrow.stdout and "threshold 1.0%" in narrow.stdout, narrow.stdout
 
 
+@pytest.mark.slow  # 7 s on the busy 2-core VM: three CLI runs
 def test_inconclusive_decides_how_wide_an_interval_may_be_to_say_no_change(pair, tmp_path: Path) -> None:
     a, b = pair
     # Not significant at alpha 0.0005: "no change" while the interval (×1.03–×1.09) stays within ±25% …
@@ -169,6 +170,7 @@ def _doubled_noisy_copy(sweep: Path, dest: Path, factor: float) -> Path:
     return dest
 
 
+@pytest.mark.slow  # 9 s on the busy 2-core VM: three CLI runs
 def test_a_doubled_noisy_sweep_is_called_slower_and_fails_the_gate(sweep: Path, tmp_path: Path) -> None:
     """issue 22: noise widens the interval (each side's floor, from its 8% drift), it does not veto the call."""
     a, b = _doubled_noisy_copy(sweep, tmp_path / "a", 1.0), _doubled_noisy_copy(sweep, tmp_path / "b", 2.0)

@@ -19,9 +19,10 @@ import numpy as np
 
 from neuronexp.analysis.bootstrap import bootstrap_medians
 
-# A fresh process's log level sits FLOOR_FACTOR × (sd of one process's log round medians) from another's, at
-# one standard deviation; 2 covered the A/A pairs of bench/results/truth (docs/methodology.md) but for the
-# loaded runs, where no single-run interval separates A from A.
+# A fresh process's log level sits about FLOOR_FACTOR × (one process's drift) from another's, at one standard
+# deviation. Beyond 2 the A/A false calls hardly fell in any data set of docs/methodology.md while the ×2
+# calls kept falling; what is left are processes that ran steadily at levels ×5 apart, which no figure a
+# process measures about itself predicts (only several runs a side do).
 FLOOR_FACTOR = 2.0
 # With one round, the samples (in the order taken) are cut into this many slices of at least
 # FLOOR_MIN_SLICE samples each: fewer samples than 2 slices give no floor (0).
