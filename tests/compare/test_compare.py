@@ -256,6 +256,13 @@ def test_a_difference_in_a_noisy_cell_is_called_when_its_interval_says_so() -> N
     assert only_noisy.count("slower") == 12 and regressed(only_noisy)
 
 
+def test_only_a_side_of_one_run_carries_a_floor() -> None:
+    a, a2 = (make_results(t, seed=s, rounds=5, drift=0.05, n=100) for t, s in (("a", 1), ("a2", 3)))
+    b = make_results("b", seed=2, rounds=5, drift=0.05, n=100)
+    cells = compare(a, b, more_a=[a2]).cells
+    assert (cells["runs_a"] == 2).all() and (cells["floor_a"] == 0).all() and (cells["floor_b"] > 0).sum() >= 8
+
+
 def test_paired_timing_columns_are_tolerated_and_not_join_keys() -> None:
     """Sweeps with paired timing add samples.pair and cells.speedup_ci_low/high, speedup_method: compare is
     across runs, so it cannot pair; it compares those results as any other."""
