@@ -61,8 +61,13 @@ def run_compare(a: Path, b: Path, csv: Path, extra: list[str]) -> tuple[int, pd.
     cmd = [str(BIN / "neuronexp-compare"), str(a), str(b), "--csv", str(csv), *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode == 2 or not csv.is_file():
-        sys.exit(f"compare_truth: neuronexp-compare failed: {proc.stderr.strip().splitlines()[-1:]}")
+        fail(f"neuronexp-compare failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
     return proc.returncode, pd.read_csv(csv), proc.stdout
+
+
+def fail(message: str) -> None:
+    print(f"compare_truth: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def summary(cells: pd.DataFrame) -> dict:
@@ -84,7 +89,7 @@ def check_double(args) -> int:
 
 def check_aa(args) -> int:
     if len(args.sweeps) != 2:
-        sys.exit("compare_truth: aa needs two sweep directories")
+        fail("aa needs two sweep directories")
     rc, cells, out = run_compare(args.sweeps[0], args.sweeps[1], args.out / "aa.csv", args.extra)
     report = {"check": "aa", "sweeps": [str(s) for s in args.sweeps], **summary(cells)}
     return finish(report, report["called"] == 0, out, args.out / "aa.json")
@@ -174,8 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = extra
     missing = [str(s) for s in args.sweeps if not s.exists()]
     if missing:
-        print(f"compare_truth: no such path: {', '.join(missing)}", file=sys.stderr)
-        return 2
+        fail(f"no such path: {', '.join(missing)}")
     args.out.mkdir(parents=True, exist_ok=True)
     return {"double": check_double, "aa": check_aa, "rounds": check_rounds, "csv": check_csv}[args.check](args)
 
