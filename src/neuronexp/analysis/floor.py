@@ -8,9 +8,9 @@ the log medians of its time slices (its rounds; with one round, FLOOR_SLICES con
 samples), times FLOOR_FACTOR; the interval adds a log-normal process term of that size to each side's
 bootstrap draws (analysis.stats), so the two are combined in log space by convolution, not by a veto.
 
-FLOOR_FACTOR is calibrated on fresh processes of the same cell (bench/compare_truth.py rounds, figures in
-docs/methodology.md): between processes, the median moved 1.0-4.8 times as far (sd of logs) as its rounds
-did within a process on the 2-vCPU VM of those measurements.
+FLOOR_FACTOR is calibrated on the A/A and ×2 data of docs/methodology.md (bench/compare_truth.py): between
+fresh processes of one cell the median moved 1.0-4.8 times (median 2.3) as far, in sd of logs, as its rounds
+did within one process on that 2-vCPU VM, and 2 is where the A/A false calls stopped falling.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def drift(groups: list[np.ndarray]) -> float:
     if len(slices) < 2:
         return 0.0
     observed = np.var(np.log([np.median(g) for g in slices]), ddof=1)
+    # np.maximum: a sample of 0 µs (a coarse clock) in a slice must not make a log of 0.
     sampling = np.mean([np.var(np.log(np.maximum(bootstrap_medians(g, rng, DRIFT_RESAMPLES), 1e-300))) for g in slices])
     return float(np.sqrt(max(observed - sampling, 0.0)))
 
