@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from helpers import run_cli
+from neuronexp.analysis.floor import FLOOR_FACTOR
 from neuronexp.compare.join import CompareError, compare
 from neuronexp.compare.ops import op_changes
 from neuronexp.analysis.stats import (benjamini_hochberg, bootstrap_medians, compare_rounds, compare_samples,
@@ -59,7 +60,8 @@ def test_identical_inputs_give_no_significant_cell() -> None:
     cmp = compare(r, r)
     assert len(cmp.cells) == 12
     assert (cmp.cells["verdict"] == "no change").all()
-    assert (cmp.cells["ratio"] == 1.0).all() and (cmp.cells["p_value"] == 1.0).all()
+    # The p-value inverts an interval whose draws carry each side's (equal) noise floor: symmetric about 1.
+    assert (cmp.cells["ratio"] == 1.0).all() and (cmp.cells["p_value"] > 0.9).all()
 
 
 def test_two_runs_of_the_same_distribution_give_no_significant_cell() -> None:
@@ -96,10 +98,19 @@ def test_noise_of_a_known_size_stays_below_the_threshold() -> None:
     assert (strict.cells["verdict"] == "slower").sum() >= 6
 
 
-def test_few_noisy_samples_are_not_called_and_say_so() -> None:
+def test_few_noisy_samples_are_inconclusive_not_no_change_and_say_so() -> None:
+    from neuronexp.compare.render import comparison_markdown, regressed, verdict_line
+
     cmp = compare(make_results("a", seed=1, noise=0.3, n=5), make_results("b", seed=2, noise=0.3, n=5, scale=1.1))
-    assert (cmp.cells["verdict"] == "no change").all()
-    assert cmp.unresolved == 12
+    # 5 samples at 30% scatter: every interval still allows a change beyond ±25%, so compare cannot tell.
+    assert (cmp.cells["verdict"] == "inconclusive").all() and not regressed(cmp)
+    assert ((cmp.cells["ci_low"] < 1 / 1.25) | (cmp.cells["ci_high"] > 1.25)).all()
+    assert "12 inconclusive" in verdict_line(cmp) and "cannot tell" in verdict_line(cmp)
+    assert "| inconclusive |" in comparison_markdown(cmp, "a", "b")
+    # Asked to call only what an interval of ±60% cannot tell: the same cells are "no change" (unresolved).
+    loose = compare(make_results("a", seed=1, noise=0.3, n=5), make_results("b", seed=2, noise=0.3, n=5, scale=1.1),
+                    inconclusive=5.0)
+    assert (loose.cells["verdict"] == "no change").all() and loose.unresolved == 12
 
 
 @pytest.mark.parametrize("n", [10, 11, 500, 501])
@@ -164,32 +175,54 @@ def test_the_hierarchical_bootstrap_sees_the_spread_between_rounds() -> None:
     assert boot.std() / 100 == pytest.approx(0.05 * 1.25 / np.sqrt(5), rel=0.6)
 
 
-def test_a_a_with_drift_between_rounds_is_no_change_while_pooled_samples_call_it() -> None:
-    """Two runs of the same code on a drifting host: each round shifted ±4%, each run by its own luck."""
-    a = make_results("a", seed=1, rounds=5, drift=0.04, n=100, noise=0.02)
-    b = make_results("b", seed=2, rounds=5, drift=0.04, n=100, noise=0.02)
+def test_a_a_with_drift_between_rounds_and_between_processes_is_not_called() -> None:
+    """Two runs of the same code on a drifting host: each round shifted ±4%, and each process by its own luck of
+    the same size (±4%), which the rounds of one process cannot show: the noise floor must cover it."""
+    a = make_results("a", seed=1, rounds=5, drift=0.04, n=100, noise=0.02, run_shift=0.04)
+    b = make_results("b", seed=2, rounds=5, drift=0.04, n=100, noise=0.02, run_shift=-0.04)
     cmp = compare(a, b)
-    assert (cmp.cells["verdict"] == "no change").all(), cmp.cells[["cell", "ratio", "ci_low", "ci_high", "q_value"]]
-    assert (cmp.cells["rounds_a"] == 5).all() and (cmp.cells["rounds_b"] == 5).all()
-    assert not any("one timing round" in n for n in cmp.notes)
-    # The same samples with their rounds dropped: pooled intervals only see scatter within a run.
-    pooled = compare(a._replace(samples=a.samples.drop(columns="round")), b._replace(samples=b.samples.drop(columns="round")),
-                     threshold=0.0)
-    assert (pooled.cells["verdict"] != "no change").sum() >= 4
+    cols = ["cell", "ratio", "ci_low", "ci_high", "floor_a", "floor_b", "q_value"]
+    assert not cmp.cells["verdict"].isin(["slower", "faster"]).any(), cmp.cells[cols]
+    assert (cmp.cells["rounds_a"] == 5).all() and not any("one timing round" in n for n in cmp.notes)
+    # The floor is the drift it measured (about 4% a round) times FLOOR_FACTOR, both sides.
+    assert cmp.cells[["floor_a", "floor_b"]].stack().between(0.02 * FLOOR_FACTOR, 0.08 * FLOOR_FACTOR).mean() > 0.8
+    assert any("process-to-process term" in n for n in cmp.notes)
+    # Without the floor, the rounds of one process see only their own drift: the ×0.92 between processes is called.
+    bare = compare(a, b, floor=0.0)
+    assert bare.cells["verdict"].isin(["slower", "faster"]).sum() >= 4
+    # Rounds dropped (one round a side): the floor comes from consecutive slices of the samples, which are the
+    # same time slices here, so nothing is called either.
+    one = compare(a._replace(samples=a.samples.drop(columns="round")), b._replace(samples=b.samples.drop(columns="round")))
+    assert not one.cells["verdict"].isin(["slower", "faster"]).any() and (one.cells["floor_a"] > 0).all()
 
 
-def test_a_known_25_percent_slowdown_is_found_through_the_drift() -> None:
+def test_a_known_2x_slowdown_is_found_through_the_drift_with_one_run_a_side() -> None:
     a = make_results("a", seed=1, rounds=5, drift=0.04, n=100)
-    b = make_results("b", seed=2, rounds=5, drift=0.04, n=100, scale=1.25)
+    b = make_results("b", seed=2, rounds=5, drift=0.04, n=100, scale=2.0)
     cmp = compare(a, b)
     assert (cmp.cells["verdict"] == "slower").all()
-    assert ((cmp.cells["ci_low"] <= 1.25) & (1.25 <= cmp.cells["ci_high"])).sum() >= 10
+    assert ((cmp.cells["ci_low"] <= 2.0) & (2.0 <= cmp.cells["ci_high"])).all()
+
+
+def test_a_doubled_copy_of_noisy_drifting_cells_is_called_in_every_cell_and_fails_the_gate() -> None:
+    """issue 22: a sweep against itself with every sample ×2, every cell noisy (30% scatter) and drifting 5% a
+    round. (At 10% a round, ×2 is at the edge of what one run a side can call: docs/methodology.md.)"""
+    from neuronexp.compare.render import regressed
+
+    a = make_results("a", seed=3, rounds=5, drift=0.05, n=100, noise=0.3)
+    a = a._replace(cells=a.cells.assign(noisy=True, noise="rounds spread 30%; other processes used 1.5 cores"))
+    b = a._replace(samples=a.samples.assign(latency_us=a.samples["latency_us"] * 2))
+    cmp = compare(a, b)
+    assert (cmp.cells["verdict"] == "slower").all() and regressed(cmp), cmp.cells[["cell", "ci_low", "ci_high"]]
+    # The floor is measured, not assumed: where the 30% scatter hides the 5% drift it is 0, elsewhere it is not.
+    assert (cmp.cells["ratio"] == 2.0).all() and (cmp.cells["floor_a"] > 0.05).sum() >= 4
+    assert any("noisy in A or B" in n and "still stands" in n for n in cmp.notes)
 
 
 def test_one_round_on_a_side_says_noise_cannot_be_separated() -> None:
     a = make_results("a", seed=1, rounds=5, n=100)
     near = compare(a, make_results("b", seed=2, n=100, run_shift=0.01))  # 1% off, one round
-    assert any("12 cell(s) have one timing round on a side: run-to-run noise cannot be separated" in n for n in near.notes)
+    assert any("12 cell(s) have one timing round on a side: only a difference whose whole interval" in n for n in near.notes)
     assert (~near.cells["rounds_b"].gt(1)).all() and (near.cells["verdict"] == "no change").all()
     # Only a difference whose whole interval lies beyond the practical threshold is called.
     far = compare(a, make_results("b", seed=2, n=100, scale=1.5))
@@ -202,29 +235,53 @@ def test_compare_rounds_known_answer_and_fallback() -> None:
     assert stats.median_a_us == 21.0 and stats.ratio == 2.0 and stats.separable
     assert stats.rounds_a == stats.rounds_b == 3
     single = compare_rounds(a, a, None, None)
-    assert not single.separable and single.rounds_a == 1 and single.p_value == 1.0
+    assert not single.separable and single.rounds_a == 1 and single.p_value == 1.0 and single.floor_a == 0.0
+    # With a floor factor: each side's process term is factor × its drift, and the interval widens with it.
+    floored = compare_rounds(a, [2 * x for x in a], [0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 0, 0, 1, 1, 1, 2, 2, 2], floor=2.0)
+    assert floored.floor_a == floored.floor_b > 0 and floored.ci_low < stats.ci_low and floored.ci_high > stats.ci_high
 
 
-@pytest.mark.slow  # 9 s on the 2-core VM
-def test_cli_calls_no_difference_where_the_fixture_was_noisy(sweep: Path, tmp_path: Path) -> None:
-    slow = _slowed_copy(sweep, tmp_path / "slow", 10.0)
-    result = run_cli([str(sweep), str(slow), "--csv", "cmp.csv"], cwd=tmp_path, script="neuronexp-compare")
-    cells = pd.read_csv(tmp_path / "cmp.csv")
-    assert list(cells["verdict"]) == ["noisy" if n else "slower" for n in cells["noisy"]], result.stdout
-
-
-def test_a_difference_in_a_noisy_cell_is_not_called() -> None:
-    from neuronexp.compare.render import regressed, verdict_line
+def test_a_difference_in_a_noisy_cell_is_called_when_its_interval_says_so() -> None:
+    """Noise widens the interval; it does not veto the call (issue 22)."""
+    from neuronexp.compare.render import regressed
 
     a, b = make_results("a", seed=1), make_results("b", seed=2, scale=2.0)
     b = b._replace(cells=b.cells.assign(noisy=b.cells["run_id"] == "b-0-0", noise="other processes used 1.5 cores"))
     cmp = compare(a, b)
     row = cmp.cells.set_index("run_id_b").loc["b-0-0"]
-    assert row["verdict"] == "noisy" and row["ratio"] > 1.9  # the figure is shown, the claim is not made
-    assert cmp.count("slower") == 11 and "1 noisy cell(s) differ but are not called" in verdict_line(cmp)
+    assert row["verdict"] == "slower" and row["noisy"] and row["ratio"] > 1.9
+    assert cmp.count("slower") == 12
     assert any("noisy in A or B" in n and "rmsnorm_naive · [1,8,64]" in n for n in cmp.notes)
     only_noisy = compare(a, b._replace(cells=b.cells.assign(noisy=True)))
-    assert only_noisy.count("noisy") == 12 and not regressed(only_noisy)
+    assert only_noisy.count("slower") == 12 and regressed(only_noisy)
+
+
+def test_only_a_side_of_one_run_carries_a_floor() -> None:
+    a, a2 = (make_results(t, seed=s, rounds=5, drift=0.05, n=100) for t, s in (("a", 1), ("a2", 3)))
+    b = make_results("b", seed=2, rounds=5, drift=0.05, n=100)
+    cells = compare(a, b, more_a=[a2]).cells
+    assert (cells["runs_a"] == 2).all() and (cells["floor_a"] == 0).all() and (cells["floor_b"] > 0).sum() >= 8
+
+
+def test_paired_timing_columns_are_tolerated_and_not_join_keys() -> None:
+    """Sweeps with paired timing add samples.pair and cells.speedup_ci_low/high, speedup_method: compare is
+    across runs, so it cannot pair; it compares those results as any other."""
+    a, b = make_results("a", seed=1), make_results("b", seed=2, scale=2.0)
+    b = b._replace(samples=b.samples.assign(pair=b.samples["sample"]),
+                   cells=b.cells.assign(speedup_ci_low=0.9, speedup_ci_high=1.1, speedup_method="paired"))
+    a = a._replace(cells=a.cells.assign(speedup_method="unpaired"))
+    cmp = compare(a, b)
+    assert len(cmp.cells) == 12 and (cmp.cells["verdict"] == "slower").all()
+
+
+def test_one_round_is_sliced_in_the_order_the_samples_were_taken() -> None:
+    """A side whose one round drifts from 100 to 200 µs: its floor sees the drift however the rows are stored."""
+    a = make_results("a", seed=1, n=100, noise=0.01)
+    ramp = a.samples.assign(latency_us=a.samples["latency_us"] * np.tile(np.linspace(1, 2, 100), 12))
+    shuffled = ramp.sample(frac=1.0, random_state=0)
+    cells = [compare(r, r).cells for r in (a, a._replace(samples=ramp), a._replace(samples=shuffled))]
+    assert (cells[0]["floor_a"] < 0.02).all() and (cells[1]["floor_a"] > 0.3).all()
+    pd.testing.assert_series_equal(cells[1]["floor_a"], cells[2]["floor_a"])
 
 
 def test_threads_and_allocator_differences_are_named() -> None:
@@ -330,24 +387,13 @@ def test_cli_same_sweep_twice_is_no_change_with_markdown_and_csv(sweep: Path, tm
     result = run_cli([str(sweep), str(sweep), "--markdown", "cmp.md", "--csv", "cmp.csv", "--fail-on-regression"],
                      cwd=tmp_path, script="neuronexp-compare")
     assert result.returncode == 0, result.stderr
-    assert "4 no change" in result.stdout and "slower" not in result.stdout.replace("0 slower", "")
+    assert "slower" not in result.stdout and "faster" not in result.stdout
     md = (tmp_path / "cmp.md").read_text()
-    assert "rmsnorm_fused · [1,16,128] |" in md and "no change" in md  # "~" before it when the run was noisy
-    assert "| 5/5 | no change |" in md and "one timing round" not in md  # intervals over the 5 rounds a side
+    # "no change", or "inconclusive" where this machine's drift made the interval too wide to tell.
+    assert "rmsnorm_fused · [1,16,128] |" in md and "| 5/5 |" in md and "one timing round" not in md
     csv = pd.read_csv(tmp_path / "cmp.csv")
-    assert len(csv) == 4 and (csv["verdict"] == "no change").all()
-
-
-def test_cli_finds_a_regression_and_fails_on_request(sweep: Path, tmp_path: Path) -> None:
-    # A factor well beyond this machine's run-to-run spread, so the answer does not depend on load.
-    sweep = _slowed_copy(sweep, tmp_path / "same", 1.0, quiet=True)
-    slow = _slowed_copy(sweep, tmp_path / "slow", 10.0, quiet=True)
-    result = run_cli([str(sweep), str(slow)], cwd=tmp_path, script="neuronexp-compare")
-    assert result.returncode == 0 and "4 slower" in result.stdout, result.stdout
-    failing = run_cli([str(sweep), str(slow), "--fail-on-regression"], cwd=tmp_path, script="neuronexp-compare")
-    assert failing.returncode == 1
-    improved = run_cli([str(slow), str(sweep), "--fail-on-regression"], cwd=tmp_path, script="neuronexp-compare")
-    assert improved.returncode == 0 and "4 faster" in improved.stdout
+    assert len(csv) == 4 and csv["verdict"].isin(["no change", "inconclusive"]).all()
+    assert (csv["ratio"] == 1.0).all() and (csv["floor_a"] == csv["floor_b"]).all()
 
 
 @pytest.mark.parametrize("problem", ["missing", "empty", "unmatched"])

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from helpers import run_cli
+from neuronexp.analysis.floor import FLOOR_FACTOR
 from neuronexp.analysis.stats import compare_rounds, compare_runs
 from neuronexp.results import load, to_arrow
 from neuronexp.results.files import write_table
@@ -80,6 +81,18 @@ def test_threshold_decides_what_is_large_enough(pair, tmp_path: Path) -> None:
     assert narrow.returncode == 1 and "4 slower" in narrow.stdout and "threshold 1.0%" in narrow.stdout, narrow.stdout
 
 
+@pytest.mark.slow  # 7 s on the busy 2-core VM: three CLI runs
+def test_inconclusive_decides_how_wide_an_interval_may_be_to_say_no_change(pair, tmp_path: Path) -> None:
+    a, b = pair
+    # Not significant at alpha 0.0005: "no change" while the interval (×1.03–×1.09) stays within ±25% …
+    assert "4 no change" in _compare(a, b, tmp_path, "--alpha", "0.0005").stdout
+    # … "inconclusive" once a change of 5% counts as too large to rule out, and the line says what to do.
+    tight = _compare(a, b, tmp_path, "--alpha", "0.0005", "--inconclusive", "0.05", "--fail-on-regression")
+    assert tight.returncode == 0 and "4 inconclusive" in tight.stdout and "cannot tell" in tight.stdout, tight.stdout
+    bad = _compare(a, b, tmp_path, "--inconclusive", "0.01")
+    assert bad.returncode == 2 and "--inconclusive above --threshold" in bad.stderr
+
+
 def test_seed_picks_the_bootstrap_and_the_same_seed_repeats_it(pair, tmp_path: Path) -> None:
     a, b = pair
 
@@ -139,4 +152,35 @@ def test_further_runs_a_side_put_run_to_run_variance_in_the_interval(pair, tmp_p
 
 def test_one_run_a_side_is_the_rounds_comparison() -> None:
     (xa, ra), (xb, rb) = _constructed(), _constructed(FACTOR)
-    assert compare_runs([(xa, ra)], [(xb, rb)], seed=3) == compare_rounds(xa, xb, ra, rb, seed=3)
+    assert compare_runs([(xa, ra)], [(xb, rb)], seed=3) == compare_rounds(xa, xb, ra, rb, seed=3, floor=FLOOR_FACTOR)
+
+
+def _doubled_noisy_copy(sweep: Path, dest: Path, factor: float) -> Path:
+    """The sweep with every cell's samples replaced by drifting ones (5 rounds of 4, round medians 90-110 µs:
+    a drift of ~8% a round, each round's samples within ±3%) × `factor`, and every cell flagged noisy."""
+    shutil.copytree(sweep, dest, ignore=shutil.ignore_patterns(".neuronexp.lock"))
+    results = load(dest)
+    samples = results.samples.copy()
+    latency = np.concatenate([m * np.linspace(0.97, 1.03, 4) for m in (100.0, 90.0, 110.0, 95.0, 105.0)]) * factor
+    for _, rows in samples.groupby("run_id"):
+        samples.loc[rows.index, "latency_us"], samples.loc[rows.index, "round"] = latency, np.repeat(np.arange(5), 4)
+    write_table(dest / "results" / "samples.parquet", to_arrow("samples", samples))
+    cells = results.cells.assign(noisy=True, noise="rounds spread 20%; other processes used 1.50 cores")
+    write_table(dest / "results" / "cells.parquet", to_arrow("cells", cells))
+    return dest
+
+
+@pytest.mark.slow  # 9 s on the busy 2-core VM: three CLI runs
+def test_a_doubled_noisy_sweep_is_called_slower_and_fails_the_gate(sweep: Path, tmp_path: Path) -> None:
+    """issue 22: noise widens the interval (each side's floor, from its 8% drift), it does not veto the call."""
+    a, b = _doubled_noisy_copy(sweep, tmp_path / "a", 1.0), _doubled_noisy_copy(sweep, tmp_path / "b", 2.0)
+    plain = _compare(a, b, tmp_path, "--csv", str(tmp_path / "x2.csv"))
+    assert plain.returncode == 0 and "4 slower" in plain.stdout, plain.stdout
+    cells = pd.read_csv(tmp_path / "x2.csv")
+    assert cells["noisy"].all() and (cells["floor_a"] > 0.1).all() and (cells["ci_low"] > 1.02).all()
+    assert (cells["ci_high"] / cells["ci_low"] > 1.3).all()  # wider than the rounds alone make it
+    gate = _compare(a, b, tmp_path, "--fail-on-regression")
+    assert gate.returncode == 1 and "4 slower" in gate.stdout
+    improved = _compare(b, a, tmp_path, "--fail-on-regression")
+    assert improved.returncode == 0 and "4 faster" in improved.stdout, improved.stdout
+

@@ -4,13 +4,19 @@ bootstrap CI and p-value, Benjamini–Hochberg across cells.
 Rounds are the unit of repetition (Kalibera & Jones 2013): samples within a round are not independent of
 each other (the host drifts over seconds), so an interval over pooled samples only measures scatter within
 one run and calls any run-to-run difference significant. The bootstrap resamples rounds, then samples within
-each drawn round. With one round on a side, run-to-run noise cannot be separated: the pooled-sample interval
-is kept, and only a difference whose whole interval lies beyond the practical threshold is called.
+each drawn round.
 
 Rounds within one process do not see what differs from one process to the next (where the allocator placed
-its heap, which core the threads landed on). Several runs of a side (compare_runs) add that level on top:
-the bootstrap resamples runs, then rounds within each drawn run, then samples; a side's figure is the median
-over its runs of their medians of round medians.
+its heap, which core the threads landed on, what else ran in those seconds). Two ways in:
+- Several runs of a side (compare_runs): the bootstrap resamples runs, then rounds within each drawn run, then
+  samples; a side's figure is the median over its runs of their medians of round medians.
+- A side of one run carries a noise floor it measures itself (analysis.floor): its drift, the between-slice
+  sd of the log medians of its time slices (rounds, or slices of one round's samples) less their own
+  sampling error, times FLOOR_FACTOR (calibrated on the real A/A data, docs/methodology.md). Each bootstrap
+  draw of that side's median is multiplied by exp(N(0, floor²)): in log space the process term is added to
+  the bootstrap's, so the interval and the p-value inverted from it widen with the noise. That is how noise
+  enters a verdict: a difference whose widened interval still lies beyond the threshold is called, noisy or
+  not; one whose interval reaches beyond `inconclusive` either way is "inconclusive".
 
 numpy only and vectorised: a few ms a cell with 5 rounds of 20 samples a side.
 """
@@ -21,6 +27,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from neuronexp.analysis.bootstrap import bootstrap_medians, inverted_p, percentile_interval
+from neuronexp.analysis.floor import FLOOR_FACTOR, noise_floor, process_terms
 
 
 @dataclass(frozen=True)
@@ -39,33 +48,13 @@ class CellStats:
     rounds_b: int = 1
     runs_a: int = 1
     runs_b: int = 1
+    floor_a: float = 0.0  # sd (log scale) of the process-to-process term added to a side (noise_floor): 0 if none
+    floor_b: float = 0.0
 
     @property
     def separable(self) -> bool:
         """Both sides have rounds: the interval includes run-to-run noise."""
         return self.rounds_a > 1 and self.rounds_b > 1
-
-
-def bootstrap_medians(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """Medians of `resamples` bootstrap resamples of x, drawn exactly without drawing the resamples.
-
-    A resample is n indices drawn uniformly, ceil(n·U) for n uniforms U; ceil keeps order, so its median sits at
-    the order statistics of the uniforms, whose laws are known: the m-th of n is Beta(m, n-m+1), and the next,
-    given it, lies above it by (1-u)·Beta(1, n-m). So each median costs two Beta draws whatever n is: a cell of
-    223,000 samples costs what a cell of 20 does, with the plain bootstrap's distribution (not an approximation).
-    """
-    xs = np.sort(np.asarray(x, dtype=float))
-    n = len(xs)
-    m = (n + 1) // 2 if n % 2 else n // 2  # the (lower) middle position, 1-based
-    low = rng.beta(m, n - m + 1, size=resamples)
-
-    def value(u: np.ndarray) -> np.ndarray:
-        return xs[np.clip(np.ceil(n * u).astype(np.int64), 1, n) - 1]
-
-    if n % 2:
-        return value(low)
-    high = low + (1 - low) * rng.beta(1, n - m, size=resamples)
-    return (value(low) + value(high)) / 2
 
 
 def bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, resamples: int = 2000,
@@ -75,19 +64,7 @@ def bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, r
     The two runs are independent sets of samples, so they are resampled independently (not paired).
     """
     ratios = bootstrap_medians(b, rng, resamples) / bootstrap_medians(a, rng, resamples)
-    return _percentile_interval(ratios, level)
-
-
-def _percentile_interval(ratios: np.ndarray, level: float) -> tuple[float, float]:
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def _inverted_p(ratios: np.ndarray) -> float:
-    """Twice the smaller share of resampled ratios on either side of 1: the smallest 1 - level at which the
-    percentile interval would exclude 1."""
-    return min(1.0, 2 * (min((ratios <= 1).sum(), (ratios >= 1).sum()) + 1) / (len(ratios) + 1))
+    return percentile_interval(ratios, level)
 
 
 def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
@@ -156,44 +133,52 @@ def median_of_rounds(groups: list[np.ndarray]) -> float:
 
 
 def compare_rounds(a, b, rounds_a=None, rounds_b=None, seed: int = 0, resamples: int = 2000,
-                   level: float = 0.95) -> CellStats:
+                   level: float = 0.95, floor: float = 0.0) -> CellStats:
     """B against A: ratio of medians of round medians, with a hierarchical bootstrap CI and p-value.
 
-    The p-value inverts the percentile interval: the smallest 1 - level at which it would exclude 1. With one
-    round on either side it falls back to compare_samples (pooled samples, Mann–Whitney), `separable` False.
+    The p-value inverts the percentile interval: the smallest 1 - level at which it would exclude 1. `floor`
+    (a factor, analysis.floor): each side's draws also carry a process term of floor × its drift, for a side
+    that is one run. Without it, one round on either side falls back to compare_samples (pooled samples,
+    Mann–Whitney); with it, a one-round side is bootstrapped over its samples. `separable` is False either way.
     """
     ga, gb = _round_arrays(a, rounds_a), _round_arrays(b, rounds_b)
     n_a, n_b = sum(map(len, ga)), sum(map(len, gb))
-    if len(ga) < 2 or len(gb) < 2 or not (n_a and n_b):
+    if not (n_a and n_b) or (floor <= 0 and (len(ga) < 2 or len(gb) < 2)):
         pooled = compare_samples(np.concatenate(ga) if ga else [], np.concatenate(gb) if gb else [], seed, resamples)
         return CellStats(**{**vars(pooled), "rounds_a": len(ga), "rounds_b": len(gb)})
     rng = np.random.default_rng(seed)
-    ratios = hierarchical_medians(gb, rng, resamples) / hierarchical_medians(ga, rng, resamples)
-    (low, high), p = _percentile_interval(ratios, level), _inverted_p(ratios)
+    fa, fb = noise_floor(ga, floor), noise_floor(gb, floor)
+    # One group: hierarchical_medians is the plain bootstrap of its median.
+    ratios = (hierarchical_medians(gb, rng, resamples) * process_terms(fb, rng, resamples)
+              / (hierarchical_medians(ga, rng, resamples) * process_terms(fa, rng, resamples)))
+    (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
     med_a, med_b = median_of_rounds(ga), median_of_rounds(gb)
-    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, len(ga), len(gb))
+    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, len(ga), len(gb), floor_a=fa, floor_b=fb)
 
 
 def compare_runs(runs_a: list[tuple], runs_b: list[tuple], seed: int = 0, resamples: int = 2000,
-                 level: float = 0.95) -> CellStats:
+                 level: float = 0.95, floor: float = FLOOR_FACTOR) -> CellStats:
     """B against A over several runs a side, each run (latencies, their rounds): the ratio of the sides' medians
-    over runs of their medians of round medians, with a three-level bootstrap (runs, rounds, samples). One run a
-    side is compare_rounds."""
+    over runs of their medians of round medians, with a three-level bootstrap (runs, rounds, samples). A side
+    that is one run cannot show the variance between runs: its draws carry its noise floor (analysis.floor,
+    `floor` the factor) instead. One run a side is compare_rounds with that floor."""
     if len(runs_a) == 1 and len(runs_b) == 1:
         (xa, ra), (xb, rb) = runs_a[0], runs_b[0]
-        return compare_rounds(xa, xb, ra, rb, seed=seed, resamples=resamples, level=level)
+        return compare_rounds(xa, xb, ra, rb, seed=seed, resamples=resamples, level=level, floor=floor)
     ga, gb = ([g for g in (_round_arrays(x, r) for x, r in runs) if g] for runs in (runs_a, runs_b))
     if not ga or not gb:
         return compare_rounds([], [], seed=seed)
     rng = np.random.default_rng(seed)
+    floors = [noise_floor(runs[0], floor) if len(runs) == 1 else 0.0 for runs in (gb, ga)]
     sides = [_resample_groups([hierarchical_medians(g, rng, resamples * len(runs)) for g in runs], rng, resamples)
-             for runs in (gb, ga)]
+             * process_terms(f, rng, resamples) for runs, f in zip((gb, ga), floors)]
     ratios = sides[0] / sides[1]
-    (low, high), p = _percentile_interval(ratios, level), _inverted_p(ratios)
+    (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
     med_a, med_b = (float(np.median([median_of_rounds(g) for g in runs])) for runs in (ga, gb))
     n_a, n_b = (sum(len(r) for g in runs for r in g) for runs in (ga, gb))
     rounds_a, rounds_b = (sum(len(g) for g in runs) for runs in (ga, gb))
-    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, rounds_a, rounds_b, len(ga), len(gb))
+    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, rounds_a, rounds_b, len(ga), len(gb),
+                     floors[1], floors[0])
 
 
 def benjamini_hochberg(p_values) -> np.ndarray:
@@ -214,27 +199,25 @@ def benjamini_hochberg(p_values) -> np.ndarray:
 
 
 def verdict(ratio: float, q_value: float, alpha: float, threshold: float, separable: bool = True,
-            ci_low: float = math.nan, ci_high: float = math.nan) -> str:
+            ci_low: float = math.nan, ci_high: float = math.nan, inconclusive: float | None = None) -> str:
     """faster / slower only when the difference is both significant and at least `threshold` in size.
 
     The threshold is symmetric on the log scale: 2% means ≥ ×1.02 slower or ≤ ×1/1.02 faster. The interval
-    (when given) must also lie wholly beyond it: rounds within one process do not see every difference between
-    two processes, and an A/A run here gave ×0.966 with CI 0.939–0.989 and q 0.002 — beyond 2%, but its
-    interval reached to 1.1%. When run-to-run noise cannot be separated at all (`separable` False: one round on
-    a side), significance within one run means nothing across runs: the interval alone decides.
+    (when given) must also lie wholly beyond it: an A/A run here gave ×0.966 with CI 0.939–0.989 and q 0.002,
+    beyond 2% but reaching to 1.1%. With one round on a side (`separable` False) the interval alone decides.
+    `inconclusive` (a size, 0.25 = ×1.25): a cell not called whose interval still reaches beyond it on either
+    side is "inconclusive" (compare cannot tell, e.g. 0.73–220), not "no change".
     """
     if not (math.isfinite(ratio) and math.isfinite(q_value)) or ratio <= 0:
         return "n/a"
     bound = 1 + threshold
-    beyond = "slower" if ci_low > bound else "faster" if ci_high < 1 / bound else "no change"
-    if not separable:
-        return beyond
-    if q_value >= alpha or abs(math.log(ratio)) < math.log1p(threshold):
-        return "no change"
-    word = "slower" if ratio > 1 else "faster"
-    if math.isfinite(ci_low) and math.isfinite(ci_high) and beyond != word:
-        return "no change"
-    return word
+    word = "slower" if ci_low > bound else "faster" if ci_high < 1 / bound else "no change"
+    if separable and (q_value >= alpha or abs(math.log(ratio)) < math.log1p(threshold)):
+        word = "no change"
+    elif separable and not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+        word = "slower" if ratio > 1 else "faster"
+    wide = inconclusive is not None and not (1 / (1 + inconclusive) <= ci_low and ci_high <= 1 + inconclusive)
+    return "inconclusive" if word == "no change" and wide else word
 
 
 def ci_within_threshold(ci_low: float, ci_high: float, threshold: float) -> bool:

@@ -1,7 +1,9 @@
 """`neuronexp-compare A B`: is B faster or slower than A, cell by cell, and is the difference real?
 
 Several runs a side (`--also-a A2 --also-b B2`, repeatable) put the variance between processes into every
-cell's interval (analysis.stats.compare_runs); one run a side can only see the variance within its process.
+cell's interval (analysis.stats.compare_runs); with one run a side, each side's interval carries a noise floor
+measured from its own drift over its rounds (analysis.floor). Noisy cells are called like any other: their
+noise widens the interval. A cell whose interval is too wide to tell is "inconclusive".
 
 Exit status: 0 compared (and, with --fail-on-regression, nothing regressed); 1 with
 --fail-on-regression, a cell is slower or ran in A and fails in B; 2 bad input (a directory without
@@ -33,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ignore", action="append", default=[], metavar="LABEL",
                    help="label that differs on purpose (backend, experiment, an override key); repeat or comma-separate")
     p.add_argument("--threshold", type=float, default=0.02, help="practical threshold: smaller changes are 'no change' (default 0.02 = 2%%)")
+    p.add_argument("--inconclusive", type=float, default=0.25, metavar="SIZE",
+                   help="a cell not called whose CI still allows a change beyond this is 'inconclusive' (default 0.25 = ±25%%)")
     p.add_argument("--alpha", type=float, default=0.05, help="false discovery rate across cells (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
@@ -45,8 +49,9 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if not 0 <= args.threshold < 1 or not 0 < args.alpha < 1:
-        parser.error(f"--threshold must be in [0, 1) and --alpha in (0, 1); got {args.threshold} and {args.alpha}")
+    if not 0 <= args.threshold < 1 or not 0 < args.alpha < 1 or not args.inconclusive > args.threshold:
+        parser.error(f"--threshold must be in [0, 1), --alpha in (0, 1) and --inconclusive above --threshold; got "
+                     f"{args.threshold}, {args.alpha} and {args.inconclusive}")
     ignore = [name.strip() for item in args.ignore for name in item.split(",") if name.strip()]
     try:
         paths = [args.a, args.b, *args.also_a, *args.also_b]
@@ -56,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise CompareError(f"{path}: the results hold no cells")
         a, b, more = results[0], results[1], results[2:]
         cmp = compare(a, b, ignore=ignore, threshold=args.threshold, alpha=args.alpha, seed=args.seed,
-                      more_a=more[:len(args.also_a)], more_b=more[len(args.also_a):])
+                      more_a=more[:len(args.also_a)], more_b=more[len(args.also_a):], inconclusive=args.inconclusive)
         if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
             raise CompareError("no cell ran in both A and B; " + "; ".join(
                 f"{label} ({len(names)}): {', '.join(names)}" for label, names in cell_lists(cmp)))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from neuronexp.analysis.floor import FLOOR_FACTOR
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.variants import split_overrides
@@ -42,6 +43,7 @@ class Comparison:
     only_b: list[str] = field(default_factory=list)
     threshold: float = 0.02
     alpha: float = 0.05
+    inconclusive: float = 0.25  # a cell not called whose interval reaches beyond ×(1 + this) cannot be told
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # environment differences and what the statistics cannot say
     broken: list[str] = field(default_factory=list)  # ran in A, failed in B: a regression too
@@ -75,17 +77,22 @@ def environment_notes(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
 
 
 def statistics_notes(cells: pd.DataFrame, threshold: float) -> list[str]:
-    """What the intervals cannot say: cells with one round on a side, cells flagged noisy."""
+    """What the intervals rest on: a side of one run (its noise floor), one round on a side, noisy cells."""
     notes = []
-    single = cells[(cells["rounds_a"] < 2) | (cells["rounds_b"] < 2)] if not cells.empty else cells
+    if cells.empty:
+        return notes
+    floored = cells[(cells["runs_a"] < 2) | (cells["runs_b"] < 2)]
+    if len(floored):
+        notes.append(f"{len(floored)} cell(s) have one run on a side: their intervals add a process-to-process term "
+                     "measured from each side's drift over its rounds (floor_a/floor_b); --also-a/--also-b measure it")
+    single = cells[(cells["rounds_a"] < 2) | (cells["rounds_b"] < 2)]
     if len(single):
-        notes.append(f"{len(single)} cell(s) have one timing round on a side: run-to-run noise cannot be separated "
-                     f"there, so only a difference whose whole interval lies beyond ±{threshold:.0%} is called "
-                     "(timing.rounds > 1 on both sides lifts this)")
-    flagged = cells[cells["noisy"]] if "noisy" in cells.columns and not cells.empty else cells
+        notes.append(f"{len(single)} cell(s) have one timing round on a side: only a difference whose whole interval "
+                     f"lies beyond ±{threshold:.0%} is called (timing.rounds > 1 on both sides lifts this)")
+    flagged = cells[cells["noisy"]] if "noisy" in cells.columns else cells.iloc[0:0]
     if len(flagged):
-        notes.append(f"noisy in A or B (their `noise` column says why; a difference there is not called): "
-                     f"{', '.join(map(str, flagged['cell']))}")
+        notes.append(f"noisy in A or B (their `noise` column says why; the interval holds that noise, so a call there "
+                     f"still stands): {', '.join(map(str, flagged['cell']))}")
     return notes
 
 
@@ -151,12 +158,6 @@ def limit_pair(a: pd.Series, b: pd.Series) -> dict[str, object]:
     return {f"{col}_{side}": (cell.get(col) if col in cell else None) for col in LIMIT_COLUMNS for side, cell in (("a", a), ("b", b))}
 
 
-def noisy_verdict(word: str, either_noisy: bool) -> str:
-    """A difference measured while the machine was busy (either side flagged `noisy`) is not called: the load
-    may have hit one side's rounds only, which no interval over those rounds can tell from a real change."""
-    return "noisy" if either_noisy and word in ("slower", "faster") else word
-
-
 def _more_runs(more: list[Results], ignored: list[str], side: str) -> list[tuple[dict[tuple, pd.Series], dict]]:
     """Further runs of a side: each one's usable cells by join key, and its samples by run_id."""
     runs = []
@@ -176,9 +177,12 @@ def _runs_of(key: tuple, first: pd.Series, first_samples: dict, more: list) -> t
 
 def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: float = 0.02,
             alpha: float = 0.05, seed: int = 0, top_ops: int = 5, more_a: list[Results] | None = None,
-            more_b: list[Results] | None = None) -> Comparison:
+            more_b: list[Results] | None = None, inconclusive: float = 0.25,
+            floor: float = FLOOR_FACTOR) -> Comparison:
     """Compare B against A cell by cell (see the module docstring for how cells are joined). `more_a`, `more_b`:
-    further runs of the same cells on each side; every cell's interval then resamples the runs too.
+    further runs of the same cells on each side; every cell's interval then resamples the runs too (a side of
+    one run carries its noise floor instead, `floor` × its drift: analysis.floor). `inconclusive`: see
+    analysis.stats.verdict.
 
     Raises:
         CompareError: no cell of A matches a cell of B, or labels do not identify cells uniquely.
@@ -202,7 +206,7 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
     for i, key in enumerate(matched):
         ca, cb = ran_a[key], ran_b[key]
         (cells_a, samples_a), (cells_b, samples_b) = _runs_of(key, ca, sa, runs_a), _runs_of(key, cb, sb, runs_b)
-        stats = compare_runs(samples_a, samples_b, seed=seed + i)
+        stats = compare_runs(samples_a, samples_b, seed=seed + i, floor=floor)
         label = name[key]
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
         rows.append({"cell": label, **dict(key), "run_id_a": ca["run_id"], "run_id_b": cb["run_id"], **vars(stats),
@@ -210,8 +214,9 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
     cells = pd.DataFrame(rows, columns=["cell", *dict(both[0]), "run_id_a", "run_id_b", *CellStats.__dataclass_fields__,
                                         "noisy", *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab")])
     cells["q_value"] = benjamini_hochberg(cells["p_value"])
-    cells["verdict"] = [noisy_verdict(verdict(r.ratio, r.q_value, alpha, threshold, r.rounds_a > 1 and r.rounds_b > 1,
-                                              r.ci_low, r.ci_high), r.noisy) for r in cells.itertuples()]
+    # Noise widens the interval (the floor, or the runs), it does not veto the call: a noisy cell is called too.
+    cells["verdict"] = [verdict(r.ratio, r.q_value, alpha, threshold, r.rounds_a > 1 and r.rounds_b > 1, r.ci_low,
+                                r.ci_high, inconclusive) for r in cells.itertuples()]
     cells["resolved"] = [ci_within_threshold(lo, hi, threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]
     only_a = [name[k] for k in all_a if k not in all_b]
     only_b = [name[k] for k in all_b if k not in all_a]
@@ -229,7 +234,7 @@ def compare(a: Results, b: Results, ignore: list[str] | None = None, threshold: 
         if len(short):
             notes.append(f"{len(short)} cell(s) missing from a further run of {side} (compared over fewer runs): "
                          f"{', '.join(map(str, short['cell']))}")
-    return Comparison(cells, ops, only_a, only_b, threshold, alpha, ignored, notes, broken, fixed, failed)
+    return Comparison(cells, ops, only_a, only_b, threshold, alpha, inconclusive, ignored, notes, broken, fixed, failed)
 
 
 def _error(cell: pd.Series) -> str:

@@ -12,7 +12,7 @@ from neuronexp.analysis.roofline import fmt_share
 from neuronexp.compare.join import Comparison
 from neuronexp.formatting import fmt_ci, fmt_delta, fmt_pct, fmt_q, fmt_ratio, fmt_us, md_cell, short_op
 
-_STYLE = {"slower": "bold red", "faster": "bold green", "no change": "dim", "n/a": "yellow", "noisy": "yellow"}
+_STYLE = {"slower": "bold red", "faster": "bold green", "no change": "dim", "n/a": "yellow", "inconclusive": "yellow"}
 
 
 def _rows(cmp: Comparison) -> list[list[str]]:
@@ -59,13 +59,15 @@ def regressed(cmp: Comparison) -> bool:
 
 
 def verdict_line(cmp: Comparison) -> str:
-    counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change", "noisy") if cmp.count(w))
+    counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change", "inconclusive") if cmp.count(w))
     line = f"{counts} (threshold {fmt_pct(cmp.threshold)}, BH q < {cmp.alpha:g})"
     if cmp.unresolved:
         line += (f"; {cmp.unresolved} 'no change' cell(s) have a CI wider than ±{fmt_pct(cmp.threshold)}: "
                  "more samples (timing.iters) would be needed to rule out a change that size")
-    if cmp.count("noisy"):
-        line += f"; {cmp.count('noisy')} noisy cell(s) differ but are not called: rerun them on a quiet machine"
+    if cmp.count("inconclusive"):
+        line += (f"; {cmp.count('inconclusive')} inconclusive cell(s): the interval still allows a change beyond "
+                 f"±{fmt_pct(cmp.inconclusive)}, so compare cannot tell: rerun on a quieter machine, or add runs "
+                 "(--also-a/--also-b)")
     return line
 
 
@@ -97,7 +99,7 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     # Too narrow for the boxed table (80 columns, e.g. piped): no vertical rules, so the figures keep their room.
     boxed = sum(_natural_widths(rows)) + 3 * len(_HEADERS) + 1 <= console.width
     narrow = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
-    table = Table(title="B vs A · median of round medians · ratio with hierarchical bootstrap CI (~ noisy)", title_justify="left", **narrow)
+    table = Table(title="B vs A · median of round medians · ratio, bootstrap CI with each one-run side's noise floor (~ noisy)", title_justify="left", **narrow)
     widths = _fit_widths(rows, console.width - (len(_HEADERS) - 1 if narrow else 3 * len(_HEADERS) + 1))
     for h, width in zip(_HEADERS, widths):
         table.add_column(h, justify="left" if h in ("cell", "verdict") else "right", width=width, overflow="fold")

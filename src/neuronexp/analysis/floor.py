@@ -1,0 +1,67 @@
+"""The noise floor a cell measures itself: how far its level may sit from another process's of the same code.
+
+One run a side cannot see what differs from one process to the next (the heap's placement, the cores its
+threads got, what else ran in those seconds). But a process that drifts over its own timing window shows
+what the machine was doing: the rounds are time slices of it, and a fresh process is another slice of the
+same machine, a few seconds later. So each side's floor is its drift, the between-slice standard deviation of
+the log medians of its time slices (its rounds; with one round, FLOOR_SLICES consecutive slices of its
+samples), times FLOOR_FACTOR; the interval adds a log-normal process term of that size to each side's
+bootstrap draws (analysis.stats), so the two are combined in log space by convolution, not by a veto.
+
+FLOOR_FACTOR is calibrated on the A/A and ×2 data of docs/methodology.md (bench/compare_truth.py): between
+fresh processes of one cell the median moved 1.0-4.8 times (median 2.3) as far, in sd of logs, as its rounds
+did within one process on that 2-vCPU VM, and 2 is where the A/A false calls stopped falling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronexp.analysis.bootstrap import bootstrap_medians
+
+# A fresh process's log level sits about FLOOR_FACTOR × (one process's drift) from another's, at one standard
+# deviation. Beyond 2 the A/A false calls hardly fell in any data set of docs/methodology.md while the ×2
+# calls kept falling; what is left are processes that ran steadily at levels ×5 apart, which no figure a
+# process measures about itself predicts (only several runs a side do).
+FLOOR_FACTOR = 2.0
+# With one round, the samples (in the order taken) are cut into this many slices of at least
+# FLOOR_MIN_SLICE samples each: fewer samples than 2 slices give no floor (0).
+FLOOR_SLICES = 5
+FLOOR_MIN_SLICE = 4
+# Bootstrap draws per slice for its sampling variance: 200 put it within ~10%, at a few µs a slice.
+DRIFT_RESAMPLES = 200
+
+
+def time_slices(groups: list[np.ndarray]) -> list[np.ndarray]:
+    """A side's time slices: its rounds, or, with one round, consecutive slices of its samples."""
+    if len(groups) != 1:
+        return groups
+    n = min(FLOOR_SLICES, len(groups[0]) // FLOOR_MIN_SLICE)
+    return np.array_split(groups[0], n) if n >= 2 else groups
+
+
+def drift(groups: list[np.ndarray]) -> float:
+    """How far a side's level moves between its time slices, on the log scale: the between-slice standard
+    deviation of their log medians, i.e. their variance (ddof 1) less what each slice's own sampling error
+    puts into it (the mean bootstrap variance of a slice's log median): scatter within a slice is already in
+    the bootstrap, and counting it twice would widen quiet cells with few samples. 0 with fewer than 2 slices.
+    A property of the side's samples alone: its bootstrap has a fixed seed, so a side gets one floor whatever
+    it is compared with, or with which --seed."""
+    slices = [g for g in time_slices(groups) if len(g) and np.median(g) > 0]
+    rng = np.random.default_rng(0)
+    if len(slices) < 2:
+        return 0.0
+    observed = np.var(np.log([np.median(g) for g in slices]), ddof=1)
+    # np.maximum: a sample of 0 µs (a coarse clock) in a slice must not make a log of 0.
+    sampling = np.mean([np.var(np.log(np.maximum(bootstrap_medians(g, rng, DRIFT_RESAMPLES), 1e-300))) for g in slices])
+    return float(np.sqrt(max(observed - sampling, 0.0)))
+
+
+def noise_floor(groups: list[np.ndarray], factor: float) -> float:
+    """The sd, on the log scale, of the process-to-process term a side's interval carries: factor × drift."""
+    return factor * drift(groups) if factor > 0 else 0.0
+
+
+def process_terms(floor: float, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Multiplicative factors exp(N(0, floor²)), one per bootstrap resample: a fresh process's luck."""
+    return np.exp(floor * rng.standard_normal(resamples)) if floor > 0 else np.ones(resamples)
