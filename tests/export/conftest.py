@@ -3,7 +3,6 @@ the baseline), tiny and fast, shared by the export and analyst-path tests of thi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,6 @@ from helpers import FAST, run_cli
 
 # Two shapes, so that "the best variant per shape" has two answers.
 SHAPES = "input.shape=[1,8,64],[1,16,64]"
-
-
-def require(module: str):
-    """The module, or a skip saying how to install it; in CI (NEURONEXP_REQUIRE_EXPORT=1) a failure instead."""
-    if os.environ.get("NEURONEXP_REQUIRE_EXPORT") == "1":
-        return __import__(module)
-    return pytest.importorskip(module, reason=f"{module} is not installed (pip install '.[dev]')")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,124 @@
+"""`neuronexp-export DIR --mlflow URI` into a real MLflow store (SQLite, in a temporary directory: MLflow 3 refuses
+a plain file store unless told otherwise), read back with MlflowClient, on a real run of the main study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import neuronexp
+from helpers.optional import require
+from helpers import run_cli
+
+pytestmark = pytest.mark.slow  # MLflow's import and its database's creation take seconds each
+
+
+def export(tmp: Path, *args: str, env: dict[str, str] | None = None):
+    return run_cli([*args], cwd=tmp, script="neuronexp-export", env=env)
+
+
+@pytest.fixture(scope="module")
+def store(study: Path, tmp_path_factory: pytest.TempPathFactory):
+    """The study exported once into a fresh store: (client, uri, working directory, the command's result)."""
+    mlflow = require("mlflow")
+    tmp = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    res = export(tmp, str(study), "--mlflow", uri)
+    assert res.returncode == 0, res.stderr[-2000:]
+    return mlflow.MlflowClient(tracking_uri=uri), uri, tmp, res
+
+
+def _runs(client, experiment: str) -> list:
+    exp = client.get_experiment_by_name(experiment)
+    return client.search_runs([exp.experiment_id], max_results=1000)
+
+
+def test_a_sweep_is_one_parent_and_one_nested_child_per_cell(store, study: Path) -> None:
+    client, _, _, res = store
+    cells = neuronexp.load(study).cells
+    runs = _runs(client, "rmsnorm_sweep")
+    parents = [r for r in runs if r.data.tags.get("neuronexp.kind") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("neuronexp.kind") == "cell"]
+    assert len(parents) == 1 and len(children) == len(cells) == len(runs) - 1
+    parent = parents[0].info.run_id
+    assert all(r.data.tags["mlflow.parentRunId"] == parent for r in children)
+    assert f"parent run {parent}" in res.stdout and f"{len(cells)} cell run(s) logged" in res.stdout
+    assert {a.path for a in client.list_artifacts(parent, "results")} >= {"results/summary.md", "results/cells.parquet"}
+
+    by_run_id = {r.data.tags["neuronexp.run_id"]: r for r in children}
+    assert set(by_run_id) == set(cells["run_id"])
+    for _, row in cells.iterrows():
+        run = by_run_id[row["run_id"]]
+        params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
+        # params: the override keys as typed, flattened, and the labels no override names
+        assert params["module"] == row["module"] and params["input.shape"] == row["shape"]
+        assert params["timing.iters"] == "5" and params["dtype"] == row["dtype"] and params["backend"] == row["backend"]
+        for col in ("latency_median_us", "latency_p10_us", "latency_p90_us", "speedup_vs_baseline", "pct_peak_bw",
+                    "peak_memory_bytes", "device_time_us", "cpu_time_us", "first_call_s"):
+            assert metrics[col] == pytest.approx(row[col]), col
+        for col in ("speedup_ci_low", "speedup_ci_high"):  # written by neuronexp versions that have them
+            assert (col in metrics) == (col in cells.columns and row[col] == row[col])
+        assert tags["neuronexp.status"] == "ok" and tags["neuronexp.noisy"] == str(bool(row["noisy"])).lower()
+        assert tags["neuronexp.backend"] == row["backend"] and tags["neuronexp.device"] == row["device"]
+        assert tags["neuronexp.torch_version"] == row["torch_version"]
+        assert tags["mlflow.runName"] == run.info.run_name
+        assert run.info.run_name.startswith(row["module"].replace("rmsnorm_compiled", "rmsnorm_compiled +compile"))
+        assert run.info.status == "FINISHED"
+        files = {a.path for a in client.list_artifacts(run.info.run_id, "tables")}
+        assert {"tables/cells.parquet", "tables/ops.parquet", "tables/samples.parquet", "tables/config.yaml",
+                "tables/env.json"} <= files
+        assert [a.path for a in client.list_artifacts(run.info.run_id, "traces")] == ["traces/trace.json"]
+
+
+def test_exporting_twice_changes_nothing(store, study: Path) -> None:
+    client, uri, tmp, _ = store
+    before = sorted(r.info.run_id for r in _runs(client, "rmsnorm_sweep"))
+    res = export(tmp, str(study), "--mlflow", uri)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "0 cell run(s) logged" in res.stdout
+    assert sorted(r.info.run_id for r in _runs(client, "rmsnorm_sweep")) == before
+
+
+def test_a_run_left_unfinished_is_redone_by_the_next_export(store, study: Path) -> None:
+    client, uri, tmp, _ = store
+    child = next(r for r in _runs(client, "rmsnorm_sweep") if r.data.tags.get("neuronexp.kind") == "cell")
+    client.update_run(child.info.run_id, status="RUNNING")  # as an export killed half-way through leaves it
+    res = export(tmp, str(study), "--mlflow", uri)
+    assert res.returncode == 0 and "1 cell run(s) logged" in res.stdout, res.stdout + res.stderr
+    again = [r for r in _runs(client, "rmsnorm_sweep") if r.data.tags.get("neuronexp.run_id") == child.data.tags["neuronexp.run_id"]]
+    assert len(again) == 1 and again[0].info.run_id != child.info.run_id and again[0].info.status == "FINISHED"
+
+
+def test_the_uri_from_the_environment_and_traces_left_out(store, study: Path) -> None:
+    client, uri, tmp, _ = store
+    res = export(tmp, str(study), "--mlflow", "--experiment", "no-traces", "--no-traces", env={"MLFLOW_TRACKING_URI": uri})
+    assert res.returncode == 0, res.stderr[-2000:]
+    children = [r for r in _runs(client, "no-traces") if r.data.tags.get("neuronexp.kind") == "cell"]
+    assert children and all(not client.list_artifacts(r.info.run_id, "traces") for r in children)
+    assert all(client.list_artifacts(r.info.run_id, "tables") for r in children)
+
+
+def test_a_single_run_is_a_run_without_a_parent(store, single_run: Path) -> None:
+    client, uri, tmp, _ = store
+    res = export(tmp, str(single_run), "--mlflow", uri, "--experiment", "single")
+    assert res.returncode == 0 and "parent run" not in res.stdout, res.stdout + res.stderr
+    (run,) = _runs(client, "single")
+    assert "mlflow.parentRunId" not in run.data.tags and run.data.tags["neuronexp.kind"] == "cell"
+    assert run.data.params["module"] == "rmsnorm_naive" and "latency_median_us" in run.data.metrics
+
+
+@pytest.mark.parametrize("uri", ["nosuch://place", "http://127.0.0.1:9"])
+def test_a_bad_uri_fails_in_one_line_before_anything_is_written(study: Path, tmp_path: Path, uri: str) -> None:
+    require("mlflow")
+    bench = tmp_path / "bench.json"
+    res = export(tmp_path, str(study), "--mlflow", uri, "--pytorch-benchmark", str(bench))
+    assert res.returncode == 2, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"neuronexp-export: error: --mlflow {uri}: "), lines
+    assert not bench.exists() and not res.stdout
+
+
+def test_bare_mlflow_without_the_environment_is_one_line(study: Path, tmp_path: Path) -> None:
+    res = export(tmp_path, str(study), "--mlflow", env={"MLFLOW_TRACKING_URI": ""})
+    assert res.returncode == 2 and "needs MLFLOW_TRACKING_URI" in res.stderr and res.stderr.count("\n") == 1
