@@ -3,6 +3,7 @@ a plain file store unless told otherwise), read back with MlflowClient, on a rea
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -122,3 +123,22 @@ def test_a_bad_uri_fails_in_one_line_before_anything_is_written(study: Path, tmp
 def test_bare_mlflow_without_the_environment_is_one_line(study: Path, tmp_path: Path) -> None:
     res = export(tmp_path, str(study), "--mlflow", env={"MLFLOW_TRACKING_URI": ""})
     assert res.returncode == 2 and "needs MLFLOW_TRACKING_URI" in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_exported_while_the_sweep_runs_then_after_gives_the_runs_one_export_after_gives(store, study: Path,
+                                                                                         tmp_path: Path) -> None:
+    client, uri, tmp, _ = store
+    running = tmp_path / "copy" / study.name  # the same directory name: the same sweep, moved
+    shutil.copytree(study, running, ignore=shutil.ignore_patterns("results"))  # not aggregated yet
+    res = export(tmp, str(running), "--mlflow", uri, "--experiment", "during")
+    assert res.returncode == 0, res.stderr[-2000:]
+    early = {r.info.run_id: r for r in _runs(client, "during") if r.data.tags["neuronexp.kind"] == "cell"}
+    assert early and all("speedup_vs_baseline" not in r.data.metrics for r in early.values())
+    shutil.copytree(study / "results", running / "results")  # the sweep ends: aggregated
+    res = export(tmp, str(running), "--mlflow", uri, "--experiment", "during")
+    assert res.returncode == 0 and "0 cell run(s) logged" in res.stdout, res.stdout + res.stderr
+    runs = _runs(client, "during")
+    after = {r.info.run_id: r for r in runs if r.data.tags["neuronexp.kind"] == "cell"}
+    assert set(after) == set(early) and all("speedup_vs_baseline" in r.data.metrics for r in after.values())
+    (parent,) = [r for r in runs if r.data.tags["neuronexp.kind"] == "sweep"]
+    assert client.list_artifacts(parent.info.run_id, "results")

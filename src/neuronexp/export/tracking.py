@@ -133,16 +133,27 @@ def parent_key(root: Path, run_ids: list[str]) -> str:
 
 def _parent(client: Any, exp_id: str, existing: dict[str, Any], root: Path, cells: Any) -> str:
     key = parent_key(root, [str(r) for r in cells["run_id"]])
-    if (run_id := _reuse(client, existing, key)) is not None:
+    run_id = _reuse(client, existing, key)
+    if run_id is None:
+        run_id = client.create_run(exp_id, run_name=root.resolve().name, tags={
+            KEY_TAG: key, "neuronexp.kind": "sweep", "neuronexp.sweep_dir": str(root.resolve())}).info.run_id
+    elif client.list_artifacts(run_id, "results"):
         return run_id
-    run = client.create_run(exp_id, run_name=root.resolve().name, tags={
-        KEY_TAG: key, "neuronexp.kind": "sweep", "neuronexp.sweep_dir": str(root.resolve()),
-        "neuronexp.cells": str(len(cells))})
+    # New, or exported before the sweep was aggregated (while it ran): results/ is logged once it exists.
     for path in _files(root / "results", SWEEP_FILES):
-        client.log_artifact(run.info.run_id, str(path), artifact_path="results")
+        client.log_artifact(run_id, str(path), artifact_path="results")
+    client.set_tag(run_id, "neuronexp.cells", str(len(cells)))
     failed = bool((cells["status"] == "error").any()) if "status" in cells else False
-    client.set_terminated(run.info.run_id, "FAILED" if failed else "FINISHED")
-    return run.info.run_id
+    client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
+    return run_id
+
+
+def _complete(client: Any, run: Any, cell: CellExport) -> None:
+    """A cell's run exported before aggregation lacks the figures aggregation adds (the speedups): log them now,
+    so exporting during and after a sweep gives the runs one export after it gives."""
+    missing = {k: v for k, v in cell.metrics.items() if k not in run.data.metrics}
+    if missing:
+        _log(client, run.info.run_id, {}, missing, _millis(cell.tags.get("neuronexp.started_at")))
 
 
 def _child(client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, parent: str | None, traces: bool) -> str:
@@ -177,6 +188,7 @@ def export_mlflow(client: Any, found: Found, root: Path, experiment: str | None 
         out.parent_run_id = _parent(client, exp_id, existing, root, cells)
     for cell, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
         if (done := _reuse(client, existing, cell.key)) is not None:
+            _complete(client, existing[cell.key], cell)
             out.already.append(done)
             continue
         job_dir = found.job_dir_of.get(run_id)
