@@ -3,6 +3,7 @@ a plain file store unless told otherwise), read back with MlflowClient, on a rea
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import pytest
 
 import neuronexp
 from helpers.optional import require
-from helpers import run_cli
+from helpers import FAST, run_cli
+from helpers.layers import FAILING_LAYER
 
 pytestmark = pytest.mark.slow  # MLflow's import and its database's creation take seconds each
 
@@ -142,3 +144,35 @@ def test_exported_while_the_sweep_runs_then_after_gives_the_runs_one_export_afte
     assert set(after) == set(early) and all("speedup_vs_baseline" in r.data.metrics for r in after.values())
     (parent,) = [r for r in runs if r.data.tags["neuronexp.kind"] == "sweep"]
     assert client.list_artifacts(parent.info.run_id, "results")
+
+
+@pytest.fixture(scope="module")
+def failed_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sweep of 2 cells, one of which raises."""
+    root = tmp_path_factory.mktemp("failed")
+    (root / "failing.py").write_text(FAILING_LAYER)
+    out = root / "sweep"
+    quick = [a for a in FAST if not a.startswith("input.shape")]
+    res = run_cli(["-m", "module._target_=failing.FailsOnWideInputs", "~module.hidden_size", "~module.eps",
+                   "input.shape=[1,8,32],[1,8,128]", *quick, f"hydra.sweep.dir={out}"], cwd=root)
+    assert res.returncode == 1, res.stderr[-2000:]
+    return out
+
+
+def test_a_failed_cell_is_a_failed_run_with_its_error_and_no_figures(store, failed_sweep: Path, tmp_path: Path) -> None:
+    client, uri, tmp, _ = store
+    bench = tmp_path / "bench.json"
+    res = export(tmp, str(failed_sweep), "--mlflow", uri, "--experiment", "failed", "--pytorch-benchmark", str(bench))
+    assert res.returncode == 0, res.stderr[-2000:]
+    runs = _runs(client, "failed")
+    (parent,) = [r for r in runs if r.data.tags["neuronexp.kind"] == "sweep"]
+    by_status = {r.data.tags["neuronexp.status"]: r for r in runs if r.data.tags["neuronexp.kind"] == "cell"}
+    assert set(by_status) == {"ok", "error"} and parent.info.status == "FAILED"
+    failed = by_status["error"]
+    assert failed.info.status == "FAILED" and not failed.data.metrics
+    assert "RuntimeError: unsupported width 128" in failed.data.tags["neuronexp.error"]
+    assert failed.data.params["input.shape"] == "[1,8,128]" and failed.data.params["module._target_"] == "failing.FailsOnWideInputs"
+    assert "tables/error.log" in {a.path for a in client.list_artifacts(failed.info.run_id, "tables")}
+    assert by_status["ok"].info.status == "FINISHED" and "latency_median_us" in by_status["ok"].data.metrics
+    records = json.loads(bench.read_text())
+    assert records and {r["benchmark"]["extra_info"]["status"] for r in records} == {"ok"}
