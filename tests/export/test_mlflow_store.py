@@ -83,14 +83,18 @@ def test_exporting_twice_changes_nothing(store, study: Path) -> None:
     assert sorted(r.info.run_id for r in _runs(client, "rmsnorm_sweep")) == before
 
 
-def test_a_run_left_unfinished_is_redone_by_the_next_export(store, study: Path) -> None:
+def test_a_run_left_unfinished_is_completed_in_place_by_the_next_export(store, study: Path) -> None:
     client, uri, tmp, _ = store
     child = next(r for r in _runs(client, "rmsnorm_sweep") if r.data.tags.get("neuronexp.kind") == "cell")
     client.update_run(child.info.run_id, status="RUNNING")  # as an export killed half-way through leaves it
+    count = len(_runs(client, "rmsnorm_sweep"))
     res = export(tmp, str(study), "--mlflow", uri)
     assert res.returncode == 0 and "1 cell run(s) logged" in res.stdout, res.stdout + res.stderr
-    again = [r for r in _runs(client, "rmsnorm_sweep") if r.data.tags.get("neuronexp.run_id") == child.data.tags["neuronexp.run_id"]]
-    assert len(again) == 1 and again[0].info.run_id != child.info.run_id and again[0].info.status == "FINISHED"
+    runs = _runs(client, "rmsnorm_sweep")
+    assert len(runs) == count  # nothing deleted, nothing duplicated
+    again = client.get_run(child.info.run_id)
+    assert again.info.status == "FINISHED" and again.data.params == child.data.params
+    assert again.data.metrics == child.data.metrics
 
 
 def test_the_uri_from_the_environment_and_traces_left_out(store, study: Path) -> None:

@@ -3,8 +3,9 @@ per cell (the parent's id in the `mlflow.parentRunId` tag, which is what nests a
 run without a parent.
 
 Idempotent: every run carries `neuronexp.export_key` (cells.export_key: the cell's run_id and start time; for a
-parent, the sweep directory's name and planned cells), and a run already holding that key is left as it is. A run
-found unfinished (an export killed half-way) is deleted and logged again, so a second export completes it.
+parent, the sweep directory's name and planned cells), and a run already holding that key is not logged again: only
+what it lacks is added (figures aggregation wrote since, or what an export killed half-way never logged, after which
+the run is ended). Nothing is ever deleted, in MLflow or on disk.
 
 mlflow is imported here only, inside the functions: neuronexp's default path never imports it.
 """
@@ -90,17 +91,6 @@ def _existing(client: Any, experiment_id: str) -> dict[str, Any]:
             return found
 
 
-def _reuse(client: Any, existing: dict[str, Any], key: str) -> str | None:
-    """The id of a finished run holding `key`; an unfinished one (a killed export) is deleted to be redone."""
-    run = existing.get(key)
-    if run is None:
-        return None
-    if run.info.status == "RUNNING":
-        client.delete_run(run.info.run_id)
-        return None
-    return run.info.run_id
-
-
 def _log(client: Any, run_id: str, params: dict[str, str], metrics: dict[str, float], at: int | None) -> None:
     from mlflow.entities import Metric, Param
 
@@ -133,13 +123,14 @@ def parent_key(root: Path, run_ids: list[str]) -> str:
 
 def _parent(client: Any, exp_id: str, existing: dict[str, Any], root: Path, cells: Any) -> str:
     key = parent_key(root, [str(r) for r in cells["run_id"]])
-    run_id = _reuse(client, existing, key)
-    if run_id is None:
+    run = existing.get(key)
+    if run is None:
         run_id = client.create_run(exp_id, run_name=root.resolve().name, tags={
             KEY_TAG: key, "neuronexp.kind": "sweep", "neuronexp.sweep_dir": str(root.resolve())}).info.run_id
-    elif client.list_artifacts(run_id, "results"):
-        return run_id
-    # New, or exported before the sweep was aggregated (while it ran): results/ is logged once it exists.
+    elif run.info.status != "RUNNING" and client.list_artifacts(run.info.run_id, "results"):
+        return run.info.run_id
+    else:  # exported before the sweep was aggregated (while it ran), or left unfinished by a killed export
+        run_id = run.info.run_id
     for path in _files(root / "results", SWEEP_FILES):
         client.log_artifact(run_id, str(path), artifact_path="results")
     client.set_tag(run_id, "neuronexp.cells", str(len(cells)))
@@ -149,21 +140,26 @@ def _parent(client: Any, exp_id: str, existing: dict[str, Any], root: Path, cell
 
 
 def _complete(client: Any, run: Any, cell: CellExport) -> None:
-    """A cell's run exported before aggregation lacks the figures aggregation adds (the speedups): log them now,
-    so exporting during and after a sweep gives the runs one export after it gives."""
+    """A finished cell's run exported before aggregation lacks the figures aggregation adds (the speedups): log
+    them now, so exporting during and after a sweep gives the runs one export after it gives."""
     missing = {k: v for k, v in cell.metrics.items() if k not in run.data.metrics}
     if missing:
         _log(client, run.info.run_id, {}, missing, _millis(cell.tags.get("neuronexp.started_at")))
 
 
-def _child(client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, parent: str | None, traces: bool) -> str:
-    tags = {**cell.tags, KEY_TAG: cell.key, "neuronexp.kind": "cell"}
-    if parent is not None:
-        tags["mlflow.parentRunId"] = parent
+def _child(client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, parent: str | None, traces: bool,
+           run: Any = None) -> str:
+    """Log a cell's run, or finish `run`, the cell's run an earlier export left unfinished (what it already holds
+    is not logged twice; artifacts are the same files, written again over themselves)."""
     started = _millis(cell.tags.get("neuronexp.started_at"))
-    run = client.create_run(exp_id, start_time=started, tags=tags, run_name=cell.name)
-    run_id = run.info.run_id
-    _log(client, run_id, cell.params, cell.metrics, started)
+    if run is None:
+        tags = {**cell.tags, KEY_TAG: cell.key, "neuronexp.kind": "cell"}
+        if parent is not None:
+            tags["mlflow.parentRunId"] = parent
+        run = client.create_run(exp_id, start_time=started, tags=tags, run_name=cell.name)
+    run_id, held = run.info.run_id, run.data
+    _log(client, run_id, {k: v for k, v in cell.params.items() if k not in held.params},
+         {k: v for k, v in cell.metrics.items() if k not in held.metrics}, started)
     if job_dir is not None:
         for path in _files(job_dir, TABLE_FILES):
             client.log_artifact(run_id, str(path), artifact_path="tables")
@@ -187,10 +183,11 @@ def export_mlflow(client: Any, found: Found, root: Path, experiment: str | None 
     if found.kind == "sweep":
         out.parent_run_id = _parent(client, exp_id, existing, root, cells)
     for cell, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
-        if (done := _reuse(client, existing, cell.key)) is not None:
-            _complete(client, existing[cell.key], cell)
-            out.already.append(done)
+        run = existing.get(cell.key)
+        if run is not None and run.info.status != "RUNNING":
+            _complete(client, run, cell)
+            out.already.append(run.info.run_id)
             continue
         job_dir = found.job_dir_of.get(run_id)
-        out.created.append(_child(client, exp_id, cell, job_dir, out.parent_run_id, traces))
+        out.created.append(_child(client, exp_id, cell, job_dir, out.parent_run_id, traces, run))
     return out
