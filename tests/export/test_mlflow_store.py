@@ -11,6 +11,7 @@ import pytest
 
 import neuronexp
 from helpers.optional import require
+from neuronexp.export.cells import shape_column
 from helpers import FAST, run_cli
 from helpers.layers import FAILING_LAYER
 
@@ -50,12 +51,13 @@ def test_a_sweep_is_one_parent_and_one_nested_child_per_cell(store, study: Path)
     assert {a.path for a in client.list_artifacts(parent, "results")} >= {"results/summary.md", "results/cells.parquet"}
 
     by_run_id = {r.data.tags["neuronexp.run_id"]: r for r in children}
+    shape = shape_column(cells)  # `shape`, or `input_shape` once issue 23 renames it
     assert set(by_run_id) == set(cells["run_id"])
     for _, row in cells.iterrows():
         run = by_run_id[row["run_id"]]
         params, metrics, tags = run.data.params, run.data.metrics, run.data.tags
         # params: the override keys as typed, flattened, and the labels no override names
-        assert params["module"] == row["module"] and params["input.shape"] == row["shape"]
+        assert params["module"] == row["module"] and params["input.shape"] == row[shape]
         assert params["timing.iters"] == "5" and params["dtype"] == row["dtype"] and params["backend"] == row["backend"]
         for col in ("latency_median_us", "latency_p10_us", "latency_p90_us", "speedup_vs_baseline", "pct_peak_bw",
                     "peak_memory_bytes", "device_time_us", "cpu_time_us", "first_call_s"):
