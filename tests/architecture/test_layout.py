@@ -28,8 +28,10 @@ ALLOWED = {
     "cell": {"backends", "config", "results", "analysis", "host"},
     "report": {"analysis", "results", "formatting"},
     "compare": {"analysis", "results", "formatting"},
+    # The export stage reads results (and splits overrides with analysis); nothing imports it but its command.
+    "export": {"analysis", "results"},
     "sweep": {"cell", "backends", "config", "results", "analysis", "report", "formatting", "host"},
-    "cli": {"sweep", "cell", "backends", "config", "results", "analysis", "report", "compare", "formatting", "host"},
+    "cli": {"sweep", "cell", "backends", "config", "results", "analysis", "report", "compare", "export", "formatting", "host"},
     "__init__": {"results"},
     "__main__": {"cli"},
 }

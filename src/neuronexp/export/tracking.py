@@ -1,0 +1,193 @@
+"""A run or a sweep as MLflow runs, through MLflow's own client: a sweep is one parent run and one nested child run
+per cell (the parent's id in the `mlflow.parentRunId` tag, which is what nests a run in MLflow); a single run is a
+run without a parent.
+
+Idempotent: every run carries `neuronexp.export_key` (cells.export_key: the cell's run_id and start time; for a
+parent, the sweep directory's name and planned cells), and a run already holding that key is not logged again: only
+what it lacks is added (figures aggregation wrote since, or what an export killed half-way never logged, after which
+the run is ended). Nothing is ever deleted, in MLflow or on disk.
+
+mlflow is imported here only, inside the functions: neuronexp's default path never imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from neuronexp.export.cells import CellExport, ExportError, cell_exports
+from neuronexp.results import Found, JOBS_MANIFEST
+
+KEY_TAG = "neuronexp.export_key"
+# A job directory's tables and the files that say how it was measured; traces are optional (--no-traces).
+TABLE_FILES = ("cells.parquet", "ops.parquet", "samples.parquet", "modules.parquet", "config.yaml", "env.json",
+               "cell.json", "error.log")
+SWEEP_FILES = ("summary.md", "cells.parquet", "ops.parquet", "samples.parquet")
+# MLflow's log_batch limits per call (params and tags 100, metrics 1,000).
+_BATCH = 100
+
+
+@dataclass
+class Exported:
+    experiment: str
+    experiment_id: str
+    parent_run_id: str | None = None
+    created: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def _one_try() -> Iterator[None]:
+    """MLflow retries a failing HTTP request for minutes by default; the check at the start must answer in
+    seconds (a user's own settings win)."""
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+
+
+def connect(uri: str) -> Any:
+    """An MlflowClient for `uri`, checked by one request before any work. Raises ExportError (one line) for a
+    missing mlflow package, a URI no tracking store takes, or a server that does not answer."""
+    try:
+        from mlflow import MlflowClient
+    except ImportError:
+        raise ExportError("--mlflow needs the mlflow package: pip install 'neuronexp[mlflow]'") from None
+    try:
+        with _one_try():
+            client = MlflowClient(tracking_uri=uri)
+            client.search_experiments(max_results=1)
+    except Exception as exc:  # MlflowException, requests' and the database drivers' errors: all mean "not usable"
+        detail = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise ExportError(f"--mlflow {uri}: no usable MLflow tracking store there ({detail[:300]})") from None
+    return client
+
+
+def _millis(started_at: Any) -> int | None:
+    try:
+        return int(datetime.fromisoformat(str(started_at)).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+def _existing(client: Any, experiment_id: str) -> dict[str, Any]:
+    """The experiment's runs that neuronexp exported, by export key (one paged search, not one per cell)."""
+    found, token = {}, None
+    while True:
+        page = client.search_runs([experiment_id], f"tags.`{KEY_TAG}` LIKE '%'", max_results=1000, page_token=token)
+        found.update({r.data.tags[KEY_TAG]: r for r in page})
+        token = page.token
+        if not token:
+            return found
+
+
+def _log(client: Any, run_id: str, params: dict[str, str], metrics: dict[str, float], at: int | None) -> None:
+    from mlflow.entities import Metric, Param
+
+    stamp = at or int(datetime.now().timestamp() * 1000)
+    items = [Param(k, v) for k, v in params.items()]
+    values = [Metric(k, v, stamp, 0) for k, v in metrics.items()]
+    for i in range(0, max(len(items), len(values), 1), _BATCH):
+        client.log_batch(run_id, metrics=values[i : i + _BATCH], params=items[i : i + _BATCH])
+
+
+def _files(directory: Path, names: tuple[str, ...]) -> list[Path]:
+    return [directory / n for n in names if (directory / n).is_file()]
+
+
+def _traces(job_dir: Path) -> list[Path]:
+    return sorted(p for p in job_dir.glob("trace*.json") if p.is_file())
+
+
+def parent_key(root: Path, run_ids: list[str]) -> str:
+    """The sweep directory's name with its planned cells: the same sweep resumed keeps its parent, another sweep
+    of the same cells (another directory) gets its own."""
+    manifest = root / JOBS_MANIFEST
+    try:
+        planned = sorted(str(j["run_id"]) for j in json.loads(manifest.read_text())) if manifest.is_file() else []
+    except (ValueError, TypeError, KeyError):
+        planned = []
+    ident = root.resolve().name + "|" + ",".join(planned or sorted(run_ids))
+    return hashlib.sha256(ident.encode()).hexdigest()[:24]
+
+
+def _parent(client: Any, exp_id: str, existing: dict[str, Any], root: Path, cells: Any) -> str:
+    key = parent_key(root, [str(r) for r in cells["run_id"]])
+    run = existing.get(key)
+    if run is None:
+        run_id = client.create_run(exp_id, run_name=root.resolve().name, tags={
+            KEY_TAG: key, "neuronexp.kind": "sweep", "neuronexp.sweep_dir": str(root.resolve())}).info.run_id
+    elif run.info.status != "RUNNING" and client.list_artifacts(run.info.run_id, "results"):
+        return run.info.run_id
+    else:  # exported before the sweep was aggregated (while it ran), or left unfinished by a killed export
+        run_id = run.info.run_id
+    for path in _files(root / "results", SWEEP_FILES):
+        client.log_artifact(run_id, str(path), artifact_path="results")
+    client.set_tag(run_id, "neuronexp.cells", str(len(cells)))
+    failed = bool((cells["status"] == "error").any()) if "status" in cells else False
+    client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
+    return run_id
+
+
+def _complete(client: Any, run: Any, cell: CellExport) -> None:
+    """A finished cell's run exported before aggregation lacks the figures aggregation adds (the speedups): log
+    them now, so exporting during and after a sweep gives the runs one export after it gives."""
+    missing = {k: v for k, v in cell.metrics.items() if k not in run.data.metrics}
+    if missing:
+        _log(client, run.info.run_id, {}, missing, _millis(cell.tags.get("neuronexp.started_at")))
+
+
+def _child(client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, parent: str | None, traces: bool,
+           run: Any = None) -> str:
+    """Log a cell's run, or finish `run`, the cell's run an earlier export left unfinished (what it already holds
+    is not logged twice; artifacts are the same files, written again over themselves)."""
+    started = _millis(cell.tags.get("neuronexp.started_at"))
+    if run is None:
+        tags = {**cell.tags, KEY_TAG: cell.key, "neuronexp.kind": "cell"}
+        if parent is not None:
+            tags["mlflow.parentRunId"] = parent
+        run = client.create_run(exp_id, start_time=started, tags=tags, run_name=cell.name)
+    run_id, held = run.info.run_id, run.data
+    _log(client, run_id, {k: v for k, v in cell.params.items() if k not in held.params},
+         {k: v for k, v in cell.metrics.items() if k not in held.metrics}, started)
+    if job_dir is not None:
+        for path in _files(job_dir, TABLE_FILES):
+            client.log_artifact(run_id, str(path), artifact_path="tables")
+        for path in _traces(job_dir) if traces else []:
+            client.log_artifact(run_id, str(path), artifact_path="traces")
+    ok = cell.tags.get("neuronexp.status") in ("ok", "cached")
+    client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+    return run_id
+
+
+def export_mlflow(client: Any, found: Found, root: Path, experiment: str | None = None, traces: bool = True) -> Exported:
+    """Log `found` (read from `root`) into `experiment` (default: the cells' own `experiment` label)."""
+    cells = found.results.cells
+    if cells.empty:
+        raise ExportError(f"{root}: the results hold no cells")
+    name = experiment or str(cells["experiment"].iloc[0])
+    exp = client.get_experiment_by_name(name)
+    exp_id = exp.experiment_id if exp is not None else client.create_experiment(name)
+    out = Exported(name, exp_id)
+    existing = _existing(client, exp_id)
+    if found.kind == "sweep":
+        out.parent_run_id = _parent(client, exp_id, existing, root, cells)
+    for cell, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
+        run = existing.get(cell.key)
+        if run is not None and run.info.status != "RUNNING":
+            _complete(client, run, cell)
+            out.already.append(run.info.run_id)
+            continue
+        job_dir = found.job_dir_of.get(run_id)
+        out.created.append(_child(client, exp_id, cell, job_dir, out.parent_run_id, traces, run))
+    return out
