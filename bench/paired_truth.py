@@ -14,32 +14,20 @@ load average to fall below --max-load; --set KEY=VALUE (repeatable) adds an over
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
+from truth_checks import common_args, load, run_check, wait_quiet  # bench/ is this script's directory
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 LAYERS = REPO / "bench" / "layers"
 SHAPES = "input.shape=[1,128,1024],[1,512,2048],[1,1024,4096],[1,2048,4096]"
 NAIVE = "neuronexp.modules.NaiveRMSNorm"
-
-
-def load() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
-def wait_quiet(max_load: float, wait_s: float) -> float:
-    deadline = time.monotonic() + wait_s
-    while load() >= max_load and time.monotonic() < deadline:
-        time.sleep(10)
-    return load()
 
 
 def sweep(args: list[str], out: Path, cwd: Path) -> tuple[float, pd.DataFrame]:
@@ -112,20 +100,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("check", choices=["study", "same", "extra", "order"])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--max-load", type=float, default=0.5)
-    parser.add_argument("--wait-s", type=float, default=600)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "paired")
-    parser.add_argument("--tag", default="")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every neuronexp run")
+    common_args(parser, REPO / "bench" / "results" / "paired")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix=f"nx-{args.check}-") as tmp:
-        started = time.strftime("%Y-%m-%dT%H:%M:%S")
-        result = {"check": args.check, "started": started, "load_start": load(), "overrides": args.set,
-                  **globals()[args.check](args, Path(tmp)), "load_end": load()}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{args.check}{'-' + args.tag if args.tag else ''}-{started.replace(':', '')}.json"
-    path.write_text(json.dumps(result, indent=1, default=str))
-    print(json.dumps({k: v for k, v in result.items() if k not in ("runs",)}, indent=1, default=str))
+    run_check(args, globals()[args.check], ("runs",))
 
 
 if __name__ == "__main__":

@@ -139,6 +139,28 @@ def timer(args, work: Path) -> dict:
             "ratio": nx / tm}
 
 
+def common_args(parser: argparse.ArgumentParser, out: Path) -> None:
+    """The flags every check script shares (this one and bench/paired_truth.py)."""
+    parser.add_argument("--max-load", type=float, default=0.5)
+    parser.add_argument("--wait-s", type=float, default=600)
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--tag", default="")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every neuronexp run")
+
+
+def run_check(args: argparse.Namespace, check, hidden: tuple[str, ...]) -> dict:
+    """Run `check(args, workdir)` in a temporary directory, write its JSON to --out, print it less `hidden`."""
+    with tempfile.TemporaryDirectory(prefix=f"nx-{args.check}-") as tmp:
+        started = time.strftime("%Y-%m-%dT%H:%M:%S")
+        result = {"check": args.check, "started": started, "load_start": load(), "overrides": args.set,
+                  **check(args, Path(tmp)), "load_end": load()}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{args.check}{'-' + args.tag if args.tag else ''}-{started.replace(':', '')}.json"
+    path.write_text(json.dumps(result, indent=1, default=str))
+    print(json.dumps({k: v for k, v in result.items() if k not in hidden}, indent=1, default=str))
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("check", choices=["walltime", "aa", "ab", "timer"])
@@ -146,20 +168,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--src", help="walltime: run this source tree's neuronexp instead (PYTHONPATH)")
     parser.add_argument("--keep", help="aa: also write the comparison as Markdown here")
-    parser.add_argument("--max-load", type=float, default=0.5)
-    parser.add_argument("--wait-s", type=float, default=600)
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "truth")
-    parser.add_argument("--tag", default="")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every neuronexp run")
+    common_args(parser, REPO / "bench" / "results" / "truth")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix=f"nx-{args.check}-") as tmp:
-        started = time.strftime("%Y-%m-%dT%H:%M:%S")
-        result = {"check": args.check, "started": started, "load_start": load(), "overrides": args.set,
-                  **globals()[args.check](args, Path(tmp)), "load_end": load()}
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{args.check}{'-' + args.tag if args.tag else ''}-{started.replace(':', '')}.json"
-    path.write_text(json.dumps(result, indent=1, default=str))
-    print(json.dumps({k: v for k, v in result.items() if k not in ("cells", "output", "pairs")}, indent=1, default=str))
+    result = run_check(args, globals()[args.check], ("cells", "output", "pairs"))
     print(result.get("output", ""))
 
 
