@@ -13,6 +13,7 @@ equal in those (sweep.pairing).
 from __future__ import annotations
 
 import contextlib
+import gc
 import uuid
 from pathlib import Path
 
@@ -42,10 +43,20 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
         if threads is not None:
             torch.set_num_threads(threads)
         # One Dynamo reset for the group: a reset between its cells would drop the compiled code of the earlier ones.
-        calls = [run.start(reset_dynamo=i == 0) for i, run in enumerate(runs)]
-        live = [(run, call) for run, call in zip(runs, calls) if call is not None]
+        live = [(run, call) for i, run in enumerate(runs)
+                if (call := run.start(reset_dynamo=i == 0, crowded=i > 0)) is not None]
         if live:
-            _time_and_finish(live, len(runs), unpaired_note)
+            _time_and_finish(live, len(runs) - sum(r.deferred for r in runs), unpaired_note)
+        del live  # the calls hold their modules and inputs: freed before a deferred cell runs alone
+        if any(run.deferred for run in runs):
+            gc.collect()  # what the failed attempt's traceback kept alive, too
+        for i, run in enumerate(runs):  # out of memory beside its group: alone now, its speedup unpaired
+            if run.deferred:
+                alone = runs[i] = CellRun(run.spec, run.out_dir, host_alloc)
+                call = alone.start()
+                if call is not None:
+                    alone.notes.append("timed alone: it ran out of memory while the other cells of its group were loaded")
+                    _time_and_finish([(alone, call)], 1, None)
     finally:
         torch.set_num_threads(process_threads)
     return [run.results for run in runs if run.results is not None]

@@ -126,6 +126,7 @@ class CellRun:
         self.results: Results | None = None  # set once its files are written
         self.notes: list[str] = []  # said in the row's warnings (how it was timed)
         self.timing_group: str | None = None  # shared by the cells timed together with it (cell.group)
+        self.out_of_memory = self.deferred = False
 
     @property
     def alloc_columns(self) -> dict[str, Any]:
@@ -135,8 +136,11 @@ class CellRun:
     def grad(self) -> Any:
         return grad_mode(self.spec.config.input, self.backend.name if self.backend else "cpu")
 
-    def start(self, reset_dynamo: bool = True) -> Callable[[], Any] | None:
-        """Build and call once; the call to time, or None when the cell failed (its row is written then)."""
+    def start(self, reset_dynamo: bool = True, crowded: bool = False) -> Callable[[], Any] | None:
+        """Build and call once; the call to time, or None when the cell failed (its row is written then).
+
+        `crowded`: other cells of its group hold memory in this process; running out of memory then is not this
+        cell's failure: `deferred` is set, no row is written, and cell.group runs it again alone."""
         cfg = self.spec.config
         try:
             self.backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
@@ -151,6 +155,10 @@ class CellRun:
                 self.built = _build(self.spec, self.backend, reset_dynamo)
                 self.first_call_s = _first_call(self.built.call, self.spec, self.backend, self.out_dir)
         if self.error is not None or self.built is None:
+            self.built = None
+            if crowded and self.out_of_memory:
+                self.deferred, self.error = True, None
+                return None
             self.finish(None)
             return None
         return self.built.call
@@ -163,6 +171,7 @@ class CellRun:
             self.error = str(exc)
         except (Exception, SystemExit) as exc:  # failures are data: the sweep goes on with an error row
             self.error = _error_text(exc)
+            self.out_of_memory = isinstance(exc, (MemoryError, torch.OutOfMemoryError))
             atomic_write_text(self.out_dir / ERROR_LOG, traceback.format_exc())  # the row keeps one line, this the rest
             # The same traceback in the job's log (Hydra's neuronexp.log: conf/config.yaml routes this logger to its
             # file handler only, so the terminal keeps the one-line error).

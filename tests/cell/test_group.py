@@ -1,0 +1,82 @@
+"""A comparison group in one process (cell.group.run_cells): every cell its own rows and files, timed together,
+and the cases that fall back to timing a cell alone, each said in its row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from neuronexp.cell.group import run_cells
+from neuronexp.config import CellSpec
+from neuronexp.config.schema import BackendName, CorrectnessConfig, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
+from neuronexp.modules import NaiveRMSNorm
+
+
+class Greedy(torch.nn.Module):
+    """Runs out of memory whenever another Greedy is alive in the process (a layer too large to share it)."""
+
+    alive = 0
+
+    def __init__(self) -> None:
+        if Greedy.alive:
+            raise MemoryError("no room beside the other Greedy")
+        super().__init__()
+        Greedy.alive += 1
+
+    def __del__(self) -> None:
+        Greedy.alive -= 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+class Broken(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("this layer is broken")
+
+
+def _spec(name: str, build) -> CellSpec:
+    cfg = RunConfig(
+        module={"_target_": "builtins.object"}, input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
+        backend=BackendName.cpu, correctness=CorrectnessConfig(enabled=False),
+        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)),
+        timing=TimingConfig(min_seconds=0, warmup=1, iters=10, min_iters=10, rounds=2, round_gap_s=0.0),
+    )
+    return CellSpec(config=cfg, build_module=build, run_id=name, experiment="group", module_name=name)
+
+
+def test_a_group_gives_every_cell_its_own_rows_with_pair_indices(tmp_path: Path) -> None:
+    specs = [_spec("a", lambda: NaiveRMSNorm(64)), _spec("b", lambda: NaiveRMSNorm(64))]
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    a, b = run_cells(specs, dirs)
+    assert a.cells["timing_group"].iloc[0] == b.cells["timing_group"].iloc[0] and a.cells["timing_group"].iloc[0]
+    assert list(a.samples["pair"]) == list(b.samples["pair"]) == list(range(10))
+    assert all((d / "cells.parquet").is_file() and (d / "trace.json").is_file() for d in dirs)
+
+
+def test_a_cell_that_fails_before_timing_leaves_the_others_timed_and_said(tmp_path: Path) -> None:
+    specs = [_spec("ok1", lambda: NaiveRMSNorm(64)), _spec("bad", Broken), _spec("ok2", lambda: NaiveRMSNorm(64))]
+    dirs = [tmp_path / s.run_id for s in specs]
+    for d in dirs:
+        d.mkdir()
+    ok1, bad, ok2 = run_cells(specs, dirs)
+    assert bad.cells["status"].iloc[0] == "error" and "this layer is broken" in bad.cells["error"].iloc[0]
+    for r in (ok1, ok2):
+        assert r.cells["status"].iloc[0] == "ok"
+        assert "timed paired with 1 of the 2 other cells of its group" in r.cells["warnings"].iloc[0]
+    assert ok1.cells["timing_group"].iloc[0] == ok2.cells["timing_group"].iloc[0]
+
+
+def test_a_cell_that_does_not_fit_beside_its_group_is_timed_alone_and_says_so(tmp_path: Path) -> None:
+    specs = [_spec("first", Greedy), _spec("second", Greedy)]
+    dirs = [tmp_path / "first", tmp_path / "second"]
+    for d in dirs:
+        d.mkdir()
+    first, second = run_cells(specs, dirs)
+    assert first.cells["status"].iloc[0] == second.cells["status"].iloc[0] == "ok"
+    assert second.cells["timing_group"].isna().all() and second.samples["pair"].isna().all()
+    assert "ran out of memory while the other cells of its group were loaded" in second.cells["warnings"].iloc[0]
+    assert not (tmp_path / "second" / "error.log").exists() or "MemoryError" in (tmp_path / "second" / "error.log").read_text()
