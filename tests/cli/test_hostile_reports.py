@@ -127,3 +127,28 @@ def test_compare_piped_at_80_columns_keeps_the_cell_names(sweep: Path, tmp_path:
     assert len(rows) == 2 and all(ln.split()[0].lstrip(NOISY_MARK).startswith("rmsnorm_") for ln in rows), res.stdout
     # The figures are whole: each row's interval is printed in full on its line.
     assert all(ln.count("–") == 1 for ln in rows)
+
+
+def _with_error(sweep: Path, dest: Path, error: str) -> Path:
+    """A copy of `sweep` whose first cell failed with `error` (as a layer's exception text would read)."""
+    import pyarrow.parquet as pq
+
+    out = _copy(sweep, dest, aggregated=True)
+    table = pq.read_table(out / "results" / "cells.parquet")
+    cells = table.to_pandas()
+    cells.loc[0, "status"], cells.loc[0, "error"] = "error", error
+    write_table(out / "results" / "cells.parquet", pa.Table.from_pandas(cells, schema=table.schema, preserve_index=False))
+    return out
+
+
+@pytest.mark.slow  # 5 s on the 2-core VM
+def test_compare_markdown_escapes_error_text_as_report_and_summary_do(sweep: Path, tmp_path: Path) -> None:
+    hostile = '<script>alert(1)</script> <img src=x onerror=alert(2)> | `x`\nsecond line'
+    a, b = _with_error(sweep, tmp_path / "a", hostile), _with_error(sweep, tmp_path / "b", hostile)
+    md = tmp_path / "cmp.md"
+    res = run_cli([str(a), str(b), "--markdown", str(md)], cwd=tmp_path, script="neuronexp-compare")
+    assert res.returncode == 0, res.stderr
+    text = md.read_text()
+    assert "alert(1)" in text, "the error is listed (failed in both)"
+    assert "<script>" not in text and "<img" not in text and "&lt;script&gt;" in text
+    assert "\\|" in text and "second line" not in text  # a pipe cannot split the line; one line of the error

@@ -46,6 +46,8 @@ def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozense
     cells = add_output_checks(cells, run_dirs(list(cells["run_id"]), job_dirs), baseline)
     tables["cells"] = to_arrow("cells", cells)
     out = sweep_dir / "results"
+    if out.is_symlink():  # planted after the sweep's up-front check: never written through
+        raise NotADirectoryError(f"{out} is a symbolic link; neuronexp never writes through one")
     out.mkdir(exist_ok=True)
     for name, table in tables.items():
         write_table(out / f"{name}.parquet", table)

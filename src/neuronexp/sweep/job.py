@@ -34,7 +34,7 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
         return reused._replace(cells=reused.cells.assign(status="cached"))
     reset_job_dir(out_dir)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    write_json(out_dir / CELL_MARKER, {"run_id": spec.run_id, "overrides": task, "started_at": started, "pid": os.getpid()})
+    write_json(out_dir / CELL_MARKER, {"written_by": "neuronexp", "run_id": spec.run_id, "overrides": task, "started_at": started, "pid": os.getpid()})
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     write_phase(out_dir, "start")  # no earlier run's phase may pass for this one's (a cell that dies at once)
     isolate = spec.config.launcher.isolate

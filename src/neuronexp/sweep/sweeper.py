@@ -62,7 +62,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
     baseline = OmegaConf.select(ctx.master, "baseline", default=None)
     baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
-    with locked(sweep_dir, "hydra.sweep.dir"):
+    with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
         reused = assign(cells, sweep_dir)
         write_json(sweep_dir / JOBS_MANIFEST, [vars(c) for c in cells])
         todo = [c for c in cells if c.run_id not in reused]
