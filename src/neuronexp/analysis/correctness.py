@@ -73,7 +73,8 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
 def compare_outputs(variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None) -> dict[str, Any]:
     """The check's columns for one cell (see the module docstring); `atol` None: rtol × the baseline's RMS."""
     if len(variant) != len(baseline):
-        return _failed(f"returns {len(variant)} tensor(s), the baseline {len(baseline)}")
+        kind = "no tensor" if not variant else f"{len(variant)} tensor(s)"
+        return _failed(f"returns {kind}, the baseline {len(baseline)}: not the same kind of output")
     ok, max_abs, max_rel, compared, total, limits = True, 0.0, 0.0, 0, 0, []
     for i, (v, b) in enumerate(zip(variant, baseline)):
         if v.shape != b.shape:

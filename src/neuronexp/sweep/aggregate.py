@@ -31,16 +31,24 @@ class SweepOutcome:
         return int((self.cells["status"] == "error").sum()) + len(self.missing)
 
 
-def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozenset[str] = frozenset()) -> SweepOutcome:
+def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozenset[str] = frozenset(),
+              tolerances: dict[str, tuple[float | None, float | None]] | None = None) -> SweepOutcome:
     """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep.
 
     `cached`: run_ids reused from an earlier run of the sweep rather than measured now; their rows say
     `cached` here (the job's own files are left as they were written).
+    `tolerances`: run_id → this invocation's (correctness.rtol, correctness.atol), which the output check applies
+    instead of those a reused cell ran with (docs: applied when results are gathered).
     """
     job_dirs = job_dirs_of(sweep_dir)
     tables, missing = read_jobs(job_dirs)
     cells = tables["cells"].to_pandas()
     cells.loc[cells["run_id"].isin(cached) & (cells["status"] == "ok"), "status"] = "cached"
+    if tolerances and "output_rtol" in cells:
+        now = cells["run_id"].map(tolerances)
+        known = now.notna()
+        for i, col in enumerate(("output_rtol", "output_atol")):
+            cells.loc[known, col] = [float("nan") if t[i] is None else float(t[i]) for t in now[known]]
     cells = add_speedups(cells, baseline)
     # Outputs compared from the files each cell saved: the cells ran in other processes, maybe on other hosts.
     cells = add_output_checks(cells, run_dirs(list(cells["run_id"]), job_dirs), baseline)

@@ -33,6 +33,10 @@ class PlannedCell:
     backend: str
     label: str  # the overrides that tell this cell apart, for progress lines
     compiled: bool = False  # compile.enabled: the fork server warms the compiler up for such cells
+    # correctness.rtol/atol of this invocation: applied when results are gathered, also to a reused cell (they are
+    # not part of run_id, so a cell measured under another tolerance is reused and checked under this one).
+    rtol: float | None = None
+    atol: float | None = None
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -125,7 +129,8 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
             raise ConfigError("sweep", label, f"cells {by_run[spec.run_id]} and {num} are the same configuration")
         by_dir[subdir], by_run[spec.run_id] = num, num
         cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label,
-                                 bool(spec.config.compile.enabled)))
+                                 bool(spec.config.compile.enabled), spec.config.correctness.rtol,
+                                 spec.config.correctness.atol))
     # Only now, with every value checked: the backends import torch, the slot checks pandas (results' files).
     from neuronexp.backends import backend_kind, check_available
     from neuronexp.sweep.machine import check_slots_fit

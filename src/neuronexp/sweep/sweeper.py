@@ -83,7 +83,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
                 stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {_first_line(exc)}); "
                                           f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
         try:
-            outcome = aggregate(sweep_dir, baseline, cached=reused)
+            outcome = aggregate(sweep_dir, baseline, cached=reused, tolerances={c.run_id: (c.rtol, c.atol) for c in cells})
         except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
             why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {_first_line(exc)})"
             if stopped is not None:

@@ -1,0 +1,82 @@
+"""Results that must never be stale or wrong (issue 26): a variant that computes nothing fails its output check, a
+rerun applies this invocation's tolerance to reused cells, and a damaged or planted job file makes its cell run
+again instead of breaking or hanging every later sweep."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from helpers import FAST, run_cli
+from helpers.hostile import write_hostile_layers, write_module_options
+
+QUICK = [a for a in FAST if not a.startswith("input.shape")] + ["backend=cpu", "roofline.probe=off", "input.dtype=float32",
+                                                              "input.shape=[1,8,64]"]
+
+
+def _sweep(root: Path, modules: str, *extra: str, timeout: float = 300):
+    conf = write_module_options(root, double="hostile.Double", nearly="hostile.NearlyDouble",
+                                returns_none="hostile.ReturnsNone", returns_int="hostile.ReturnsInt", all_nan="hostile.AllNan")
+    write_hostile_layers(root)
+    return run_cli(["--config-dir", str(conf), "-m", f"module={modules}", "baseline=double", *QUICK, *extra,
+                    f"hydra.sweep.dir={root / 'sweep'}"], cwd=root, timeout=timeout)
+
+
+def _cells(root: Path) -> dict[str, dict]:
+    return {r["module"]: r for r in pq.read_table(root / "sweep" / "results" / "cells.parquet").to_pylist()}
+
+
+@pytest.mark.slow  # 10 s on the 2-core VM
+def test_a_variant_returning_none_or_an_int_fails_the_output_check(tmp_path: Path) -> None:
+    res = _sweep(tmp_path, "double,returns_none,returns_int")
+    assert res.returncode == 0, res.stderr[-2000:]
+    cells = _cells(tmp_path)
+    for name in ("returns_none", "returns_int"):
+        assert cells[name]["output_check"] == "FAIL", cells[name]["output_note"]
+        assert cells[name]["output_match"] is False
+        assert "returns no tensor, the baseline 1: not the same kind of output" in cells[name]["output_note"]
+    assert cells["double"]["output_check"] == "baseline"
+
+
+@pytest.mark.slow  # 15 s on the 2-core VM: three sweeps, the last two reusing every cell
+def test_a_rerun_applies_this_invocations_tolerance_to_reused_cells(tmp_path: Path) -> None:
+    assert _sweep(tmp_path, "double,nearly").returncode == 0
+    assert _cells(tmp_path)["nearly"]["output_check"] == "FAIL"  # 1e-4 relative, beyond float32's 1e-5
+    loose = _sweep(tmp_path, "double,nearly", "correctness.rtol=1e-3")
+    assert loose.returncode == 0, loose.stderr[-2000:]
+    cells = _cells(tmp_path)
+    assert cells["nearly"]["status"] == "cached" and cells["nearly"]["output_check"] == "pass"
+    assert cells["nearly"]["output_rtol"] == pytest.approx(1e-3)
+    assert _sweep(tmp_path, "double,nearly").returncode == 0  # the tolerance tightened again: applied again
+    assert _cells(tmp_path)["nearly"]["output_check"] == "FAIL"
+
+
+def _job_of(root: Path, module: str) -> Path:
+    return next(p.parent for p in (root / "sweep").glob("*/cells.parquet")
+                if pq.read_table(p, columns=["module"]).column(0)[0].as_py() == module)
+
+
+@pytest.mark.slow  # 12 s on the 2-core VM
+def test_a_truncated_output_file_makes_its_cell_run_again(tmp_path: Path) -> None:
+    assert _sweep(tmp_path, "double,nearly").returncode == 0
+    damaged = _job_of(tmp_path, "nearly") / "output.npz"
+    damaged.write_bytes(damaged.read_bytes()[:40])
+    again = _sweep(tmp_path, "double,nearly")
+    assert again.returncode == 0, again.stderr[-2000:]
+    cells = _cells(tmp_path)
+    assert cells["nearly"]["status"] == "ok" and cells["double"]["status"] == "cached"
+    assert cells["nearly"]["output_check"] == "FAIL"  # checked from the new output, not left "n/a" by the damaged one
+
+
+@pytest.mark.slow  # 12 s on the 2-core VM
+def test_a_fifo_in_place_of_a_table_never_hangs_a_resumed_sweep(tmp_path: Path) -> None:
+    assert _sweep(tmp_path, "double,nearly").returncode == 0
+    job = _job_of(tmp_path, "nearly")
+    (job / "ops.arrow").unlink()
+    os.mkfifo(job / "ops.arrow")
+    again = _sweep(tmp_path, "double,nearly", timeout=120)  # blocking on the FIFO would time out here
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert _cells(tmp_path)["nearly"]["status"] in ("ok", "cached")
