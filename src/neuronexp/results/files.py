@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from neuronexp.results.schema import TABLES, to_arrow, usable
+from neuronexp.results.schema import SCHEMAS, TABLES, to_arrow, usable
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
@@ -171,8 +171,9 @@ def complete_run_id(job_dir: Path) -> str | None:
     try:
         if not all(stat.S_ISREG(os.stat(p).st_mode) for p in tables):
             return None
-        for name in TABLES:
-            read_arrow(job_dir / f"{name}.arrow")
+        for name in TABLES:  # every column of the contract: an older layout's cell runs again
+            if not set(SCHEMAS[name].names) <= set(read_arrow(job_dir / f"{name}.arrow").column_names):
+                return None
             pq.read_metadata(job_dir / f"{name}.parquet")
         rows = pq.read_table(job_dir / "cells.parquet").to_pylist()
         if len(rows) != 1 or not usable(rows[0].get("status")):

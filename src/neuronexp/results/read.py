@@ -13,19 +13,50 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neuronexp.results.files import read_arrow
-from neuronexp.results.schema import TABLES, Results, to_arrow, whole_counts
+from neuronexp.results.files import read_regular
+from neuronexp.results.schema import SCHEMAS, TABLES, Results, to_arrow, whole_counts
 
 # The sweep's planned cells, written before the first one runs: what "missing" is measured against.
 JOBS_MANIFEST = "jobs.json"
 
 
 def read_job(job_dir: Path) -> Results:
-    return Results(*(pd.read_parquet(job_dir / f"{name}.parquet") for name in TABLES))
+    return Results(*(read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES))
 
 
 class DamagedResults(ValueError):
-    """A file neuronexp wrote cannot be read back as written (changed or damaged since)."""
+    """A file neuronexp wrote cannot be read back as written (changed or damaged since, another tool's table, or
+    one of an older layout)."""
+
+
+def read_table(path: Path, name: str) -> pa.Table:
+    """The `name` table ("cells", "ops", "samples") at `path` (`.parquet` or `.arrow`), checked against the contract.
+
+    Read from the bytes of a regular file: a FIFO or device under a table's name is refused, never opened
+    blocking. A table without every column of the contract (another tool's, or an older neuronexp's) is refused
+    here in one line, rather than as a KeyError deep in a report.
+
+    Raises:
+        FileNotFoundError: no file there.
+        DamagedResults: not a regular file, not a readable table, or not of this layout.
+    """
+    try:
+        data = read_regular(path)
+        buffer = pa.BufferReader(data)
+        table = pa.ipc.open_file(buffer).read_all() if path.suffix == ".arrow" else pq.read_table(buffer)
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DamagedResults(f"{path}: cannot be read as a table ({why}); neuronexp reads only the regular files it "
+                             "wrote: rerun the cell or sweep into this directory to write it again") from None
+    lacking = [c for c in SCHEMAS[name].names if c not in table.column_names]
+    if lacking:
+        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        raise DamagedResults(f"{path}: not a {name} table of this neuronexp's layout (no column {shown}); it was "
+                             "written by another tool or an older neuronexp: rerun it with this version, or read it "
+                             "with the version that wrote it")
+    return table
 
 
 def load(path: str | os.PathLike[str]) -> Results:
@@ -41,7 +72,7 @@ def load(path: str | os.PathLike[str]) -> Results:
 def _load(root: Path) -> Results:
     """load() with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
-        return Results(*(pd.read_parquet(root / "results" / f"{n}.parquet") for n in TABLES))
+        return Results(*(read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES))
     if (root / "cells.parquet").is_file():
         return read_job(root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
@@ -65,9 +96,9 @@ def _natural_key(name: str) -> list[object]:
 
 def _read_job_table(job_dir: Path, name: str) -> pa.Table:
     try:
-        return read_arrow(job_dir / f"{name}.arrow")
+        return read_table(job_dir / f"{name}.arrow", name)
     except FileNotFoundError:  # written by another tool, or before the Arrow copies existed
-        return pq.read_table(job_dir / f"{name}.parquet")
+        return read_table(job_dir / f"{name}.parquet", name)
 
 
 def _concat(parts: list[pa.Table]) -> pa.Table:
@@ -138,7 +169,7 @@ def read_any(root: Path) -> Found:
 
 
 def _job_run_id(job_dir: Path) -> str:
-    run_ids = pq.read_table(job_dir / "cells.parquet", columns=["run_id"]).column(0).to_pylist()
+    run_ids = read_table(job_dir / "cells.parquet", "cells").column("run_id").to_pylist()
     if len(run_ids) != 1:
         raise DamagedResults(f"{job_dir / 'cells.parquet'}: {len(run_ids)} rows where a job's table holds one; "
                              "rerun the sweep into this directory to run that cell again")
