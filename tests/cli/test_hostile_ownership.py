@@ -125,3 +125,62 @@ def test_a_lock_file_that_is_a_fifo_is_refused_without_blocking(cli, tmp_path: P
     os.mkfifo(where / ".neuronexp.lock")
     res = cli(*SMALL, f"hydra.run.dir={where}", timeout=60)  # a blocking open would hang here until the timeout
     assert res.returncode == 2 and ".neuronexp.lock there is not a regular file" in _one_error_line(res.stderr)
+
+
+@pytest.mark.parametrize("mode", ["run", "sweep"])
+def test_an_unusable_lock_dir_is_refused_before_the_first_cell(cli, tmp_path: Path, mode: str) -> None:
+    (tmp_path / "a-file").write_text("")
+    bad = tmp_path / "a-file" / "locks"
+    where = [f"hydra.run.dir={tmp_path / 'r'}"] if mode == "run" else [*PAIR, f"hydra.sweep.dir={tmp_path / 's'}"]
+    res = cli(*where, *SMALL, "launcher.isolate=true", f"launcher.lock_dir={bad}")
+    assert res.returncode == 2
+    assert f"launcher.lock_dir={bad}: {tmp_path / 'a-file'} is not a directory" in _one_error_line(res.stderr)
+    assert not (tmp_path / "r").exists() and not (tmp_path / "s").exists()
+
+
+def test_a_fifo_planted_as_a_slot_lock_is_refused_not_waited_on(tmp_path: Path) -> None:
+    from neuronexp.sweep.placement import PlacementError, hold_slot, plan_slots
+
+    slots = plan_slots("cpu", 1, 1, ["0"], [0])
+    os.mkfifo(tmp_path / "cpu-0.lock")
+    with pytest.raises(PlacementError, match="cpu-0.lock is not a regular file"):
+        with hold_slot(slots, tmp_path, poll_s=0.01):
+            pass
+    (tmp_path / "cpu-0.lock").unlink()
+    (tmp_path / "cpu-0.lock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(PlacementError, match="a symbolic link"):
+        with hold_slot(slots, tmp_path, poll_s=0.01):
+            pass
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_cell_waiting_for_a_slot_says_who_holds_it(tmp_path: Path, monkeypatch, capsys) -> None:
+    import subprocess
+    import sys
+
+    from neuronexp.sweep import placement
+
+    slots = placement.plan_slots("cpu", 1, 1, ["0"], [0])
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | "
+                               "os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(3)",
+                               str(tmp_path / "cpu-0.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"  # type: ignore[union-attr]
+        monkeypatch.setattr(placement, "WAIT_NOTICE_S", 0.2)
+        with placement.hold_slot(slots, tmp_path, poll_s=0.05):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert f"neuronexp: waiting for a device slot: cpu-0.lock held by pid {holder.pid} (" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # 8 s on the 2-core VM: a cell killed at its timeout
+def test_cell_timeout_s_on_a_single_run_is_applied(cli, tmp_path: Path) -> None:
+    from helpers.hostile import write_hostile_layers
+
+    write_hostile_layers(tmp_path)
+    res = cli(*SMALL, "module._target_=hostile.Hangs", "launcher.cell_timeout_s=3", f"hydra.run.dir={tmp_path / 'r'}",
+              timeout=120)
+    assert res.returncode == 1
+    assert "timed out after 3 s during first call (launcher.cell_timeout_s)" in res.stdout + res.stderr

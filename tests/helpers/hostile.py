@@ -89,6 +89,14 @@ class AllNan(torch.nn.Module):
         return torch.full_like(x, float("nan"))
 
 
+class Hangs(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+
+    def forward(self, x):
+        time.sleep(3600)
+
+
 class Slow(torch.nn.Module):
     def __init__(self, **options):
         super().__init__()

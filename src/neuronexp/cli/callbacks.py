@@ -31,6 +31,12 @@ class RunChecks(Callback):
 
             check_available(spec.config.backend)
             check_slots_fit(backend_kind(spec.config.backend), spec.config.launcher, spec.config.neuron.visible_cores)
+            from neuronexp.sweep.job import timeout_asked
+
+            if spec.config.launcher.isolate or timeout_asked(list(config.hydra.overrides.task)):  # takes a slot
+                from neuronexp.sweep.placement import check_lock_dir
+
+                check_lock_dir(spec.config.launcher.lock_dir)
             run_dir = Path(str(config.hydra.run.dir))
             other = owner(run_dir)
             if other not in (None, spec.run_id):
@@ -52,3 +58,4 @@ class RunRejected(BaseException):
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
+

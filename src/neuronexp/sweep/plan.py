@@ -142,8 +142,14 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
     if slurm:  # Slurm's cells run on other machines, whatever this one has: checked against the cluster
         check_slurm_sweep(master, cpu_slots)
     else:
+        from neuronexp.sweep._hydra import BASIC_LAUNCHER
+        from neuronexp.sweep.placement import check_lock_dir
+
         for backend, launcher_cfg, cores in slot_asks.values():
             check_slots_fit(backend_kind(backend), launcher_cfg, cores)
+        for spec in specs:  # cells that take a device slot: its locks' directory must be usable before the first
+            if launcher != BASIC_LAUNCHER or spec.config.launcher.isolate:
+                check_lock_dir(spec.config.launcher.lock_dir)
     return cells
 
 
