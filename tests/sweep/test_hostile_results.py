@@ -80,3 +80,28 @@ def test_a_fifo_in_place_of_a_table_never_hangs_a_resumed_sweep(tmp_path: Path) 
     again = _sweep(tmp_path, "double,nearly", timeout=120)  # blocking on the FIFO would time out here
     assert again.returncode == 0, again.stderr[-2000:]
     assert _cells(tmp_path)["nearly"]["status"] in ("ok", "cached")
+
+
+def test_a_long_tmpdir_puts_the_fork_servers_socket_where_its_path_fits(tmp_path: Path, monkeypatch) -> None:
+    import tempfile
+
+    from neuronexp.sweep import forkserver
+
+    long = tmp_path / ("t" * 60) / ("u" * 60)
+    long.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    where = forkserver._socket_dir()
+    try:
+        assert len(str(where / "socket")) <= 107 and not str(where).startswith(str(long))
+        assert (where.stat().st_mode & 0o777) == 0o700
+    finally:
+        where.rmdir()
+
+
+@pytest.mark.slow  # 10 s on the 2-core VM
+def test_a_sweep_under_a_long_tmpdir_runs(tmp_path: Path) -> None:
+    long = tmp_path / ("t" * 60) / ("u" * 60)
+    long.mkdir(parents=True)
+    res = run_cli(["-m", "module=rmsnorm_naive,rmsnorm_fused", *QUICK, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                  cwd=tmp_path, env={"TMPDIR": str(long)})
+    assert res.returncode == 0, res.stderr[-2000:]
