@@ -105,3 +105,39 @@ def test_a_sweep_under_a_long_tmpdir_runs(tmp_path: Path) -> None:
     res = run_cli(["-m", "module=rmsnorm_naive,rmsnorm_fused", *QUICK, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
                   cwd=tmp_path, env={"TMPDIR": str(long)})
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def _code_sweep(root: Path, *extra: str):
+    conf = write_module_options(root, double="layer_a.Double", nearly="layer_b.NearlyDouble")
+    return run_cli(["--config-dir", str(conf), "-m", "module=double,nearly", "baseline=double", *QUICK, *extra,
+                    f"hydra.sweep.dir={root / 'sweep'}"], cwd=root)
+
+
+@pytest.mark.slow  # 25 s on the 2-core VM: four sweeps of two cells
+def test_a_changed_layer_or_a_file_it_imports_is_a_new_cell_and_rerun_all_reruns_every_cell(tmp_path: Path) -> None:
+    import time
+
+    (tmp_path / "layer_a.py").write_text("import torch\n\nclass Double(torch.nn.Module):\n"
+                                         "    def __init__(self, **o):\n        super().__init__()\n\n"
+                                         "    def forward(self, x):\n        return x * 2\n")
+    (tmp_path / "mylib.py").write_text("FACTOR = 2.0002\n")
+    (tmp_path / "layer_b.py").write_text("import torch\nfrom mylib import FACTOR\n\nclass NearlyDouble(torch.nn.Module):\n"
+                                         "    def __init__(self, **o):\n        super().__init__()\n\n"
+                                         "    def forward(self, x):\n        return x * FACTOR\n")
+    assert _code_sweep(tmp_path).returncode == 0
+    first = _cells(tmp_path)
+    assert _code_sweep(tmp_path).returncode == 0
+    assert {c["status"] for c in _cells(tmp_path).values()} == {"cached"}  # nothing changed: reused
+    (tmp_path / "mylib.py").write_text("FACTOR = 2.0\n")  # the fix, in a file the layer imports
+    later = time.time_ns() + 10_000_000
+    os.utime(tmp_path / "mylib.py", ns=(later, later))
+    res = _code_sweep(tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    cells = _cells(tmp_path)
+    assert cells["double"]["status"] == "cached" and cells["double"]["run_id"] == first["double"]["run_id"]
+    assert cells["nearly"]["status"] == "ok" and cells["nearly"]["run_id"] != first["nearly"]["run_id"]
+    assert cells["nearly"]["output_check"] == "pass"  # the new code's output, not the old one's FAIL
+    assert first["nearly"]["output_check"] == "FAIL"
+    forced = _code_sweep(tmp_path, "sweep.rerun=all")
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    assert {c["status"] for c in _cells(tmp_path).values()} == {"ok"}

@@ -29,7 +29,7 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
     once, and a template process would add an `import torch` (docs/methodology.md, "Where a cell runs")."""
     from neuronexp.cell.run import run_cell
 
-    if complete_run_id(out_dir) == spec.run_id:
+    if spec.config.sweep.rerun != "all" and complete_run_id(out_dir) == spec.run_id:
         reused = read_job(out_dir)
         return reused._replace(cells=reused.cells.assign(status="cached"))
     reset_job_dir(out_dir)

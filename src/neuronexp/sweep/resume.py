@@ -12,11 +12,12 @@ from neuronexp.results.files import complete_run_id, owner
 from neuronexp.sweep.plan import PlannedCell
 
 
-def assign(cells: list[PlannedCell], sweep_dir: Path) -> set[str]:
+def assign(cells: list[PlannedCell], sweep_dir: Path, rerun_all: bool = False) -> set[str]:
     """Point each cell at its directory; returns the run_ids already complete there (reused, not rerun).
 
-    A cell complete anywhere in the sweep directory keeps that directory. Any other cell gets its planned
-    directory unless that one belongs to another configuration; then the next free name.
+    A cell complete anywhere in the sweep directory keeps that directory (with `rerun_all`, sweep.rerun=all, it
+    runs again there and nothing is reused). Any other cell gets its planned directory unless that one belongs to
+    another configuration or holds files no neuronexp cell wrote; then the next free name.
     """
     complete: dict[str, str] = {}
     if sweep_dir.is_dir():
@@ -38,7 +39,7 @@ def assign(cells: list[PlannedCell], sweep_dir: Path) -> set[str]:
             continue
         cell.dir = _free(sweep_dir, cell.dir, cell.run_id, taken)
         taken.add(cell.dir)
-    return reused
+    return set() if rerun_all else reused
 
 
 def _free(sweep_dir: Path, planned: str, run_id: str, taken: set[str]) -> str:

@@ -63,7 +63,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     baseline = OmegaConf.select(ctx.master, "baseline", default=None)
     baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
     with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
-        reused = assign(cells, sweep_dir)
+        reused = assign(cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
         write_json(sweep_dir / JOBS_MANIFEST, [vars(c) for c in cells])
         todo = [c for c in cells if c.run_id not in reused]
         log.info("sweep of %d cells into %s%s", len(cells), sweep_dir,
