@@ -69,6 +69,12 @@ def test_a_truncated_output_file_makes_its_cell_run_again(tmp_path: Path) -> Non
     cells = _cells(tmp_path)
     assert cells["nearly"]["status"] == "ok" and cells["double"]["status"] == "cached"
     assert cells["nearly"]["output_check"] == "FAIL"  # checked from the new output, not left "n/a" by the damaged one
+    # Each row says which invocation measured it: the reused cell the first sweep, the rerun one this sweep.
+    assert cells["nearly"]["invocation_id"] != cells["double"]["invocation_id"]
+    for table in ("ops", "samples"):
+        rows = pq.read_table(tmp_path / "sweep" / "results" / f"{table}.parquet").to_pandas()
+        by_run = {c["run_id"]: c["invocation_id"] for c in cells.values()}
+        assert (rows["invocation_id"] == rows["run_id"].map(by_run)).all()
 
 
 @pytest.mark.slow  # 12 s on the 2-core VM

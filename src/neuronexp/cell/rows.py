@@ -19,7 +19,7 @@ from neuronexp.cell.noise import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec
-from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
+from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
 
 
@@ -97,7 +97,8 @@ def cell_tables(
 ) -> dict[str, pa.Table]:
     cfg = spec.config
     label_part = {k: labels[k] for k in (*LABEL_COLUMNS, "shape_dims")}
-    op_rows = [dict(label_part, **row) for c in (m.profile.cycles if m else []) for row in c.ops]
+    who = invocation.columns()  # which invocation measured these rows, in every table
+    op_rows = [dict(label_part, **row, **who) for c in (m.profile.cycles if m else []) for row in c.ops]
     cell: dict[str, Any] = dict(
         labels,
         numel=int(np.prod(cfg.input.shape)),
@@ -109,11 +110,12 @@ def cell_tables(
         torch_version=torch.__version__,
         neuronx_version=package_version("torch-neuronx"),
         started_at=started_at,
+        **who,
     )
     samples: list[dict[str, Any]] = []
     if m is not None:
         cell.update(measured_columns(m, op_rows))
-        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r}
+        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, **who}
                    for i, (v, r) in enumerate(zip(m.latency.samples_us, m.latency.rounds))]
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
     cell.update(extra)

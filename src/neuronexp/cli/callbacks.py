@@ -43,6 +43,9 @@ class RunChecks(Callback):
                 raise ConfigError("hydra.run.dir", str(run_dir), f"already holds the results of another cell "
                                   f"(run_id {other}); neuronexp never overwrites them: choose another directory")
             self._held.enter_context(locked(run_dir, "hydra.run.dir", "run"))
+            from neuronexp.results import invocation
+
+            invocation.begin()  # this run's identity, in every row it writes
         except Exception as exc:  # a ConfigError, an OmegaConf error in a user's value, or a bug (cli.main tells)
             # Hydra turns an Exception raised by a callback into a warning and runs on; this must stop the run.
             raise RunRejected(exc) from None

@@ -3,6 +3,7 @@ directories (a sweep that was never aggregated, or is being aggregated)."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -59,14 +60,35 @@ def read_table(path: Path, name: str) -> pa.Table:
     return table
 
 
-def load(path: str | os.PathLike[str]) -> Results:
-    """The three tables of a run directory, or the aggregated ones of a sweep directory, for analysis: counts
+def load(*paths: str | os.PathLike[str]) -> Results:
+    """The three tables of run directories or sweep directories (their aggregated tables), for analysis: counts
     (`calls`, `device_ops`, ...) are integers where they are whole (docs/columns.md).
 
+    Several directories, or glob patterns (`"outputs/sweeps/rmsnorm_sweep/*"`), give their rows together; every row
+    says where it came from in `source_dir` (the directory as given or matched), and which invocation measured it
+    in `invocation_id`.
+
     Raises:
-        FileNotFoundError: `path` holds neither a finished job nor an aggregated sweep.
+        FileNotFoundError: a path holds neither a finished job nor an aggregated sweep, or a pattern matches none.
+        DamagedResults: a table there cannot be read as neuronexp wrote it.
     """
-    return Results(*(whole_counts(t) for t in _load(Path(path))))
+    if not paths:
+        raise TypeError("load() needs at least one directory or glob pattern")
+    roots = [root for path in paths for root in _expand(path)]
+    parts = [Results(*(t.assign(source_dir=str(root)) for t in _load(root))) for root in roots]
+    if len(parts) == 1:
+        return Results(*(whole_counts(t) for t in parts[0]))
+    return Results(*(whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))))
+
+
+def _expand(path: str | os.PathLike[str]) -> list[Path]:
+    text = os.fspath(path)
+    if not glob.has_magic(text):
+        return [Path(text)]
+    found = sorted((Path(p) for p in glob.glob(text) if Path(p).is_dir()), key=lambda p: _natural_key(str(p)))
+    if not found:
+        raise FileNotFoundError(f"{text}: no directory matches this pattern")
+    return found
 
 
 def _load(root: Path) -> Results:

@@ -53,7 +53,7 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
 def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> list[Any]:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.report.terminal import print_sweep
-    from neuronexp.results import JOBS_MANIFEST
+    from neuronexp.results import JOBS_MANIFEST, invocation
     from neuronexp.results.files import write_json
     from neuronexp.sweep.aggregate import aggregate
     from neuronexp.sweep.progress import SweepProgress
@@ -63,6 +63,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     baseline = OmegaConf.select(ctx.master, "baseline", default=None)
     baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
     with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
+        invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
         reused = assign(cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
         write_json(sweep_dir / JOBS_MANIFEST, [vars(c) for c in cells])
         todo = [c for c in cells if c.run_id not in reused]
