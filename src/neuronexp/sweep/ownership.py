@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -43,8 +44,6 @@ def marker_kind(directory: Path) -> str | None:
 
 
 def _is_regular(fd: int) -> bool:
-    import stat
-
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
