@@ -48,7 +48,8 @@ def read_table(path: Path, name: str) -> pa.Table:
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        lines = str(exc).splitlines()
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else (lines[0] if lines else type(exc).__name__)
         raise DamagedResults(f"{path}: cannot be read as a table ({why}); neuronexp reads only the regular files it "
                              "wrote: rerun the cell or sweep into this directory to write it again") from None
     lacking = [c for c in SCHEMAS[name].names if c not in table.column_names]
