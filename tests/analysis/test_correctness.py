@@ -161,3 +161,8 @@ def test_a_variant_no_less_accurate_than_its_baseline_passes_against_the_float32
     cells["dtype"] = "bfloat16"
     write_outputs(dirs["a"] / FLOAT32_OUTPUT_FILE, [leaf(reference)])
     assert add_output_checks(cells, dirs).set_index("run_id").loc["d", "output_check"] == "FAIL"
+
+
+def test_an_all_nan_output_has_an_unbounded_relative_error_not_zero(reference: np.ndarray) -> None:
+    check = compare_outputs([leaf(np.full_like(reference, np.nan))], [leaf(reference)], 1e-2, None)
+    assert check["output_check"] == "FAIL" and check["max_rel_err"] == np.inf and check["max_abs_err"] == np.inf

@@ -33,7 +33,7 @@ def test_default_cell_writes_the_contract_files(cli, tmp_path: Path) -> None:
     tables = neuronexp.load(run)
     assert set(CONTRACT_CELL_COLUMNS) <= set(tables.cells.columns)
     assert set(CONTRACT_OP_COLUMNS) <= set(tables.ops.columns)
-    assert list(tables.samples.columns) == SAMPLE_SCHEMA.names
+    assert list(tables.samples.columns) == [*SAMPLE_SCHEMA.names, "source_dir"]  # load says where each row came from
     cell = tables.cells.iloc[0]
     assert (cell["status"], cell["module"], cell["backend"], cell["dtype"], cell["shape"]) == ("ok", "rmsnorm_naive", "cpu", "float32", "[1,8,64]")
     assert cell["latency_samples"] == len(tables.samples) >= 3

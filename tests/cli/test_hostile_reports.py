@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from helpers import FAST, run_cli, small_sweep
+from helpers import FAST, run_cli, small_sweep, within
 from helpers.hostile import write_hostile_layers
 from neuronexp.analysis.noise import NOISY_MARK
 from neuronexp.results.files import read_arrow, write_arrow, write_table
@@ -127,3 +127,95 @@ def test_compare_piped_at_80_columns_keeps_the_cell_names(sweep: Path, tmp_path:
     assert len(rows) == 2 and all(ln.split()[0].lstrip(NOISY_MARK).startswith("rmsnorm_") for ln in rows), res.stdout
     # The figures are whole: each row's interval is printed in full on its line.
     assert all(ln.count("–") == 1 for ln in rows)
+
+
+def _with_error(sweep: Path, dest: Path, error: str) -> Path:
+    """A copy of `sweep` whose first cell failed with `error` (as a layer's exception text would read)."""
+    import pyarrow.parquet as pq
+
+    out = _copy(sweep, dest, aggregated=True)
+    table = pq.read_table(out / "results" / "cells.parquet")
+    cells = table.to_pandas()
+    cells.loc[0, "status"], cells.loc[0, "error"] = "error", error
+    write_table(out / "results" / "cells.parquet", pa.Table.from_pandas(cells, schema=table.schema, preserve_index=False))
+    return out
+
+
+@pytest.mark.slow  # 5 s on the 2-core VM
+def test_compare_markdown_escapes_error_text_as_report_and_summary_do(sweep: Path, tmp_path: Path) -> None:
+    hostile = '<script>alert(1)</script> <img src=x onerror=alert(2)> | `x`\nsecond line'
+    a, b = _with_error(sweep, tmp_path / "a", hostile), _with_error(sweep, tmp_path / "b", hostile)
+    md = tmp_path / "cmp.md"
+    res = run_cli([str(a), str(b), "--markdown", str(md)], cwd=tmp_path, script="neuronexp-compare")
+    assert res.returncode == 0, res.stderr
+    text = md.read_text()
+    assert "alert(1)" in text, "the error is listed (failed in both)"
+    assert "<script>" not in text and "<img" not in text and "&lt;script&gt;" in text
+    assert "\\|" in text and "second line" not in text  # a pipe cannot split the line; one line of the error
+
+
+def _foreign(path: Path) -> None:
+    write_table(path, pa.table({"a": [1], "b": ["x"]}))
+
+
+def _older(path: Path) -> None:  # the same table without a column this version writes
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    write_table(path, table.drop_columns([table.column_names[-1]]))
+
+
+def _fifo(path: Path) -> None:
+    import os
+
+    path.unlink()
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("table", ["cells", "ops"])
+@pytest.mark.parametrize(("damage", "expected"), [
+    (_foreign, "table of this neuronexp's layout (no column run_id"),
+    (_older, "table of this neuronexp's layout (no column "),
+    (_fifo, "cannot be read as a table (not a regular file)"),
+])
+def test_report_and_compare_refuse_a_table_they_cannot_read_in_one_line(sweep: Path, tmp_path: Path, table: str,
+                                                                          damage, expected: str) -> None:
+    damaged = _copy(sweep, tmp_path / "damaged", aggregated=True)
+    damage(damaged / "results" / f"{table}.parquet")
+    res = run_cli([str(damaged)], cwd=tmp_path, script="neuronexp-report", timeout=60)  # a FIFO must not hang it
+    if damage is _fifo and table == "cells":  # no aggregated table there, so the job directories are read instead
+        assert res.returncode == 0, res.stderr
+        return
+    assert res.returncode == 2
+    assert f"results/{table}.parquet: " in _one_line(res.stderr, "neuronexp-report: error: ")
+    assert expected in res.stderr and not list(damaged.glob("report.*"))
+    res = run_cli([str(sweep), str(damaged)], cwd=tmp_path, script="neuronexp-compare", timeout=60)
+    assert res.returncode == 2 and expected in _one_line(res.stderr, "neuronexp-compare: error: ")
+
+
+def test_load_refuses_a_fifo_job_table_without_blocking(sweep: Path, tmp_path: Path) -> None:
+    from neuronexp.results import DamagedResults, read_any
+
+    damaged = _copy(sweep, tmp_path / "damaged")
+    _fifo(damaged / "0" / "ops.arrow")
+    with pytest.raises(DamagedResults, match="ops.arrow: cannot be read as a table"):
+        within(30, lambda: read_any(damaged))
+
+
+@pytest.mark.slow  # 5 s on the 2-core VM
+def test_report_of_a_truncated_output_file_is_no_traceback(sweep: Path, tmp_path: Path) -> None:
+    damaged = _copy(sweep, tmp_path / "damaged")
+    npz = damaged / "1" / "output.npz"
+    npz.write_bytes(npz.read_bytes()[:40])
+    res = _report(damaged)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_report_reads_config_yaml_as_data_never_resolving_it(sweep: Path, tmp_path: Path) -> None:
+    planted = _copy(sweep, tmp_path / "planted", aggregated=True)
+    for job in ("0", "1"):
+        (planted / job / "config.yaml").write_text("baseline: ${oc.env:NEURONEXP_TEST_SECRET}\n")
+    res = run_cli([str(planted)], cwd=tmp_path, script="neuronexp-report", env={"NEURONEXP_TEST_SECRET": "hunter2-secret"})
+    assert "hunter2-secret" not in res.stdout + res.stderr
+    for report in planted.glob("report.*"):
+        assert "hunter2-secret" not in report.read_text()

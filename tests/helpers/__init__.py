@@ -54,3 +54,25 @@ def small_sweep(root: Path, shapes: str, *extra: str) -> Path:
     result = run_cli(args, cwd=root)
     assert result.returncode == 0, result.stderr[-2000:]
     return out
+
+
+def within(seconds: float, call):
+    """`call()`'s result, failing the test if it takes longer than `seconds` (a blocking open of a FIFO would hang
+    the whole session instead): run in a daemon thread, which the interpreter may leave behind at exit."""
+    import threading
+
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:  # handed back to the test's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still blocked after {seconds} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")

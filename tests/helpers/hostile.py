@@ -45,6 +45,58 @@ class MarkupOp(torch.nn.Module):
             return x * 2
 
 
+class ReturnsNone(torch.nn.Module):
+    """Computes nothing: the fastest variant there is, and wrong."""
+
+    def __init__(self, **options):
+        super().__init__()
+
+    def forward(self, x):
+        return None
+
+
+class ReturnsInt(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+
+    def forward(self, x):
+        return 3
+
+
+class Double(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+
+    def forward(self, x):
+        return x * 2
+
+
+class NearlyDouble(torch.nn.Module):
+    """Double's output off by a relative 1e-4: beyond float32's default tolerance (1e-5), within rtol=1e-3."""
+
+    def __init__(self, **options):
+        super().__init__()
+
+    def forward(self, x):
+        return x * (2 * (1 + 1e-4))
+
+
+class AllNan(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.full_like(x, float("nan"))
+
+
+class Hangs(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+
+    def forward(self, x):
+        time.sleep(3600)
+
+
 class Slow(torch.nn.Module):
     def __init__(self, **options):
         super().__init__()
@@ -57,3 +109,13 @@ class Slow(torch.nn.Module):
 
 def write_hostile_layers(directory: Path) -> None:
     (directory / "hostile.py").write_text(SOURCE)
+
+
+def write_module_options(directory: Path, **options: str) -> Path:
+    """A config directory with one `module` option per name (`double="hostile.Double"`), for `--config-dir`: options
+    of one `module` group, so a sweep over them is one comparison group with a baseline."""
+    conf = directory / "conf"
+    (conf / "module").mkdir(parents=True, exist_ok=True)
+    for name, target in options.items():
+        (conf / "module" / f"{name}.yaml").write_text(f"_target_: {target}\n")
+    return conf

@@ -161,8 +161,11 @@ def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path:
 
 @pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_failed_aggregation_is_an_error_not_a_warning(cli, tmp_path: Path) -> None:
+    from neuronexp.sweep.ownership import mark
+
     sweep = tmp_path / "sweep"
     sweep.mkdir()
+    mark(sweep, "sweep")  # an earlier sweep's directory (a directory of someone else's files is refused up front)
     (sweep / "results").write_text("a file where results/ goes")
     res = _sweep(cli, sweep, *PAIR)
     assert res.returncode == 1

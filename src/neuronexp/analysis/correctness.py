@@ -27,6 +27,7 @@ different inputs, and the check says n/a.
 from __future__ import annotations
 
 import math
+import zipfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -67,13 +68,16 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
     max_abs = float(diff[finite].max()) if finite.any() else math.inf
     nonzero = finite & (ref != 0) & np.isfinite(ref)
     max_rel = float((diff[nonzero] / np.abs(ref[nonzero])).max()) if nonzero.any() else 0.0
+    if not finite.all():  # a NaN or inf on one side only: the error is unbounded, never "rel 0"
+        max_rel = math.inf
     return ok, max_abs, max_rel, int(a.size)
 
 
 def compare_outputs(variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None) -> dict[str, Any]:
     """The check's columns for one cell (see the module docstring); `atol` None: rtol × the baseline's RMS."""
     if len(variant) != len(baseline):
-        return _failed(f"returns {len(variant)} tensor(s), the baseline {len(baseline)}")
+        kind = "no tensor" if not variant else f"{len(variant)} tensor(s)"
+        return _failed(f"returns {kind}, the baseline {len(baseline)}: not the same kind of output")
     ok, max_abs, max_rel, compared, total, limits = True, 0.0, 0.0, 0, 0, []
     for i, (v, b) in enumerate(zip(variant, baseline)):
         if v.shape != b.shape:
@@ -157,7 +161,7 @@ def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir
     paths = [job_dir_of.get(str(r)) for r in (cell["run_id"], ref_id)]
     try:
         mine, theirs = (read(p / OUTPUT_FILE) for p in paths if p is not None)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # damaged since its cell was checked
         return _unchecked(f"an output file is missing or unreadable ({type(exc).__name__})")
     rtol, atol = _number(cell.get("output_rtol")), _number(cell.get("output_atol"))
     check = compare_outputs(mine, theirs, rtol if rtol is not None else max(default_rtol(str(cell.get("dtype"))),
@@ -166,7 +170,7 @@ def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir
     if check["output_match"] is False and rtol is None and atol is None and wide_file is not None and wide_file.is_file():
         try:
             return as_accurate(mine, theirs, read(wide_file), check)
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             return check
     return check
 

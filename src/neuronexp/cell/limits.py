@@ -82,8 +82,9 @@ def _output_columns(spec: CellSpec, out: Any, out_dir: Path) -> dict[str, Any]:
         saved = save_output(out, out_dir)
     except Exception as exc:  # an output neuronexp cannot read back (an exotic type): not checked, said so
         return {**cols, "output_check": "n/a", "output_note": f"output not saved: {type(exc).__name__}: {exc}"}
-    if not saved:
-        return {**cols, "output_check": "n/a", "output_note": "the module returned no tensor"}
+    if not saved:  # still saved (empty): a variant computing nothing must fail against a baseline that returns tensors
+        return {**cols, "output_tensors": 0, "output_check": "n/a",
+                "output_note": f"the module returned no tensor (a {type(out).__name__})"}
     return {**cols, "output_tensors": saved, "output_check": "no baseline",
             "output_note": "nothing to compare yet: a sweep checks it against its baseline cell's output"}
 

@@ -20,7 +20,7 @@ from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
 from neuronexp.config.noise import NoiseConfig
-from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
+from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
 
 
@@ -98,7 +98,8 @@ def cell_tables(
 ) -> dict[str, pa.Table]:
     cfg = spec.config
     label_part = {k: labels[k] for k in (*LABEL_COLUMNS, "shape_dims")}
-    op_rows = [dict(label_part, **row) for c in (m.profile.cycles if m else []) for row in c.ops]
+    who = invocation.columns()  # which invocation measured these rows, in every table
+    op_rows = [dict(label_part, **row, **who) for c in (m.profile.cycles if m else []) for row in c.ops]
     cell: dict[str, Any] = dict(
         labels,
         numel=int(np.prod(cfg.input.shape)),
@@ -110,12 +111,13 @@ def cell_tables(
         torch_version=torch.__version__,
         neuronx_version=package_version("torch-neuronx"),
         started_at=started_at,
+        **who,
     )
     samples: list[dict[str, Any]] = []
     if m is not None:
         cell.update(measured_columns(m, op_rows, spec))
         pairs = m.latency.pairs or [None] * len(m.latency.samples_us)
-        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p}
+        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p, **who}
                    for i, (v, r, p) in enumerate(zip(m.latency.samples_us, m.latency.rounds, pairs))]
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
     cell.update(extra)

@@ -31,12 +31,21 @@ class RunChecks(Callback):
 
             check_available(spec.config.backend)
             check_slots_fit(backend_kind(spec.config.backend), spec.config.launcher, spec.config.neuron.visible_cores)
+            from neuronexp.sweep.job import timeout_asked
+
+            if spec.config.launcher.isolate or timeout_asked(list(config.hydra.overrides.task)):  # takes a slot
+                from neuronexp.sweep.placement import check_lock_dir
+
+                check_lock_dir(spec.config.launcher.lock_dir)
             run_dir = Path(str(config.hydra.run.dir))
             other = owner(run_dir)
             if other not in (None, spec.run_id):
                 raise ConfigError("hydra.run.dir", str(run_dir), f"already holds the results of another cell "
                                   f"(run_id {other}); neuronexp never overwrites them: choose another directory")
-            self._held.enter_context(locked(run_dir, "hydra.run.dir"))
+            self._held.enter_context(locked(run_dir, "hydra.run.dir", "run"))
+            from neuronexp.results import invocation
+
+            invocation.begin()  # this run's identity, in every row it writes
         except Exception as exc:  # a ConfigError, an OmegaConf error in a user's value, or a bug (cli.main tells)
             # Hydra turns an Exception raised by a callback into a warning and runs on; this must stop the run.
             raise RunRejected(exc) from None

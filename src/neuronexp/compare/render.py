@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich import box
 from rich.console import Console
 from rich.markup import escape
@@ -128,18 +130,28 @@ def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
     def row(cells: list[str]) -> str:
         return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
-    lines = ["# neuronexp compare", "", f"A: `{a}`  ", f"B: `{b}`", "", row(_HEADERS), "|" + "---|" * len(_HEADERS)]
+    # Every text from the results goes through md_cell, the one escape of report, summary.md and this file: a
+    # layer's error text or a cell name is data, never markup (`<script>` in an exception must stay text).
+    lines = ["# neuronexp compare", "", f"A: {_code(a)}  ", f"B: {_code(b)}", "", row(_HEADERS), "|" + "---|" * len(_HEADERS)]
     lines += [row(r) for r in _rows(cmp)]
-    lines += ["", verdict_line(cmp), ""]
+    lines += ["", md_cell(verdict_line(cmp)), ""]
     limits = _limit_rows(cmp)
     if any(row[1:] != ["—"] * 4 for row in limits):
         heads = ["cell", "% of peak A", "% of peak B", "output A", "output B"]
         lines += ["## How far from the limit", "", row(heads), "|" + "---|" * len(heads)] + [row(r) for r in limits] + [""]
-    lines += [f"Output: {n}" for n in output_notes(cmp)] + ([""] if output_notes(cmp) else [])
+    lines += [f"Output: {md_cell(n)}" for n in output_notes(cmp)] + ([""] if output_notes(cmp) else [])
     if not cmp.ops.empty:
         heads = ["cell", "op", "change", "A", "B", "Δ"]
         lines += ["## Op tables", "", row(heads), "|" + "---|" * len(heads)]
         lines += [row(r) for r in _op_rows(cmp, 30)] + [""]
-    extra = [f"{label[0].upper()}{label[1:]}: " + ", ".join(names) for label, names in cell_lists(cmp)] + [f"Note: {n}" for n in cmp.notes]
+    extra = [f"{label[0].upper()}{label[1:]}: " + md_cell(", ".join(names)) for label, names in cell_lists(cmp)]
+    extra += [f"Note: {md_cell(n)}" for n in cmp.notes]
     lines += extra + ([""] if extra else [])
     return "\n".join(lines)
+
+
+def _code(path: str) -> str:
+    """A path as inline code: a fence longer than any run of backticks in it, so none ends the span early."""
+    text = path.replace("\r", " ").replace("\n", " ")
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}" if len(fence) > 1 else f"`{text}`"

@@ -12,6 +12,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
+from neuronexp.config.fingerprint import code_fingerprint
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.spec import CellSpec
@@ -127,7 +128,10 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     resolved.pop("noise", None)  # the thresholds judge what was measured; a sweep applies its own at gathering
     for key in ("rtol", "atol", "float32_reference"):
         resolved.get("correctness", {}).pop(key, None)
+    resolved.pop("sweep", None)  # whether to reuse cells, not what a cell is
     module_node = run_cfg.module
+    # What the cell runs, beside what it is configured with: a changed layer is a new cell (config.fingerprint).
+    resolved["code"] = code_fingerprint(module_node.get("_target_"))
 
     def build_module() -> Any:
         return instantiate(module_node, _convert_="all")

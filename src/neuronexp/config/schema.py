@@ -1,8 +1,6 @@
-"""The run configuration schema: plain dataclasses, one per config node.
-
-Hydra registers `RunConfig` as `base_config` (config.compose), so a wrong type or an unknown enum value
-already fails at compose time; config.validate adds the checks a type cannot express.
-"""
+"""The run configuration schema: plain dataclasses, one per config node. Hydra registers `RunConfig` as
+`base_config` (config.compose), so a wrong type or an unknown enum value already fails at compose time;
+config.validate adds the checks a type cannot express."""
 
 from __future__ import annotations
 
@@ -13,6 +11,7 @@ from typing import Any
 from omegaconf import MISSING
 
 from neuronexp.config.noise import NoiseConfig
+from neuronexp.config.reuse import RerunMode, SweepConfig  # noqa: F401 (part of the schema)
 
 
 class DType(str, Enum):
@@ -154,9 +153,8 @@ class TimingConfig:
 
 @dataclass
 class RooflineConfig:
-    """How far a cell is from the hardware's limits (docs/methodology.md, "Roofline"): the work it needs
-    (bytes_min, FLOPs), what it achieved, and the peaks it is measured against. Not part of a cell's run_id:
-    how the roof is found does not change what the cell measured."""
+    """How far a cell is from the hardware's limits (docs/methodology.md, "Roofline"): the work it needs, what it
+    achieved, the peaks it is measured against. Not part of run_id: not what the cell measured."""
 
     # CPU cells: the host's roofs from a short STREAM-like probe (copy, triad) and a GEMM, on the cell's threads.
     probe: ProbeMode = ProbeMode.cached
@@ -238,6 +236,7 @@ class RunConfig:
     timing: TimingConfig = field(default_factory=TimingConfig)
     neuron: NeuronDeviceConfig = field(default_factory=NeuronDeviceConfig)
     launcher: LauncherConfig = field(default_factory=LauncherConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     dims: DimsConfig = field(default_factory=DimsConfig)
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
     correctness: CorrectnessConfig = field(default_factory=CorrectnessConfig)

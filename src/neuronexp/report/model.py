@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from neuronexp.analysis.correctness import add_output_checks
 from neuronexp.analysis.ops import fusion_table, hotspots
@@ -65,16 +63,18 @@ def configured_baseline(job_dirs: list[Path]) -> dict[str, str] | None:
     """The `baseline` the sweep was run with (from a job's config.yaml), as key: value pairs."""
     for d in job_dirs[:1]:
         if (d / "config.yaml").is_file():
+            # Read as data, never resolved: a results directory is not trusted config, and an interpolation in it
+            # (`${oc.env:SECRET}`) must not read this machine's environment. neuronexp wrote it resolved.
             try:
-                config = OmegaConf.load(d / "config.yaml")
-                value = config.get("baseline") if isinstance(config, DictConfig) else None
+                with open(d / "config.yaml", encoding="utf-8") as f:  # a regular file (is_file): never blocks
+                    config = yaml.safe_load(f)
             except yaml.YAMLError as exc:
                 raise ReportError(yaml_error_line(exc)) from None
-            except OmegaConfBaseException as exc:
-                raise ReportError(f"{d / 'config.yaml'}: {str(exc).splitlines()[0]}") from None
-            if not isinstance(config, DictConfig):
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ReportError(f"{d / 'config.yaml'}: cannot be read ({exc}); neuronexp wrote it, so it was changed since") from None
+            if not isinstance(config, dict):
                 raise ReportError(f"{d / 'config.yaml'}: not a neuronexp config (a YAML mapping of keys)")
-            return parse_baseline(OmegaConf.to_container(value) if OmegaConf.is_config(value) else value)
+            return parse_baseline(config.get("baseline"))
     return None
 
 

@@ -6,9 +6,13 @@ renamed into place, and `cells.*` is written last, so a job directory with `cell
 
 from __future__ import annotations
 
+import errno
 import glob
+import io
 import json
 import os
+import stat
+import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -19,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from neuronexp.results.schema import TABLES, to_arrow, usable
+from neuronexp.results.schema import SCHEMAS, TABLES, to_arrow, usable
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
@@ -74,8 +78,21 @@ def write_arrow(path: Path, table: pa.Table) -> None:
         writer.write_table(table)
 
 
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file `path`, never blocking: a FIFO or a device planted under a results file's name
+    would hang a plain open; it is refused as OSError, like a missing file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 def read_arrow(path: Path) -> pa.Table:
-    return pa.ipc.open_file(pa.BufferReader(path.read_bytes())).read_all()
+    return pa.ipc.open_file(pa.BufferReader(read_regular(path))).read_all()
 
 
 def write_job_tables(out_dir: Path, tables: dict[str, pa.Table | pd.DataFrame]) -> None:
@@ -145,29 +162,44 @@ CELL_MARKER = "cell.json"
 def complete_run_id(job_dir: Path) -> str | None:
     """The run_id of the complete, successful cell in `job_dir`, or None.
 
-    Complete means every file aggregation reads is there and readable: a truncated or damaged table makes
-    the cell run again, never pass as reused.
+    Complete means every file aggregation reads is there, a regular file, and readable: a truncated or damaged
+    table or output file makes the cell run again, never pass as reused (nor hang the sweep: a FIFO is refused
+    before anything opens it).
     """
+    tables = [job_dir / f"{name}.{ext}" for name in TABLES for ext in ("arrow", "parquet")]
+    outputs = [job_dir / OUTPUT_FILE, job_dir / FLOAT32_OUTPUT_FILE]
     try:
-        for name in TABLES:
-            read_arrow(job_dir / f"{name}.arrow")
+        if not all(stat.S_ISREG(os.stat(p).st_mode) for p in tables):
+            return None
+        for name in TABLES:  # every column of the contract: an older layout's cell runs again
+            if not set(SCHEMAS[name].names) <= set(read_arrow(job_dir / f"{name}.arrow").column_names):
+                return None
             pq.read_metadata(job_dir / f"{name}.parquet")
-        rows = pq.read_table(job_dir / "cells.parquet", columns=["run_id", "status"]).to_pylist()
-    except (OSError, pa.ArrowException):
-        return None
-    if len(rows) != 1 or not usable(rows[0]["status"]):
+        rows = pq.read_table(job_dir / "cells.parquet").to_pylist()
+        if len(rows) != 1 or not usable(rows[0].get("status")):
+            return None
+        saved = rows[0].get("output_tensors")
+        for path, needed in zip(outputs, (saved is not None and saved == saved, False)):
+            if needed or os.path.lexists(path):
+                with zipfile.ZipFile(io.BytesIO(read_regular(path))) as npz:  # what the output check will read
+                    if npz.testzip() is not None:
+                        return None
+    except (OSError, pa.ArrowException, zipfile.BadZipFile, EOFError, ValueError):
         return None
     return str(rows[0]["run_id"])
 
 
 def owner(job_dir: Path) -> str | None:
     """The run_id of the cell that has written into `job_dir` (complete, failed or cut short), None when no
-    cell has, "unknown" when its files cannot be read."""
+    cell has, "unknown" when its files cannot be read or its `cell.json` is not one neuronexp wrote."""
     marker = job_dir / CELL_MARKER
-    if marker.is_file():
+    if os.path.lexists(marker):
         try:
-            return str(json.loads(marker.read_text())["run_id"])
-        except (OSError, ValueError, KeyError):
+            info = json.loads(read_regular(marker))
+            if info.get("written_by") != "neuronexp":
+                return "unknown"
+            return str(info["run_id"])
+        except (OSError, ValueError, KeyError, AttributeError):
             return "unknown"
     if (job_dir / "cells.parquet").is_file():
         try:

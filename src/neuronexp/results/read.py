@@ -3,6 +3,7 @@ directories (a sweep that was never aggregated, or is being aggregated)."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -13,35 +14,88 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neuronexp.results.files import read_arrow
-from neuronexp.results.schema import TABLES, Results, to_arrow, whole_counts
+from neuronexp.results.files import read_regular
+from neuronexp.results.schema import SCHEMAS, TABLES, Results, to_arrow, whole_counts
 
 # The sweep's planned cells, written before the first one runs: what "missing" is measured against.
 JOBS_MANIFEST = "jobs.json"
 
 
 def read_job(job_dir: Path) -> Results:
-    return Results(*(pd.read_parquet(job_dir / f"{name}.parquet") for name in TABLES))
+    return Results(*(read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES))
 
 
 class DamagedResults(ValueError):
-    """A file neuronexp wrote cannot be read back as written (changed or damaged since)."""
+    """A file neuronexp wrote cannot be read back as written (changed or damaged since, another tool's table, or
+    one of an older layout)."""
 
 
-def load(path: str | os.PathLike[str]) -> Results:
-    """The three tables of a run directory, or the aggregated ones of a sweep directory, for analysis: counts
-    (`calls`, `device_ops`, ...) are integers where they are whole (docs/columns.md).
+def read_table(path: Path, name: str) -> pa.Table:
+    """The `name` table ("cells", "ops", "samples") at `path` (`.parquet` or `.arrow`), checked against the contract.
+
+    Read from the bytes of a regular file: a FIFO or device under a table's name is refused, never opened
+    blocking. A table without every column of the contract (another tool's, or an older neuronexp's) is refused
+    here in one line, rather than as a KeyError deep in a report.
 
     Raises:
-        FileNotFoundError: `path` holds neither a finished job nor an aggregated sweep.
+        FileNotFoundError: no file there.
+        DamagedResults: not a regular file, not a readable table, or not of this layout.
     """
-    return Results(*(whole_counts(t) for t in _load(Path(path))))
+    try:
+        data = read_regular(path)
+        buffer = pa.BufferReader(data)
+        table = pa.ipc.open_file(buffer).read_all() if path.suffix == ".arrow" else pq.read_table(buffer)
+    except FileNotFoundError:
+        raise
+    except (OSError, pa.ArrowException) as exc:
+        lines = str(exc).splitlines()
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else (lines[0] if lines else type(exc).__name__)
+        raise DamagedResults(f"{path}: cannot be read as a table ({why}); neuronexp reads only the regular files it "
+                             "wrote: rerun the cell or sweep into this directory to write it again") from None
+    lacking = [c for c in SCHEMAS[name].names if c not in table.column_names]
+    if lacking:
+        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+        raise DamagedResults(f"{path}: not a {name} table of this neuronexp's layout (no column {shown}); it was "
+                             "written by another tool or an older neuronexp: rerun it with this version, or read it "
+                             "with the version that wrote it")
+    return table
+
+
+def load(*paths: str | os.PathLike[str]) -> Results:
+    """The three tables of run directories or sweep directories (their aggregated tables), for analysis: counts
+    (`calls`, `device_ops`, ...) are integers where they are whole (docs/columns.md).
+
+    Several directories, or glob patterns (`"outputs/sweeps/rmsnorm_sweep/*"`), give their rows together; every row
+    says where it came from in `source_dir` (the directory as given or matched), and which invocation measured it
+    in `invocation_id`.
+
+    Raises:
+        FileNotFoundError: a path holds neither a finished job nor an aggregated sweep, or a pattern matches none.
+        DamagedResults: a table there cannot be read as neuronexp wrote it.
+    """
+    if not paths:
+        raise TypeError("load() needs at least one directory or glob pattern")
+    roots = [root for path in paths for root in _expand(path)]
+    parts = [Results(*(t.assign(source_dir=str(root)) for t in _load(root))) for root in roots]
+    if len(parts) == 1:
+        return Results(*(whole_counts(t) for t in parts[0]))
+    return Results(*(whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))))
+
+
+def _expand(path: str | os.PathLike[str]) -> list[Path]:
+    text = os.fspath(path)
+    if not glob.has_magic(text):
+        return [Path(text)]
+    found = sorted((Path(p) for p in glob.glob(text) if Path(p).is_dir()), key=lambda p: _natural_key(str(p)))
+    if not found:
+        raise FileNotFoundError(f"{text}: no directory matches this pattern")
+    return found
 
 
 def _load(root: Path) -> Results:
     """load() with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
-        return Results(*(pd.read_parquet(root / "results" / f"{n}.parquet") for n in TABLES))
+        return Results(*(read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES))
     if (root / "cells.parquet").is_file():
         return read_job(root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
@@ -65,9 +119,9 @@ def _natural_key(name: str) -> list[object]:
 
 def _read_job_table(job_dir: Path, name: str) -> pa.Table:
     try:
-        return read_arrow(job_dir / f"{name}.arrow")
+        return read_table(job_dir / f"{name}.arrow", name)
     except FileNotFoundError:  # written by another tool, or before the Arrow copies existed
-        return pq.read_table(job_dir / f"{name}.parquet")
+        return read_table(job_dir / f"{name}.parquet", name)
 
 
 def _concat(parts: list[pa.Table]) -> pa.Table:
@@ -138,7 +192,7 @@ def read_any(root: Path) -> Found:
 
 
 def _job_run_id(job_dir: Path) -> str:
-    run_ids = pq.read_table(job_dir / "cells.parquet", columns=["run_id"]).column(0).to_pylist()
+    run_ids = read_table(job_dir / "cells.parquet", "cells").column("run_id").to_pylist()
     if len(run_ids) != 1:
         raise DamagedResults(f"{job_dir / 'cells.parquet'}: {len(run_ids)} rows where a job's table holds one; "
                              "rerun the sweep into this directory to run that cell again")

@@ -78,6 +78,9 @@ CELL_SCHEMA = pa.schema(
         # with profiler.profile_memory=true.
         ("ops_dispatched", _F64), ("ops_executed", _F64), ("profile_cycles", _I64), ("profile_schedule", _STR),
         ("profile_ratio", _F64), ("memory_per_step_bytes", _F64),
+        # The invocation of neuronexp (a run or a sweep) that measured the cell (results.invocation): two runs of one
+        # configuration share run_id, never invocation_id. A reused (cached) cell keeps the one that measured it.
+        ("invocation_id", _STR), ("invocation_started_at", _STR),
     ]
 )
 
@@ -93,12 +96,15 @@ OP_SCHEMA = pa.schema(
         # leaf: an op that did work and held no working call (hotspots are chosen among leaves; wrappers such as
         # aten::rms_norm are not). Memory per step (bytes, net of the op's own frees) with profile_memory=true.
         ("leaf", _BOOL), ("self_cpu_memory_bytes", _F64), ("self_device_memory_bytes", _F64),
+        # The invocation of neuronexp (a run or a sweep) that measured the row (results.invocation), as in cells.
+        ("invocation_id", _STR), ("invocation_started_at", _STR),
     ]
 )
 
 # round: the timing round a sample was taken in (0 .. latency_rounds - 1); pair: its pair index when the cell was timed
 # paired with its group (the samples of the group's cells with one pair index were taken back to back), else null.
-SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64), ("round", _I64), ("pair", _I64)])
+SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64), ("round", _I64), ("pair", _I64),
+                           ("invocation_id", _STR), ("invocation_started_at", _STR)])
 
 # Counts kept as float64 on disk because a per-step figure can be fractional (an op called unevenly across several
 # active steps, a median over an even number of cycles); the reader returns them as integers when they are whole.

@@ -70,7 +70,7 @@ class ForkServer:
         self.saved: str | None = None
 
     def __enter__(self) -> ForkServer:
-        self.dir = Path(tempfile.mkdtemp(prefix="neuronexp-fork-"))  # 0700: only this user may ask for a fork
+        self.dir = _socket_dir()  # 0700: only this user may ask for a fork
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # Bound here, before the template starts: a supervisor may connect at once and waits in the backlog
         # while the template imports torch.
@@ -199,3 +199,27 @@ def signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+# The kernel's limit on a socket's path (sun_path is 108 bytes, with its terminating NUL).
+_SOCKET_PATH_MAX = 107
+
+
+def _socket_dir() -> Path:
+    """A fresh 0700 directory for the template's socket: under $TMPDIR when the socket's path fits the kernel's
+    limit there, else under the first of /tmp, /dev/shm where it does (a long TMPDIR, as some clusters set, would
+    otherwise fail every sweep with "AF_UNIX path too long")."""
+    tried = []
+    for root in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if len(os.fsencode(os.path.join(root, "neuronexp-fork-XXXXXXXX", "socket"))) > _SOCKET_PATH_MAX:
+            tried.append(root)
+            continue
+        try:
+            return Path(tempfile.mkdtemp(prefix="neuronexp-fork-", dir=root))
+        except OSError:
+            tried.append(root)
+    from neuronexp.config import ConfigError
+
+    raise ConfigError("TMPDIR", os.environ.get("TMPDIR", tempfile.gettempdir()), "no temporary directory holds the "
+                      f"sweep's fork-server socket (a path of at most {_SOCKET_PATH_MAX} bytes; tried {', '.join(tried)}): "
+                      "set TMPDIR to a shorter, writable directory")

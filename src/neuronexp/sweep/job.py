@@ -31,15 +31,15 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
     once, and a template process would add an `import torch` (docs/methodology.md, "Where a cell runs")."""
     from neuronexp.cell.run import run_cell
 
-    if complete_run_id(out_dir) == spec.run_id:
+    if spec.config.sweep.rerun != "all" and complete_run_id(out_dir) == spec.run_id:
         reused = read_job(out_dir)
         return reused._replace(cells=reused.cells.assign(status="cached"))
     reset_job_dir(out_dir)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    write_json(out_dir / CELL_MARKER, {"run_id": spec.run_id, "overrides": task, "started_at": started, "pid": os.getpid()})
+    write_json(out_dir / CELL_MARKER, {"written_by": "neuronexp", "run_id": spec.run_id, "overrides": task, "started_at": started, "pid": os.getpid()})
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     write_phase(out_dir, "start")  # no earlier run's phase may pass for this one's (a cell that dies at once)
-    isolate = spec.config.launcher.isolate
+    isolate = spec.config.launcher.isolate or (not sweep and timeout_asked(task) and spec.config.launcher.cell_timeout_s)
     if not (sweep or isolate):
         return run_cell(spec, out_dir)
     from neuronexp.sweep.launch import CellRequest, run_supervised
@@ -54,3 +54,9 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
         collector.specs.append(spec)
         return None
     return run_supervised(request, spec, spec.config.launcher)
+
+
+def timeout_asked(task: list[str]) -> bool:
+    """`launcher.cell_timeout_s` given on a single run's command line. Applying it needs a supervisor, so the cell
+    then runs in a process of its own, as with launcher.isolate=true (the 30-minute default is never a reason to)."""
+    return any(o.lstrip("+").startswith("launcher.cell_timeout_s=") for o in task)

@@ -3,6 +3,10 @@
 The lock is `fcntl.flock` on `<dir>/.neuronexp.lock`; the kernel drops it when the holding process dies, so
 a killed run never leaves its directory locked. The file says who holds it, for the refusal message. It is
 never deleted (removing a lock file another process waits on would let two writers in).
+
+It is opened without following a link and without blocking: a link planted as `.neuronexp.lock` would have the
+lock truncate and rewrite whatever it points to, and a FIFO would hang the open forever; both, and anything
+else that is not a regular file, are refused.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -23,19 +28,30 @@ LOCK_FILE = ".neuronexp.lock"
 
 
 @contextmanager
-def locked(directory: Path, key: str) -> Iterator[None]:
+def locked(directory: Path, key: str, kind: str | None = None) -> Iterator[None]:
     """Hold `directory`'s lock for the `with` block (creating the directory if needed).
 
+    `kind` ("run" or "sweep"): first check that neuronexp may write there (sweep.ownership), and once the lock
+    is held, mark the directory as that kind's.
+
     Raises:
-        ConfigError: another neuronexp holds it (the message names that process), or the directory cannot be
-            created or written; naming `key`.
+        ConfigError: another neuronexp holds it (the message names that process), the directory holds files
+            neuronexp did not write or the other kind's results, or it cannot be created or written; naming `key`.
     """
+    from neuronexp.sweep.ownership import check_ours, mark
+
+    if kind is not None:
+        check_ours(directory, kind, key, ignore=(LOCK_FILE,))
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:  # read-only, full, not a directory, no permission: before anything is written
+        fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:  # read-only, full, not a directory, no permission, a link: before anything is written
         raise ConfigError(key, str(directory), f"cannot write there ({exc.strerror or exc}); "
-                          "choose a writable directory") from None
+                          f"{_why_not(directory / LOCK_FILE)}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(key, str(directory), f"{LOCK_FILE} there is not a regular file; neuronexp never locks "
+                          "through one: remove it or choose another directory")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -46,6 +62,8 @@ def locked(directory: Path, key: str) -> Iterator[None]:
         info = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "command": " ".join(sys.argv)[:300]}
         os.pwrite(fd, json.dumps(info).encode(), 0)
+        if kind is not None:
+            mark(directory, kind)
         yield
     finally:
         os.close(fd)  # releases the lock
@@ -57,3 +75,9 @@ def _holder(fd: int) -> str:
     except ValueError:
         return "a process that left no details"
     return f"pid {info.get('pid')} on {info.get('host')} since {info.get('since')}: {info.get('command', '')}".strip()
+
+
+def _why_not(path: Path) -> str:
+    if path.is_symlink():
+        return f"{LOCK_FILE} there is a symbolic link; neuronexp never locks through one: remove it or choose another directory"
+    return "choose a writable directory"

@@ -13,6 +13,8 @@ import errno
 import fcntl
 import os
 import re
+import stat
+import sys
 import tempfile
 import time
 from contextlib import contextmanager, suppress
@@ -89,16 +91,48 @@ def default_lock_dir() -> Path:
     return Path(tempfile.gettempdir()) / "neuronexp-locks"
 
 
+# Never follow a link, never block: the default lock directory is world-writable, so anyone may plant a link or a
+# FIFO under a lock's name (a FIFO would block a plain open, and so every parallel sweep of the host, forever).
+_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def _open(path: Path) -> int:
     # Read-only is enough for flock. No O_CREAT on an existing file: in a sticky world-writable directory
     # Linux (fs.protected_regular) refuses it on another user's file.
     try:
-        return os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
         try:
-            return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return os.open(path, os.O_RDONLY)
+            fd = os.open(path, _FLAGS)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, _FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                fd = os.open(path, _FLAGS)
+    except OSError as exc:
+        what = "a symbolic link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise PlacementError(f"cannot open the slot lock {path} ({what}); remove it, or set launcher.lock_dir to a "
+                             "directory of your own") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise PlacementError(f"the slot lock {path} is not a regular file (a FIFO or device put there?); remove it, "
+                             "or set launcher.lock_dir to a directory of your own")
+    return fd
+
+
+def check_lock_dir(value: str | None) -> None:
+    """Raises ConfigError when the slot locks' directory (`launcher.lock_dir`, or the default) cannot hold them:
+    checked before the first cell, since a cell that cannot take its slot has no terminal to say so on."""
+    from neuronexp.config import ConfigError
+
+    root = Path(value) if value else default_lock_dir()
+    probe = root
+    while not os.path.lexists(probe) and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError("launcher.lock_dir", str(value or root), f"{probe} is not a directory; choose a directory "
+                          "this user can write")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError("launcher.lock_dir", str(value or root), f"{probe} is not writable by this user; choose a "
+                          "directory this user can write")
 
 
 def _lock(path: Path) -> int | None:
@@ -125,19 +159,46 @@ def acquire_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float 
         if lock_dir is None:  # the default is shared by every user of the host, like /tmp itself
             with suppress(OSError):
                 os.chmod(root, 0o1777)
+    since, said = time.monotonic(), False
     while True:
+        busy: list[Path] = []
         for slot in slots:
             fds: list[int] = []
             for unit in slot.units:
-                fd = _lock(root / f"{slot.kind}-{re.sub(r'[^A-Za-z0-9_.-]', '_', unit)}.lock")
+                path = root / f"{slot.kind}-{re.sub(r'[^A-Za-z0-9_.-]', '_', unit)}.lock"
+                fd = _lock(path)
                 if fd is None:
+                    busy.append(path)
                     break
                 fds.append(fd)
             else:
                 return slot, fds
             for fd in fds:  # part of this slot is busy: let go of what was taken, try the next
                 os.close(fd)
+        if not said and time.monotonic() - since > WAIT_NOTICE_S:  # a wait nobody explains looks like a hang
+            print(f"neuronexp: waiting for a device slot: {'; '.join(_holder(p) for p in busy[:3])}", file=sys.stderr)
+            said = True
         time.sleep(poll_s)
+
+
+# How long a cell waits for a slot before it says who holds the slots.
+WAIT_NOTICE_S = 5.0
+
+
+def _holder(path: Path) -> str:
+    """Who holds the flock on `path`, from the kernel's own table (/proc/locks, Linux): the lock files are opened
+    read-only, so they cannot carry the holder's name themselves."""
+    try:
+        inode = os.stat(path).st_ino
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 5 and fields[1] == "FLOCK" and fields[5].rsplit(":", 1)[-1] == str(inode):
+                pid = fields[4]
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+                return f"{path.name} held by pid {pid} ({cmd[:200] or 'no command line'})"
+    except OSError:
+        pass
+    return f"{path.name} held by another process"
 
 
 @contextmanager

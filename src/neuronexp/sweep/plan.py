@@ -36,6 +36,10 @@ class PlannedCell:
     compiled: bool = False  # compile.enabled: the fork server warms the compiler up for such cells
     process_key: str = ""  # the process state it sets (sweep.pairing: cells timed together agree on it)
     isolated: bool = False  # launcher.isolate: a device slot of its own, never timed with other cells
+    # correctness.rtol/atol of this invocation: applied when results are gathered, also to a reused cell (they are
+    # not part of run_id, so a cell measured under another tolerance is reused and checked under this one).
+    rtol: float | None = None
+    atol: float | None = None
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -129,7 +133,8 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         by_dir[subdir], by_run[spec.run_id] = num, num
         cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label,
                                  bool(spec.config.compile.enabled), process_key(spec.config),
-                                 bool(spec.config.launcher.isolate)))
+                                 bool(spec.config.launcher.isolate), spec.config.correctness.rtol,
+                                 spec.config.correctness.atol))
     # Only now, with every value checked: the backends import torch, the slot checks pandas (results' files).
     from neuronexp.backends import backend_kind, check_available
     from neuronexp.sweep.machine import check_slots_fit
@@ -141,8 +146,14 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
     if slurm:  # Slurm's cells run on other machines, whatever this one has: checked against the cluster
         check_slurm_sweep(master, cpu_slots)
     else:
+        from neuronexp.sweep._hydra import BASIC_LAUNCHER
+        from neuronexp.sweep.placement import check_lock_dir
+
         for backend, launcher_cfg, cores in slot_asks.values():
             check_slots_fit(backend_kind(backend), launcher_cfg, cores)
+        for spec in specs:  # cells that take a device slot: its locks' directory must be usable before the first
+            if launcher != BASIC_LAUNCHER or spec.config.launcher.isolate:
+                check_lock_dir(spec.config.launcher.lock_dir)
     return cells
 
 

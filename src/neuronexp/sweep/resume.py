@@ -12,11 +12,12 @@ from neuronexp.results.files import complete_run_id, owner
 from neuronexp.sweep.plan import PlannedCell
 
 
-def assign(cells: list[PlannedCell], sweep_dir: Path) -> set[str]:
+def assign(cells: list[PlannedCell], sweep_dir: Path, rerun_all: bool = False) -> set[str]:
     """Point each cell at its directory; returns the run_ids already complete there (reused, not rerun).
 
-    A cell complete anywhere in the sweep directory keeps that directory. Any other cell gets its planned
-    directory unless that one belongs to another configuration; then the next free name.
+    A cell complete anywhere in the sweep directory keeps that directory (with `rerun_all`, sweep.rerun=all, it
+    runs again there and nothing is reused). Any other cell gets its planned directory unless that one belongs to
+    another configuration or holds files no neuronexp cell wrote; then the next free name.
     """
     complete: dict[str, str] = {}
     if sweep_dir.is_dir():
@@ -38,13 +39,12 @@ def assign(cells: list[PlannedCell], sweep_dir: Path) -> set[str]:
             continue
         cell.dir = _free(sweep_dir, cell.dir, cell.run_id, taken)
         taken.add(cell.dir)
-    return reused
+    return set() if rerun_all else reused
 
 
 def _free(sweep_dir: Path, planned: str, run_id: str, taken: set[str]) -> str:
     def usable(name: str) -> bool:
-        who = owner(sweep_dir / name)
-        return name not in taken and who in (None, run_id)
+        return name not in taken and _may_write(sweep_dir / name, run_id)
 
     if usable(planned):
         return planned
@@ -58,3 +58,17 @@ def _free(sweep_dir: Path, planned: str, run_id: str, taken: set[str]) -> str:
     while not usable(f"{planned}-{k}"):
         k += 1
     return f"{planned}-{k}"
+
+
+def _may_write(job_dir: Path, run_id: str) -> bool:
+    """A job directory this cell may write into: new, empty, or one a neuronexp cell of this configuration
+    wrote (its `cell.json`). Never a link, nor a directory of files neuronexp did not write (a user's
+    `0/config.yaml`): the cell goes to the next free name instead."""
+    if job_dir.is_symlink():
+        return False
+    if not job_dir.exists():
+        return True
+    who = owner(job_dir)
+    if who is None:
+        return job_dir.is_dir() and not any(job_dir.iterdir())
+    return who == run_id

@@ -55,7 +55,7 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
 def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> list[Any]:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.report.terminal import print_sweep
-    from neuronexp.results import JOBS_MANIFEST
+    from neuronexp.results import JOBS_MANIFEST, invocation
     from neuronexp.results.files import write_json
     from neuronexp.sweep.aggregate import aggregate
     from neuronexp.sweep.progress import SweepProgress
@@ -64,8 +64,9 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
     baseline = OmegaConf.select(ctx.master, "baseline", default=None)
     baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
-    with locked(sweep_dir, "hydra.sweep.dir"):
-        reused = assign(cells, sweep_dir)
+    with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
+        invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
+        reused = assign(cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
         write_json(sweep_dir / JOBS_MANIFEST, [vars(c) for c in cells])
         todo = [c for c in cells if c.run_id not in reused]
         log.info("sweep of %d cells into %s%s", len(cells), sweep_dir,
@@ -85,7 +86,8 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
                 stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {_first_line(exc)}); "
                                           f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
         try:
-            outcome = aggregate(sweep_dir, baseline, cached=reused, noise=_noise_limits(ctx.master))
+            outcome = aggregate(sweep_dir, baseline, cached=reused, noise=_noise_limits(ctx.master),
+                                tolerances={c.run_id: (c.rtol, c.atol) for c in cells})
         except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
             why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {_first_line(exc)})"
             if stopped is not None:

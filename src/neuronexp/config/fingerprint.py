@@ -1,0 +1,153 @@
+"""What a cell's code was: a fingerprint of the module's source, part of its run_id (config.compose).
+
+Without it, editing a layer and rerunning into the same sweep directory would reuse every cell with the old
+code's numbers. The fingerprint hashes:
+
+- the source file of the `_target_`'s module (wherever it lives: yours, neuronexp's, an installed package's);
+- every file of your own that it imports, followed import by import: modules found under the working
+  directory, `--config-dir` or a `PYTHONPATH` entry (what neuronexp puts on the path for your layers), or in
+  neuronexp's own package; installed packages (site-packages) and the standard library are not followed;
+- the installed versions of neuronexp and torch.
+
+Found from the files alone (their import statements, read with `ast`), never by importing them: a sweep's
+values are checked before torch is imported. What it cannot see is in docs/guarantees.md: code reached
+other than by an import statement (importlib, exec, a file read at run time), an installed package's other
+files, a C extension, and environment variables.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import sys
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Iterable
+
+
+def code_fingerprint(target: object) -> str:
+    """A short hash of the code behind `module._target_` (the module docstring says what it covers)."""
+    if not isinstance(target, str) or "." not in target:
+        return _hash([], _versions())
+    return _fingerprint(target.rsplit(".", 1)[0], tuple(_user_roots()), _versions())
+
+
+@lru_cache(maxsize=1)  # installed versions do not change under a running process
+def _versions() -> tuple[str, str]:
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "?"
+
+    return version("neuronexp"), version("torch")
+
+
+def _user_roots() -> list[str]:
+    """Where your own modules are: the working directory, --config-dir and PYTHONPATH (cli.main puts both there)."""
+    roots = [os.getcwd(), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    return list(dict.fromkeys(os.path.realpath(r) for r in roots))
+
+
+# (module, roots, versions) → (the files' stat signature, fingerprint): a sweep asks once per cell, and the files
+# are read again only when one of them changed (a long-lived process, such as a test session, sees an edit).
+_CACHE: dict[tuple[str, tuple[str, ...], tuple[str, str]], tuple[tuple[tuple[str, int, int], ...], str]] = {}
+
+
+def _fingerprint(module: str, roots: tuple[str, ...], versions: tuple[str, str]) -> str:
+    key = (module, roots, versions)
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == _signature(p for p, _, _ in cached[0]):
+        return cached[1]
+    files = _files(module, roots)
+    _CACHE[key] = (_signature(str(p) for p in files), _hash(sorted(files.items()), versions))
+    return _CACHE[key][1]
+
+
+def _signature(paths: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((path, st.st_mtime_ns, st.st_size))
+        except OSError:
+            out.append((path, -1, -1))
+    return tuple(out)
+
+
+def _files(module: str, roots: tuple[str, ...]) -> dict[Path, bytes]:
+    own = Path(__file__).resolve().parents[2]  # where neuronexp's package is: its built-in layers are followed too
+    follow = [Path(r) for r in roots] + [own]
+    start = _find(module, [Path(p) for p in sys.path if p] + follow)
+    files: dict[Path, bytes] = {}
+    todo = [start] if start is not None else []
+    while todo:
+        path = todo.pop()
+        if path in files:
+            continue
+        try:
+            files[path] = path.read_bytes()
+        except OSError:
+            continue
+        for name in _imports(path, files[path]):
+            found = _find(name, follow)
+            if found is not None and found not in files and not _installed(found):
+                todo.append(found)
+    return files
+
+
+def _hash(files: Iterable[tuple[Path, bytes]], versions: tuple[str, str]) -> str:
+    digest = hashlib.sha256("\0".join(versions).encode())
+    for path, data in files:  # by content and name, not by place: the same code moved is the same cell
+        digest.update(path.name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()[:16]
+
+
+def _installed(path: Path) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in path.parts)
+
+
+def _find(module: str, roots: list[Path]) -> Path | None:
+    """The source file of `module` under one of `roots` (a package's `__init__.py`), without importing it."""
+    parts = module.split(".")
+    for root in roots:
+        base = root.joinpath(*parts)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate.resolve()
+    return None
+
+
+def _imports(path: Path, source: bytes) -> list[str]:
+    """The modules `path` imports (absolute names; relative imports resolved against its package), and for
+    `from a import b` both `a` and `a.b` (b may be a submodule)."""
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except (SyntaxError, ValueError):
+        return []
+    package = _package_of(path)
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1] if package else []
+                base = ".".join([*anchor, *([base] if base else [])])
+            if base:
+                names.append(base)
+            names += [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
+    return names
+
+
+def _package_of(path: Path) -> str:
+    """The dotted package a file belongs to (its directories up to the first without `__init__.py`)."""
+    parts: list[str] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)

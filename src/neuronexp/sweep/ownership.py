@@ -1,0 +1,92 @@
+"""Whose directory this is: neuronexp writes only into a directory it may prove is its own.
+
+A run or sweep directory neuronexp writes gets a marker, `.neuronexp-dir.json`, saying which kind it is (a
+single run or a sweep). A directory may be written to when it does not exist, is empty, or holds that marker
+with the same kind. Anything else holds files neuronexp did not write (a user's `config.yaml` under
+`hydra.run.dir=.`), or the other kind's results (a single run's tables mixed into a finished sweep, which no
+reader would see): refused before any work. File names prove nothing; the marker's content does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+from neuronexp.config import ConfigError
+
+DIR_MARKER = ".neuronexp-dir.json"
+_WRITTEN_BY = "neuronexp"
+_KINDS = {"run": ("hydra.run.dir", "a single run"), "sweep": ("hydra.sweep.dir", "a sweep")}
+
+
+def marker_kind(directory: Path) -> str | None:
+    """The kind ("run" or "sweep") an earlier neuronexp recorded in `directory`, or None when it holds no marker
+    of neuronexp's (none, a link, unreadable, or someone else's content)."""
+    path = directory / DIR_MARKER
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not _is_regular(fd):
+            return None
+        info = json.loads(os.read(fd, 65536) or b"{}")
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(info, dict) or info.get("written_by") != _WRITTEN_BY or info.get("kind") not in _KINDS:
+        return None
+    return str(info["kind"])
+
+
+def _is_regular(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+def check_ours(directory: Path, kind: str, key: str, ignore: tuple[str, ...] = ()) -> None:
+    """Refuse `directory` for a `kind` invocation unless neuronexp may write there.
+
+    `ignore`: names that prove nothing either way (the lock file, which a refused or concurrent invocation
+    may have created).
+
+    Raises:
+        ConfigError: naming `key` and what the directory holds.
+    """
+    if not os.path.lexists(directory):
+        return
+    if not directory.is_dir():
+        raise ConfigError(key, str(directory), "is not a directory; choose a new or empty directory")
+    results = directory / "results"
+    if kind == "sweep" and results.is_symlink():
+        raise ConfigError(key, str(directory), "its results/ is a symbolic link; neuronexp never writes through one: "
+                          "remove the link or choose another directory")
+    found = marker_kind(directory)
+    if found == kind:
+        return
+    if found is not None:
+        other_key, other = _KINDS[found]
+        raise ConfigError(key, str(directory), f"holds the results of {other} ({other_key}); {_KINDS[kind][1]} "
+                          "there would mix the two: choose another directory")
+    try:
+        names = sorted(p.name for p in directory.iterdir() if p.name not in ignore)
+    except OSError as exc:
+        raise ConfigError(key, str(directory), f"cannot be read ({exc.strerror or exc}); choose a readable directory") from None
+    if names:
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        raise ConfigError(key, str(directory), f"holds files neuronexp did not write ({shown}); neuronexp writes only "
+                          "into a new or empty directory or one it wrote before, and never overwrites yours: "
+                          "choose another directory")
+
+
+def mark(directory: Path, kind: str) -> None:
+    """Record that `directory` is a neuronexp `kind` directory (once; an existing marker is kept)."""
+    if marker_kind(directory) == kind:
+        return
+    from neuronexp.results.files import write_json
+
+    write_json(directory / DIR_MARKER, {"written_by": _WRITTEN_BY, "kind": kind,
+                                        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
