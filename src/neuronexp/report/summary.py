@@ -102,11 +102,12 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
     Every value from the results goes through md_cell: error texts and op names are data, never markup.
     """
     counts = cells["status"].value_counts().to_dict() if not cells.empty else {}
-    status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    if missing:
-        status += f", {len(missing)} missing"
-    experiment = ", ".join(sorted(cells["experiment"].dropna().unique())) if not cells.empty else "?"
-    lines = [f"# Sweep summary: {md_cell(experiment)}", "", f"Directory: `{sweep_dir}`  ", f"Cells: {status or 'none'}", ""]
+    parts = [f"{n} {s}" for s, n in sorted(counts.items())]
+    if missing:  # planned but with no row: interrupted, or never started; not failed (no error to report)
+        parts.append(f"{len(missing)} not run")
+    experiment = ", ".join(sorted(cells["experiment"].dropna().unique())) if not cells.empty else ""
+    lines = [f"# Sweep summary: {md_cell(experiment) if experiment else 'no cell finished'}", "",
+             f"Directory: `{sweep_dir}`  ", f"Cells: {', '.join(parts) or 'none'}", ""]
     if not cells.empty:
         devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
         methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
@@ -131,10 +132,14 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
         lines += ["## Outputs that differ from their baseline's", ""]
         lines += [f"- {md_cell(labels[i])}: {md_cell(note)}" for i, note in zip(differs.index, differs["output_note"])] + [""]
     failed = cells[cells["status"] == "error"] if not cells.empty else cells
-    if len(failed) or missing:
+    if len(failed):
         lines += ["## Failed cells", ""]
         labels = cell_labels(cells)
         lines += [f"- {md_cell(labels[i])}: {md_cell(r.error)} ({md_cell(r.overrides)})" for i, r in zip(failed.index, failed.itertuples())]
-        lines += [f"- job {md_cell(m)}: no result (the job died or has not run; rerun the sweep to resume)" for m in missing]
         lines.append("")
+    if missing:
+        lines += ["## Cells not run", "",
+                  f"Interrupted, or never started: run the same command with `hydra.sweep.dir={sweep_dir}` to resume "
+                  "(finished cells are reused).", ""]
+        lines += [f"- job {md_cell(m)}" for m in missing] + [""]
     return "\n".join(lines)

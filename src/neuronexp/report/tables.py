@@ -160,6 +160,6 @@ def status_line(report: Report) -> str:
     counts = report.cells["status"].value_counts()
     line = f"{len(report.cells)} cell(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
     if report.missing:  # planned (jobs.json) but never finished: a killed or interrupted sweep
-        line += (f"; {len(report.missing)} planned cell(s) never finished (job {', '.join(report.missing)}): "
-                 "rerun the sweep into this directory to complete it")
+        line += (f"; {len(report.missing)} planned cell(s) not run, interrupted or never started (job "
+                 f"{', '.join(report.missing)}): rerun the sweep into this directory to complete it")
     return line

@@ -90,7 +90,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
                 raise SweepStopped(stopped.code, f"{stopped.message}; {why} too") from exc
             raise SweepStopped(1, f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
                                   f"with hydra.sweep.dir={sweep_dir} to aggregate again") from exc
-        print_sweep(outcome.cells, outcome.failed, baseline, sweep_dir)
+        print_sweep(outcome.cells, outcome.failed - len(outcome.missing), baseline, sweep_dir, not_run=len(outcome.missing))
     if stopped is not None:
         raise stopped
     if outcome.failed:
