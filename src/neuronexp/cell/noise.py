@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from neuronexp.cell.timing import LatencyStats
+from neuronexp.formatting import fmt_spread
 
 # (max - min) / median of the round medians. On the quiet 2-core VM of docs/methodology.md, a 1 ms cell's
 # rounds spread 3-12%; another process on its cores makes it 30% and more.
@@ -40,7 +41,7 @@ def noise_columns(latency: LatencyStats) -> dict[str, Any]:
     steal = act.steal if act else None
     reasons = []
     if len(latency.round_medians_us) > 1 and spread > NOISY_ROUND_SPREAD:
-        reasons.append(f"rounds spread {spread:.0%}")
+        reasons.append(f"rounds spread {fmt_spread(spread)}")
     if _finite(ratio) and ratio > NOISY_P90_P10:
         reasons.append(f"p90/p10 {ratio:.1f}")
     if other is not None and other > NOISY_OTHER_CPU:

@@ -23,6 +23,29 @@ def ops_text(cell: Mapping[str, Any]) -> str:
     return f"{dispatched:g}→{executed:g} ops"
 
 
+def composite_words(cell: Mapping[str, Any]) -> str | None:
+    """In words, where there is room: one op dispatched that ran as several is a composite on this backend
+    (`aten::rms_norm` on a CPU), not one fused kernel; None otherwise."""
+    executed, dispatched = cell.get("device_ops"), cell.get("ops_dispatched")
+    if dispatched != 1 or not isinstance(executed, (int, float)) or not executed > 1:
+        return None
+    return f"dispatched 1 op, executed {executed:g}: not one fused kernel here"
+
+
+def clip_reasons(noise: str, width: int) -> str:
+    """The noise reasons that fit in `width`, whole ("; "-separated), and how many more: never cut mid-word."""
+    reasons = [r for r in noise.split("; ") if r]
+    shown: list[str] = []
+    for i, reason in enumerate(reasons):
+        more = len(reasons) - i - 1
+        tail = f"; +{more} more" if more else ""
+        if shown and len("; ".join([*shown, reason]) + tail) > width:
+            break
+        shown.append(reason)
+    rest = len(reasons) - len(shown)
+    return "; ".join(shown) + (f"; +{rest} more" if rest else "")
+
+
 OUTPUT_FLAG = "✗ output ≠ baseline"
 
 
@@ -60,7 +83,7 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     if cell["status"] == "cached":
         lines.append("(cached)")
     if noisy(cell):
-        lines.append(f"{NOISE_WARNING}{str(cell.get('noise') or '')[:40]}")
+        lines.append(f"{NOISE_WARNING}{clip_reasons(str(cell.get('noise') or ''), 40)}")
     return lines
 
 
@@ -126,6 +149,11 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
         if flagged:
             lines += [f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): "
                       "not findings; rerun them on a quiet machine.", ""]
+    composite = [(i, composite_words(c)) for i, c in cells.iterrows()] if not cells.empty else []
+    composite = [(i, words) for i, words in composite if words]
+    if composite:
+        labels = cell_labels(cells)
+        lines += ["## Ops per step", ""] + [f"- {md_cell(labels[i])}: {md_cell(words)}" for i, words in composite] + [""]
     differs = cells[cells.apply(output_differs, axis=1)] if not cells.empty else cells
     if len(differs):
         labels = cell_labels(cells)

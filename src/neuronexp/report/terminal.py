@@ -17,7 +17,7 @@ from rich.text import Text
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
+from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_spread, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
 from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
 from neuronexp.report.summary import cell_lines, speedup_caption
@@ -51,7 +51,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         if not results.ops.empty:
             console.print(top_ops_table(results, device))
         rounds = int(cell.get("latency_rounds") or 1)
-        spread = f", rounds spread {cell['round_spread']:.0%}" if rounds > 1 else ""
+        spread = f", rounds spread {fmt_spread(cell['round_spread'])}" if rounds > 1 else ""
         threads = cell.get("threads")
         console.print(
             f"latency ({escape(str(cell['timing_method']))}, {cell['latency_samples']} samples"
