@@ -31,12 +31,6 @@ def fmt_speedup(value: float | None) -> str:
     return "—" if _missing(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"  # type: ignore[arg-type]
 
 
-def fmt_spread(spread: float) -> str:
-    """A round spread ((max - min) / median) as a reader takes it in: "55%" up to 100%, then a factor ("×510",
-    1 + spread: about how many medians the slowest round took), never "50864%"."""
-    return f"{spread:.0%}" if spread < 1 else f"×{1 + spread:.3g}"
-
-
 def fmt_ratio(ratio: float) -> str:
     return "—" if not math.isfinite(ratio) else f"×{ratio:.3f} {(ratio - 1) * 100:+.1f}%"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from neuronexp.cell.noise import noise_columns
 from neuronexp.cell.timing import summarize_samples
-from neuronexp.formatting import fmt_spread
+from neuronexp.analysis.noise import fmt_spread
 from neuronexp.report.summary import cell_lines, clip_reasons, composite_words, summary_markdown
 from neuronexp.results import frame
 

@@ -16,3 +16,9 @@ def noisy(cell: Mapping[str, Any]) -> bool:
     """The row's `noisy` flag (False for results written before it existed, or read back as NaN)."""
     value = cell.get("noisy")
     return bool(value) if value is not None and value == value else False
+
+
+def fmt_spread(spread: float) -> str:
+    """A round spread ((max - min) / median) as a reader takes it in: "55%" up to 100%, then a factor ("×510",
+    1 + spread: about how many medians the slowest round took), never "50864%"."""
+    return f"{spread:.0%}" if spread < 1 else f"×{1 + spread:.3g}"

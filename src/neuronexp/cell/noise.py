@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from neuronexp.cell.timing import LatencyStats
-from neuronexp.formatting import fmt_spread
+from neuronexp.analysis.noise import fmt_spread
 
 # (max - min) / median of the round medians. On the quiet 2-core VM of docs/methodology.md, a 1 ms cell's
 # rounds spread 3-12%; another process on its cores makes it 30% and more.

@@ -17,9 +17,9 @@ from rich.text import Text
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_spread, fmt_us, short_op
+from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
-from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
+from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
 from neuronexp.report.summary import cell_lines, speedup_caption
 from neuronexp.results import Results
 
