@@ -22,7 +22,7 @@ from neuronexp.config.schema import RunConfig
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 TESTS = [p for p in (REPO / "tests").rglob("*.py") if p.name != Path(__file__).name]
-SECTIONS = ("input", "compile", "profiler", "timing", "neuron", "launcher", "dims", "roofline", "correctness")
+SECTIONS = ("input", "compile", "profiler", "timing", "neuron", "launcher", "dims", "roofline", "correctness", "sweep")
 
 # Keys whose tests set them through the schema's dataclasses rather than as an override, and where.
 SET_THROUGH_DATACLASSES = {

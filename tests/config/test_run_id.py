@@ -24,7 +24,7 @@ MEASUREMENT = ["timing.warmup=3", "timing.iters=7", "timing.max_seconds=2.5", "t
                "compile.enabled=true", "correctness.enabled=false"]
 # Not measured: where the cell runs, what it is compared with, how roofs and tolerances are read.
 NOT_MEASURED = ["launcher.cell_timeout_s=60", "baseline={module: rmsnorm_naive}", "roofline.probe=refresh",
-                "correctness.rtol=0.5", "correctness.atol=0.1"]
+                "correctness.rtol=0.5", "correctness.atol=0.1", "sweep.dry_run=true"]
 
 
 @pytest.fixture(scope="module")

@@ -54,6 +54,10 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
     choices, task = dict(hc.runtime.choices), task_overrides(hc.overrides.task)
     try:
         spec = spec_from(cfg, choices, task, override_dirname(task))
+        if hc.mode == RunMode.RUN and spec.config.sweep.dry_run:  # the one cell, as a sweep's dry run lists it
+            print(f"dry run: 1 cell, run_id {spec.run_id}: {spec.module_name} {spec.overrides}".rstrip()
+                  + " (nothing is run; run it without sweep.dry_run to measure)")
+            return {"status": "dry_run", "error": None, "latency_median_us": None}
         results = run_job_cell(spec, cfg, choices, task, out_dir, str(hc.launcher._target_), hc.mode == RunMode.MULTIRUN)
     except Exception as exc:
         if hc.mode == RunMode.RUN:
@@ -81,6 +85,16 @@ def _importable_dirs(argv: list[str]) -> list[str]:
     return dirs
 
 
+def _sweep_with_cfg(argv: list[str]) -> str | None:
+    """Hydra refuses -m with --cfg in a traceback; the one line says what each of them does instead."""
+    sweep = any(a in ("-m", "--multirun") for a in argv)
+    cfg = any(a in ("-c", "--cfg", "--info") or a.startswith(("--cfg=", "--info=")) for a in argv)
+    if not (sweep and cfg):
+        return None
+    return ("-m with --cfg: --cfg shows one cell's composed config (drop -m); to preview every cell of the sweep "
+            "(labels, run_ids, which are cached, a time estimate), run the sweep with sweep.dry_run=true")
+
+
 class _DropJobErrorLog(logging.Filter):
     """Hydra logs "Error executing job" before re-raising; main() reports it instead."""
 
@@ -100,6 +114,10 @@ def main(argv: list[str] | None = None) -> Any:
     full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
     logging.getLogger("hydra.core.utils").addFilter(_DropJobErrorLog())
+    clash = _sweep_with_cfg(sys.argv[1:])
+    if clash:
+        print(f"neuronexp: error: {clash}", file=sys.stderr)
+        sys.exit(2)
     try:
         _hydra_main()
     except RunRejected as rejected:

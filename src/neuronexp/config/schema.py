@@ -12,6 +12,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from neuronexp.config.sweep_options import SweepConfig
+
 
 class DType(str, Enum):
     float32 = "float32"
@@ -239,11 +241,10 @@ class RunConfig:
     dims: DimsConfig = field(default_factory=DimsConfig)
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
     correctness: CorrectnessConfig = field(default_factory=CorrectnessConfig)
-    # The reference cell of each group of otherwise-identical cells, as key: value pairs that pick it, e.g.
-    # {module: rmsnorm_naive} or {compile.enabled: false}; a bare name means {module: name}. Speedups and
-    # findings compare cells within a group only; null: no speedups.
+    sweep: SweepConfig = field(default_factory=SweepConfig)  # how a sweep is carried out: sweep.dry_run
+    # The reference cell of each group of otherwise-identical cells: key: value pairs ({module: rmsnorm_naive},
+    # {compile.enabled: false}; a bare name means {module: name}); null: no speedups. Findings stay within a group.
     baseline: Any = None
     allocator: AllocatorMode = AllocatorMode.stable  # host malloc in every process that runs a cell
-    # torch intra-op threads for the cell; null keeps the process's count (torch's default, or the launcher slot's
-    # cores). Sweepable: threads=1,2; the count used is in every row.
+    # torch intra-op threads for the cell (sweepable, in every row); null: the process's count (torch's, the slot's)
     threads: int | None = None

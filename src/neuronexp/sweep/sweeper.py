@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
+from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
 from neuronexp.sweep.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
@@ -45,6 +46,10 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         ConfigError: a bad value in any cell, a directory another sweep holds; nothing has run then.
         SweepStopped: cells failed, the launcher stopped, or Ctrl-C; what finished is aggregated first.
     """
+    if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
+        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
+        print("\n".join(dry_run_lines(cells, Path(str(ctx.master.hydra.sweep.dir)), ctx.master)))
+        return []
     with _cell_processes(ctx.launcher, ctx.master) as server:  # started first: its `import torch` overlaps the planning
         cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
         return _run(ctx, cells, server)
