@@ -85,6 +85,20 @@ def _importable_dirs(argv: list[str]) -> list[str]:
     return dirs
 
 
+def typed_baseline(argv: list[str]) -> list[str]:
+    """`baseline=module=a,compile.enabled=false` as users type it (one pair of shell quotes at most), quoted for
+    Hydra, whose grammar reads `=` as an error and `,` as a sweep. A baseline is never swept (it says what cells
+    are compared with), so its whole value is one string; a value Hydra can read already is left as typed."""
+    out = []
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        if eq and key.lstrip("+") == "baseline" and value and value[0] not in "'\"{[" and ("=" in value or "," in value):
+            quote = "'" if "'" not in value else '"'
+            arg = f"{key}={quote}{value}{quote}"
+        out.append(arg)
+    return out
+
+
 def _sweep_with_cfg(argv: list[str]) -> str | None:
     """Hydra refuses -m with --cfg in a traceback; the one line says what each of them does instead."""
     sweep = any(a in ("-m", "--multirun") for a in argv)
@@ -106,6 +120,7 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: exit 0 when every cell succeeded, 1 when a cell failed, 2 for a bad config."""
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
+    sys.argv[1:] = typed_baseline(sys.argv[1:])
     dirs = _importable_dirs(sys.argv[1:])
     sys.path[:0] = [d for d in dirs if d not in sys.path]
     # Child processes (parallel launchers) must import user layers the same way.
