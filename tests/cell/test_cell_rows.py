@@ -55,3 +55,10 @@ def test_samples_carry_their_round_and_give_back_the_median_of_round_medians(tmp
     medians = samples.groupby("round")["latency_us"].median()
     assert row["latency_median_us"] == np.median(medians)
     assert row["round_spread"] == (medians.max() - medians.min()) / row["latency_median_us"]
+
+
+def test_a_constructor_argument_set_on_the_command_line_is_a_column(tmp_path: Path) -> None:
+    results = _run(tmp_path, "module=rmsnorm_fused", "module.eps=0.001")
+    row = results.cells.iloc[0]
+    assert row["status"] == "ok", row["error"]
+    assert row["eps"] == 0.001 and "module.eps=0.001" in row["overrides"]
