@@ -19,6 +19,6 @@ def noisy(cell: Mapping[str, Any]) -> bool:
 
 
 def fmt_spread(spread: float) -> str:
-    """A round spread ((max - min) / median) as a reader takes it in: "55%" up to 100%, then a factor ("×510",
+    """A round spread ((max - min) / median) as a reader takes it in: "55%" up to 100%, beyond it a factor ("×510",
     1 + spread: about how many medians the slowest round took), never "50864%"."""
-    return f"{spread:.0%}" if spread < 1 else f"×{1 + spread:.3g}"
+    return f"{spread:.0%}" if spread <= 1 else f"×{1 + spread:.3g}"
