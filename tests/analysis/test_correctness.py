@@ -166,3 +166,19 @@ def test_a_variant_no_less_accurate_than_its_baseline_passes_against_the_float32
 def test_an_all_nan_output_has_an_unbounded_relative_error_not_zero(reference: np.ndarray) -> None:
     check = compare_outputs([leaf(np.full_like(reference, np.nan))], [leaf(reference)], 1e-2, None)
     assert check["output_check"] == "FAIL" and check["max_rel_err"] == np.inf and check["max_abs_err"] == np.inf
+
+
+def test_large_elements_need_the_relative_term() -> None:
+    """One element far above the output's RMS: off by rtol/2 of itself, it is beyond atol (rtol × RMS) and within
+    tolerance only through rtol·|baseline|."""
+    rtol = default_rtol("bfloat16")
+    ref = np.full(4096, 1e-3, dtype=np.float32)
+    ref[7] = 1000.0
+    variant = ref.copy()
+    variant[7] = 1000.0 * (1 + rtol / 2)
+    atol = rtol * float(np.sqrt(np.mean(ref.astype(np.float64) ** 2)))
+    assert abs(float(variant[7]) - 1000.0) > 10 * atol  # atol alone cannot pass it
+    assert compare_outputs([leaf(variant)], [leaf(ref)], rtol, None)["output_check"] == "pass"
+    assert compare_outputs([leaf(variant)], [leaf(ref)], rtol, 0.0)["output_check"] == "pass"  # rtol alone
+    variant[7] = 1000.0 * (1 + 2 * rtol)
+    assert compare_outputs([leaf(variant)], [leaf(ref)], rtol, None)["output_check"] == "FAIL"

@@ -27,3 +27,15 @@ def test_shares_are_of_the_median_step_and_follow_the_ranking() -> None:
     assert list(spots["op"]) == ["aten::b", "aten::a"]
     assert list(spots["self_device_us"]) == [9.0, 3.0]
     assert list(spots["share"]) == pytest.approx([9.0 / 12.0, 3.0 / 12.0])
+
+
+def test_the_hotspot_is_a_leaf_op_never_the_wrapper_that_dispatched_it() -> None:
+    """aten::linear's self time (dispatch) exceeds any leaf's here, yet the work is its leaves' (cell.optree)."""
+    from neuronexp.cell.rows import hotspot
+
+    rows = [{"run_id": "r", "cycle": 0, "op": op, "device_type": "CPU", "calls": 1.0, "leaf": leaf,
+             "self_device_us": us, "device_share": us / 20.0}
+            for op, leaf, us in (("aten::linear", False, 12.0), ("aten::addmm", True, 5.0), ("aten::t", True, 3.0))]
+    spots = hotspots(pd.DataFrame(rows))["r"]
+    assert list(spots["op"]) == ["aten::addmm", "aten::t"]
+    assert hotspot(rows) == ("aten::addmm", pytest.approx(5.0 / 20.0))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from neuronexp.analysis.noise import judge, judge_cells, spread_word
+from neuronexp.analysis.noise import judge, judge_cells, fmt_spread
 from neuronexp.config.noise import NoiseConfig
 
 from helpers import FAST, run_cli
@@ -48,7 +48,7 @@ def test_the_hint_says_what_would_help() -> None:
 
 
 def test_a_huge_spread_reads_as_a_factor_not_a_percentage() -> None:
-    assert spread_word(0.31) == "31%" and spread_word(508.64) == "×510"
+    assert fmt_spread(0.31) == "31%" and fmt_spread(508.64) == "×510"
     reasons, _ = judge({**QUIET, "round_spread": 508.64}, NoiseConfig())
     assert reasons == ["rounds spread ×510"]
 

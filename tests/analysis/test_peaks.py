@@ -76,3 +76,11 @@ def test_roofs_the_user_gives_replace_the_table() -> None:
     mine = given_peak(table, 4000.0, None)
     assert (mine.bandwidth_gbs, mine.tflops) == (4000.0, 989.5) and mine.source.startswith("given: roofline.peak_bw_gbs")
     assert given_peak(table, None, None) is table
+
+
+@pytest.mark.parametrize("dtype, tflops", [("bfloat16", 989.5), ("float16", 989.5), ("float64", None)])
+def test_tf32_changes_the_float32_roof_only(dtype: str, tflops: float | None) -> None:
+    """With TF32 on, a bfloat16 or float16 cell keeps its own tensor-core figure, never TF32's."""
+    for tf32 in (False, True):
+        assert published_peak("cuda", {"device_name": "NVIDIA H200", "tf32": tf32}, dtype).tflops == tflops
+    assert published_peak("cuda", {"device_name": "NVIDIA H200", "tf32": True}, "float32").tflops == 494.5

@@ -125,3 +125,16 @@ def test_a_baseline_is_written_three_ways() -> None:
     assert parse_baseline("none") is None and parse_baseline(None) is None
     assert describe_baseline({"module": "a"}) == "a"
     assert describe_baseline({"module": "a", "compile.enabled": False}) == "module=a, compile.enabled=false"
+
+
+def test_a_baseline_is_never_taken_from_another_dtype() -> None:
+    """dtype told apart by the row even where no override names it (an experiment's config sets it): a bfloat16
+    cell is compared with the bfloat16 baseline, and with none when only float32 has one."""
+    rows = [dict(module=m, dtype=d, shape="[1,8]", over={"module": m})
+            for d in ("float32", "bfloat16") for m in ("naive", "fused")]
+    cells = _cells(rows)
+    assert list(baseline_run_ids(cells, "naive")) == ["r0", "r0", "r2", "r2"]
+    without = cells[cells["run_id"] != "r2"]
+    assert list(baseline_run_ids(without, "naive")) == ["r0", "r0", None]
+    speedups = add_speedups(without, "naive")
+    assert speedups["speedup_vs_baseline"].isna().tolist() == [False, False, True]

@@ -101,7 +101,7 @@ def test_report_of_a_killed_sweep_names_the_cells_that_never_finished(sweep: Pat
         (killed / "1" / name).unlink()
     res = _report(killed)
     assert res.returncode == 0, res.stderr
-    said = "1 planned cell(s) never finished (job 1)"
+    said = "1 planned cell(s) not run, interrupted or never started (job 1)"
     assert said in " ".join(res.stdout.split())
     assert said in (killed / "report.md").read_text() and said in (killed / "report.html").read_text()
 

@@ -47,3 +47,13 @@ class ScaledSum(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return x, (x * self.weight.to(x.dtype)).sum(-1)  # in the input's dtype, whatever the weight's
+
+
+class ThreadsSeen(nn.Module):
+    """Records torch's intra-op thread count at each call (class-level, read by the test in the same process)."""
+
+    seen: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        ThreadsSeen.seen.append(torch.get_num_threads())
+        return x * 2

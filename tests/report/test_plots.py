@@ -120,3 +120,26 @@ def test_when_the_baseline_wins_the_finding_explains_it_against_the_runner_up() 
     (line,) = findings(cells, samples, {}, all_ops=hotspots(ops, top=100))
     assert line.startswith("[1,8,64]: rmsnorm_naive fastest") and "(the baseline)" in line
     assert re.search(r"why: rmsnorm_fused spends .*; gone in rmsnorm_naive: aten::_fused_rms_norm", line), line
+
+
+SECTIONS = ["Findings", "Experiment and environment", "Cells", "Variants side by side", "How far from the limit",
+            "Plots", "Fusion view", "Hotspots"]
+
+
+def test_every_section_is_in_the_html_and_the_markdown_with_content(synthetic_sweep: Path) -> None:
+    from neuronexp.report.markdown import render_markdown
+
+    report = build_report(synthetic_sweep)
+    figs = figures(report)
+    page, text = render_html(report, figs), render_markdown(report, figs)
+    html_heads = re.findall(r"<h2>([^<]+)</h2>", page)
+    md_heads = re.findall(r"^## (.+)$", text, re.M)
+    assert html_heads == SECTIONS, html_heads
+    assert md_heads == [s for s in SECTIONS if s != "Plots"], md_heads  # the plots are in report.html, named
+    assert all(f.title in text for f in figs) and "are in report.html" in text
+    # Each section says something: the next heading is never right after this one.
+    for part in re.split(r"<h2>[^<]+</h2>", page)[1:]:
+        assert re.search(r"<(table|li|svg|div|img)\b", part), part[:200]
+    for part in re.split(r"^## .+$", text, flags=re.M)[1:]:
+        assert re.search(r"^(\| |- )", part, re.M), part[:300]  # a table or a list, not a heading alone
+    assert page.count('<table class="grid">') == 1 and page.count("<svg") + page.count("<img") >= len(figs)

@@ -16,6 +16,7 @@ import pytest
 import neuronexp
 from neuronexp.cell.environment import host_cpus
 from neuronexp.results.files import read_arrow
+from neuronexp.sweep.lock import locked
 
 from helpers import FAST, console_script
 from helpers.hostile import write_hostile_layers
@@ -46,29 +47,21 @@ def _job_files(job: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in job.iterdir() if p.is_file() and not p.name.startswith(".")}
 
 
-@pytest.mark.slow  # 12 s on the 2-core VM
-def test_two_identical_sweeps_started_together_never_mix_tables(tmp_path: Path) -> None:
-    write_hostile_layers(tmp_path)
+@pytest.mark.slow  # 8 s on the 2-core VM
+def test_a_sweep_into_a_directory_another_writer_holds_is_refused_before_any_cell(cli, tmp_path: Path) -> None:
+    """Deterministic, not a race of two sweeps: this test holds the directory's lock while the sweep starts, as a
+    second neuronexp would; the sweep is refused in one line naming the holder and writes no cell. Released, the
+    same command runs."""
     sweep = tmp_path / "sweep"
-    args = _command(sweep, "module._target_=hostile.Slow", "input.shape=[1,8],[1,16],[1,24]")
-    procs = [subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-             for _ in range(2)]
-    outcomes = [(p.wait(timeout=300), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
-    assert sorted(code for code, _ in outcomes) in ([0, 0], [0, 2]), outcomes
-    for code, stderr in outcomes:
-        if code == 2:  # refused, naming the holder
-            line = _one_line(stderr, "neuronexp: error: hydra.sweep.dir=")
-            assert "another neuronexp is writing there (pid " in line and "hostile.Slow" in line
-    # Whatever happened, every job directory holds one cell's files, all of the same run_id.
-    jobs = sorted(p.parent for p in sweep.glob("*/cell.json"))
-    assert len(jobs) == 3
-    for job in jobs:
-        (run_id,) = set(pq.read_table(job / "cells.parquet").column("run_id").to_pylist())
-        for name in ("samples", "ops"):
-            assert set(pq.read_table(job / f"{name}.parquet").column("run_id").to_pylist()) == {run_id}, job
-            assert set(read_arrow(job / f"{name}.arrow").column("run_id").to_pylist()) == {run_id}, job
-    results = neuronexp.load(sweep)
-    assert len(results.cells) == 3 and set(results.samples["run_id"]) == set(results.cells["run_id"])
+    with locked(sweep, "hydra.sweep.dir"):
+        refused = _sweep(cli, sweep, *PAIR)
+        assert refused.returncode == 2, refused.stderr
+        line = _one_line(refused.stderr, "neuronexp: error: hydra.sweep.dir=")
+        assert f"another neuronexp is writing there (pid {os.getpid()} " in line
+        assert not list(sweep.glob("*/cell.json")) and not (sweep / "results").exists()
+    ran = _sweep(cli, sweep, *PAIR)
+    assert ran.returncode == 0, ran.stderr
+    assert len(neuronexp.load(sweep).cells) == 2
 
 
 @pytest.mark.slow  # 10 s on the 2-core VM

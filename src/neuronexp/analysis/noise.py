@@ -49,11 +49,6 @@ def _cores(units: Any) -> int | None:
     return count
 
 
-def spread_word(spread: float) -> str:
-    """"rounds spread 31%", or "×500" once the slowest round is many times the typical one (a % then reads as noise)."""
-    return f"{spread:.0%}" if spread < 3 else f"×{spread + 1:.0f}"
-
-
 def judge(figures: Mapping[str, Any], limits: Thresholds) -> tuple[list[str], str | None]:
     """(why the cell is noisy, empty when it is not; what would help) from its noise figures.
 
@@ -63,7 +58,7 @@ def judge(figures: Mapping[str, Any], limits: Thresholds) -> tuple[list[str], st
     reasons = []
     spread, rounds = figures.get("round_spread"), figures.get("latency_rounds")
     if _finite(spread) and _finite(rounds) and rounds > 1 and spread > limits.round_spread:
-        reasons.append(f"rounds spread {spread_word(spread)}")
+        reasons.append(f"rounds spread {fmt_spread(spread)}")
     ratio = figures.get("p90_p10")
     if _finite(ratio) and ratio > limits.p90_p10:
         reasons.append(f"p90/p10 {ratio:.1f}")
@@ -105,3 +100,9 @@ def judge_cells(cells: Any, limits: Thresholds) -> Any:
         cells.at[i, "noise"] = "; ".join(reasons) or None
         cells.at[i, "warnings"] = " | ".join(kept) or None
     return cells
+
+
+def fmt_spread(spread: float) -> str:
+    """A round spread ((max - min) / median) as a reader takes it in: "55%" up to 100%, beyond it a factor ("×510",
+    1 + spread: about how many medians the slowest round took), never "50864%"."""
+    return f"{spread:.0%}" if spread <= 1 else f"×{1 + spread:.3g}"

@@ -61,3 +61,25 @@ def override_values(overrides: Any) -> dict[str, str]:
         if not key.startswith(_NOT_LABELS):
             out[key] = normalize(value) if eq else "(deleted)"
     return out
+
+
+def argument_columns(overrides: Any, taken: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    """{column: value} for each constructor argument the overrides set (`module.expansion=4`), so swept arguments
+    are columns of their own (tidy data) and not only text in `overrides`. Named by the key's last part
+    (`expansion`) unless that is also another argument's last part or a column in `taken`; then as typed
+    (`module.expansion`). Values typed as YAML reads them (4, 0.5, true), text otherwise."""
+    import yaml
+
+    args = {}
+    for item in split_overrides(overrides):
+        key, eq, value = item.partition("=")
+        key = key.lstrip("+")
+        if eq and key.startswith("module.") and key != "module._target_" and not key.startswith("~"):
+            try:
+                parsed = yaml.safe_load(value)
+            except yaml.YAMLError:
+                parsed = value
+            args[key] = parsed if isinstance(parsed, (bool, int, float, str)) else normalize(value)
+    last = [k.rsplit(".", 1)[-1] for k in args]
+    return {(short if last.count(short) == 1 and short not in taken else key): v
+            for (key, v), short in zip(args.items(), last)}

@@ -12,6 +12,7 @@ import pyarrow as pa
 import torch
 
 from neuronexp.analysis.noise import NOISE_WARNING
+from neuronexp.analysis.overrides import argument_columns
 from neuronexp.analysis.ops import hotspots
 from neuronexp.backends import Backend
 from neuronexp.cell.environment import host_cpus, package_version
@@ -20,7 +21,7 @@ from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
 from neuronexp.config.noise import NoiseConfig
-from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table, invocation
+from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
 
 
@@ -113,6 +114,8 @@ def cell_tables(
         started_at=started_at,
         **who,
     )
+    # Swept constructor arguments as columns of their own (after the contract's, never replacing one).
+    cell.update(argument_columns(spec.overrides, taken=frozenset(SCHEMAS["cells"].names)))
     samples: list[dict[str, Any]] = []
     if m is not None:
         cell.update(measured_columns(m, op_rows, spec))

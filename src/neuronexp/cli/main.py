@@ -54,6 +54,10 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
     choices, task = dict(hc.runtime.choices), task_overrides(hc.overrides.task)
     try:
         spec = spec_from(cfg, choices, task, override_dirname(task))
+        if hc.mode == RunMode.RUN and spec.config.sweep.dry_run:  # the one cell, as a sweep's dry run lists it
+            print(f"dry run: 1 cell, run_id {spec.run_id}: {spec.module_name} {spec.overrides}".rstrip()
+                  + " (nothing is run; run it without sweep.dry_run to measure)")
+            return {"status": "dry_run", "error": None, "latency_median_us": None}
         results = run_job_cell(spec, cfg, choices, task, out_dir, str(hc.launcher._target_), hc.mode == RunMode.MULTIRUN)
     except Exception as exc:
         if hc.mode == RunMode.RUN:
@@ -83,6 +87,30 @@ def _importable_dirs(argv: list[str]) -> list[str]:
     return dirs
 
 
+def typed_baseline(argv: list[str]) -> list[str]:
+    """`baseline=module=a,compile.enabled=false` as users type it (one pair of shell quotes at most), quoted for
+    Hydra, whose grammar reads `=` as an error and `,` as a sweep. A baseline is never swept (it says what cells
+    are compared with), so its whole value is one string; a value Hydra can read already is left as typed."""
+    out = []
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        if eq and key.lstrip("+") == "baseline" and value and value[0] not in "'\"{[" and ("=" in value or "," in value):
+            quote = "'" if "'" not in value else '"'
+            arg = f"{key}={quote}{value}{quote}"
+        out.append(arg)
+    return out
+
+
+def _sweep_with_cfg(argv: list[str]) -> str | None:
+    """Hydra refuses -m with --cfg in a traceback; the one line says what each of them does instead."""
+    sweep = any(a in ("-m", "--multirun") for a in argv)
+    cfg = any(a in ("-c", "--cfg", "--info") or a.startswith(("--cfg=", "--info=")) for a in argv)
+    if not (sweep and cfg):
+        return None
+    return ("-m with --cfg: --cfg shows one cell's composed config (drop -m); to preview every cell of the sweep "
+            "(labels, run_ids, which are cached, a time estimate), run the sweep with sweep.dry_run=true")
+
+
 class _DropJobErrorLog(logging.Filter):
     """Hydra logs "Error executing job" before re-raising; main() reports it instead."""
 
@@ -94,6 +122,7 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: exit 0 when every cell succeeded, 1 when a cell failed, 2 for a bad config."""
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
+    sys.argv[1:] = typed_baseline(sys.argv[1:])
     dirs = _importable_dirs(sys.argv[1:])
     sys.path[:0] = [d for d in dirs if d not in sys.path]
     # Child processes (parallel launchers) must import user layers the same way.
@@ -102,6 +131,10 @@ def main(argv: list[str] | None = None) -> Any:
     full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
     logging.getLogger("hydra.core.utils").addFilter(_DropJobErrorLog())
+    clash = _sweep_with_cfg(sys.argv[1:])
+    if clash:
+        print(f"neuronexp: error: {clash}", file=sys.stderr)
+        sys.exit(2)
     try:
         _hydra_main()
     except RunRejected as rejected:

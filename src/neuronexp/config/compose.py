@@ -122,6 +122,7 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     # Not what a cell measures: where it runs (same run_id under any launcher), and what it is compared with.
     resolved.pop("launcher", None)
     resolved.pop("baseline", None)
+    resolved.pop("sweep", None)  # how the sweep is carried out (sweep.dry_run)
     # How the roofs are found and the output check's tolerances are applied when results are read, not measured;
     # the float32 evaluation adds a file beside the output, not a figure.
     resolved.pop("roofline", None)
@@ -165,4 +166,4 @@ def override_dirname(task_overrides: list[str]) -> str:
     `launcher.*` is left out: where cells run is not a label of the cell (it is recorded in `placement`); so is
     `baseline`, which says what a cell is compared with, not what it measured.
     """
-    return ",".join(sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("launcher.", "baseline="))))
+    return ",".join(sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("launcher.", "baseline=", "sweep."))))

@@ -1,5 +1,5 @@
-"""The `sweep` node: how a run or sweep treats the cells already in its directory. Not part of a cell's run_id
-(config.compose): whether to reuse a cell says nothing about what it measures."""
+"""The `sweep` node: how a run or sweep is carried out and treats the cells already in its directory. Not part of a
+cell's run_id (config.compose): whether to reuse a cell, or to run at all, says nothing about what it measures."""
 
 from __future__ import annotations
 
@@ -15,3 +15,6 @@ class RerunMode(str, Enum):
 @dataclass
 class SweepConfig:
     rerun: RerunMode = RerunMode.failed
+    # true: plan and check every cell, print each one's label, run_id and whether it is cached, and an estimate of
+    # the time; run nothing, write nothing (neuronexp.sweep.dryrun). A single run prints its one cell.
+    dry_run: bool = False

@@ -21,6 +21,7 @@ from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
 from neuronexp.analysis.noise import noisy
 from neuronexp.report.summary import output_differs
+from neuronexp.report.busy import concluded_line, noise_line, only_quiet_line
 from neuronexp.report.why import explain
 from neuronexp.results import USABLE
 
@@ -65,9 +66,10 @@ def _fastest(group: list[dict]) -> dict | None:
     return min(quiet, key=lambda c: c["latency_median_us"]) if quiet else None
 
 
-def _noisy_part(group: list[dict]) -> str:
-    flagged = [f"{c['_variant']} ({c.get('noise') or 'noisy'})" for c in group if noisy(c)]
-    return f"; noisy, not a finding: {', '.join(flagged)}" if flagged else ""
+def _left_out(group: list[dict]) -> str:
+    """The group's noisy cells by name only: their reasons are in the one noise line (report.busy)."""
+    flagged = [c["_variant"] for c in group if noisy(c)]
+    return f"; noisy, left out: {', '.join(flagged)}" if flagged else ""
 
 
 def _other(group: list[dict], best: dict, ref: dict | None) -> dict | None:
@@ -112,12 +114,15 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
     lines = []
     for i, (group, best) in enumerate(zip(groups, bests)):
         if best is None:
-            lines.append(f"{group[0]['_input']}: every cell is noisy, no finding{_noisy_part(group)}")
+            lines.append(f"{group[0]['_input']}: every cell is noisy, no finding")
             continue
         ref = next((c for c in group if c.get("baseline_run_id") == c["run_id"]), None)  # None: the baseline failed
         line = f"{best['_input']}: {best['_variant']}"
         if sum(not noisy(c) for c in group) == 1:
-            lines.append(line + f" {fmt_us(best['latency_median_us'])}" + _hotspot(best, spots) + _noisy_part(group))
+            if len(group) == 1:  # a cell on its own (no baseline): its latency and hotspot
+                lines.append(line + f" {fmt_us(best['latency_median_us'])}" + _hotspot(best, spots))
+            else:
+                lines.append(only_quiet_line(best, group, fmt_us(best["latency_median_us"])) + _hotspot(best, spots))
             continue
         tie_cells = [c for c in group if str(c["run_id"]) in tied.get(i, set())]
         ties = [c["_variant"] for c in tie_cells]
@@ -134,5 +139,7 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
         why = explain(best, other, ops.get(str(best["run_id"])), ops.get(str(other["run_id"]))) if other else None
         # The flag before the why: a winner whose output differs from the baseline's is never named without it.
         lines.append(line + _output_flag([best, *tie_cells]) + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots))
-                     + _noisy_part(group))
-    return lines
+                     + _left_out(group))
+    # The noise once for all cells, first; last, what holds whatever the noise.
+    every = [c for group in groups for c in group]
+    return [x for x in (noise_line(every),) if x] + lines + [x for x in (concluded_line(every),) if x]

@@ -22,6 +22,7 @@ from matplotlib.ticker import NullLocator
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import fmt_us, short_op
 from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, usable_cells, variant_colours
+from neuronexp.report.distplots import rounds_plot, roof_share_plot
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
 
 _OTHER = "other"
@@ -200,6 +201,14 @@ def figures(report) -> list[Plot]:
     if speedup:
         out.append(Plot(f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input; "
                         "whiskers: the 95% bootstrap interval stated in the findings.", speedup))
+    rounds = rounds_plot(cells, report.results.samples, colours)
+    if rounds:
+        out.append(Plot("Samples by timing round", "Every timed call of each cell, a line per round (bar: the round's "
+                        "median, ◆: the cell's latency); rounds apart are a noisy cell's round spread (~).", rounds, wide=True))
+    shares = roof_share_plot(cells, colours)
+    if shares:
+        out.append(Plot("Achieved vs the roofs", "One point per cell: its share of the bandwidth roof and of the FLOP/s "
+                        "roof (hollow on the x axis: no FLOPs counted); dashed: 100%, the limit.", shares))
     roofline = roofline_plot(cells, colours)
     if roofline:
         out.append(Plot("Roofline", "Achieved GFLOP/s against FLOP per byte of bytes_min, under each device's roofs "

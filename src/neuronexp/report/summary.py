@@ -23,6 +23,29 @@ def ops_text(cell: Mapping[str, Any]) -> str:
     return f"{dispatched:g}→{executed:g} ops"
 
 
+def composite_words(cell: Mapping[str, Any]) -> str | None:
+    """In words, where there is room: one op dispatched that ran as several is a composite on this backend
+    (`aten::rms_norm` on a CPU), not one fused kernel; None otherwise."""
+    executed, dispatched = cell.get("device_ops"), cell.get("ops_dispatched")
+    if dispatched != 1 or not isinstance(executed, (int, float)) or not executed > 1:
+        return None
+    return f"dispatched 1 op, executed {executed:g}: not one fused kernel here"
+
+
+def clip_reasons(noise: str, width: int) -> str:
+    """The noise reasons that fit in `width`, whole ("; "-separated), and how many more: never cut mid-word."""
+    reasons = [r for r in noise.split("; ") if r]
+    shown: list[str] = []
+    for i, reason in enumerate(reasons):
+        more = len(reasons) - i - 1
+        tail = f"; +{more} more" if more else ""
+        if shown and len("; ".join([*shown, reason]) + tail) > width:
+            break
+        shown.append(reason)
+    rest = len(reasons) - len(shown)
+    return "; ".join(shown) + (f"; +{rest} more" if rest else "")
+
+
 OUTPUT_FLAG = "✗ output ≠ baseline"
 
 
@@ -59,7 +82,7 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     if cell["status"] == "cached":
         lines.append("(cached)")
     if noisy(cell):
-        lines.append(f"{NOISE_WARNING}{str(cell.get('noise') or '')[:40]}")
+        lines.append(f"{NOISE_WARNING}{clip_reasons(str(cell.get('noise') or ''), 40)}")
     return lines
 
 
@@ -101,11 +124,12 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
     Every value from the results goes through md_cell: error texts and op names are data, never markup.
     """
     counts = cells["status"].value_counts().to_dict() if not cells.empty else {}
-    status = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    if missing:
-        status += f", {len(missing)} missing"
-    experiment = ", ".join(sorted(cells["experiment"].dropna().unique())) if not cells.empty else "?"
-    lines = [f"# Sweep summary: {md_cell(experiment)}", "", f"Directory: `{sweep_dir}`  ", f"Cells: {status or 'none'}", ""]
+    parts = [f"{n} {s}" for s, n in sorted(counts.items())]
+    if missing:  # planned but with no row: interrupted, or never started; not failed (no error to report)
+        parts.append(f"{len(missing)} not run")
+    experiment = ", ".join(sorted(cells["experiment"].dropna().unique())) if not cells.empty else ""
+    lines = [f"# Sweep summary: {md_cell(experiment) if experiment else 'no cell finished'}", "",
+             f"Directory: `{sweep_dir}`  ", f"Cells: {', '.join(parts) or 'none'}", ""]
     if not cells.empty:
         devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
         methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
@@ -124,16 +148,25 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, swe
         if flagged:
             lines += [f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): "
                       "not findings; rerun them on a quiet machine.", ""]
+    composite = [(i, composite_words(c)) for i, c in cells.iterrows()] if not cells.empty else []
+    composite = [(i, words) for i, words in composite if words]
+    if composite:
+        labels = cell_labels(cells)
+        lines += ["## Ops per step", ""] + [f"- {md_cell(labels[i])}: {md_cell(words)}" for i, words in composite] + [""]
     differs = cells[cells.apply(output_differs, axis=1)] if not cells.empty else cells
     if len(differs):
         labels = cell_labels(cells)
         lines += ["## Outputs that differ from their baseline's", ""]
         lines += [f"- {md_cell(labels[i])}: {md_cell(note)}" for i, note in zip(differs.index, differs["output_note"])] + [""]
     failed = cells[cells["status"] == "error"] if not cells.empty else cells
-    if len(failed) or missing:
+    if len(failed):
         lines += ["## Failed cells", ""]
         labels = cell_labels(cells)
         lines += [f"- {md_cell(labels[i])}: {md_cell(r.error)} ({md_cell(r.overrides)})" for i, r in zip(failed.index, failed.itertuples())]
-        lines += [f"- job {md_cell(m)}: no result (the job died or has not run; rerun the sweep to resume)" for m in missing]
         lines.append("")
+    if missing:
+        lines += ["## Cells not run", "",
+                  f"Interrupted, or never started: run the same command with `hydra.sweep.dir={sweep_dir}` to resume "
+                  "(finished cells are reused).", ""]
+        lines += [f"- job {md_cell(m)}" for m in missing] + [""]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt
 from neuronexp.report.model import Report
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.report.summary import cell_lines, ops_text, roof_sources
+from neuronexp.report.summary import cell_lines, composite_words, ops_text, roof_sources
 
 
 @dataclass
@@ -127,7 +127,10 @@ def fusion_rows(report: Report) -> TextTable:
     for r in report.fusion.itertuples():
         gone = ", ".join(short_op(o, 40) for o in r.removed) or ("(baseline)" if r.is_baseline else "none" if r.compared else "—")
         new = ", ".join(short_op(o, 40) for o in r.added) or ("none" if r.compared else "" if r.is_baseline else "—")
-        ops = ops_text({"device_ops": r.device_ops, "ops_dispatched": r.ops_dispatched}) if pd.notna(r.device_ops) else "—"
+        counts = {"device_ops": r.device_ops, "ops_dispatched": r.ops_dispatched}
+        ops = ops_text(counts) if pd.notna(r.device_ops) else "—"
+        words = composite_words(counts) if pd.notna(r.device_ops) else None
+        ops += f" ({words})" if words else ""
         rows.append([r.input, r.variant, ops,
                      fmt_us(r.device_time_us), fmt_us(r.latency_median_us), gone, new])
     return TextTable(headers, rows)
@@ -156,6 +159,6 @@ def status_line(report: Report) -> str:
     counts = report.cells["status"].value_counts()
     line = f"{len(report.cells)} cell(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
     if report.missing:  # planned (jobs.json) but never finished: a killed or interrupted sweep
-        line += (f"; {len(report.missing)} planned cell(s) never finished (job {', '.join(report.missing)}): "
-                 "rerun the sweep into this directory to complete it")
+        line += (f"; {len(report.missing)} planned cell(s) not run, interrupted or never started (job "
+                 f"{', '.join(report.missing)}): rerun the sweep into this directory to complete it")
     return line

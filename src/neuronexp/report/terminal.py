@@ -12,13 +12,14 @@ import pandas as pd
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
 from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
-from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
+from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
 from neuronexp.formatting import UNPAIRED_LEGEND
 from neuronexp.report.summary import cell_lines, speedup_caption
 from neuronexp.results import Results
@@ -51,7 +52,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         if not results.ops.empty:
             console.print(top_ops_table(results, device))
         rounds = int(cell.get("latency_rounds") or 1)
-        spread = f", rounds spread {cell['round_spread']:.0%}" if rounds > 1 else ""
+        spread = f", rounds spread {fmt_spread(cell['round_spread'])}" if rounds > 1 else ""
         threads = cell.get("threads")
         console.print(
             f"latency ({escape(str(cell['timing_method']))}, {cell['latency_samples']} samples"
@@ -114,7 +115,10 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: object = None) -> Tabl
     return table
 
 
-def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: Path, console: Console | None = None) -> None:
+def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: Path, console: Console | None = None,
+                not_run: int = 0) -> None:
+    """The comparison, each failed cell's whole error, and a last line: `failed` error rows, `not_run` planned cells
+    with no row (interrupted: not failures), where the results are (never wrapped: a path is pasted back)."""
     console = console or Console(highlight=False)
     if not cells.empty:
         caption = speedup_caption(cells, baseline)
@@ -130,5 +134,12 @@ def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: P
             for variant, cell in by_variant.items():
                 if cell["status"] == "error":
                     console.print(f"[red]failed:[/] {escape(variant)} · {escape(' '.join(map(str, key)))}: {escape(str(cell['error']))}")
-    tail = f"[red]{failed} failed[/]" if failed else "all cells ok"
-    console.print(f"{tail} · results in [cyan]{escape(str(sweep_dir / 'results'))}[/] (summary.md, cells/ops/samples .parquet + .csv)")
+    counts = ([f"[red]{failed} failed[/]"] if failed else []) + ([f"[yellow]{not_run} not run[/]"] if not_run else [])
+    tail = ", ".join(counts) or "all cells ok"
+    where, files = escape(str(sweep_dir / "results")), "(summary.md, cells/ops/samples .parquet + .csv)"
+    line = f"{tail} · results in [cyan]{where}[/] {files}"
+    if Text.from_markup(line).cell_len <= console.width:
+        console.print(line)
+    else:  # the path on a line of its own, never folded, whatever the width: it is pasted back as it is
+        console.print(f"{tail} · results {files} in:")
+        console.print(f"[cyan]{where}[/]", soft_wrap=True)

@@ -127,10 +127,23 @@ def _read_job_table(job_dir: Path, name: str) -> pa.Table:
 def _concat(parts: list[pa.Table]) -> pa.Table:
     first = parts[0].schema
     same = all(p.schema.equals(first) for p in parts)
-    # Extra columns (e.g. neuron_*) on some jobs only: unify, filling the others with nulls.
-    table = pa.concat_tables(parts, promote_options="none" if same else "default")
+    # Extra columns (e.g. neuron_*, a swept argument) on some jobs only: unify, filling the others with nulls; a
+    # swept argument typed int in one cell and float in another (`module.scale=1,0.5`) widens to float.
+    try:
+        table = pa.concat_tables(parts, promote_options="none" if same else "permissive")
+    except (pa.ArrowTypeError, pa.ArrowInvalid):  # one extra column typed apart (4 here, "wide" there): as text
+        table = pa.concat_tables([_extras_as_text(p) for p in parts], promote_options="permissive")
     # One contiguous table: writers handle thousands of one-row chunks very slowly.
     return table.combine_chunks()
+
+
+def _extras_as_text(table: pa.Table) -> pa.Table:
+    """The columns beyond the contract's as strings (the contract's keep their types)."""
+    contract = {name for schema in SCHEMAS.values() for name in schema.names}
+    for i, name in enumerate(table.column_names):
+        if name not in contract and not pa.types.is_string(table.schema.field(i).type):
+            table = table.set_column(i, name, table.column(i).cast(pa.string()))
+    return table
 
 
 def read_jobs(job_dirs: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:

@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
+from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
 from neuronexp.sweep.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
 from neuronexp.analysis.variants import parse_baseline
@@ -47,6 +48,10 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         ConfigError: a bad value in any cell, a directory another sweep holds; nothing has run then.
         SweepStopped: cells failed, the launcher stopped, or Ctrl-C; what finished is aggregated first.
     """
+    if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
+        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
+        print("\n".join(dry_run_lines(cells, Path(str(ctx.master.hydra.sweep.dir)), ctx.master)))
+        return []
     with _cell_processes(ctx.launcher, ctx.master) as server:  # started first: its `import torch` overlaps the planning
         cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
         return _run(ctx, cells, server)
@@ -94,7 +99,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
                 raise SweepStopped(stopped.code, f"{stopped.message}; {why} too") from exc
             raise SweepStopped(1, f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
                                   f"with hydra.sweep.dir={sweep_dir} to aggregate again") from exc
-        print_sweep(outcome.cells, outcome.failed, baseline, sweep_dir)
+        print_sweep(outcome.cells, outcome.failed - len(outcome.missing), baseline, sweep_dir, not_run=len(outcome.missing))
     if stopped is not None:
         raise stopped
     if outcome.failed:

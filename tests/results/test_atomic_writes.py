@@ -1,0 +1,65 @@
+"""A write that fails midway leaves the file as it was and no temporary behind: a reader never sees half a file
+(results.files; a killed process is tested by tests/sweep/test_kill_during_write.py, slow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neuronexp.results import files
+from neuronexp.results.files import atomic_write_text, write_json, write_table
+
+
+def _half_then_fail(self: Path, data: bytes) -> int:
+    with open(self, "wb") as f:
+        f.write(data[: len(data) // 2])
+    raise OSError(28, "No space left on device")
+
+
+def test_text_and_json_written_halfway_leave_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "summary.md"
+    atomic_write_text(target, "old\n")
+    monkeypatch.setattr(Path, "write_bytes", _half_then_fail)
+    with pytest.raises(OSError):
+        atomic_write_text(target, "new text " * 100)
+    with pytest.raises(OSError):
+        write_json(target, {"a": 1})
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.md"]
+
+
+def test_a_table_written_halfway_leaves_the_old_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "cells.parquet"
+    write_table(target, pa.table({"x": [1]}))
+    seen: list[Path] = []
+
+    def fail(table: pa.Table, where: Path) -> None:
+        seen.append(Path(where))
+        Path(where).write_bytes(b"PAR1 half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.pq, "write_table", fail)
+    with pytest.raises(OSError):
+        write_table(target, pa.table({"x": [2]}))
+    assert seen and seen[0] != target and seen[0].parent == tmp_path  # staged beside it, never the file itself
+    assert pq.read_table(target).column("x").to_pylist() == [1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cells.parquet"]
+
+
+def test_a_successful_write_replaces_the_file_in_one_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "jobs.json"
+    atomic_write_text(target, "old")
+    replaced: list[tuple[str, str]] = []
+    real = files.os.replace
+
+    def spy(src, dst) -> None:
+        assert Path(dst).read_text() == "old"  # untouched until the rename
+        replaced.append((Path(src).name, Path(dst).name))
+        real(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", spy)
+    atomic_write_text(target, "new")
+    assert target.read_text() == "new" and len(replaced) == 1 and replaced[0][1] == "jobs.json"

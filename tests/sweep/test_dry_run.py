@@ -1,0 +1,50 @@
+"""`sweep.dry_run=true` lists every cell of a sweep (its directory, run_id, label, whether it is cached) with a
+time estimate, and runs and writes nothing; `-m` with `--cfg job` is one line, not Hydra's traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from neuronexp.results import arrow_table
+from neuronexp.results.files import write_job_tables
+from neuronexp.sweep.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
+from neuronexp.sweep.plan import PlannedCell
+from omegaconf import OmegaConf
+
+from helpers import FAST
+
+
+def _cells() -> list[PlannedCell]:
+    return [PlannedCell(0, "0", ["module=rmsnorm_naive"], "aaaa000000000000", "cpu", "module=rmsnorm_naive"),
+            PlannedCell(1, "1", ["module=rmsnorm_compiled"], "bbbb000000000000", "cpu", "module=rmsnorm_compiled", True)]
+
+
+def test_the_list_says_which_cells_are_cached_and_estimates_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "0").mkdir()
+    write_job_tables(tmp_path / "0", {"cells": arrow_table("cells", [{"run_id": "aaaa000000000000", "status": "ok"}]),
+                                      "ops": arrow_table("ops", []), "samples": arrow_table("samples", [])})
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    cells = _cells()
+    lines = dry_run_lines(cells, tmp_path, OmegaConf.create({"timing": {"max_seconds": 3.0}}))
+    assert lines[0] == f"dry run: 2 cell(s) for {tmp_path} (nothing is run or written)"
+    assert lines[2].split() == ["0", "aaaa000000000000", "cached", "module=rmsnorm_naive"]
+    assert lines[3].split()[:4] == ["1", "bbbb000000000000", "to", "run"]
+    assert lines[-1].startswith(f"1 to run, 1 cached · estimate: about {3 + OVERHEAD_S + COMPILE_S:.0f} s")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before and [c.dir for c in cells] == ["0", "1"]
+    assert estimate_s(cells, 5.0) == 2 * (5 + OVERHEAD_S) + COMPILE_S
+
+
+@pytest.mark.slow  # two commands, about 8 s on the 2-core VM
+def test_a_dry_run_sweep_lists_its_cells_and_writes_nothing(cli, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    res = cli("-m", "module=rmsnorm_naive,rmsnorm_fused", *FAST, "sweep.dry_run=true", f"hydra.sweep.dir={sweep}")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"dry run: 2 cell(s) for {sweep} (nothing is run or written)"
+    assert sum(" to run " in ln for ln in lines) == 2 and "2 to run, 0 cached · estimate: about " in res.stdout
+    assert not sweep.exists()
+    clash = cli("-m", "module=rmsnorm_naive,rmsnorm_fused", "--cfg", "job")
+    assert clash.returncode == 2 and "Traceback" not in clash.stderr
+    assert clash.stderr.strip().splitlines() == [clash.stderr.strip()] and "sweep.dry_run=true" in clash.stderr

@@ -1,0 +1,63 @@
+"""A sweep's outcome reaches its exit status: any error row makes it SweepStopped(1) (the command's exit code 1),
+after `results/` is written; every cell ok ends normally. The sweep driver runs for real on a real directory; the
+launcher is a stand-in that writes each job's row as a cell process would."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+import neuronexp
+from neuronexp.results import arrow_table
+from neuronexp.results.files import write_job_tables
+from neuronexp.sweep.plan import PlannedCell
+from neuronexp.sweep.stopped import SweepStopped
+from neuronexp.sweep.sweeper import SweepContext, _run
+
+
+class RowWriter:
+    """Writes each launched job's row into its job directory (`hydra.sweep.subdir=...`); `fail` names the run_ids
+    whose row is an error row."""
+
+    def __init__(self, sweep_dir: Path, cells: list[PlannedCell], fail: set[str]) -> None:
+        self.sweep_dir, self.by_dir, self.fail = sweep_dir, {c.dir: c for c in cells}, fail
+
+    def launch(self, jobs: list[list[str]], initial_job_idx: int) -> list[None]:
+        for job in jobs:
+            subdir = next(re.fullmatch(r"hydra\.sweep\.subdir='(.*)'", o).group(1) for o in job if o.startswith("hydra.sweep.subdir="))
+            cell = self.by_dir[subdir]
+            failed = cell.run_id in self.fail
+            row = {"run_id": cell.run_id, "experiment": "adhoc", "module": cell.label, "compiled": False, "backend": "cpu",
+                   "device": "cpu", "dtype": "float32", "shape": "[1,8]", "overrides": f"module={cell.label}",
+                   "status": "error" if failed else "ok", "error": "RuntimeError: boom" if failed else None,
+                   "latency_median_us": None if failed else 10.0}
+            (self.sweep_dir / subdir).mkdir(parents=True, exist_ok=True)
+            write_job_tables(self.sweep_dir / subdir, {"cells": arrow_table("cells", [row]), "ops": arrow_table("ops", []),
+                                                        "samples": arrow_table("samples", [])})
+        return [None] * len(jobs)
+
+
+def _sweep(tmp_path: Path, fail: set[str]) -> list:
+    sweep_dir = tmp_path / "sweep"
+    cells = [PlannedCell(num=i, dir=str(i), overrides=[f"module={m}"], run_id=f"run{i}", backend="cpu", label=m)
+             for i, m in enumerate(("naive", "fused"))]
+    master = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}}, "baseline": None})
+    ctx = SweepContext(master=master, params={}, arguments=[], launcher=RowWriter(sweep_dir, cells, fail), loader=None)
+    return _run(ctx, cells, None)
+
+
+def test_a_sweep_with_an_error_row_stops_with_exit_status_1_after_writing_results(tmp_path: Path) -> None:
+    with pytest.raises(SweepStopped) as stopped:
+        _sweep(tmp_path, fail={"run1"})
+    assert stopped.value.code == 1
+    cells = neuronexp.load(tmp_path / "sweep").cells
+    assert sorted(cells["status"]) == ["error", "ok"]
+    assert (tmp_path / "sweep" / "results" / "summary.md").is_file()
+
+
+def test_a_sweep_whose_cells_all_ran_ends_normally(tmp_path: Path) -> None:
+    _sweep(tmp_path, fail=set())
+    assert sorted(neuronexp.load(tmp_path / "sweep").cells["status"]) == ["ok", "ok"]
