@@ -17,7 +17,7 @@ from neuronexp.results import Results
 
 from helpers.layers import ThreadsSeen
 
-SMALL = ["input.shape=[1,8,64]", "input.dtype=float32", "backend=cpu", "timing.warmup=1", "timing.iters=9",
+SMALL = ["input.shape=[1,8,64]", "input.dtype=float32", "backend=cpu", "timing.warmup=1", "timing.iters=9", "timing.min_seconds=0",
          "timing.min_iters=9", "timing.rounds=3", "timing.round_gap_s=0", "profiler=quick", "roofline.probe=off",
          "correctness.enabled=false"]
 

@@ -33,7 +33,7 @@ class Drifting(torch.nn.Module):
         time.sleep(0.001 if Drifting.calls <= 8 else 0.004)
         return x * 2
 """
-DRIFTING_ARGS = ["module._target_=drifting.Drifting", "~module.hidden_size", "~module.eps", "timing.warmup=1",
+DRIFTING_ARGS = ["module._target_=drifting.Drifting", "~module.hidden_size", "~module.eps", "timing.warmup=1", "timing.min_seconds=0",
                  "timing.iters=10", "timing.min_iters=2", "timing.rounds=2", "timing.round_gap_s=0", "profiler=quick"]
 
 
