@@ -19,6 +19,7 @@ from neuronexp.backends import Backend, backend_kind, resolve_backend
 from neuronexp.config import CellSpec
 from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
 from neuronexp.config import ConfigError
+from neuronexp.config.inputs import compute_dtype
 from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode, make_inputs, torch_dtype
@@ -49,8 +50,10 @@ def _build(spec: CellSpec, backend: Backend) -> Built:
     module = spec.build_module()
     if not isinstance(module, nn.Module):
         raise ConfigError("module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module")
-    dtype = torch_dtype(cfg.input.dtype)
-    module = module.to(device=backend.device, dtype=dtype).eval()
+    # Cast to the cell's dtype, except a model fed token ids with no input.model_dtype: it keeps its own.
+    if cfg.input.model_dtype is not None or torch_dtype(cfg.input.dtype).is_floating_point:
+        module = module.to(dtype=torch_dtype(compute_dtype(cfg.input)))
+    module = module.to(device=backend.device).eval()
     args, kwargs = make_inputs(cfg.input, module, backend.device)
     model: Any = module
     if cfg.compile.enabled:

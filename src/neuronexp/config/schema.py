@@ -87,6 +87,14 @@ class InputConfig:
     # conf/input_dims.yaml makes the composed default follow dims: [${dims.batch}, ${dims.seq}, ${dims.hidden}].
     shape: list[int] = field(default_factory=lambda: [1, 1024, 4096])
     dtype: DType = DType.bfloat16
+    # The first input's fill and bounds, as a tensor spec's (config.inputs): token ids are
+    # `dtype: int64, high: <vocab size>` (randint from [low, high)); null fill: randn, or randint for integers.
+    fill: str | None = None
+    low: int = 0
+    high: int | None = None
+    # The dtype the module is cast to, and floating tensors in args/kwargs default to. null: input.dtype when it is
+    # floating; with integer token ids the module keeps its own (float32 for a model built from a config).
+    model_dtype: DType | None = None
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
