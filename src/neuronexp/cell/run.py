@@ -24,8 +24,10 @@ from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode, make_inputs, torch_dtype
 from neuronexp.cell.limits import Limits, measure_limits
+from neuronexp.cell.module_rows import inspect_modules, module_rows
+from neuronexp.cell.modules import fill_module_device_times
 from neuronexp.cell.profiling import profile_callable
-from neuronexp.results import TABLES, Results
+from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 from neuronexp.cell.timing import time_callable
 from neuronexp.cell.noise import join_warnings
@@ -82,7 +84,7 @@ def _kernel_records(spec: CellSpec, backend: Backend) -> Any:
     return inductor_config.patch({"cpp.enable_kernel_profile": True})
 
 
-def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir: Path) -> Measured:
+def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir: Path, spans: Any = None) -> Measured:
     write_phase(out_dir, "compile" if spec.config.compile.enabled else "first call")
     start = time.perf_counter()
     call()
@@ -95,7 +97,7 @@ def _measure(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir:
     latency = time_callable(call, backend, timing)
     write_phase(out_dir, "profiling")
     with backend.profile_session(out_dir):
-        profile = profile_callable(call, backend, spec.config.profiler, out_dir)
+        profile = profile_callable(call, backend, spec.config.profiler, out_dir, spans)
     return Measured(first_call_s, latency, profile, torch.get_num_threads())
 
 
@@ -128,6 +130,9 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     limits = Limits({})
     error: str | None = None
     grad = grad_mode(cfg.input, backend.name)
+    # Time per module in eager cells only: a compiled module runs as graphs whose ops no longer belong to modules.
+    per_module = cfg.profiler.modules and not cfg.compile.enabled
+    inspected: dict[str, Any] = {}
     # The process's own count is restored after the cell: the next cell of this process (basic launcher,
     # warm worker) must start from it, not from this cell's `threads`.
     process_threads = torch.get_num_threads()
@@ -137,10 +142,13 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
         with grad, _kernel_records(spec, backend):
             write_phase(out_dir, "build")
             built = _build(spec, backend)
-            measured = _measure(built.call, spec, backend, out_dir)
+            measured = _measure(built.call, spec, backend, out_dir, built.module if per_module else None)
             write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
             limits = measure_limits(built.call, built.module, built.args, built.kwargs, spec, backend, out_dir,
                                     measured.latency.median_us, measured.profile)
+            if per_module:  # FLOPs, bytes and inputs per module: one more eager call, outside both passes
+                inspected = inspect_modules(built.module, built.args, built.kwargs)
+                module_tree = built.module
             del built
     except ConfigError as exc:
         error = str(exc)
@@ -161,6 +169,11 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     extra = backend.after_profile(out_dir) if measured else {}
     if measured:
         fill_device_times(measured.profile, backend.device_op_times())
+        if inspected:
+            fill_module_device_times(measured.profile.modules, backend.device_op_times(), measured.profile.schedule.active)
+    if cfg.profiler.modules and cfg.compile.enabled:
+        extra["warnings"] = join_warnings(extra.get("warnings"), "profiler.modules: time per module is for eager cells; "
+                                          "a compiled module runs as graphs, not modules (run it with compile.enabled=false)")
     if limits.notes:
         extra["warnings"] = join_warnings(extra.get("warnings"), *limits.notes)
     extra = {**describe_placement(backend.name, backend.device), **alloc_columns, **limits.columns, **extra}
@@ -172,6 +185,11 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
         extra["warnings"] = join_warnings(extra.get("warnings"), f"allocator: {host_alloc['note']}")
     labels = cell_labels(spec, backend)
     tables = cell_tables(spec, backend, labels, measured, error, extra, started_at)
+    if inspected and measured is not None and error is None:
+        steps = [c.device_time_us for c in measured.profile.cycles]
+        tables["modules"] = arrow_table("modules", module_rows(module_tree, measured.profile.modules,
+                                        measured.profile.schedule.active, steps, inspected,
+                                        {k: labels[k] for k in LABEL_COLUMNS}))
     threads = measured.threads if measured else cfg.threads or process_threads
     env = environment_record(labels["device_name"], backend.name, host_alloc, threads)
     if limits.host_roofs is not None:
@@ -179,4 +197,5 @@ def run_cell(spec: CellSpec, out_dir: Path) -> Results:
     write_json(out_dir / "env.json", env)
     write_job_tables(out_dir, tables)
     backend.finish()
-    return Results(*(tables[name].to_pandas() for name in TABLES))
+    return Results(*(tables[name].to_pandas() for name in TABLES),
+                   tables["modules"].to_pandas() if "modules" in tables else None)

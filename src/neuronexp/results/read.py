@@ -14,14 +14,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neuronexp.results.files import read_arrow
-from neuronexp.results.schema import TABLES, Results, to_arrow, whole_counts
+from neuronexp.results.schema import OPTIONAL_TABLES, TABLES, Results, to_arrow, whole_counts
 
 # The sweep's planned cells, written before the first one runs: what "missing" is measured against.
 JOBS_MANIFEST = "jobs.json"
 
 
+def _optional(path: Path) -> pd.DataFrame | None:
+    return pd.read_parquet(path) if path.is_file() else None
+
+
 def read_job(job_dir: Path) -> Results:
-    return Results(*(pd.read_parquet(job_dir / f"{name}.parquet") for name in TABLES))
+    return Results(*(pd.read_parquet(job_dir / f"{name}.parquet") for name in TABLES), _optional(job_dir / "modules.parquet"))
 
 
 class DamagedResults(ValueError):
@@ -35,13 +39,15 @@ def load(path: str | os.PathLike[str]) -> Results:
     Raises:
         FileNotFoundError: `path` holds neither a finished job nor an aggregated sweep.
     """
-    return Results(*(whole_counts(t) for t in _load(Path(path))))
+    found = _load(Path(path))
+    return Results(*(whole_counts(t) for t in found), whole_counts(found.modules))
 
 
 def _load(root: Path) -> Results:
     """load() with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
-        return Results(*(pd.read_parquet(root / "results" / f"{n}.parquet") for n in TABLES))
+        return Results(*(pd.read_parquet(root / "results" / f"{n}.parquet") for n in TABLES),
+                       _optional(root / "results" / "modules.parquet"))
     if (root / "cells.parquet").is_file():
         return read_job(root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
@@ -86,7 +92,12 @@ def read_jobs(job_dirs: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
     finished = set(done)
     missing = [d.name for d in job_dirs if d not in finished]
     tables = {}
-    for name in TABLES:
+    for name in (*TABLES, *OPTIONAL_TABLES):
+        if name in OPTIONAL_TABLES:  # only the jobs that wrote one (profiler.modules=true)
+            parts = [_read_job_table(d, name) for d in done if (d / f"{name}.parquet").is_file()]
+            if parts:  # absent, not empty: a sweep's results/ gets the table only when some cell wrote it
+                tables[name] = _concat(parts)
+            continue
         # In batches: thousands of small tables cost more in per-table overhead than in data.
         batches = [_concat([_read_job_table(d, name) for d in done[i : i + 1000]]) for i in range(0, len(done), 1000)]
         tables[name] = _concat(batches or [to_arrow(name, pd.DataFrame())])
@@ -130,7 +141,7 @@ def read_any(root: Path) -> Found:
         results = _load(root)
     elif dirs:
         tables, _ = read_jobs(dirs)
-        results = Results(*(tables[name].to_pandas() for name in TABLES))
+        results = Results(*(tables[name].to_pandas() for name in TABLES), tables["modules"].to_pandas() if "modules" in tables else None)
     else:
         raise FileNotFoundError(f"{root}: no results here (no cells.parquet, no results/, no job directories); "
                                 "point at a run or a sweep directory")
