@@ -1,0 +1,31 @@
+"""Helpers for the studies neuronexp-extract writes: a module rebuilt from a saved copy (its last resort), and a
+wrapper that keeps a layer's first output, so that two forms of one layer compare on what they both return."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def load_module(path: str) -> nn.Module:
+    """The pickled nn.Module at `path`, with its weights (`{_target_: neuronexp.modules.extracted.load_module,
+    path: ...}`). Unpickling runs code: load only files you wrote (here, neuronexp-extract did, from your model)."""
+    module = torch.load(path, weights_only=False, map_location="cpu")
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"{path} holds a {type(module).__name__}, not an nn.Module")
+    return module
+
+
+class FirstOutput(nn.Module):
+    """`module(...)[0]`: Hugging Face eager attention returns (output, weights), SDPA (output, None); the output
+    check compares what is returned, so both forms of the layer return the output alone."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        out = self.module(*args, **kwargs)
+        return out[0] if isinstance(out, (tuple, list)) else out
