@@ -100,11 +100,16 @@ class _Inspect:
 
 def inspect_modules(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """One eager call: path → flops, bytes_min, input_specs (JSON), input_shapes, input_dtypes."""
-    with FlopCounterMode(display=False) as counter, _Inspect(module) as seen:
-        module(*args, **kwargs)
     root = type(module).__name__
-    flops = {("" if k == root else k[len(root) + 1:]): float(sum(v.values()))
-             for k, v in counter.get_flop_counts().items() if k == root or k.startswith(root + ".")}
+    try:
+        with FlopCounterMode(display=False) as counter, _Inspect(module) as seen:
+            module(*args, **kwargs)
+        flops: dict[str, float] | None = {("" if k == root else k[len(root) + 1:]): float(sum(v.values()))
+                                          for k, v in counter.get_flop_counts().items() if k == root or k.startswith(root + ".")}
+    except Exception:  # an operator the counting mode cannot run through: the inputs and bytes still, no FLOPs
+        with _Inspect(module) as seen:
+            module(*args, **kwargs)
+        flops = None
     out = {}
     for path in dict(module.named_modules()):
         spec = seen.specs.get(path)
@@ -115,7 +120,7 @@ def inspect_modules(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, 
             parts = [_shape_text(a) for a in spec["args"]] + [f"{k}={_shape_text(v)}" for k, v in spec["kwargs"].items()
                                                               if isinstance(v, (dict, list))]
             shapes = ", ".join(parts)
-        out[path] = {"flops": flops.get(path, 0.0) if spec else None, "bytes_min": seen.bytes.get(path),
+        out[path] = {"flops": flops.get(path, 0.0) if spec and flops is not None else None, "bytes_min": seen.bytes.get(path),
                      "input_specs": json.dumps(spec) if spec else None, "input_shapes": shapes,
                      "input_dtypes": ",".join(dict.fromkeys(s["dtype"] for s in leaves)) if spec else None}
     return out

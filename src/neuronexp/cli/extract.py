@@ -112,7 +112,11 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
         name = name if name not in used else f"{name}_{rank}"
         used.add(name)
         spec_json = of_run(modules, run_id).at[path, "input_specs"]
-        inputs, notes = input_node(module, str(spec_json))
+        try:
+            inputs, notes = input_node(module, str(spec_json))
+        except ValueError as exc:  # this one cannot be called alone from YAML; the others still can
+            lines.append(f"{rank}. {short_type(row.module_type)} ({path}): not extracted: {exc}")
+            continue
         if str(inputs["dtype"]).startswith(("float", "bfloat")):
             inputs["dtype"] = dtype
         how = recipe(module, out / "module" / f"{name}.pt")

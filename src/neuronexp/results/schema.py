@@ -128,13 +128,21 @@ class Results(_Tables):
     """cells, ops, samples — and `modules`, an attribute rather than a fourth element, so that
     `cells, ops, samples = neuronexp.load(d)` keeps working (empty unless profiler.modules=true)."""
 
-    modules: pd.DataFrame
-
     def __new__(cls, cells: pd.DataFrame, ops: pd.DataFrame, samples: pd.DataFrame,
                 modules: pd.DataFrame | None = None) -> "Results":
         self = super().__new__(cls, cells, ops, samples)
-        self.modules = modules if modules is not None else MODULE_SCHEMA.empty_table().to_pandas()
+        self._modules = modules
         return self
+
+    @property
+    def modules(self) -> pd.DataFrame:
+        # A tuple built without __new__ (namedtuple's _make, unpickling) has none: the empty table, not an error.
+        found = self.__dict__.get("_modules")
+        return found if found is not None else MODULE_SCHEMA.empty_table().to_pandas()
+
+    def _replace(self, **changes: Any) -> "Results":
+        modules = changes.pop("modules", self.__dict__.get("_modules"))
+        return Results(*super()._replace(**changes), modules)
 
 
 def whole_counts(df: pd.DataFrame) -> pd.DataFrame:
