@@ -33,6 +33,15 @@ def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Pa
     fused, what = fused_alternative(attention, by_config.node)  # type: ignore[misc]
     assert fused["config"]["attn_implementation"] == "sdpa" and "SDPA" in what
 
+    mlp = llama.LlamaMLP(config)
+    fused_mlp, what = fused_alternative(mlp, recipe(mlp, tmp_path / "m.pt").node)  # type: ignore[misc]
+    assert fused_mlp["_target_"] == "neuronexp.modules.extracted.FusedGateUp" and "one projection" in what
+    from neuronexp.modules.extracted import FusedGateUp
+
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        assert torch.allclose(FusedGateUp(mlp)(x), mlp(x), atol=1e-6)  # the same weights, the same function
+
     norm = recipe(llama.LlamaRMSNorm(64, eps=1e-5), tmp_path / "n.pt")
     assert norm.how == "constructor arguments" and norm.node["hidden_size"] == 64 and norm.node["eps"] == 1e-5
     assert fused_alternative(llama.LlamaRMSNorm(64), norm.node)[0]["_target_"] == "neuronexp.modules.FusedRMSNorm"  # type: ignore[index]

@@ -126,13 +126,18 @@ def recipe(module: nn.Module, saved_path: Path) -> Recipe:
 
 def fused_alternative(module: nn.Module, node: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
     """A known fused form of the same computation, as a module node: RMSNorm-like → torch.rms_norm
-    (neuronexp.modules.FusedRMSNorm), a Hugging Face layer with eager attention → the same layer on SDPA."""
+    (neuronexp.modules.FusedRMSNorm), a gated MLP → gate and up in one projection, a Hugging Face layer with eager
+    attention → the same layer on SDPA."""
     name = type(module).__name__
     weight = getattr(module, "weight", None)
     eps = next((getattr(module, a) for a in ("variance_epsilon", "eps") if isinstance(getattr(module, a, None), float)), None)
     if "RMSNorm" in name and isinstance(weight, torch.Tensor) and weight.dim() == 1 and eps is not None:
         return ({"_target_": "neuronexp.modules.FusedRMSNorm", "hidden_size": int(weight.shape[0]), "eps": eps},
                 "torch.rms_norm (neuronexp.modules.FusedRMSNorm)")
+    if all(isinstance(getattr(module, a, None), nn.Linear) for a in ("gate_proj", "up_proj", "down_proj")) and \
+            isinstance(getattr(module, "act_fn", None), nn.Module):
+        return ({"_target_": "neuronexp.modules.extracted.FusedGateUp", "module": node},
+                "gate and up in one projection (neuronexp.modules.extracted.FusedGateUp)")
     config = node.get("config")
     if isinstance(config, dict) and config.get("attn_implementation") == "eager" and any(
             "Attention" in type(m).__name__ for m in module.modules()):

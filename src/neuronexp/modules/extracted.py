@@ -29,3 +29,23 @@ class FirstOutput(nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         out = self.module(*args, **kwargs)
         return out[0] if isinstance(out, (tuple, list)) else out
+
+
+class FusedGateUp(nn.Module):
+    """A gated MLP (gate_proj, up_proj, down_proj, act_fn: Llama's, Mistral's, Qwen's) with gate and up stacked in
+    one weight: one matmul, then a split (the `swiglu_fused` study's form). The weights are `module`'s own, so
+    built from the same config and seed it computes the same function as the module."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        gate, up = module.gate_proj, module.up_proj
+        self.gate_up = nn.Linear(gate.in_features, gate.out_features + up.out_features, bias=gate.bias is not None)
+        with torch.no_grad():
+            self.gate_up.weight.copy_(torch.cat([gate.weight, up.weight]))
+            if gate.bias is not None:
+                self.gate_up.bias.copy_(torch.cat([gate.bias, up.bias]))
+        self.down_proj, self.act_fn, self.split = module.down_proj, module.act_fn, gate.out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up(x).split(self.split, dim=-1)
+        return self.down_proj(self.act_fn(gate) * up)
