@@ -18,6 +18,7 @@ from pathlib import Path
 from helpers import REPO
 from neuronexp.cli import compare as compare_cli
 from neuronexp.cli import export as export_cli
+from neuronexp.cli import extract as extract_cli
 from neuronexp.cli import report as report_cli
 from neuronexp.config.schema import RunConfig
 
@@ -110,6 +111,7 @@ def _script_flags(path: Path) -> set[str]:
 
 COMMAND_FLAGS = {"neuronexp-report": _flags(report_cli._parser()), "neuronexp-compare": _flags(compare_cli._parser()),
                  "neuronexp-export": _flags(export_cli._parser()),
+                 "neuronexp-extract": _flags(extract_cli._parser()),
                  "scripts/neuron_smoke.py": _script_flags(REPO / "scripts" / "neuron_smoke.py")}
 
 

@@ -26,7 +26,8 @@ def test_help_describes_neuronexp_its_commands_keys_examples_and_results(tmp_pat
     text = result.stdout
     assert text.startswith("neuronexp: profile PyTorch layers") and "powered by Hydra" not in text
     commands = _section(text, "Commands")
-    assert [ln.split()[0] for ln in commands] == ["neuronexp", "neuronexp-report", "neuronexp-compare", "neuronexp-export"]
+    assert [ln.split()[0] for ln in commands] == ["neuronexp", "neuronexp-report", "neuronexp-compare", "neuronexp-export",
+                                                  "neuronexp-extract"]
     # The keys shown carry the composed config's values: the same as `--cfg job` prints.
     config = yaml.safe_load(run_cli(["--cfg", "job", "--resolve"], cwd=tmp_path).stdout)
     shown = dict(re.findall(r"(?:^|\s)([a-z_.]+)=(\S+)", "\n".join(_section(text, "Main keys (their defaults, or what you set before --help)"))))

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from neuronexp.cell.run import CellRun, timing_config
+from neuronexp.cell.build import timing_config
+from neuronexp.cell.run import CellRun
 from neuronexp.cell.timing import time_calls
 from neuronexp.config import CellSpec
 from neuronexp.host import allocator

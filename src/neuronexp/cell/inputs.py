@@ -15,7 +15,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.config import DType, InputConfig
-from neuronexp.config.inputs import default_fill, tensor_dtype
+from neuronexp.config.inputs import compute_dtype, default_fill, first_spec, tensor_dtype
 
 TORCH_DTYPES = {
     DType.float32: torch.float32,
@@ -77,7 +77,7 @@ def input_node(cfg: InputConfig) -> DictConfig:
 
 class _Builder:
     def __init__(self, cfg: InputConfig, module: Any, device: Any) -> None:
-        self.first_dtype = DType(cfg.dtype).value
+        self.first_dtype = compute_dtype(cfg)  # the default of tensors without a dtype of their own
         self.module, self.device, self.cfg = module, device, cfg
         self.gen = torch.Generator().manual_seed(int(cfg.seed))
         self._node: DictConfig | None = None
@@ -109,7 +109,7 @@ def make_inputs(cfg: InputConfig, module: Any, device: Any) -> tuple[tuple[Any, 
     """(args, kwargs) for `module(*args, **kwargs)`: the first input from `input.shape`/`input.dtype`, then
     `input.args`, and `input.kwargs`. Factories get `module` as built and moved, before torch.compile wraps it."""
     b = _Builder(cfg, module, device)
-    first = make_tensor({"shape": list(cfg.shape)}, b.first_dtype, b.gen).to(device)
+    first = make_tensor(first_spec(cfg), b.first_dtype, b.gen).to(device)
     args = (first, *(b.value(s, f"input.args[{i}]") for i, s in enumerate(cfg.args)))
     return args, {str(k): b.value(v, f"input.kwargs.{k}") for k, v in cfg.kwargs.items()}
 

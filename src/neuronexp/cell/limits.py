@@ -26,6 +26,7 @@ from neuronexp.cell.reference import save_float32_output
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.work import Work, count_work, listed_work
 from neuronexp.config import CellSpec, ProbeMode
+from neuronexp.config.inputs import compute_dtype
 from neuronexp.results import JOBS_MANIFEST
 
 
@@ -60,7 +61,7 @@ def host_peak(entry: dict[str, Any], dtype: str) -> Peak:
 
 def cell_roofs(spec: CellSpec, backend: Backend, out_dir: Path) -> tuple[Peak, dict[str, Any] | None]:
     cfg = spec.config.roofline
-    dtype = spec.config.input.dtype.value
+    dtype = compute_dtype(spec.config.input)  # the roofs of the dtype it computes in, not of its token ids
     entry = None
     if backend.name != "cpu":
         peak = published_peak(backend.name, backend.peak_hint(), dtype)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ from torch.profiler import profile, schedule
 
 from neuronexp.analysis.ops import normalize_op
 from neuronexp.backends import Backend
+from neuronexp.cell.modules import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
 from neuronexp.cell.optree import STEP_PREFIX, StepTree, is_leaf_row, step_tree
 from neuronexp.config import ProfilerConfig, ScheduleConfig
 from neuronexp.results.files import atomic_path
@@ -34,6 +36,7 @@ class ProfileResult:
     cycles: list[CycleProfile] = field(default_factory=list)
     trace_paths: list[Path] = field(default_factory=list)
     schedule: ScheduleConfig | None = None
+    modules: list[ModuleCycle] = field(default_factory=list)  # profiler.modules=true: each cycle's attribution
 
 
 def resolve_schedule(cfg: ProfilerConfig, backend: Backend | type[Backend]) -> ScheduleConfig:
@@ -54,8 +57,8 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
     rows = []
     for evt in prof.key_averages(group_by_input_shape=cfg.record_shapes):
         name = evt.key
-        if name.startswith(STEP_PREFIX) or name in tree.python_names or name == "[memory]":
-            continue  # the step marker, Python frames (with_stack) and the profiler's frees are not ops
+        if name.startswith(STEP_PREFIX) or name in tree.python_names or name == "[memory]" or name.startswith(MODULE_SPAN):
+            continue  # the step marker, Python frames (with_stack), the profiler's frees and module spans are not ops
         self_cpu, cpu_total = evt.self_cpu_time_total / active, evt.cpu_time_total / active
         device_type = evt.device_type.name
         rows.append(
@@ -106,8 +109,10 @@ def _export_trace(prof: Any, path: Path) -> None:
         prof.export_chrome_trace(str(tmp))
 
 
-def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path) -> ProfileResult:
+def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path,
+                     spans: Any = None) -> ProfileResult:
     """Run `fn` under torch.profiler for the configured schedule (nulls: the backend's) and collect each cycle.
+    `spans`: an eager nn.Module whose submodules get a range each by path (cell.modules), attributed per cycle.
 
     The device is synchronized inside the loop before every `prof.step()`: execution is asynchronous on
     CUDA and Neuron, and a step that closes before its kernels finish would lose their time.
@@ -119,6 +124,8 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
     def on_trace_ready(prof: Any) -> None:
         cycle = len(result.cycles)
         result.cycles.append(summarize_cycle(cycle, prof, backend, cfg, s.active))
+        if spans is not None:
+            result.modules.append(attribute_cycle(prof.events(), backend.device_row_type is None))
         if cfg.export_trace:
             path = out_dir / ("trace.json" if cycle == 0 else f"trace.{cycle}.json")
             _export_trace(prof, path)
@@ -128,7 +135,7 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
 
     # Kineto warns that each cycle clears the last one's events: intended, each is read in on_trace_ready.
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
-    with profile(
+    with ModuleSpans(spans) if spans is not None else contextlib.nullcontext(), profile(
         activities=backend.activities(),
         schedule=schedule(wait=s.wait, warmup=s.warmup, active=s.active, repeat=s.repeat),
         on_trace_ready=on_trace_ready,

@@ -1,4 +1,5 @@
-"""One experiment cell, end to end: build, first call, the timed pass, the profiled pass, the files."""
+"""One experiment cell in its process, end to end: build and first call (cell.build), the timed pass (alone or with
+its group: cell.group), the profiled pass, the limits, the files."""
 
 from __future__ import annotations
 
@@ -6,95 +7,31 @@ import contextlib
 import gc
 import logging
 import math
-import time
 import traceback
-from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from torch import nn
 
 from neuronexp.backends import Backend, backend_kind, resolve_backend
 from neuronexp.config import CellSpec
+from neuronexp.cell.build import Built, build, first_call, kernel_records
 from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
 from neuronexp.config import ConfigError
 from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
-from neuronexp.cell.inputs import InputError, grad_mode, make_inputs, torch_dtype
+from neuronexp.cell.inputs import InputError, grad_mode
 from neuronexp.cell.limits import Limits, measure_limits
+from neuronexp.cell.module_rows import inspect_modules, module_rows
+from neuronexp.cell.modules import fill_module_device_times
 from neuronexp.cell.profiling import profile_callable
-from neuronexp.results import TABLES, Results
+from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 from neuronexp.cell.timing import LatencyStats
-from neuronexp.config import TimingConfig
 from neuronexp.cell.noise import join_warnings
 
 trace_log = logging.getLogger("neuronexp.cell.traceback")
-
-
-@dataclass
-class Built:
-    """The cell's callable, and what it calls: the eager module and its inputs (cell.work counts them)."""
-
-    call: Callable[[], Any]
-    module: nn.Module
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-
-def _build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
-    cfg = spec.config
-    torch.manual_seed(cfg.input.seed)  # the same weights in every run, and in each variant built alike
-    module = spec.build_module()
-    if not isinstance(module, nn.Module):
-        raise ConfigError("module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module")
-    dtype = torch_dtype(cfg.input.dtype)
-    module = module.to(device=backend.device, dtype=dtype).eval()
-    args, kwargs = make_inputs(cfg.input, module, backend.device)
-    model: Any = module
-    if cfg.compile.enabled:
-        backend.check_compile(cfg.compile)
-        # A fresh Dynamo per cell: earlier cells' graphs and recompile counters must not leak in. Not between the
-        # cells of a group timed together: a reset would make the group's compiled cells compile again mid-timing.
-        if reset_dynamo:
-            torch._dynamo.reset()
-        model = torch.compile(
-            module,
-            backend=cfg.compile.backend or backend.compile_backend(),
-            mode=cfg.compile.mode,
-            fullgraph=cfg.compile.fullgraph,
-            dynamic=cfg.compile.dynamic,
-        )
-    return Built(lambda: model(*args, **kwargs), module, tuple(args), dict(kwargs))
-
-
-def _kernel_records(spec: CellSpec, backend: Backend) -> Any:
-    """While this cell compiles and runs: Inductor's C++ kernels recorded by name (`cpp_fused_mul_rsqrt_0`), so the
-    profile shows the kernels inside a compiled region, not one opaque graph call. Scoped to the cell; the
-    record costs a thread-local check per kernel call when no profiler runs (docs/methodology.md)."""
-    compile_cfg = spec.config.compile
-    if not compile_cfg.enabled or (compile_cfg.backend or backend.compile_backend()) != "inductor":
-        return contextlib.nullcontext()
-    from torch._inductor import config as inductor_config
-
-    return inductor_config.patch({"cpp.enable_kernel_profile": True})
-
-
-def _first_call(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir: Path) -> float:
-    write_phase(out_dir, "compile" if spec.config.compile.enabled else "first call")
-    start = time.perf_counter()
-    call()
-    backend.synchronize()
-    return time.perf_counter() - start
-
-
-def timing_config(spec: CellSpec, backend: Backend) -> TimingConfig:
-    timing = spec.config.timing
-    if timing.warmup < backend.min_warmup_calls:  # the backend's floor, documented where it is set
-        timing = replace(timing, warmup=backend.min_warmup_calls)
-    return timing
 
 
 def _error_text(exc: BaseException) -> str:
@@ -150,10 +87,10 @@ class CellRun:
             return None
         self.backend.prepare()
         with self._failures():
-            with self.grad(), _kernel_records(self.spec, self.backend):
+            with self.grad(), kernel_records(self.spec, self.backend):
                 write_phase(self.out_dir, "build")
-                self.built = _build(self.spec, self.backend, reset_dynamo)
-                self.first_call_s = _first_call(self.built.call, self.spec, self.backend, self.out_dir)
+                self.built = build(self.spec, self.backend, reset_dynamo)
+                self.first_call_s = first_call(self.built.call, self.spec, self.backend, self.out_dir)
         if self.error is not None or self.built is None:
             self.built = None
             if crowded and self.out_of_memory:
@@ -183,16 +120,24 @@ class CellRun:
         assert backend is not None
         measured: Measured | None = None
         limits = Limits({})
+        # Time per module in eager cells only: a compiled module runs as graphs whose ops no longer belong to modules.
+        per_module = cfg.profiler.modules and not cfg.compile.enabled
+        inspected: dict[str, Any] = {}
+        module_tree: Any = None
         if self.built is not None and latency is not None and self.error is None:
             with self._failures(), self.grad():
                 write_phase(out_dir, "profiling")
+                spans = self.built.module if per_module else None
                 with backend.profile_session(out_dir):
-                    profile = profile_callable(self.built.call, backend, cfg.profiler, out_dir)
+                    profile = profile_callable(self.built.call, backend, cfg.profiler, out_dir, spans)
                 measured = Measured(self.first_call_s, latency, profile, torch.get_num_threads())
                 write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
                 b = self.built
                 limits = measure_limits(b.call, b.module, b.args, b.kwargs, spec, backend, out_dir,
                                         latency.median_us, profile)
+                if per_module:  # FLOPs, bytes and inputs per module: one more eager call, outside both passes
+                    inspected = inspect_modules(b.module, b.args, b.kwargs)
+                    module_tree = b.module
         self.built = None
         if backend.name != "cpu":
             # Device memory held by reference cycles (compiled graphs) must be back before the next
@@ -203,7 +148,13 @@ class CellRun:
         extra = backend.after_profile(out_dir) if measured else {}
         if measured:
             fill_device_times(measured.profile, backend.device_op_times())
+            if inspected:
+                fill_module_device_times(measured.profile.modules, backend.device_op_times(),
+                                         measured.profile.schedule.active)
         notes = [*self.notes, *limits.notes]
+        if cfg.profiler.modules and cfg.compile.enabled:
+            notes.append("profiler.modules: time per module is for eager cells; a compiled module runs as graphs, not "
+                         "modules (run it with compile.enabled=false)")
         wanted = max(cfg.timing.warmup, backend.min_warmup_calls)
         if measured is not None and measured.latency.warmup_calls < wanted:
             notes.append(f"warm-up stopped after {measured.latency.warmup_calls} of {wanted} calls "
@@ -215,6 +166,12 @@ class CellRun:
                  "timing_group": self.timing_group if measured else None}
         labels = cell_labels(spec, backend)
         tables = cell_tables(spec, backend, labels, measured, self.error, extra, self.started_at)
+        if inspected and measured is not None and self.error is None:
+            steps = [c.device_time_us for c in measured.profile.cycles]
+            tables["modules"] = arrow_table("modules", module_rows(module_tree, measured.profile.modules,
+                                            measured.profile.schedule.active, steps, inspected,
+                                            {k: labels[k] for k in LABEL_COLUMNS}))
+        del module_tree
         threads = measured.threads if measured else cfg.threads or torch.get_num_threads()
         env = environment_record(labels["device_name"], backend.name, self.host_alloc, threads)
         if limits.host_roofs is not None:
@@ -222,7 +179,8 @@ class CellRun:
         write_json(out_dir / "env.json", env)
         write_job_tables(out_dir, tables)
         backend.finish()
-        self.results = Results(*(tables[name].to_pandas() for name in TABLES))
+        self.results = Results(*(tables[name].to_pandas() for name in TABLES),
+                               tables["modules"].to_pandas() if "modules" in tables else None)
         return self.results
 
 

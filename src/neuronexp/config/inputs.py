@@ -39,7 +39,8 @@ def check_inputs(cfg: InputConfig, module: Any) -> list[str]:
     """
     if cfg.extra is not None:
         raise ConfigError("input.extra", "[...]", _MIGRATE_EXTRA)
-    first = getattr(cfg.dtype, "value", cfg.dtype)
+    check_first(cfg)
+    first = compute_dtype(cfg)
     for i, spec in enumerate(cfg.args):
         check_value(f"input.args[{i}]", spec, first)
     for name, spec in cfg.kwargs.items():
@@ -49,6 +50,45 @@ def check_inputs(cfg: InputConfig, module: Any) -> list[str]:
     target = module.get("_target_") if isinstance(module, Mapping) else None
     cls = locate(str(target)) if target else None
     return forward_check(cls, list(cfg.args), dict(cfg.kwargs)) if isinstance(cls, type) else []
+
+
+def _value(dtype: Any) -> str | None:
+    return None if dtype is None else str(getattr(dtype, "value", dtype))
+
+
+def floating(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
+
+
+def compute_dtype(cfg: InputConfig) -> str:
+    """The dtype the cell computes in: `input.model_dtype`, else the first input's when floating, else float32
+    (token ids: the module keeps its own dtype, float32 for a model built from a config). Tensors of args/kwargs
+    without a dtype of their own, the roofs and the factories' dtype follow it."""
+    first = str(_value(cfg.dtype))
+    return _value(cfg.model_dtype) or (first if floating(first) else "float32")
+
+
+def first_spec(cfg: InputConfig) -> dict[str, Any]:
+    """The first input as a tensor spec: `input.shape`, `dtype`, `fill`, `low`, `high`."""
+    spec: dict[str, Any] = {"shape": list(cfg.shape), "dtype": _value(cfg.dtype), "low": int(cfg.low)}
+    if cfg.fill is not None:
+        spec["fill"] = cfg.fill
+    if cfg.high is not None:
+        spec["high"] = cfg.high
+    return spec
+
+
+def check_first(cfg: InputConfig) -> None:
+    """The first input: the tensor checks, and token ids need their upper bound (the vocabulary size)."""
+    model = _value(cfg.model_dtype)
+    if model is not None and not floating(model):
+        raise ConfigError("input.model_dtype", model, "a floating dtype (float32, bfloat16, float16, float64), or null")
+    spec = first_spec(cfg)
+    dtype = str(spec["dtype"])
+    if not floating(dtype) and dtype != "bool" and (cfg.fill or "randint") == "randint" and cfg.high is None:
+        raise ConfigError("input.high", None, f"a {dtype} first input (token ids) needs its upper bound: "
+                          "input.high=<vocabulary size> (randint draws from [input.low, input.high))")
+    check_tensor("input", spec, dtype)
 
 
 def tensor_dtype(spec: Mapping, first_dtype: str) -> str:

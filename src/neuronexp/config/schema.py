@@ -1,6 +1,5 @@
-"""The run configuration schema: plain dataclasses, one per config node. Hydra registers `RunConfig` as
-`base_config` (config.compose), so a wrong type or an unknown enum value already fails at compose time;
-config.validate adds the checks a type cannot express."""
+"""The run configuration schema: plain dataclasses, one per config node. Registered as `base_config` (config.compose),
+so a wrong type or enum value fails at compose time; config.validate adds the checks a type cannot express."""
 
 from __future__ import annotations
 
@@ -58,12 +57,9 @@ class NeuronMode(str, Enum):
 
 @dataclass
 class DimsConfig:
-    """Dimensions of the model a study is sized after. The shipped layers and their input shapes follow them
-    (`${dims.seq}`, ...), so a preset from conf/shapes/ (`shapes=llama3_70b`) resizes any of them.
-
-    The defaults are Llama-3 8B's (meta-llama/Meta-Llama-3-8B config.json) at 1,024 tokens: the default
-    first input, [1,1024,4096], is [batch, seq, hidden].
-    """
+    """Dimensions of the model a study is sized after; the shipped layers and their inputs follow them (`${dims.seq}`),
+    so a preset from conf/shapes/ (`shapes=llama3_70b`) resizes any of them. The defaults are Llama-3 8B's
+    (meta-llama/Meta-Llama-3-8B config.json) at 1,024 tokens: the default first input [1,1024,4096] is [batch, seq, hidden]."""
 
     batch: int = 1
     seq: int = 1024  # tokens
@@ -88,6 +84,12 @@ class InputConfig:
     # conf/input_dims.yaml makes the composed default follow dims: [${dims.batch}, ${dims.seq}, ${dims.hidden}].
     shape: list[int] = field(default_factory=lambda: [1, 1024, 4096])
     dtype: DType = DType.bfloat16
+    # The first input's fill and bounds (token ids: `dtype: int64, high: <vocab size>`), the module's dtype (null:
+    # input.dtype if floating, else the module's own): docs/layers.md.
+    fill: str | None = None
+    low: int = 0
+    high: int | None = None
+    model_dtype: DType | None = None
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
@@ -132,6 +134,7 @@ class ProfilerConfig:
     profile_memory: bool = False
     with_flops: bool = False
     export_trace: bool = True
+    modules: bool = False  # time per nn.Module path (cell.modules); off by default: hooks cost per module call
     neuron: NeuronProfilerConfig = field(default_factory=NeuronProfilerConfig)
 
 

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.inputs import check_inputs, check_numel
 from neuronexp.config.neuron import validate_neuron
-from neuronexp.config.schema import DType, RunConfig
+from neuronexp.config.schema import RunConfig
 from neuronexp.config.targets import locate
 from neuronexp.config.units import validate_units
 
@@ -93,8 +93,6 @@ def validate_values(cfg: RunConfig) -> None:
     """The checks of plain values (shapes, numbers, units, names): they import nothing, so a mistake here is
     reported before torch is imported."""
     check_shape("input.shape", cfg.input.shape)
-    if cfg.input.dtype in (DType.int64, DType.int32, DType.bool):
-        raise ConfigError("input.dtype", cfg.input.dtype.value, "the first input must be a floating dtype")
     for name in ("batch", "seq", "hidden", "heads", "kv_heads", "head_dim", "intermediate"):
         _positive(f"dims.{name}", getattr(cfg.dims, name))
     if cfg.dims.heads % cfg.dims.kv_heads:

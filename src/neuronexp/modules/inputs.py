@@ -17,7 +17,10 @@ from torch import nn
 
 
 def _dtype(input: Any) -> torch.dtype:
-    return getattr(torch, str(input.dtype))
+    """The cell's compute dtype: input.model_dtype, else the first input's when floating (not token ids')."""
+    first = getattr(torch, str(input.dtype))
+    model = input.get("model_dtype") if hasattr(input, "get") else getattr(input, "model_dtype", None)
+    return getattr(torch, str(model)) if model is not None else first if first.is_floating_point else torch.float32
 
 
 def hf_config(module: nn.Module) -> tuple[Any, nn.Module]:

@@ -19,6 +19,7 @@ from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
 from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
 from neuronexp.report.fit import sweep_layout
+from neuronexp.report.modules import module_lines
 from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
 from neuronexp.formatting import UNPAIRED_LEGEND
 from neuronexp.report.summary import cell_lines, speedup_caption
@@ -51,6 +52,8 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         device = device_word(cell)
         if not results.ops.empty:
             console.print(top_ops_table(results, device))
+        for line in module_lines(results.modules, device, console.width):  # profiler.modules=true
+            console.print(escape(line), overflow="crop", no_wrap=True)
         rounds = int(cell.get("latency_rounds") or 1)
         spread = f", rounds spread {fmt_spread(cell['round_spread'])}" if rounds > 1 else ""
         threads = cell.get("threads")

@@ -5,12 +5,12 @@ from neuronexp.results.read import (
     JOBS_MANIFEST, DamagedResults, Found, job_dirs_of, load, read_any, read_job, read_jobs, run_dirs,
 )
 from neuronexp.results.schema import (
-    CELL_SCHEMA, LABEL_COLUMNS, OP_SCHEMA, SAMPLE_SCHEMA, SCHEMAS, TABLES, USABLE, Results, arrow_table, frame,
+    CELL_SCHEMA, LABEL_COLUMNS, MODULE_SCHEMA, OP_SCHEMA, OPTIONAL_TABLES, SAMPLE_SCHEMA, SCHEMAS, TABLES, USABLE, Results, arrow_table, frame,
     to_arrow, usable,
 )
 
 __all__ = [
-    "CELL_SCHEMA", "DamagedResults", "Found", "JOBS_MANIFEST", "LABEL_COLUMNS", "OP_SCHEMA", "Results", "SAMPLE_SCHEMA", "SCHEMAS",
+    "CELL_SCHEMA", "MODULE_SCHEMA", "OPTIONAL_TABLES", "DamagedResults", "Found", "JOBS_MANIFEST", "LABEL_COLUMNS", "OP_SCHEMA", "Results", "SAMPLE_SCHEMA", "SCHEMAS",
     "TABLES", "USABLE", "arrow_table", "frame", "job_dirs_of", "load", "read_any", "read_job", "read_jobs",
     "run_dirs", "to_arrow", "usable",
 ]

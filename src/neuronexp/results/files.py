@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from neuronexp.results.schema import SCHEMAS, TABLES, to_arrow, usable
+from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, to_arrow, usable
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
@@ -102,7 +102,7 @@ def write_job_tables(out_dir: Path, tables: dict[str, pa.Table | pd.DataFrame]) 
     parsing its footer costs ~1 ms a file, which dominates aggregating a sweep of thousands of cells;
     Arrow IPC reads in a few hundredths of that.
     """
-    for name in ("ops", "samples", "cells"):
+    for name in ("ops", "samples", *(t for t in OPTIONAL_TABLES if t in tables), "cells"):
         table = tables[name]
         _write_job_table(out_dir, name, table if isinstance(table, pa.Table) else to_arrow(name, table))
 

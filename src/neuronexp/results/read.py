@@ -15,14 +15,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neuronexp.results.files import read_regular
-from neuronexp.results.schema import SCHEMAS, TABLES, Results, to_arrow, whole_counts
+from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, Results, to_arrow, whole_counts
 
 # The sweep's planned cells, written before the first one runs: what "missing" is measured against.
 JOBS_MANIFEST = "jobs.json"
 
 
 def read_job(job_dir: Path) -> Results:
-    return Results(*(read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES))
+    return Results(*(read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES),
+                   _optional(job_dir / "modules.parquet"))
+
+
+def _optional(path: Path) -> pd.DataFrame | None:
+    """An optional table (modules, with profiler.modules=true) where it was written, else None."""
+    return read_table(path, path.stem).to_pandas() if path.is_file() else None
 
 
 class DamagedResults(ValueError):
@@ -76,10 +82,12 @@ def load(*paths: str | os.PathLike[str]) -> Results:
     if not paths:
         raise TypeError("load() needs at least one directory or glob pattern")
     roots = [root for path in paths for root in _expand(path)]
-    parts = [Results(*(t.assign(source_dir=str(root)) for t in _load(root))) for root in roots]
+    parts = [Results(*(t.assign(source_dir=str(root)) for t in found), found.modules.assign(source_dir=str(root)))
+             for root in roots for found in [_load(root)]]
     if len(parts) == 1:
-        return Results(*(whole_counts(t) for t in parts[0]))
-    return Results(*(whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))))
+        return Results(*(whole_counts(t) for t in parts[0]), whole_counts(parts[0].modules))
+    return Results(*(whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))),
+                   whole_counts(pd.concat([p.modules for p in parts], ignore_index=True)))
 
 
 def _expand(path: str | os.PathLike[str]) -> list[Path]:
@@ -95,7 +103,8 @@ def _expand(path: str | os.PathLike[str]) -> list[Path]:
 def _load(root: Path) -> Results:
     """load() with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
-        return Results(*(read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES))
+        return Results(*(read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES),
+                       _optional(root / "results" / "modules.parquet"))
     if (root / "cells.parquet").is_file():
         return read_job(root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
@@ -153,6 +162,10 @@ def read_jobs(job_dirs: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
     finished = set(done)
     missing = [d.name for d in job_dirs if d not in finished]
     tables = {}
+    for name in OPTIONAL_TABLES:  # only the jobs that wrote one (profiler.modules=true)
+        parts = [_read_job_table(d, name) for d in done if (d / f"{name}.parquet").is_file()]
+        if parts:  # absent, not empty: a sweep's results/ gets the table only when some cell wrote it
+            tables[name] = _concat(parts)
     for name in TABLES:
         # In batches: thousands of small tables cost more in per-table overhead than in data.
         batches = [_concat([_read_job_table(d, name) for d in done[i : i + 1000]]) for i in range(0, len(done), 1000)]
@@ -197,7 +210,8 @@ def read_any(root: Path) -> Found:
         results = _load(root)
     elif dirs:
         tables, _ = read_jobs(dirs)
-        results = Results(*(tables[name].to_pandas() for name in TABLES))
+        results = Results(*(tables[name].to_pandas() for name in TABLES),
+                          tables["modules"].to_pandas() if "modules" in tables else None)
     else:
         raise FileNotFoundError(f"{root}: no results here (no cells.parquet, no results/, no job directories); "
                                 "point at a run or a sweep directory")

@@ -101,6 +101,22 @@ OP_SCHEMA = pa.schema(
     ]
 )
 
+# With profiler.modules=true, one row per job × module path, per profiled step (median over cycles). Times are the
+# op table's currency: self = the self time of the ops called in the module itself, not in a child module; total =
+# self + its children's totals (so a child's total never exceeds its parent's). share = total_device_us / the
+# step's device time, all from the profile's median cycle. flops, bytes_min, input_*: one more eager call.
+MODULE_SCHEMA = pa.schema(
+    [(c, _BOOL if c == "compiled" else _STR) for c in LABEL_COLUMNS]
+    + [
+        ("module_path", _STR), ("module_type", _STR), ("depth", _I64), ("parent_path", _STR), ("calls", _F64),
+        ("self_cpu_us", _F64), ("total_cpu_us", _F64), ("self_device_us", _F64), ("total_device_us", _F64),
+        ("share", _F64), ("flops", _F64), ("bytes_min", _I64), ("input_shapes", _STR), ("input_dtypes", _STR),
+        # The first call's inputs as value specs (JSON {"args": [...], "kwargs": {...}}): what neuronexp-extract
+        # rebuilds them from.
+        ("input_specs", _STR),
+    ]
+)
+
 # round: the timing round a sample was taken in (0 .. latency_rounds - 1); pair: its pair index when the cell was timed
 # paired with its group (the samples of the group's cells with one pair index were taken back to back), else null.
 SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F64), ("round", _I64), ("pair", _I64),
@@ -110,14 +126,37 @@ SAMPLE_SCHEMA = pa.schema([("run_id", _STR), ("sample", _I64), ("latency_us", _F
 # active steps, a median over an even number of cycles); the reader returns them as integers when they are whole.
 COUNT_COLUMNS = ("calls", "device_ops", "ops_dispatched", "ops_executed")
 
-SCHEMAS = {"cells": CELL_SCHEMA, "ops": OP_SCHEMA, "samples": SAMPLE_SCHEMA}
+SCHEMAS = {"cells": CELL_SCHEMA, "ops": OP_SCHEMA, "samples": SAMPLE_SCHEMA, "modules": MODULE_SCHEMA}
 TABLES = ("cells", "ops", "samples")
+# Written only by cells that asked for them (profiler.modules=true); a job or sweep without one reads as empty.
+OPTIONAL_TABLES = ("modules",)
 
 
-class Results(NamedTuple):
+class _Tables(NamedTuple):
     cells: pd.DataFrame
     ops: pd.DataFrame
     samples: pd.DataFrame
+
+
+class Results(_Tables):
+    """cells, ops, samples — and `modules`, an attribute rather than a fourth element, so that
+    `cells, ops, samples = neuronexp.load(d)` keeps working (empty unless profiler.modules=true)."""
+
+    def __new__(cls, cells: pd.DataFrame, ops: pd.DataFrame, samples: pd.DataFrame,
+                modules: pd.DataFrame | None = None) -> "Results":
+        self = super().__new__(cls, cells, ops, samples)
+        self._modules = modules
+        return self
+
+    @property
+    def modules(self) -> pd.DataFrame:
+        # A tuple built without __new__ (namedtuple's _make, unpickling) has none: the empty table, not an error.
+        found = self.__dict__.get("_modules")
+        return found if found is not None else MODULE_SCHEMA.empty_table().to_pandas()
+
+    def _replace(self, **changes: Any) -> "Results":
+        modules = changes.pop("modules", self.__dict__.get("_modules"))
+        return Results(*super()._replace(**changes), modules)
 
 
 def whole_counts(df: pd.DataFrame) -> pd.DataFrame:

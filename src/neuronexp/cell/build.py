@@ -1,0 +1,84 @@
+"""A cell's callable: the module built from its config, moved, cast and maybe compiled, with its inputs; its first
+call (the compile), and the timing keys as its backend needs them. cell.run calls these for each cell."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from neuronexp.backends import Backend
+from neuronexp.cell.inputs import make_inputs, torch_dtype
+from neuronexp.config import CellSpec, ConfigError, TimingConfig
+from neuronexp.config.inputs import compute_dtype
+from neuronexp.results.files import write_phase
+
+
+@dataclass
+class Built:
+    """The cell's callable, and what it calls: the eager module and its inputs (cell.work counts them)."""
+
+    call: Callable[[], Any]
+    module: nn.Module
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
+    cfg = spec.config
+    torch.manual_seed(cfg.input.seed)  # the same weights in every run, and in each variant built alike
+    module = spec.build_module()
+    if not isinstance(module, nn.Module):
+        raise ConfigError("module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module")
+    # Cast to the cell's dtype, except a model fed token ids with no input.model_dtype: it keeps its own.
+    if cfg.input.model_dtype is not None or torch_dtype(cfg.input.dtype).is_floating_point:
+        module = module.to(dtype=torch_dtype(compute_dtype(cfg.input)))
+    module = module.to(device=backend.device).eval()
+    args, kwargs = make_inputs(cfg.input, module, backend.device)
+    model: Any = module
+    if cfg.compile.enabled:
+        backend.check_compile(cfg.compile)
+        # A fresh Dynamo per cell: earlier cells' graphs and recompile counters must not leak in. Not between the
+        # cells of a group timed together: a reset would make the group's compiled cells compile again mid-timing.
+        if reset_dynamo:
+            torch._dynamo.reset()
+        model = torch.compile(
+            module,
+            backend=cfg.compile.backend or backend.compile_backend(),
+            mode=cfg.compile.mode,
+            fullgraph=cfg.compile.fullgraph,
+            dynamic=cfg.compile.dynamic,
+        )
+    return Built(lambda: model(*args, **kwargs), module, tuple(args), dict(kwargs))
+
+
+def kernel_records(spec: CellSpec, backend: Backend) -> Any:
+    """While this cell compiles and runs: Inductor's C++ kernels recorded by name (`cpp_fused_mul_rsqrt_0`), so the
+    profile shows the kernels inside a compiled region, not one opaque graph call. Scoped to the cell; the
+    record costs a thread-local check per kernel call when no profiler runs (docs/methodology.md)."""
+    compile_cfg = spec.config.compile
+    if not compile_cfg.enabled or (compile_cfg.backend or backend.compile_backend()) != "inductor":
+        return contextlib.nullcontext()
+    from torch._inductor import config as inductor_config
+
+    return inductor_config.patch({"cpp.enable_kernel_profile": True})
+
+
+def first_call(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_dir: Path) -> float:
+    write_phase(out_dir, "compile" if spec.config.compile.enabled else "first call")
+    start = time.perf_counter()
+    call()
+    backend.synchronize()
+    return time.perf_counter() - start
+
+
+def timing_config(spec: CellSpec, backend: Backend) -> TimingConfig:
+    timing = spec.config.timing
+    if timing.warmup < backend.min_warmup_calls:  # the backend's floor, documented where it is set
+        timing = replace(timing, warmup=backend.min_warmup_calls)
+    return timing

@@ -1,0 +1,75 @@
+"""The modules table in the terminal: a depth-limited tree of the top modules, the modules summed by type, and the
+hotspots (study units, alike merged) that neuronexp-extract would take. Plain lines cut to the console's width,
+so it reads the same at 80 columns and in a log."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from neuronexp.analysis.modules import by_type, children, hot_units, of_run, short_type
+from neuronexp.formatting import fmt_pct, fmt_us
+
+MAX_DEPTH = 4  # root = 0: a model, its body, its layer list, a layer, the layer's parts
+MIN_SHARE = 0.02  # smaller children are summed in one "… n more" line
+MAX_CHILDREN = 3  # and so are all but the top three (32 decoder layers are one line each otherwise)
+FIGURES = 28  # the right-hand columns: calls, total, share, self share
+
+
+def _line(name: str, calls: object, total: float, share: float, self_share: float, width: int) -> str:
+    room = max(width - FIGURES, 20)
+    name = name if len(name) <= room else name[: room - 1] + "…"
+    calls_txt = f"{float(calls):g}" if not isinstance(calls, str) and pd.notna(calls) else ""
+    return f"{name:<{room}}{calls_txt:>5}{fmt_us(total):>10}{fmt_pct(share):>7}{fmt_pct(self_share):>6}"
+
+
+def tree_lines(table: pd.DataFrame, width: int = 80, max_depth: int = MAX_DEPTH, min_share: float = MIN_SHARE,
+               max_children: int = MAX_CHILDREN) -> list[str]:
+    kids = children(table)
+    step = table["total_device_us"].max()
+    lines: list[str] = []
+
+    def visit(path: str, indent: str) -> None:
+        row = table.loc[path]
+        label = (path.rsplit(".", 1)[-1] if path else "(root)") + " " + short_type(row["module_type"])
+        share = row["total_device_us"] / step if step > 0 else float("nan")
+        lines.append(_line(indent + label, row["calls"], row["total_device_us"], share,
+                           row["self_device_us"] / step if step > 0 else float("nan"), width))
+        below = sorted(kids[path], key=lambda c: -table.at[c, "total_device_us"])
+        if int(row["depth"]) >= max_depth:
+            return
+        shown = [c for c in below if step > 0 and table.at[c, "total_device_us"] / step >= min_share][:max_children]
+        for c in shown:
+            visit(c, indent + "  ")
+        hidden = [c for c in below if c not in shown]
+        if hidden:
+            rest = sum(table.at[c, "total_device_us"] for c in hidden)
+            lines.append(_line(indent + f"  … {len(hidden)} more", "", rest, rest / step if step > 0 else 0, 0, width))
+
+    for root in [p for p in table.index if not isinstance(table.at[p, "parent_path"], str)]:
+        visit(root, "")
+    return lines
+
+
+def module_lines(modules: pd.DataFrame, device: str, width: int = 80, run_id: str | None = None,
+                 top_types: int = 6, top_units: int = 5) -> list[str]:
+    """The whole block for one run; empty when the run has no modules table."""
+    table = of_run(modules, run_id)
+    if table.empty:
+        return []
+    width = max(width, 60)
+    head = f"Time per module (self {device} time of its ops per step; share of the step)"
+    lines = [head[:width], f"{'module':<{max(width - FIGURES, 20)}}{'calls':>5}{'total':>10}{'share':>7}{'self':>6}"]
+    lines += tree_lines(table, width)
+    lines.append("Summed by type (a module inside one of its own type counted once)")
+    types = by_type(table)
+    for row in types[types["instances"] > 1].head(top_types).itertuples():  # one of a kind is in the tree already
+        lines.append(_line(f"all {short_type(row.module_type)} ×{row.instances}", row.calls, row.total_device_us,
+                           row.share, float("nan"), width).rstrip("—").rstrip())
+    hot = hot_units(table).head(top_units)
+    if not hot.empty:
+        lines.append("Hotspots (study units, alike merged: neuronexp-extract RUN_DIR --top K)")
+        for i, row in enumerate(hot.itertuples(), 1):
+            where = row.paths[0] + (f" +{row.instances - 1}" if row.instances > 1 else "")
+            lines.append(_line(f"{i}. {short_type(row.module_type)} {where}", row.calls, row.total_device_us, row.share,
+                               float("nan"), width).rstrip("—").rstrip())
+    return lines

@@ -1,0 +1,69 @@
+"""Time per module on Neuron, through the torch-neuronx STAND-IN: the module spans are profiler ranges around the
+ops a module dispatches, so device time reaches each module by the op table's own correlation — device events
+attached to their launching op (correlate_device_time), or Neuron Explorer's per-op time shared by calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from torch import nn
+
+from neuronexp.cell.run import run_cell
+from neuronexp.config import (
+    BackendName, CellSpec, DType, InputConfig, NeuronDeviceConfig, NeuronProfilerConfig, ProfilerConfig, RunConfig,
+    ScheduleConfig, TimingConfig,
+)
+from neuronexp.modules import NaiveRMSNorm
+
+
+class TwoNorms(nn.Module):
+    """Two naive RMSNorms, one after the other: six op calls each (three of them aten::mul)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first, self.second = NaiveRMSNorm(64), NaiveRMSNorm(64)
+
+    def forward(self, x):  # noqa: ANN001
+        return self.second(self.first(x))
+
+
+def _spec(active: int, debug_info: bool = False, **neuron: object) -> CellSpec:
+    cfg = RunConfig(
+        module={"_target_": "tests.TwoNorms"},
+        input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
+        backend=BackendName.neuron,
+        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1), modules=True,
+                                neuron=NeuronProfilerConfig(**neuron)),  # type: ignore[arg-type]
+        timing=TimingConfig(warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
+        neuron=NeuronDeviceConfig(debug_info=debug_info),
+    )
+    return CellSpec(config=cfg, build_module=TwoNorms, run_id="standin", experiment="test", module_name="two_norms")
+
+
+def _by_path(results) -> dict:  # noqa: ANN001
+    return results.modules.set_index("module_path").to_dict("index")
+
+
+def test_device_events_reach_each_module_through_its_ops(standin, no_explorer: None, tmp_path: Path) -> None:
+    standin.STATE.device_us = {"aten::mul": 40.0, "aten::mean": 10.0, "aten::add": 5.0, "aten::rsqrt": 5.0}
+    results = run_cell(_spec(active=2, correlate_device_time=True), tmp_path)
+    cell = results.cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["device_time_source"] == "profiler_device_events" and cell["device_time_us"] == pytest.approx(280)
+    rows = _by_path(results)
+    assert rows["first"]["self_device_us"] == pytest.approx(140) and rows["second"]["total_device_us"] == pytest.approx(140)
+    assert rows[""]["total_device_us"] == pytest.approx(280) and rows["first"]["share"] == pytest.approx(0.5)
+    assert rows["first"]["self_cpu_us"] > 0 and rows["first"]["calls"] == 1
+
+
+def test_neuron_explorer_per_op_time_is_shared_by_each_module_s_calls(standin, fake_explorer: Path, tmp_path: Path) -> None:
+    results = run_cell(_spec(active=1, debug_info=True), tmp_path)
+    cell = results.cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["device_time_source"] == "neuron_explorer"
+    # fake_explorer_tables.DEVICE_NS: mul 30 us, mean 12, add 4, rsqrt 6 per call: 112 us per norm.
+    rows = _by_path(results)
+    assert rows["first"]["self_device_us"] == pytest.approx(112) and rows["second"]["self_device_us"] == pytest.approx(112)
+    assert rows[""]["total_device_us"] == pytest.approx(cell["device_time_us"])
+    assert rows["second"]["share"] == pytest.approx(112 / cell["device_time_us"])
