@@ -118,8 +118,7 @@ class NeuronProfilerConfig:
     correlate_device_time: bool | None = None
     # NeuronConfig(neff_cache_dir=...): the NEFFs land next to the NTFFs, so Explorer can open the capture.
     copy_neffs: bool = True
-    # The NEFF cache; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else the first of /tmp/neff_cache and
-    # $TORCH_NEURONX_DEBUG_DIR (default /tmp/neuron_backend) that holds NEFFs after the first compile.
+    # NEFF cache; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else whichever of /tmp/neff_cache, $TORCH_NEURONX_DEBUG_DIR has NEFFs.
     neff_cache_dir: str | None = None
     # Post-process the capture with `neuron-explorer view` (when on PATH) into neuron_* Summary columns.
     explorer: bool = True
@@ -149,8 +148,7 @@ class TimingConfig:
     max_seconds: float = 5.0
     min_iters: int = 5
     min_seconds: float = 0.5
-    # Rounds `round_gap_s` apart: latency = median of round medians, noise = their spread (docs/methodology.md).
-    rounds: int = 5
+    rounds: int = 5  # `round_gap_s` apart: latency = median of round medians, noise = their spread
     round_gap_s: float = 0.05
 
 
