@@ -42,7 +42,7 @@ def sweep(args: list[str], out: Path, cwd: Path) -> tuple[float, pd.DataFrame]:
 
 def _rows(cells: pd.DataFrame, name_col: str = "module") -> list[dict]:
     keep = cells[cells["speedup_method"].notna()]
-    return [{"variant": str(r[name_col]), "shape": r["shape"], "speedup": r["speedup_vs_baseline"],
+    return [{"variant": str(r[name_col]), "shape": r["input_shape"], "speedup": r["speedup_vs_baseline"],
              "ci_low": r["speedup_ci_low"], "ci_high": r["speedup_ci_high"], "method": r["speedup_method"],
              "baseline_us": float(cells.set_index("run_id").loc[r["baseline_run_id"], "latency_median_us"]),
              "noisy": bool(r["noisy"])} for _, r in keep.iterrows()]

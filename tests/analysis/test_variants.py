@@ -24,34 +24,34 @@ def _cells(rows: list[dict]):
 
 def test_a_swept_constructor_argument_enters_the_name() -> None:
     # The issue's sweep: module.config.intermediate_size=256,512 x two shapes ran 4 cells, shown as 2.
-    rows = [dict(module="llama_mlp", shape=s, over={"module": "llama_mlp", "input.shape": s, "module.config.intermediate_size": n})
+    rows = [dict(module="llama_mlp", input_shape=s, over={"module": "llama_mlp", "input.shape": s, "module.config.intermediate_size": n})
             for n, s in itertools.product((256, 512), ("[1,16,256]", "[1,64,256]"))]
     cells = _cells(rows)
     labels = list(cell_labels(cells))
     assert labels == ["llama_mlp intermediate_size=256 · [1,16,256]", "llama_mlp intermediate_size=256 · [1,64,256]",
                       "llama_mlp intermediate_size=512 · [1,16,256]", "llama_mlp intermediate_size=512 · [1,64,256]"]
     axes, variants, grid = comparison_grid(cells)
-    assert axes == ["shape"] and variants == ["llama_mlp intermediate_size=256", "llama_mlp intermediate_size=512"]
+    assert axes == ["input_shape"] and variants == ["llama_mlp intermediate_size=256", "llama_mlp intermediate_size=512"]
     assert sum(len(by) for by in grid.values()) == 4
 
 
 def test_names_add_only_what_tells_cells_apart() -> None:
     rows = [
-        dict(module="m", shape="[1,8,64]", over={"dims.seq": 8, "module.a.eps": 1, "module.b.eps": 2, "compile.enabled": "false"}),
-        dict(module="m", shape="[1,16,64]", over={"dims.seq": 16, "module.a.eps": 1, "module.b.eps": 3, "compile.enabled": "false"}),
-        dict(module="m", shape="[1,8,64]", compiled=True, over={"dims.seq": 8, "module.a.eps": 1, "module.b.eps": 2, "compile.enabled": "true"}),
-        dict(module="m", shape="[1,8,64]", over={"dims.seq": 8, "module.a.eps": 1, "module.b.eps": 2, "compile.enabled": "false",
+        dict(module="m", input_shape="[1,8,64]", over={"dims.seq": 8, "module.a.eps": 1, "module.b.eps": 2, "compile.enabled": "false"}),
+        dict(module="m", input_shape="[1,16,64]", over={"dims.seq": 16, "module.a.eps": 1, "module.b.eps": 3, "compile.enabled": "false"}),
+        dict(module="m", input_shape="[1,8,64]", compiled=True, over={"dims.seq": 8, "module.a.eps": 1, "module.b.eps": 2, "compile.enabled": "true"}),
+        dict(module="m", input_shape="[1,8,64]", over={"dims.seq": 8, "module.a.eps": 1, "module.b.eps": 2, "compile.enabled": "false",
                                                   "+input.kwargs.mask": "null"}),
     ]
     variant, axes, inputs = names(_cells(rows))
     # dims.seq is told by the shape: not repeated; mask is not: an input axis; a.eps never varies: left out.
-    assert axes == ["shape", "mask"]
+    assert axes == ["input_shape", "mask"]
     assert list(variant) == ["m eps=2", "m eps=3", "m +compile eps=2", "m eps=2"]
     assert list(inputs["mask"]) == ["", "", "", "null"]
 
 
 def test_cells_alike_in_every_label_are_still_told_apart() -> None:
-    cells = _cells([dict(module="m", shape="[1,8]"), dict(module="m", shape="[1,8]")])
+    cells = _cells([dict(module="m", input_shape="[1,8]"), dict(module="m", input_shape="[1,8]")])
     assert cell_labels(cells).nunique() == 2
 
 
@@ -76,14 +76,14 @@ def test_values_compare_in_one_spelling() -> None:
 def _compile_sweep():
     rows = []
     for module, compiled, shape in itertools.product(("naive", "fused"), (False, True), ("[1,8]", "[1,16]")):
-        rows.append(dict(module=module, compiled=compiled, shape=shape,
+        rows.append(dict(module=module, compiled=compiled, input_shape=shape,
                          over={"module": module, "compile.enabled": str(compiled).lower(), "input.shape": shape}))
     return _cells(rows)
 
 
 def test_a_baseline_picks_one_reference_per_group_of_otherwise_identical_cells() -> None:
     cells = _compile_sweep()
-    by = dict(zip(cells["run_id"], zip(cells["module"], cells["compiled"], cells["shape"])))
+    by = dict(zip(cells["run_id"], zip(cells["module"], cells["compiled"], cells["input_shape"])))
 
     def refs(baseline):
         return [by.get(r) for r in baseline_run_ids(cells, baseline)]
@@ -99,7 +99,7 @@ def test_a_baseline_picks_one_reference_per_group_of_otherwise_identical_cells()
 
 def test_a_module_that_compiles_itself_is_compared_with_the_eager_baseline() -> None:
     # rmsnorm_compiled turns compile on in its own option: no compile.enabled override tells it apart.
-    cells = _cells([dict(module=m, compiled=m.endswith("compiled"), shape="[1,8]", over={"module": m})
+    cells = _cells([dict(module=m, compiled=m.endswith("compiled"), input_shape="[1,8]", over={"module": m})
                     for m in ("rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled")])
     assert list(baseline_run_ids(cells, "rmsnorm_naive")) == ["r0"] * 3
     assert list(baseline_run_ids(cells, {"compile.enabled": False})) == ["r0", "r1", None]
@@ -130,7 +130,7 @@ def test_a_baseline_is_written_three_ways() -> None:
 def test_a_baseline_is_never_taken_from_another_dtype() -> None:
     """dtype told apart by the row even where no override names it (an experiment's config sets it): a bfloat16
     cell is compared with the bfloat16 baseline, and with none when only float32 has one."""
-    rows = [dict(module=m, dtype=d, shape="[1,8]", over={"module": m})
+    rows = [dict(module=m, dtype=d, input_shape="[1,8]", over={"module": m})
             for d in ("float32", "bfloat16") for m in ("naive", "fused")]
     cells = _cells(rows)
     assert list(baseline_run_ids(cells, "naive")) == ["r0", "r0", "r2", "r2"]

@@ -16,11 +16,11 @@ from neuronexp.results import CELL_SCHEMA, OP_SCHEMA, SAMPLE_SCHEMA
 
 from helpers import EXPERIMENTS, FAST, run_dirs
 
-CONTRACT_CELL_COLUMNS = """run_id experiment module compiled backend device device_name dtype shape status error
+CONTRACT_CELL_COLUMNS = """run_id experiment module compiled backend device device_name dtype input_shape status error
 latency_median_us latency_p10_us latency_p90_us latency_samples timing_method first_call_s device_time_us
 cpu_time_us device_ops top_op top_op_share speedup_vs_baseline trace_path torch_version neuronx_version
 started_at""".split()
-CONTRACT_OP_COLUMNS = """run_id experiment module compiled backend device dtype shape cycle op calls self_cpu_us
+CONTRACT_OP_COLUMNS = """run_id experiment module compiled backend device dtype input_shape cycle op calls self_cpu_us
 cpu_total_us self_device_us device_total_us device_share input_shapes flops""".split()
 
 
@@ -35,7 +35,7 @@ def test_default_cell_writes_the_contract_files(cli, tmp_path: Path) -> None:
     assert set(CONTRACT_OP_COLUMNS) <= set(tables.ops.columns)
     assert list(tables.samples.columns) == [*SAMPLE_SCHEMA.names, "source_dir"]  # load says where each row came from
     cell = tables.cells.iloc[0]
-    assert (cell["status"], cell["module"], cell["backend"], cell["dtype"], cell["shape"]) == ("ok", "rmsnorm_naive", "cpu", "float32", "[1,8,64]")
+    assert (cell["status"], cell["module"], cell["backend"], cell["dtype"], cell["input_shape"]) == ("ok", "rmsnorm_naive", "cpu", "float32", "[1,8,64]")
     assert cell["latency_samples"] == len(tables.samples) >= 3
     assert cell["latency_p10_us"] <= cell["latency_median_us"] <= cell["latency_p90_us"]
     assert cell["timing_method"] == "wallclock" and cell["device_time_source"] == "cpu_self_time"
@@ -60,7 +60,7 @@ def test_fused_cell_profiles_the_fused_op(cli, tmp_path: Path) -> None:
     tables = neuronexp.load(run_dirs(tmp_path)[0])
     assert "aten::_fused_rms_norm" in set(tables.ops["op"])
     cell = tables.cells.iloc[0]
-    assert cell["ops_dispatched"] == 1 and cell["device_ops"] == 7 and cell["shape"] == "[2,16,128]"
+    assert cell["ops_dispatched"] == 1 and cell["device_ops"] == 7 and cell["input_shape"] == "[2,16,128]"
     assert not cell["top_op"].startswith(("aten::rms_norm", "aten::_fused_rms_norm"))  # wrappers are not hotspots
 
 

@@ -42,7 +42,7 @@ def make_results(tag: str, *, scale: float = 1.0, noise: float = 0.03, n: int = 
             lat = true_median * shift * np.exp(noise * rng.standard_normal(n))
             labels = dict(run_id=run_id, experiment="adhoc", module=module, compiled=module.endswith("compiled"),
                           backend=backend, device="cpu" if backend == "cpu" else "cuda:0",
-                          device_name="Xeon" if backend == "cpu" else "NVIDIA H200", dtype="bfloat16", shape=shape)
+                          device_name="Xeon" if backend == "cpu" else "NVIDIA H200", dtype="bfloat16", input_shape=shape)
             cells.append(dict(labels, numel=64 * (j + 1), status="ok", latency_median_us=float(np.median(lat)),
                               overrides=f"module={module},input.shape={shape},timing.iters={n}{extra_override}",
                               started_at=f"2026-01-0{1 + (tag == 'b')}T00:00:00", trace_path=f"{tag}/trace.json",
@@ -342,7 +342,7 @@ def test_a_cell_that_ran_in_a_and_fails_in_b_is_a_regression() -> None:
 
 def test_ignoring_a_label_that_identifies_cells_is_an_error() -> None:
     with pytest.raises(CompareError, match="same labels"):
-        compare(make_results("a"), make_results("b"), ignore=["shape"])
+        compare(make_results("a"), make_results("b"), ignore=["input_shape"])
 
 
 # --- op tables --------------------------------------------------------------------------------------

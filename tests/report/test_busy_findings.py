@@ -25,7 +25,7 @@ def _tables(shapes=("[1,8,64]", "[1,64,512]")):
             lat = median * np.exp(0.01 * rng.standard_normal(15))
             dispatched, executed = OPS[module]
             cells.append(dict(run_id=run, experiment="x", module=module, compiled=module.endswith("compiled"), backend="cpu",
-                              device="cpu", dtype="float32", shape=shape, numel=512, status="ok",
+                              device="cpu", dtype="float32", input_shape=shape, numel=512, status="ok",
                               latency_median_us=median, latency_samples=15, device_ops=executed, ops_dispatched=dispatched,
                               device_time_us=median, overrides=f"module={module}", noisy=module in NOISE,
                               noise=NOISE.get(module), output_check="baseline" if module == "rmsnorm_naive" else "pass"))

@@ -18,7 +18,7 @@ LONG = Path("/tmp/" + "a-rather-long-directory-name/" * 4 + "sweeps/2026-12-01_2
 
 def _ok_cell() -> dict:
     return dict(run_id="r0", experiment="rmsnorm_sweep", module="rmsnorm_naive", compiled=False, backend="cpu",
-                device="cpu", device_name="cpu", dtype="float32", shape="[1,8]", numel=8, status="ok",
+                device="cpu", device_name="cpu", dtype="float32", input_shape="[1,8]", numel=8, status="ok",
                 latency_median_us=10.0, device_time_us=9.0, device_ops=6.0, device_time_source="cpu_self_time",
                 timing_method="wallclock", torch_version="2.13.0", overrides="module=rmsnorm_naive")
 

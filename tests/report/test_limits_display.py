@@ -13,7 +13,7 @@ from neuronexp.results import frame
 
 def _cell(run_id: str, module: str, latency: float, **extra) -> dict:
     base = {"run_id": run_id, "experiment": "e", "module": module, "compiled": False, "backend": "cpu", "device": "cpu",
-            "device_name": "cpu", "dtype": "bfloat16", "shape": "[1,64,512]", "numel": 32768, "overrides": f"module={module}",
+            "device_name": "cpu", "dtype": "bfloat16", "input_shape": "[1,64,512]", "numel": 32768, "overrides": f"module={module}",
             "status": "ok", "latency_median_us": latency, "latency_p10_us": latency, "latency_p90_us": latency,
             "device_time_us": latency, "device_ops": 1.0, "device_time_source": "cpu_self_time", "top_op": None,
             "top_op_share": np.nan, "speedup_vs_baseline": np.nan, "baseline_run_id": "ref", "bytes_min": 66560,

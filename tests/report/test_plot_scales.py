@@ -22,7 +22,7 @@ def _cells(numels: list[int], latency: dict[str, list[float]], speedup: dict[str
         for i, (numel, median) in enumerate(zip(numels, medians)):
             shape = f"[1,{numel}]"
             rows.append(dict(run_id=f"{variant}-{numel}", status="ok", variant=variant, module=variant, numel=numel,
-                             shape=shape, input=shape, dtype="float32", backend="cpu", latency_median_us=median,
+                             input_shape=shape, input=shape, dtype="float32", backend="cpu", latency_median_us=median,
                              latency_p10_us=median * 0.95, latency_p90_us=median * 1.05, device_time_us=median,
                              baseline_run_id=f"naive-{numel}",
                              speedup_vs_baseline=(speedup or {}).get(variant, [1.0] * len(numels))[i]))

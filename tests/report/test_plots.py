@@ -38,7 +38,7 @@ def _tables():
         for module, median in MEDIANS.items():
             run = f"{module}-{numel}"
             labels = dict(run_id=run, experiment="synthetic", module=module, compiled=module.endswith("compiled"),
-                          backend="cpu", device="cpu", dtype="float32", shape=shape)
+                          backend="cpu", device="cpu", dtype="float32", input_shape=shape)
             lat = median * scale * np.exp(0.02 * rng.standard_normal(40))
             total = sum(us for _, _, us in PROFILES[module]) * scale
             top_op, _, top_us = max(PROFILES[module], key=lambda p: p[2])

@@ -64,7 +64,7 @@ def test_report_model_fusion_view_and_hotspots(sweep: Path) -> None:
     assert fusion.loc[("[1,64,512]", "rmsnorm_fused"), "device_ops"] == fusion.loc[("[1,64,512]", "rmsnorm_naive"), "device_ops"] == 7
     fused_new = fusion.loc[("[1,64,512]", "rmsnorm_fused"), "added"]
     assert "aten::pow" in fused_new and "aten::_fused_rms_norm" not in fused_new  # leaf ops, not the wrapper
-    naive = report.cells[(report.cells["module"] == "rmsnorm_naive") & (report.cells["shape"] == "[1,64,512]")].iloc[0]
+    naive = report.cells[(report.cells["module"] == "rmsnorm_naive") & (report.cells["input_shape"] == "[1,64,512]")].iloc[0]
     spots = report.hotspots[naive["run_id"]]
     assert "aten::mul" in set(spots["op"]) and spots["self_device_us"].is_monotonic_decreasing
     assert spots.loc[spots["op"] == "aten::mul", "calls"].iloc[0] == 3
@@ -108,7 +108,7 @@ def test_bad_input_is_one_line_exit_2_and_no_files(tmp_path: Path, problem: str)
 def _hostile_run(job: Path, **extra) -> None:
     job.mkdir()
     labels = dict(run_id="r1", experiment="<img src=x onerror=alert(2)>", module="evil</td><b>", compiled=False,
-                  backend="cpu", device="cpu", device_name="cpu & <i>co</i>", dtype="float32", shape="[1,8]")
+                  backend="cpu", device="cpu", device_name="cpu & <i>co</i>", dtype="float32", input_shape="[1,8]")
     cell = dict(labels, numel=8, status="ok", latency_median_us=5.0, latency_p10_us=4.0, latency_p90_us=6.0,
                 latency_samples=3, timing_method="wallclock", device_time_us=3.0, cpu_time_us=3.0, device_ops=1.0,
                 device_time_source="cpu_self_time", top_op=EVIL_OP, top_op_share=1.0,
@@ -149,7 +149,7 @@ def _cells(medians: dict[str, float], n: int = 50, noise: float = 0.03):
     for module, median in medians.items():
         lat = median * np.exp(noise * rng.standard_normal(n))
         cells.append(dict(run_id=module, experiment="x", module=module, compiled=False, backend="cpu", device="cpu",
-                          dtype="float32", shape="[1,8]", numel=8, status="ok", latency_median_us=float(np.median(lat))))
+                          dtype="float32", input_shape="[1,8]", numel=8, status="ok", latency_median_us=float(np.median(lat))))
         samples += [dict(run_id=module, sample=i, latency_us=float(v)) for i, v in enumerate(lat)]
     return frame("cells", cells), frame("samples", samples)
 

@@ -25,11 +25,11 @@ def _cells_and_samples():
             samples += [dict(run_id=run, sample=5 * r + k, latency_us=float(m * np.exp(0.02 * rng.standard_normal())), round=r)
                         for k in range(5)]
         cells.append(dict(run_id=run, experiment="x", module=variant, compiled=False, backend="cpu", device="cpu",
-                          dtype="float32", shape=shape, numel=8 if shape == "[1,8]" else 64, status="ok",
+                          dtype="float32", input_shape=shape, numel=8 if shape == "[1,8]" else 64, status="ok",
                           latency_median_us=float(np.median(medians)), noisy=noisy, overrides=f"module={variant}",
                           pct_peak_bw=20.0 + 10 * i, pct_peak_flops=None if variant == "naive" else 5.0 * i))
     out = frame("cells", cells)
-    out["variant"], out["input"] = out["module"], out["shape"]
+    out["variant"], out["input"] = out["module"], out["input_shape"]
     return out, frame("samples", samples)
 
 

@@ -29,7 +29,7 @@ def _cells(variants: list[str] = VARIANTS, failed: str | None = None):
             median = 100.0 * (1 + s) + 7 * v  # distinct per cell ("100 µs" … "335 µs"): each must be found once
             ok = name != failed
             rows.append(dict(run_id=f"{v}-{s}", experiment="x", module=module, compiled=tag == "compile", backend="cpu",
-                             device="cpu", device_name="cpu", dtype="float32", shape=shape, numel=10**(s + 3),
+                             device="cpu", device_name="cpu", dtype="float32", input_shape=shape, numel=10**(s + 3),
                              status="ok" if ok else "error", error=None if ok else "RuntimeError: out of memory " * 4,
                              latency_median_us=median if ok else None, device_time_us=1.23e6 if ok else None,
                              device_ops=float(6 - v) if ok else None, device_time_source="cpu_self_time",
@@ -105,7 +105,7 @@ def test_piped_to_a_file_the_sweep_table_is_plain_and_80_columns(sweep: Path, tm
 def test_long_inputs_noisy_cells_and_percent_of_peak_fit_80_columns_with_every_figure_whole() -> None:
     # The attention study's case: 4-dim inputs, noisy medians ("~25.6 ms"), compute-bound "% FLOP/s" with the
     # failed-output mark; at 80 columns the hotspot gives way, never a name, a median or a % of peak.
-    cells = _cells().assign(shape=lambda c: c["shape"].str.replace("[1,", "[1,32,", regex=False),
+    cells = _cells().assign(input_shape=lambda c: c["input_shape"].str.replace("[1,", "[1,32,", regex=False),
                                         bound="compute", pct_peak_flops=0.44, noisy=True)
     cells["output_check"] = "FAIL"
     text = render(cells, 80)
@@ -119,7 +119,7 @@ def test_long_inputs_noisy_cells_and_percent_of_peak_fit_80_columns_with_every_f
 def test_a_hotspot_shown_keeps_enough_of_its_op_name_to_say_which(width: int) -> None:
     # The attention study's case without noisy cells: 4-dim inputs and "% FLOP/s" leave little room; an op name
     # cut to "a…" names nothing, so below ten characters the column gives way, with a note.
-    cells = _cells().assign(shape=lambda c: c["shape"].str.replace("[1,", "[1,32,", regex=False),
+    cells = _cells().assign(input_shape=lambda c: c["input_shape"].str.replace("[1,", "[1,32,", regex=False),
                                         bound="compute", pct_peak_flops=0.44)
     text = render(cells, width)
     _check(text, width, cells)

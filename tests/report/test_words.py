@@ -14,7 +14,7 @@ from neuronexp.results import frame
 
 def _cell(**kw) -> dict:
     base = dict(run_id="r0", experiment="x", module="rmsnorm_fused", compiled=False, backend="cpu", device="cpu",
-                device_name="cpu", dtype="float32", shape="[1,8]", numel=8, status="ok", latency_median_us=10.0,
+                device_name="cpu", dtype="float32", input_shape="[1,8]", numel=8, status="ok", latency_median_us=10.0,
                 device_time_us=9.0, device_ops=7.0, ops_dispatched=1.0, device_time_source="cpu_self_time",
                 timing_method="wallclock", torch_version="2.13.0", overrides="module=rmsnorm_fused",
                 speedup_vs_baseline=float("nan"), top_op=None, top_op_share=float("nan"))

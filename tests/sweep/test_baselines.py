@@ -48,7 +48,7 @@ def test_a_named_baseline_picks_its_own_cells_and_speedups_follow(fused_baseline
     summary = (fused_baseline / "results" / "summary.md").read_text()
     assert "×speedup vs rmsnorm_fused" in summary and "rmsnorm_naive" not in summary.split("×speedup vs ")[1].split(";")[0]
     # The fused column comes first: the baseline leads the side-by-side table.
-    assert "| shape | rmsnorm_fused | rmsnorm_naive |" in summary
+    assert "| input_shape | rmsnorm_fused | rmsnorm_naive |" in summary
 
 
 def test_baseline_null_gives_no_reference_and_no_speedups(fused_baseline: Path, tmp_path: Path) -> None:
@@ -62,5 +62,5 @@ def test_baseline_null_gives_no_reference_and_no_speedups(fused_baseline: Path, 
     assert cells["baseline_run_id"].isna().all()
     assert all(math.isnan(s) for s in cells["speedup_vs_baseline"])
     summary = (sweep / "results" / "summary.md").read_text()
-    assert "no baseline: no speedups" in summary and not re.search(r"(?<!spread )×\d", summary.split("| shape |")[1])
+    assert "no baseline: no speedups" in summary and not re.search(r"(?<!spread )×\d", summary.split("| input_shape |")[1])
     assert not re.search(r"(?<!spread )×\d", res.stdout) and "speedup vs" not in res.stdout

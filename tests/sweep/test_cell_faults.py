@@ -67,7 +67,7 @@ def test_cells_that_exit_crash_or_hang_become_rows_and_the_sweep_resumes(tmp_pat
     res = _sweep(tmp_path, launcher, faults=True)
     assert res.returncode == 1, res.stderr[-3000:]
     assert "Traceback" not in res.stderr
-    cells = neuronexp.load(tmp_path / "sweep").cells.set_index("shape")
+    cells = neuronexp.load(tmp_path / "sweep").cells.set_index("input_shape")
     assert len(cells) == 4
     errors = cells["error"].to_dict()
     assert errors["[1,8,24]"] == "cell process exited with status 3 during first call"
@@ -86,7 +86,7 @@ def test_cells_that_exit_crash_or_hang_become_rows_and_the_sweep_resumes(tmp_pat
     # The same command, the faults gone: the three failed cells run again, the finished one is reused.
     again = _sweep(tmp_path, launcher, faults=False)
     assert again.returncode == 0, again.stderr[-3000:]
-    resumed = neuronexp.load(tmp_path / "sweep").cells.set_index("shape")
+    resumed = neuronexp.load(tmp_path / "sweep").cells.set_index("input_shape")
     assert resumed.loc["[1,8,16]", "status"] == "cached" and resumed.loc["[1,8,16]", "worker_pid"] == ok["worker_pid"]
     assert (resumed.drop("[1,8,16]")["status"] == "ok").all()
 

@@ -31,7 +31,7 @@ class RowWriter:
             cell = self.by_dir[subdir]
             failed = cell.run_id in self.fail
             row = {"run_id": cell.run_id, "experiment": "adhoc", "module": cell.label, "compiled": False, "backend": "cpu",
-                   "device": "cpu", "dtype": "float32", "shape": "[1,8]", "overrides": f"module={cell.label}",
+                   "device": "cpu", "dtype": "float32", "input_shape": "[1,8]", "overrides": f"module={cell.label}",
                    "status": "error" if failed else "ok", "error": "RuntimeError: boom" if failed else None,
                    "latency_median_us": None if failed else 10.0}
             (self.sweep_dir / subdir).mkdir(parents=True, exist_ok=True)

@@ -73,7 +73,7 @@ def test_a_second_grid_reuses_identical_cells_and_never_overwrites_another(cli, 
     # Another grid: fused at the same shape (complete in job 1) and at a new one (planned into job 0, naive's).
     res = _sweep(cli, sweep, "module=rmsnorm_fused", "input.shape=[1,8,32],[1,8,64]")
     assert res.returncode == 0, res.stderr
-    cells = neuronexp.load(sweep).cells.set_index("shape")
+    cells = neuronexp.load(sweep).cells.set_index("input_shape")
     reused = cells.loc["[1,8,64]"]
     assert reused["status"] == "cached" and reused["run_id"] == first.loc["rmsnorm_fused", "run_id"]
     assert reused["latency_median_us"] == first.loc["rmsnorm_fused", "latency_median_us"]
@@ -81,7 +81,7 @@ def test_a_second_grid_reuses_identical_cells_and_never_overwrites_another(cli, 
     assert _job_files(sweep / "0") == naive_files, "another configuration's cell was written over"
     assert _job_files(sweep / "1") == fused_files
     (new_job,) = [p.parent.name for p in sweep.glob("*/cell.json") if p.parent.name not in ("0", "1")]
-    assert pq.read_table(sweep / new_job / "cells.parquet").column("shape").to_pylist() == ["[1,8,32]"]
+    assert pq.read_table(sweep / new_job / "cells.parquet").column("input_shape").to_pylist() == ["[1,8,32]"]
 
 
 @pytest.mark.slow  # 10 s on the 2-core VM

@@ -77,12 +77,12 @@ def test_a_real_sweep_is_timed_paired_and_a_partial_rerun_says_what_is_unpaired(
     assert res.returncode == 0, res.stderr[-2000:]
     cells, _, samples = neuronexp.load(out)
     fused = cells[cells["module"] == "rmsnorm_fused"]
-    naive = cells[cells["module"] == "rmsnorm_naive"].set_index("shape")
+    naive = cells[cells["module"] == "rmsnorm_naive"].set_index("input_shape")
     assert (fused["speedup_method"] == "paired").all()
     assert (fused["speedup_ci_low"] <= fused["speedup_vs_baseline"]).all()
     assert (fused["speedup_vs_baseline"] <= fused["speedup_ci_high"]).all()
     for _, f in fused.iterrows():  # each fused cell was timed with its own shape's naive cell, pair by pair
-        ref = naive.loc[f["shape"]]
+        ref = naive.loc[f["input_shape"]]
         assert f["timing_group"] == ref["timing_group"] and isinstance(f["timing_group"], str)
         mine = samples[samples["run_id"] == f["run_id"]]
         theirs = samples[samples["run_id"] == ref["run_id"]]
@@ -90,7 +90,7 @@ def test_a_real_sweep_is_timed_paired_and_a_partial_rerun_says_what_is_unpaired(
     assert naive["speedup_method"].isna().all() and (naive["speedup_vs_baseline"] == 1.0).all()
     assert re.search(r"×\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)", res.stdout)  # the interval is shown
     # One cell's files removed: rerun, it is timed alone against a reused baseline and says so.
-    victim = fused[fused["shape"] == "[1,8,64]"].iloc[0]
+    victim = fused[fused["input_shape"] == "[1,8,64]"].iloc[0]
     job = next(p for p in out.iterdir() if p.is_dir() and (p / "cells.parquet").is_file()
                and neuronexp.load(p).cells["run_id"].iloc[0] == victim["run_id"])
     (job / "cells.parquet").unlink()

@@ -159,7 +159,7 @@ def _same_tables(a: neuronexp.Results, b: neuronexp.Results) -> None:
     """Same columns in the same order, and the same cells (labels, config hash, outcome)."""
     for x, y in zip(a, b):
         assert list(x.columns) == list(y.columns)
-    key = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "shape", "overrides", "status"]
+    key = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "input_shape", "overrides", "status"]
     assert sorted(map(tuple, a.cells[key].astype(str).values)) == sorted(map(tuple, b.cells[key].astype(str).values))
     assert set(a.ops["run_id"]) == set(b.ops["run_id"]) and set(a.samples["run_id"]) == set(b.samples["run_id"])
 
@@ -261,7 +261,7 @@ def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resum
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
     sweep = tmp_path / "sweep"
-    cells = neuronexp.load(sweep).cells.set_index("shape")
+    cells = neuronexp.load(sweep).cells.set_index("input_shape")
     assert cells.loc["[1,8,16]", "status"] == "ok"
     victim = cells.loc["[1,8,32]"]
     assert victim["status"] == "error" and victim["error"] == "cell process killed by SIGKILL during first call (out of memory, or killed)"
@@ -280,7 +280,7 @@ def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resum
     assert "job 1: no result" in (sweep / "results" / "summary.md").read_text()
     assert not _alive(pids["cell"])  # PR_SET_PDEATHSIG: not left running on its device
     # 3. Resumed again (nothing parks now): complete, and the cell that finished first was never rerun.
-    again = _rerun(cli, tmp_path).cells.set_index("shape")
+    again = _rerun(cli, tmp_path).cells.set_index("input_shape")
     assert again.loc["[1,8,32]", "status"] == "ok"
     assert again.loc["[1,8,16]", "status"] == "cached" and again.loc["[1,8,16]", "worker_pid"] == cells.loc["[1,8,16]", "worker_pid"]
 

@@ -110,7 +110,7 @@ def _args(root: Path, layer: str, *extra: str, shapes: str = TWO) -> list[str]:
 
 
 def _cells(root: Path):
-    return neuronexp.load(root / "sweep").cells.set_index("shape")
+    return neuronexp.load(root / "sweep").cells.set_index("input_shape")
 
 
 def _node_cpus() -> int:
@@ -135,7 +135,7 @@ def test_a_slurm_sweep_gives_the_basic_tables_and_says_where_each_cell_ran(slurm
     results = neuronexp.load(sweep)
     for ours, theirs in zip(results, basic):
         assert list(ours.columns) == list(theirs.columns)
-    key = ["run_id", "module", "backend", "dtype", "shape", "overrides", "status"]
+    key = ["run_id", "module", "backend", "dtype", "input_shape", "overrides", "status"]
     assert sorted(map(tuple, results.cells[key].astype(str).values)) == sorted(map(tuple, basic.cells[key].astype(str).values))
     assert set(results.ops["run_id"]) == set(basic.ops["run_id"]) and set(results.samples["run_id"]) == set(basic.samples["run_id"])
     cells = results.cells

@@ -62,7 +62,7 @@ def test_a_swept_constructor_argument_names_every_cell_everywhere(cli, tmp_path:
     assert '"intermediate_size"' in (sweep / "results" / "cells.csv").read_text().splitlines()[0].split(",")
     names = [f"swiglu_naive intermediate_size={n}" for n in (32, 48)]
     summary = (sweep / "results" / "summary.md").read_text()
-    assert f"| shape | {names[0]} | {names[1]} |" in summary
+    assert f"| input_shape | {names[0]} | {names[1]} |" in summary
     table = res.stdout.splitlines()
     assert any(names[0] in line and names[1] in line for line in table)  # two variant columns of the table
     assert sum(line.startswith("│ [1,16,64]") for line in table) == 1  # one row per shape, no cell lost
@@ -151,7 +151,7 @@ def test_the_issues_constructor_sweep_on_llama_mlp_shows_four_cells(cli, tmp_pat
                         "module.config.intermediate_size=256,512", "input.shape=[1,16,256],[1,64,256]")
     assert len(cells) == 4 and (cells["status"] == "ok").all()
     summary = (sweep / "results" / "summary.md").read_text()
-    assert "| shape | llama_mlp intermediate_size=256 | llama_mlp intermediate_size=512 |" in summary
+    assert "| input_shape | llama_mlp intermediate_size=256 | llama_mlp intermediate_size=512 |" in summary
     assert "(no baseline: no speedups)" in " ".join(res.stdout.split())
 
 

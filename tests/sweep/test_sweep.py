@@ -57,7 +57,7 @@ def test_rmsnorm_experiment_runs_without_dash_m_and_prints_the_comparison(cli, t
         assert (sweep / "results" / f"{name}.parquet").is_file() and (sweep / "results" / f"{name}.csv").is_file()
     assert len(pd.read_csv(sweep / "results" / "cells.csv")) == 6
     summary = (sweep / "results" / "summary.md").read_text()
-    assert "| shape | rmsnorm_naive | rmsnorm_fused | rmsnorm_compiled |" in summary
+    assert "| input_shape | rmsnorm_naive | rmsnorm_fused | rmsnorm_compiled |" in summary
     # The terminal table: one row per shape, one column per variant, hotspots included.
     assert "rmsnorm_compiled" in res.stdout and "[1,32,256]" in res.stdout
     # Which op is hottest in a tiny cell varies run to run; each cell's own hotspot must be shown.
@@ -77,12 +77,12 @@ def test_adhoc_multirun_and_an_extra_axis(cli, tmp_path: Path) -> None:
     assert "×speedup vs rmsnorm_naive" in res.stdout
     cells = neuronexp.load(sweep).cells
     assert len(cells) == 8
-    assert set(zip(cells["dtype"], cells["shape"])) == {(d, s) for d in ("float32", "bfloat16") for s in ("[1,8,64]", "[1,16,64]")}
+    assert set(zip(cells["dtype"], cells["input_shape"])) == {(d, s) for d in ("float32", "bfloat16") for s in ("[1,8,64]", "[1,16,64]")}
     fused = cells[cells["module"] == "rmsnorm_fused"]
     assert fused["speedup_vs_baseline"].notna().all()
     # Each fused cell is compared with the naive cell of the same dtype and shape.
     for _, row in fused.iterrows():
-        base = cells[(cells["module"] == "rmsnorm_naive") & (cells["dtype"] == row["dtype"]) & (cells["shape"] == row["shape"])]
+        base = cells[(cells["module"] == "rmsnorm_naive") & (cells["dtype"] == row["dtype"]) & (cells["input_shape"] == row["input_shape"])]
         assert row["speedup_vs_baseline"] == pytest.approx(base["latency_median_us"].iloc[0] / row["latency_median_us"])
 
 
@@ -126,7 +126,7 @@ def test_rerun_skips_finished_cells_and_reruns_missing_ones(cli, tmp_path: Path)
     # A changed config in the same directory is not mistaken for the cached cell.
     res = _sweep(cli, sweep, *args[:-1], "input.shape=[1,8,32]")
     changed = neuronexp.load(sweep).cells
-    assert res.returncode == 0 and (changed["status"] == "ok").all() and (changed["shape"] == "[1,8,32]").all()
+    assert res.returncode == 0 and (changed["status"] == "ok").all() and (changed["input_shape"] == "[1,8,32]").all()
 
 
 @pytest.mark.slow  # 17 s on the 2-core VM

@@ -31,11 +31,11 @@ __all__ = ["add_speedups", "baseline_run_ids", "cell_labels", "comparison_grid",
            "normalize", "override_values", "parse_baseline", "split_overrides", "variant_label", "variant_labels"]
 
 # Config keys that label columns carry (the column is the truth: `module` is the option's name).
-_COLUMN_KEYS = {"module": "module", "compile.enabled": "compiled", "input.shape": "shape", "input.dtype": "dtype",
+_COLUMN_KEYS = {"module": "module", "compile.enabled": "compiled", "input.shape": "input_shape", "input.dtype": "dtype",
                 "backend": "backend", "experiment": "experiment"}
 _INPUT_KEYS = ("input.", "dims.", "shapes")
-_ROW_AXES = ["backend", "dtype", "shape"]
-_RESERVED = {"module", "backend", "dtype", "shape", "experiment", "device", "variant"}
+_ROW_AXES = ["backend", "dtype", "input_shape"]
+_RESERVED = {"module", "backend", "dtype", "input_shape", "experiment", "device", "variant"}
 
 Baseline = dict[str, str]
 
@@ -74,13 +74,13 @@ def variant_label(cell: Mapping[str, Any]) -> str:
 def names(cells: pd.DataFrame) -> tuple[pd.Series, list[str], pd.DataFrame]:
     """(variant per cell, input axes, input values per cell with one column per axis): see the module doc."""
     if cells.empty:
-        return pd.Series([], dtype=str), ["shape"], pd.DataFrame(columns=["shape"])
+        return pd.Series([], dtype=str), ["input_shape"], pd.DataFrame(columns=["input_shape"])
     ov = _overrides(cells)
     varying = [k for k in ov.columns if _varies(ov[k])]
     variant_keys = [k for k in varying if not k.startswith(_INPUT_KEYS) and k != "compile.enabled"]
     if _varies(cells["experiment"]):
         ov, variant_keys = ov.assign(experiment=cells["experiment"].astype(str)), ["experiment", *variant_keys]
-    axes = [c for c in _ROW_AXES if c == "shape" or _varies(cells[c])]
+    axes = [c for c in _ROW_AXES if c == "input_shape" or _varies(cells[c])]
     rows = cells[axes].astype(str)
     for key in (k for k in varying if k.startswith(_INPUT_KEYS)):
         if rows.assign(_k=ov[key]).groupby(list(rows.columns))["_k"].nunique().max() > 1:  # not told by the shape
@@ -120,7 +120,7 @@ def comparison_grid(cells: pd.DataFrame, baseline: Any = None) -> tuple[list[str
     Reference cells are those that are their own `baseline_run_id` (computed from `baseline` when the
     cells do not carry the column)."""
     if cells.empty:
-        return ["shape"], [], {}
+        return ["input_shape"], [], {}
     if "baseline_run_id" not in cells and baseline is not None:
         cells = cells.assign(baseline_run_id=baseline_run_ids(cells, baseline))
     variant, axes, rows = names(cells)
@@ -170,7 +170,7 @@ def baseline_run_ids(cells: pd.DataFrame, baseline: Any) -> pd.Series:
     ov = _overrides(cells)
     identity = ov.drop(columns=[k for k in pairs if k in ov.columns])
     for key, col in (("experiment", "experiment"), ("backend", "backend"), ("device", "device"), ("input.dtype", "dtype"),
-                     ("input.shape", "shape"), ("module", "module")):
+                     ("input.shape", "input_shape"), ("module", "module")):
         if key not in pairs and col in cells:
             identity[f"_{key}"] = cells[col].astype(str)
     group = identity.astype(str).agg("\x1f".join, axis=1)

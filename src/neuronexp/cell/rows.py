@@ -74,7 +74,7 @@ def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
         "device": str(backend.device),
         "device_name": backend.device_name(),
         "dtype": cfg.input.dtype.value,
-        "shape": shape_label(cfg.input.shape),
+        "input_shape": shape_label(cfg.input.shape),
         "shape_dims": [int(d) for d in cfg.input.shape],
     }
 

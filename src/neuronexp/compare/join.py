@@ -22,7 +22,7 @@ from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_th
 from neuronexp.results import Results, usable
 from neuronexp.analysis.variants import cell_labels
 
-LABELS = ["experiment", "module", "compiled", "backend", "device", "device_name", "dtype", "shape"]
+LABELS = ["experiment", "module", "compiled", "backend", "device", "device_name", "dtype", "input_shape"]
 # Overrides that repeat a label column above (compared there) or only set how the measurement was taken.
 _OVERRIDE_AS_LABEL = {"module", "input.shape", "input.dtype", "backend", "compile.enabled", "experiment"}
 _MEASUREMENT_PREFIXES = ("timing.", "profiler", "hydra.", "baseline")

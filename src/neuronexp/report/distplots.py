@@ -15,7 +15,7 @@ from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, usable_cells
 
 
 def _largest(cells: pd.DataFrame) -> pd.DataFrame:
-    cells = cells.sort_values(["numel", "shape"], kind="stable")
+    cells = cells.sort_values(["numel", "input_shape"], kind="stable")
     while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
         cells = cells[cells["numel"] > cells["numel"].min()]
     return cells

@@ -102,7 +102,7 @@ def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[st
         ("allocator", "allocator"), ("malloc", "malloc"), ("threads", "threads"), ("timing rounds", "latency_rounds"),
         ("profile schedule", "profile_schedule")) if col in cells.columns]
     rows.append(("variants", distinct(cells["variant"])))
-    rows.append(("shapes", distinct(cells.sort_values("numel", kind="stable")["shape"])))
+    rows.append(("shapes", distinct(cells.sort_values("numel", kind="stable")["input_shape"])))
     started = cells["started_at"].dropna().sort_values()
     if len(started):
         rows.append(("started", f"{started.iloc[0]} … {started.iloc[-1]}" if len(started) > 1 else started.iloc[0]))
@@ -171,7 +171,7 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     spots = {run: ops.head(top) for run, ops in every.items()}
     intervals = speedup_intervals(cells, results.samples)
     experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
-    title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['shape'].iloc[0]}" if kind == "run" else "")
+    title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['input_shape'].iloc[0]}" if kind == "run" else "")
     return Report(
         source=source.resolve(), out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
         environment=environment_rows(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops),

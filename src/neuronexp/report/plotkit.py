@@ -41,4 +41,4 @@ def usable_cells(cells: pd.DataFrame) -> pd.DataFrame:
 
 def input_labels(cells: pd.DataFrame) -> pd.Series:
     """The input a cell measured (report.model names it: shape, plus dtype, backend and swept input keys)."""
-    return cells["input"].astype(str) if "input" in cells else cells["shape"].astype(str)
+    return cells["input"].astype(str) if "input" in cells else cells["input_shape"].astype(str)

@@ -71,7 +71,7 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
         ax.set_xscale("log")
     if spread[0.9].max() >= 100 * max(spread[0.1].min(), 1e-9):
         ax.set_yscale("log")
-    ax.set_xticks(sizes["numel"], sizes["shape"], rotation=20, ha="right", fontsize=8)
+    ax.set_xticks(sizes["numel"], sizes["input_shape"], rotation=20, ha="right", fontsize=8)
     ax.xaxis.set_minor_locator(NullLocator())  # the shapes are the ticks; log minor ticks would add 2×10⁴ …
     ax.set_xlabel("input shape (positioned by element count)")
     ax.set_ylabel("latency per call (µs), median and p10–p90")
@@ -96,7 +96,7 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colou
 
     Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver.
     """
-    cells = usable_cells(cells).sort_values(["numel", "shape"], kind="stable")
+    cells = usable_cells(cells).sort_values(["numel", "input_shape"], kind="stable")
     cells = cells[[not hotspots.get(str(r), pd.DataFrame()).empty for r in cells["run_id"]]]
     if cells.empty:
         return None

@@ -56,7 +56,7 @@ def bandwidth_plot(cells: pd.DataFrame, colours: dict[str, str] | None = None) -
     if "achieved_gbs" not in cells:
         return None
     cells = usable_cells(cells)
-    cells = cells[cells["achieved_gbs"].notna()].sort_values(["numel", "shape"], kind="stable")
+    cells = cells[cells["achieved_gbs"].notna()].sort_values(["numel", "input_shape"], kind="stable")
     if cells.empty:
         return None
     while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:

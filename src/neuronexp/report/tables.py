@@ -42,7 +42,7 @@ def summary_table(report: Report) -> TextTable:
     headers = ["variant", "input", "status", "median", "p10–p90", "n", *speedup,
                "profiled time/step", "ops/step", "top op", "% of peak", "output", "first call", "files"]
     rows, links = [], []
-    for _, c in cells.sort_values(["numel", "shape"], kind="stable").iterrows():
+    for _, c in cells.sort_values(["numel", "input_shape"], kind="stable").iterrows():
         ok = c["status"] != "error"
         top = f"{short_op(str(c['top_op']), 40)} {fmt_pct(c['top_op_share'])}" if ok and isinstance(c["top_op"], str) else "—"
         rows.append([
@@ -91,7 +91,7 @@ def roofline_table(report: Report) -> TextTable:
     cells = report.cells
     if "bytes_min" not in cells:
         return TextTable(headers, rows)
-    for _, c in cells[cells["status"] != "error"].sort_values(["numel", "shape"], kind="stable").iterrows():
+    for _, c in cells[cells["status"] != "error"].sort_values(["numel", "input_shape"], kind="stable").iterrows():
         errors = "—" if pd.isna(c.get("max_abs_err")) else f"{c['max_abs_err']:.2g} / {c['max_rel_err']:.2g}"
         rows.append([str(c["variant"]), str(c["input"]), fmt_bytes(c["bytes_min"]), fmt_flops(c["flops"]),
                      _fmt(c["intensity"], ".3g"), _fmt(c["achieved_gbs"], ".3g"),
@@ -139,7 +139,7 @@ def fusion_rows(report: Report) -> TextTable:
 def hotspot_sections(report: Report) -> list[tuple[str, pd.Series, TextTable]]:
     """(heading, cell, table) for every cell that has an op table, in sweep order."""
     out = []
-    for _, c in report.cells.sort_values(["numel", "shape"], kind="stable").iterrows():
+    for _, c in report.cells.sort_values(["numel", "input_shape"], kind="stable").iterrows():
         spots = report.hotspots.get(str(c["run_id"]))
         if spots is None or spots.empty:
             continue

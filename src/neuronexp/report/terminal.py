@@ -41,7 +41,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
     cell = results.cells.iloc[0]
     console.print(
         f"[bold]{escape(str(cell['module']))}[/] · {escape(str(cell['backend']))} ({escape(str(cell['device_name']))}) · "
-        f"{escape(str(cell['dtype']))} {escape(str(cell['shape']))}" + (" · compiled" if cell["compiled"] else "")
+        f"{escape(str(cell['dtype']))} {escape(str(cell['input_shape']))}" + (" · compiled" if cell["compiled"] else "")
     )
     if cell["status"] == "cached":
         console.print(f"reused: this directory already holds this cell's results (run_id {escape(str(cell['run_id']))}); "

@@ -21,6 +21,11 @@ from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, Results, 
 JOBS_MANIFEST = "jobs.json"
 
 
+# Renamed columns, old name → new: results written before the rename read back under today's names (`shape`
+# collided with DataFrame.shape: `cells[cells.shape == "[1,8]"]` compared a tuple and matched nothing).
+RENAMED = {"shape": "input_shape"}
+
+
 def read_job(job_dir: Path) -> Results:
     return Results(*(read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES),
                    _optional(job_dir / "modules.parquet"))
@@ -58,6 +63,8 @@ def read_table(path: Path, name: str) -> pa.Table:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else (lines[0] if lines else type(exc).__name__)
         raise DamagedResults(f"{path}: cannot be read as a table ({why}); neuronexp reads only the regular files it "
                              "wrote: rerun the cell or sweep into this directory to write it again") from None
+    names = table.column_names  # results written before a column was renamed read back under its new name
+    table = table.rename_columns([RENAMED[n] if n in RENAMED and RENAMED[n] not in names else n for n in names])
     lacking = [c for c in SCHEMAS[name].names if c not in table.column_names]
     if lacking:
         shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")

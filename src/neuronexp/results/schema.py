@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow as pa
 
 # Labels every op row repeats, so an op table can be grouped without a join.
-LABEL_COLUMNS = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "shape"]
+LABEL_COLUMNS = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "input_shape"]
 
 _STR, _F64, _I64, _BOOL = pa.string(), pa.float64(), pa.int64(), pa.bool_()
 _DIMS = pa.list_(pa.int64())
@@ -19,8 +19,8 @@ _DIMS = pa.list_(pa.int64())
 CELL_SCHEMA = pa.schema(
     [
         ("run_id", _STR), ("experiment", _STR), ("module", _STR), ("compiled", _BOOL), ("backend", _STR),
-        ("device", _STR), ("device_name", _STR), ("dtype", _STR), ("shape", _STR), ("numel", _I64),
-        # The shape's dimensions as integers (`shape` is its label, as the command line writes it).
+        ("device", _STR), ("device_name", _STR), ("dtype", _STR), ("input_shape", _STR), ("numel", _I64),
+        # The shape's dimensions as integers (`input_shape` is its label, as the command line writes it).
         ("shape_dims", _DIMS),
         ("overrides", _STR), ("status", _STR), ("error", _STR),
         ("latency_median_us", _F64), ("latency_p10_us", _F64), ("latency_p90_us", _F64),
