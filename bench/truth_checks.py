@@ -62,7 +62,7 @@ def compare_counts(a: Path, b: Path, work: Path, *extra: str) -> dict:
 
 def noisy_cells(sweep: Path) -> list[str]:
     cells = pd.read_parquet(sweep / "results" / "cells.parquet")
-    return [f"{r.module} {r.shape}: {r.noise}" for r in cells.itertuples() if r.noisy]
+    return [f"{r.module} {r.input_shape}: {r.noise}" for r in cells.itertuples() if r.noisy]
 
 
 def walltime(args, work: Path) -> dict:
