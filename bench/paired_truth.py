@@ -66,10 +66,13 @@ def study(args, work: Path) -> dict:
 
 def _pair_sweep(args, work: Path, target: str) -> dict:
     before = wait_quiet(args.max_load, args.wait_s)
-    wall, cells = sweep(["-m", f"module._target_={NAIVE},{target}", SHAPES, f"baseline='module._target_={NAIVE}'",
+    wall, cells = sweep(["-m", f"module._target_={NAIVE},{target}", SHAPES, f"baseline='module=NaiveRMSNorm,module._target_={NAIVE}'",
                          *args.set], work / "sweep", LAYERS)
     cells["variant"] = cells["overrides"].str.extract(r"module\._target_=([\w.]+)")[0]
-    return {"load_before": before, "wall_s": round(wall, 1), "load_after": load(), "cells": _rows(cells, "variant")}
+    rows = _rows(cells, "variant")
+    if len(rows) != 4:  # one paired speedup per shape, or the check says nothing
+        raise SystemExit(f"expected 4 speedups over the naive module, got {len(rows)}: {cells['warnings'].tolist()}")
+    return {"load_before": before, "wall_s": round(wall, 1), "load_after": load(), "cells": rows}
 
 
 def same(args, work: Path) -> dict:

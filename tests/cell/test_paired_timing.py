@@ -138,3 +138,17 @@ def test_a_fast_call_is_sampled_until_min_seconds_have_passed_and_never_past_max
     start = time.perf_counter()
     time_callable(lambda: time.sleep(0.001), CpuBackend(), capped)
     assert time.perf_counter() - start < 1.0  # min_seconds beyond max_seconds: max_seconds wins
+
+
+def test_a_ratio_that_drifts_between_rounds_widens_the_interval_to_cover_it() -> None:
+    rng = np.random.default_rng(5)
+    # Five rounds whose true ratio differs (0.9 to 1.1: the variants do not slow down alike), tight within each.
+    truths = np.array([0.9, 0.95, 1.0, 1.05, 1.1])
+    rounds = np.repeat(np.arange(5), 80)
+    base = 100 * np.exp(rng.normal(0, 0.3, 400))
+    cell = base / truths[rounds] * np.exp(rng.normal(0, 0.01, 400))
+    speedup, low, high = paired_ratio(base, cell, rounds)
+    assert speedup == pytest.approx(1.0, abs=0.01)
+    assert low < 0.96 and high > 1.04  # the rounds' own spread, not the pairs' (±0.2%)
+    _, ilow, ihigh = paired_ratio(base, cell)  # without rounds: the pairs alone, blind to the drift's level
+    assert (ihigh - ilow) < (high - low)

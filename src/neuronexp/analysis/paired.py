@@ -3,9 +3,9 @@ unpaired otherwise, and which of the two in `speedup_method`.
 
 Paired (docs/methodology.md, "Paired timing"): the cells of a comparison group alternate call by call in one
 process (cell.timing.time_calls), so the samples with one pair index were taken within a few calls of each other
-and share the host's drift. The speedup is the median over pairs of baseline ÷ cell; its interval is a moving-block
-bootstrap over pairs (blocks of ⌈n^⅓⌉ consecutive pairs), because neighbouring pairs share a drift and are not
-independent draws (Künsch 1989).
+and share the host's drift. The speedup is the median over the timing rounds of each round's median per-pair ratio
+(baseline ÷ cell); its interval resamples rounds, then pairs within them (paired_ratio says why). A single round
+falls back to a moving-block bootstrap over pairs (blocks of ⌈n^⅓⌉: neighbouring pairs share a drift; Künsch 1989).
 
 Unpaired (a cell and its baseline timed apart: another process, a cached baseline, a launcher that runs one cell a
 process): the ratio of medians of round medians with the hierarchical bootstrap over rounds (analysis.stats), which
@@ -21,41 +21,54 @@ import numpy as np
 import pandas as pd
 
 from neuronexp.analysis.samples import samples_by_run
-from neuronexp.analysis.stats import compare_rounds
+from neuronexp.analysis.stats import compare_rounds, hierarchical_medians, median_of_rounds
 from neuronexp.results import USABLE
 
 SPEEDUP_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high", "method"]
 UNPAIRED_NOTE = "speedup unpaired: this cell and its baseline were not timed together, so drift between their windows is in it"
 
 
-def paired_ratio(base_us: np.ndarray, cell_us: np.ndarray, seed: int = 0, resamples: int = 2000,
-                 level: float = 0.95) -> tuple[float, float, float]:
-    """(median of base/cell over pairs, interval low, high); the arrays are aligned by pair, in time order."""
+def paired_ratio(base_us: np.ndarray, cell_us: np.ndarray, rounds: np.ndarray | None = None, seed: int = 0,
+                 resamples: int = 2000, level: float = 0.95) -> tuple[float, float, float]:
+    """(speedup, interval low, high) from per-pair times aligned by pair, in time order, each pair's round.
+
+    With rounds: the median over rounds of each round's median per-pair ratio, its interval the hierarchical
+    bootstrap over rounds then pairs (analysis.stats): the ratio itself drifts between rounds on a shared host
+    (the variants do not all slow down alike when a neighbour takes memory bandwidth), and an interval over pairs
+    alone would not see it. With one round: the median per-pair ratio and a moving-block bootstrap over pairs.
+    """
     ratios = np.asarray(base_us, dtype=float) / np.asarray(cell_us, dtype=float)
-    ratios = ratios[np.isfinite(ratios) & (ratios > 0)]
+    keep = np.isfinite(ratios) & (ratios > 0)
+    ratios = ratios[keep]
     n = len(ratios)
     if n == 0:
         return math.nan, math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    tail = (1 - level) / 2 * 100
+    labels = np.asarray(rounds)[keep] if rounds is not None else None
+    if labels is not None and len(set(labels.tolist())) > 1:
+        groups = [ratios[labels == r] for r in sorted(set(labels.tolist()))]
+        low, high = np.percentile(hierarchical_medians(groups, rng, resamples), [tail, 100 - tail])
+        return median_of_rounds(groups), float(low), float(high)
     point = float(np.median(ratios))
     if n < 3:
         return point, math.nan, math.nan
     block = max(1, math.ceil(n ** (1 / 3)))
-    rng = np.random.default_rng(seed)
     per = math.ceil(n / block)
     starts = rng.integers(0, n - block + 1, size=(resamples, per))
     idx = (starts[:, :, None] + np.arange(block)).reshape(resamples, -1)[:, :n]
-    medians = np.median(ratios[idx], axis=1)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(medians, [tail, 100 - tail])
+    low, high = np.percentile(np.median(ratios[idx], axis=1), [tail, 100 - tail])
     return point, float(low), float(high)
 
 
-def _paired_samples(samples: pd.DataFrame) -> dict[str, pd.Series]:
-    """run_id → its samples' latencies indexed by pair (the pair's mean where a pair has several samples)."""
+def _paired_samples(samples: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """run_id → its samples by pair: the latency (the pair's mean where a pair has several samples) and round."""
     if samples.empty or "pair" not in samples:
         return {}
     s = samples[samples["pair"].notna()]
-    return {str(run): g.groupby("pair")["latency_us"].mean() for run, g in s.groupby("run_id")}
+    has_rounds = "round" in s and bool(s["round"].notna().all())
+    agg = {"latency_us": ("latency_us", "mean"), **({"round": ("round", "first")} if has_rounds else {})}
+    return {str(run): g.groupby("pair").agg(**agg) for run, g in s.groupby("run_id")}
 
 
 def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataFrame:
@@ -75,7 +88,9 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
         if isinstance(g, str) and g == group.get(ref) and run in by_pair and ref in by_pair:
             base, cell = by_pair[ref].align(by_pair[run], join="inner")
             if len(base):
-                rows.append((run, *paired_ratio(base.to_numpy(), cell.to_numpy()), "paired"))
+                rounds = cell["round"].to_numpy() if "round" in cell else None
+                rows.append((run, *paired_ratio(base["latency_us"].to_numpy(), cell["latency_us"].to_numpy(), rounds),
+                             "paired"))
                 continue
         if run in by_round and ref in by_round:
             (xc, rc), (xb, rb) = by_round[run], by_round[ref]
