@@ -122,7 +122,8 @@ def test_compare_piped_at_80_columns_keeps_the_cell_names(sweep: Path, tmp_path:
     assert max(len(ln) for ln in lines) <= 80
     header = next(ln for ln in lines if ln.lstrip().startswith("cell"))
     assert all(h in header for h in ("median", "95% CI", "verdict"))
-    rows = [ln for ln in lines if "no change" in ln and "µs" in ln]
+    # The same results on both sides: "no change", or "inconclusive" where the one-run noise floor is wide.
+    rows = [ln for ln in lines if ("no change" in ln or "inconclusive" in ln) and "µs" in ln]
     # A cell measured while the machine was busy is marked "~" before its name (analysis.noise).
     assert len(rows) == 2 and all(ln.split()[0].lstrip(NOISY_MARK).startswith("rmsnorm_") for ln in rows), res.stdout
     # The figures are whole: each row's interval is printed in full on its line.

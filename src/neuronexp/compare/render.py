@@ -92,8 +92,12 @@ def _fit_widths(rows: list[list[str]], room: int) -> list[int | None]:
         return [None] * len(_HEADERS)
     ratio = _HEADERS.index("B/A")
     natural[ratio] = max([len(_HEADERS[ratio]), *(len(r[ratio].split()[0]) for r in rows if r[ratio].split())])
+    # Headers wrap at their spaces ("rounds A/B" over two lines) before a cell name is cut inside a word.
+    natural[1:] = [max([*(len(w) for w in h.split()), *(len(r[i]) for r in rows)]) if i != ratio else natural[i]
+                   for i, h in enumerate(_HEADERS) if i > 0]
     rest = sum(natural[1:])
-    return [max(12, min(natural[0], room - rest)), *natural[1:]]
+    longest_word = max([12, *(len(w) for r in rows for w in r[0].split())])
+    return [max(min(longest_word, 30), min(natural[0], room - rest)), *natural[1:]]
 
 
 def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> None:

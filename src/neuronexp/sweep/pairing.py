@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from neuronexp.analysis.overrides import override_values
-from neuronexp.analysis.variants import parse_baseline
 
 # Keys whose values are process state or the timing itself: cells differing in them cannot share a timed pass.
 _PROCESS_KEYS = ("threads", "allocator", "backend", "timing", "launcher")
@@ -38,9 +37,15 @@ def process_key(config: Any) -> str:
     return repr([getattr(config, name) for name in _PROCESS_KEYS])
 
 
+def _baseline_keys(baseline: Any) -> set[str]:
+    from neuronexp.analysis.variants import parse_baseline  # pandas: only once the cells are planned and checked
+
+    return set(parse_baseline(baseline) or {})
+
+
 def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
     """Why a group of these planned cells cannot be timed together, or None when it can."""
-    keys = set(parse_baseline(baseline) or {})
+    keys = _baseline_keys(baseline)
     clash = sorted(k for k in keys if k.split(".", 1)[0] in _PROCESS_KEYS)
     if clash:
         return f"the baseline's keys {', '.join(clash)} set process state the cells cannot share"
@@ -56,7 +61,7 @@ def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
 def plan_units(cells: list[Any], baseline: Any, todo: set[str]) -> tuple[list[Unit], list[str]]:
     """The cells still to run (`todo` run_ids) as units in sweep order, each group where its first cell stands;
     and one line per group that is not paired, saying why (the sweep logs them)."""
-    keys = set(parse_baseline(baseline) or {})
+    keys = _baseline_keys(baseline)
     if not keys:
         return [Unit([c]) for c in cells if c.run_id in todo], []
     groups: dict[str, list[int]] = {}

@@ -20,7 +20,6 @@ from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_proces
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
 from neuronexp.sweep.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
-from neuronexp.analysis.variants import parse_baseline
 from neuronexp.sweep.pairing import collecting, plan_units
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
 from neuronexp.sweep.stopped import SweepStopped
@@ -115,6 +114,8 @@ def _launch(launcher: Any, cells: list[PlannedCell], todo: list[PlannedCell], pr
     if not jobs:  # every cell was complete already (launchers refuse an empty batch)
         return []
     if not runs_in_process(launcher):
+        from neuronexp.analysis.variants import parse_baseline
+
         if parse_baseline(baseline):
             log.info("speedups are unpaired: %s runs each cell in a process of its own (docs/methodology.md, "
                      "\"Paired timing\")", type(launcher).__name__)
