@@ -39,8 +39,8 @@ def _images(page: str) -> list[str]:
 def test_sweep_report_is_self_contained_with_plots_tables_and_links(reported: Path) -> None:
     page = (reported / "report.html").read_text()
     images = _images(page)
-    # latency, speedup, achieved bandwidth (RMSNorm counts no FLOPs: no roofline point), op breakdown
-    assert len(images) == 4 and all('xmlns="http://www.w3.org/2000/svg"' in img for img in images)
+    # latency, speedup, achieved bandwidth, op breakdown, samples by timing round, achieved vs the roofs
+    assert len(images) == 6 and all('xmlns="http://www.w3.org/2000/svg"' in img for img in images)
     # No script and nothing fetched: no src/href to any scheme but in-page ones and relative paths.
     assert "<script" not in page and not re.search(r'(src|href)="(https?:|//|file:)', page)
     assert "<img" not in page and not re.search(r"url\((?!#)", page)  # the SVGs reference only their own clip paths
@@ -84,7 +84,7 @@ def test_report_of_a_single_run_written_elsewhere(tmp_path: Path) -> None:
     page = (out / "report.html").read_text()
     (link,) = set(re.findall(r'<a href="([^"]+)"', page))
     assert link.startswith("../../outputs/runs/") and (out / link).resolve() == (job / "trace.json").resolve()
-    assert len(_images(page)) == 3  # latency, bandwidth and breakdown; no speedup without a baseline cell
+    assert len(_images(page)) == 5  # latency, bandwidth, breakdown, rounds, roofs; no speedup without a baseline cell
     assert not (job / "report.html").exists()
 
 
@@ -211,7 +211,7 @@ def test_report_renders_in_headless_chromium(browser: str, reported: Path, tmp_p
     dom = _headless(browser, page, tmp_path / "profile-dom", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert _console_messages(dom.stderr) == []
-    assert dom.stdout.count("<table") >= 4 + 4 and len(_images(dom.stdout)) == 4  # + a hotspot table per cell
+    assert dom.stdout.count("<table") >= 4 + 4 and len(_images(dom.stdout)) == 6  # + a hotspot table per cell
     assert "aten::mul" in dom.stdout and "Fusion view" in dom.stdout
     # As the browser parsed it: each variant one colour, the legend's, in every plot; every speedup bar its interval.
     marks = check_one_colour_per_variant(dom.stdout, variants=2)

@@ -277,7 +277,7 @@ def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resum
     for path in sweep.glob("*/*.parquet"):
         pd.read_parquet(path)
     assert not (sweep / "1" / "cells.parquet").exists()
-    assert "job 1: no result" in (sweep / "results" / "summary.md").read_text()
+    assert "- job 1" in (sweep / "results" / "summary.md").read_text()
     assert not _alive(pids["cell"])  # PR_SET_PDEATHSIG: not left running on its device
     # 3. Resumed again (nothing parks now): complete, and the cell that finished first was never rerun.
     again = _rerun(cli, tmp_path).cells.set_index("input_shape")

@@ -258,7 +258,7 @@ def test_a_task_killed_outright_is_not_waited_for_and_the_sweep_resumes(slurm, t
     assert (f"the launcher stopped the sweep (SlurmTasksLost: 1 of 2 Slurm tasks ended without a result: "
             f"{task['job']}_{task['task']} (FAILED))") in err and "to resume it" in err, err
     assert _cells(tmp_path).loc["[1,8,16]", "status"] == "ok"
-    assert "job 1: no result" in (tmp_path / "sweep" / "results" / "summary.md").read_text()
+    assert "- job 1" in (tmp_path / "sweep" / "results" / "summary.md").read_text()
     res = run_cli(_args(tmp_path, "Sleepy"), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     again = _cells(tmp_path)

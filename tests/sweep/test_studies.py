@@ -36,7 +36,9 @@ def test_each_study_runs_its_naive_and_fused_variants_against_the_naive_baseline
     naive = cells.set_index("module").loc[f"{study}_naive"]
     assert (cells["baseline_run_id"] == naive["run_id"]).all()
     fused = cells.set_index("module").loc[f"{study}_fused"]
-    assert fused["speedup_vs_baseline"] == pytest.approx(naive["latency_median_us"] / fused["latency_median_us"])
+    # Timed paired with its baseline: the median per-pair ratio, inside its own interval.
+    assert fused["speedup_method"] == "paired" and fused["timing_group"] == naive["timing_group"]
+    assert fused["speedup_ci_low"] <= fused["speedup_vs_baseline"] <= fused["speedup_ci_high"]
     caption = f"×speedup vs module={study}_naive, compile.enabled=false"
     assert caption in (tmp_path / "s" / "results" / "summary.md").read_text()
     assert caption.split(",")[0] in " ".join(res.stdout.split())  # the terminal title (wrapped at any width)
@@ -81,7 +83,7 @@ def test_a_swept_constructor_argument_names_every_cell_everywhere(cli, tmp_path:
     # Another layer size computes another function: outputs are not checked against it.
     limits = text.split("## How far from the limit", 1)[1].split("\n## ", 1)[0]
     assert "FAIL" not in limits and "| n/a |" in limits
-    assert len(rows) == 4 and all(re.search(r"\| ×\d+\.\d\d \|", line) for line in rows)
+    assert len(rows) == 4 and all(re.search(r"\| ×\d+\.\d\d( \([\d.]+–[\d.]+\))?†? \|", line) for line in rows)
     assert all("| ×1.00 |" in line for line in rows if "=32 |" in line)  # each shape's reference
     bad = run_cli([str(sweep), "--baseline", "module=nosuch"], cwd=tmp_path, script="neuronexp-report")
     assert bad.returncode == 2 and bad.stderr.startswith("neuronexp-report: error: --baseline module=nosuch: no cell matches it")
