@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from neuronexp.cli.args import positive_int
 from neuronexp.cli.pipe import quiet_on_closed_stdout
 
 
@@ -25,21 +26,11 @@ class ExtractError(ValueError):
     """One line for the user: what is missing and what to do."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer >= 1")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neuronexp-extract", description="Turn the hottest modules of a run profiled "
                                 "with profiler.modules=true into layer studies (Hydra configs).")
     p.add_argument("dir", type=Path, metavar="RUN_DIR", help="a run directory (or a sweep: its first run with modules)")
-    p.add_argument("--top", type=_positive_int, default=3, metavar="K", help="hottest modules to extract (default 3)")
+    p.add_argument("--top", type=positive_int, default=3, metavar="K", help="hottest modules to extract (default 3)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="config directory to write (module/, experiment/)")
     return p
 

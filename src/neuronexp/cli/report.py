@@ -14,6 +14,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 
+from neuronexp.cli.args import positive_int
 from neuronexp.cli.pipe import quiet_on_closed_stdout
 from neuronexp.report.plots import figures
 from neuronexp.report.model import ReportError, build_report
@@ -24,16 +25,6 @@ from neuronexp.results import DamagedResults
 from neuronexp.results.files import atomic_write_text
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer >= 1")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neuronexp-report", description="Render report.html and report.md for a run or sweep directory.")
     p.add_argument("dir", type=Path, metavar="DIR", help="a run directory (cells.parquet) or a sweep directory (results/)")
@@ -41,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--baseline", metavar="RULE", help="the reference cell of each group of otherwise-identical cells: "
                    "a module name, KEY=VALUE[,KEY=VALUE] (e.g. compile.enabled=false), or none "
                    "(default: the sweep's own baseline)")
-    p.add_argument("--top", type=_positive_int, default=8, metavar="N", help="ops per hotspot table (default 8)")
+    p.add_argument("--top", type=positive_int, default=8, metavar="N", help="ops per hotspot table (default 8)")
     return p
 
 
