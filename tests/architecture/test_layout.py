@@ -80,7 +80,8 @@ def test_imports_point_one_way_between_stages() -> None:
 
 def test_no_import_cycle_between_modules() -> None:
     names = {_name(p): p for p in _modules()}
-    # Only module-level imports can form a cycle at import time (a function-level one runs later).
+    # Module-level imports form a cycle at import time (a function-level one runs later); type-only ones
+    # (`if TYPE_CHECKING:`) form one for the type checker, and say the two modules know each other all the same.
     graph = {n: {t for t in _top_level_imports(p) if t in names and t != n} for n, p in names.items()}
     seen: dict[str, int] = {}
 
@@ -98,14 +99,44 @@ def test_no_import_cycle_between_modules() -> None:
             visit(n, [n])
 
 
+def _type_checking(node: ast.stmt) -> list[ast.stmt]:
+    """The body of an `if TYPE_CHECKING:` block, else []."""
+    if not isinstance(node, ast.If):
+        return []
+    test = node.test
+    named = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return node.body if named else []
+
+
 def _top_level_imports(path: Path) -> list[str]:
+    """The neuronexp modules a file imports at module level, those under `if TYPE_CHECKING:` included."""
     out = []
-    for node in ast.parse(path.read_text()).body:
+    body = ast.parse(path.read_text()).body
+    for node in [*body, *(n for block in body for n in _type_checking(block))]:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("neuronexp"):
             out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             out += [a.name for a in node.names if a.name.startswith("neuronexp")]
     return out
+
+
+# The hop from a supervisor to its cell's process: what the forked process runs is a function the fork request
+# carries (sweep.childproc.ForkRequest), never a "module:function" string imported by name.
+CHILD_HOP = [PACKAGE / "sweep" / f"{name}.py" for name in ("launch", "forkserver", "template", "childproc", "cellmain")]
+
+
+def test_the_hop_to_the_cell_process_is_named_in_code() -> None:
+    found = []
+    for path in CHILD_HOP:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, (ast.Import, ast.ImportFrom)) else []
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            called = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
+                node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else None
+            if "importlib" in names or module == "importlib" or called in ("import_module", "__import__"):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not found, found
 
 
 def test_modules_stay_small() -> None:

@@ -84,7 +84,7 @@ class NeuronBackend(Backend):
             self._give_up(exc)
         self.device = torch.device(self.device_type)
         self._config: Any = None
-        self._cache: tuple[str, str] | None = None
+        self.neffs_from: tuple[str, str] | None = None
         self.observed = Observed()
         self.compile_counts: dict[str, int] | None = None
 
@@ -150,14 +150,14 @@ class NeuronBackend(Backend):
     def compile_backend(self) -> str:
         return "neuron"
 
-    def _profile_root(self, out_dir: Path) -> Path:
+    def profile_root(self, out_dir: Path) -> Path:
         return (out_dir / PROFILE_DIR).resolve()
 
     def neuron_config(self, out_dir: Path) -> Any:
         if self._config is None:
             # Built after the warm-up, so the NEFF cache can be the folder the first compile filled.
-            self._cache = neuron_api.neff_cache_dir(self.profiler_cfg) if self.profiler_cfg.copy_neffs else None
-            self._config = neuron_api.build_neuron_config(self.api, self.profiler_cfg, str(self._profile_root(out_dir)))
+            self.neffs_from = neuron_api.neff_cache_dir(self.profiler_cfg) if self.profiler_cfg.copy_neffs else None
+            self._config = neuron_api.build_neuron_config(self.api, self.profiler_cfg, str(self.profile_root(out_dir)))
         return self._config
 
     def profiler_kwargs(self, out_dir: Path) -> dict[str, Any]:
@@ -168,7 +168,7 @@ class NeuronBackend(Backend):
     def profile_session(self, out_dir: Path) -> AbstractContextManager[Any]:
         if self.api.kind != neuron_api.LEGACY:
             return nullcontext()
-        kwargs, notes = neuron_api.legacy_profiler_kwargs(self.profiler_cfg, str(self._profile_root(out_dir)))
+        kwargs, notes = neuron_api.legacy_profiler_kwargs(self.profiler_cfg, str(self.profile_root(out_dir)))
         self.notes.extend(notes)
         return self.api.module.NeuronProfiler(**kwargs)
 

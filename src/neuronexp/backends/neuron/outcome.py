@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from torch.autograd import DeviceType
 
@@ -15,11 +15,8 @@ from neuronexp.backends.neuron.capture import artifact_columns, index_capture, p
 from neuronexp.backends.neuron.checks import compile_columns, fallback_ops, hbm_note, memory_columns, not_correlated
 from neuronexp.backends.neuron.device_ops import per_step
 from neuronexp.backends.neuron.explorer import ExplorerResult, capture_filters, process_capture
-from neuronexp.config import parse_units
+from neuronexp.config import NeuronProfilerConfig, parse_units
 from neuronexp.results.files import write_json
-
-if TYPE_CHECKING:
-    from neuronexp.backends.neuron.backend import NeuronBackend
 
 EXPLORER_DIR, MANIFEST = "neuron_explorer", "neuron_profile/manifest.json"
 _STEP = "ProfilerStep"
@@ -65,13 +62,32 @@ def device_time(observed: Observed, explorer: ExplorerResult, version: str, stat
     return dict(cols, **not_correlated(version, state, warnings, hint))
 
 
-def profile_columns(backend: NeuronBackend, out_dir: Path) -> dict[str, Any]:
+class Captured(Protocol):
+    """What profile_columns reads of the Neuron backend after its profiled pass (backends/neuron/backend.py, which
+    imports this module: named here, not imported, so that the two form no import circle)."""
+
+    profiler_cfg: NeuronProfilerConfig
+    api: Any  # neuron_api.NeuronApi
+    notes: list[str]
+    debug: Any  # process_env.DebugInfo
+    tnx: Any  # the torch_neuronx module
+    observed: Observed
+    compile_counts: dict[str, int] | None
+    min_warmup_calls: int
+    neffs_from: tuple[str, str] | None  # the NEFF cache the capture's NEFFs are copied from, and how it was chosen
+
+    def profile_root(self, out_dir: Path) -> Path: ...
+
+    def correlate_state(self) -> str: ...
+
+
+def profile_columns(backend: Captured, out_dir: Path) -> dict[str, Any]:
     """The Neuron columns of the cell row, with the manifest written beside the capture."""
     cfg, api, warnings = backend.profiler_cfg, backend.api, list(backend.notes)
     modes = [getattr(m, "value", str(m)) for m in cfg.modes]
-    cache = backend._cache
+    cache = backend.neffs_from
     hint = f"{cache[0]} ({cache[1]})" if cache else "no neff_cache_dir (profiler.neuron.copy_neffs=false)"
-    root = backend._profile_root(out_dir)
+    root = backend.profile_root(out_dir)
     index = index_capture(root, modes, hint)
     copied = place_framework_trace(index, out_dir / "trace.json")
     if copied and api.kind == neuron_api.DOCUMENTED:
