@@ -78,11 +78,15 @@ def _fresh(target: str, payload: dict[str, Any]) -> float:
 
 
 def _forked(target: str, payload: dict[str, Any]) -> float:
+    import cell_startup  # this file by its module name: a function of __main__ would not unpickle in the fork
+
+    from neuronexp.sweep.childproc import ForkRequest
     from neuronexp.sweep.forkserver import run_forked
 
     t = time.monotonic()
-    ended = run_forked({"target": f"cell_startup:{target}", "payload": payload, "kind": "cpu", "env": dict(os.environ),
-                        "cwd": os.getcwd(), "sys_path": [str(HERE), *sys.path], "cpus": None, "log": os.devnull}, 120)
+    request = ForkRequest.to_run(getattr(cell_startup, target), payload, kind="cpu", env=dict(os.environ),
+                                 cwd=os.getcwd(), sys_path=[str(HERE), *sys.path], cpus=None, log=os.devnull)
+    ended = run_forked(request, 120)
     assert ended.code == 0, ended
     return t
 

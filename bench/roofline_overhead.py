@@ -34,8 +34,7 @@ def spec(module: str, shape: list[int]) -> CellSpec:
     cfg = RunConfig(module={"_target_": f"neuronexp.modules.{layer.__name__}", "hidden_size": shape[-1]},
                     input=InputConfig(shape=shape, dtype=DType.bfloat16), backend=BackendName.cpu,
                     compile=CompileConfig(enabled=compiled))
-    return CellSpec(config=cfg, build_module=lambda: layer(shape[-1]), run_id=f"{module}-{shape}", experiment="bench",
-                    module_name=module)
+    return CellSpec(config=cfg, run_id=f"{module}-{shape}", experiment="bench", module_name=module)
 
 
 def main() -> None:

@@ -14,7 +14,6 @@ import torch
 from neuronexp.backends import resolve_backend
 from neuronexp.cell.run import run_cell
 from neuronexp.config import BackendName, CellSpec, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
-from neuronexp.modules import NaiveRMSNorm
 from neuronexp.results import CELL_SCHEMA, OP_SCHEMA, SAMPLE_SCHEMA, read_job
 
 
@@ -37,7 +36,7 @@ def _spec(backend: str) -> CellSpec:
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=2)),
         timing=TimingConfig(min_seconds=0, warmup=1, iters=5, min_iters=5, max_seconds=5.0),
     )
-    return CellSpec(config=cfg, build_module=lambda: NaiveRMSNorm(64), run_id=f"suite-{backend}", experiment="suite",
+    return CellSpec(config=cfg, run_id=f"suite-{backend}", experiment="suite",
                     module_name="rmsnorm_naive")
 
 

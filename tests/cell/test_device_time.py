@@ -85,7 +85,7 @@ def test_the_cell_reports_the_median_cycle_not_the_first_or_last(cuda_kernels, t
                     profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=3)),
                     timing=TimingConfig(min_seconds=0, warmup=1, iters=3, min_iters=3, max_seconds=5.0),
                     roofline=RooflineConfig(probe=ProbeMode.off))
-    spec = CellSpec(config=cfg, build_module=lambda: NaiveRMSNorm(64), run_id="cuda-shaped", experiment="synthetic",
+    spec = CellSpec(config=cfg, run_id="cuda-shaped", experiment="synthetic",
                     module_name="rmsnorm_naive")
     results = cell_run.run_cell(spec, tmp_path)
     cell = results.cells.iloc[0]

@@ -5,49 +5,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 
 from neuronexp.cell.group import run_cells
 from neuronexp.config import CellSpec
 from neuronexp.config.schema import BackendName, CorrectnessConfig, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
-from neuronexp.modules import NaiveRMSNorm
+
+RMSNORM = {"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64}
+GREEDY = {"_target_": "helpers.layers.Greedy"}
 
 
-class Greedy(torch.nn.Module):
-    """Runs out of memory whenever another Greedy is alive in the process (a layer too large to share it)."""
-
-    alive = 0
-
-    def __init__(self) -> None:
-        if Greedy.alive:
-            raise MemoryError("no room beside the other Greedy")
-        super().__init__()
-        Greedy.alive += 1
-
-    def __del__(self) -> None:
-        Greedy.alive -= 1
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * 2
-
-
-class Broken(torch.nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        raise ValueError("this layer is broken")
-
-
-def _spec(name: str, build) -> CellSpec:
+def _spec(name: str, module: dict[str, object]) -> CellSpec:
     cfg = RunConfig(
-        module={"_target_": "builtins.object"}, input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
+        module=module, input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName.cpu, correctness=CorrectnessConfig(enabled=False),
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)),
         timing=TimingConfig(min_seconds=0, warmup=1, iters=10, min_iters=10, rounds=2, round_gap_s=0.0),
     )
-    return CellSpec(config=cfg, build_module=build, run_id=name, experiment="group", module_name=name)
+    return CellSpec(config=cfg, run_id=name, experiment="group", module_name=name)
 
 
 def test_a_group_gives_every_cell_its_own_rows_with_pair_indices(tmp_path: Path) -> None:
-    specs = [_spec("a", lambda: NaiveRMSNorm(64)), _spec("b", lambda: NaiveRMSNorm(64))]
+    specs = [_spec("a", RMSNORM), _spec("b", RMSNORM)]
     dirs = [tmp_path / "a", tmp_path / "b"]
     for d in dirs:
         d.mkdir()
@@ -58,7 +36,7 @@ def test_a_group_gives_every_cell_its_own_rows_with_pair_indices(tmp_path: Path)
 
 
 def test_a_cell_that_fails_before_timing_leaves_the_others_timed_and_said(tmp_path: Path) -> None:
-    specs = [_spec("ok1", lambda: NaiveRMSNorm(64)), _spec("bad", Broken), _spec("ok2", lambda: NaiveRMSNorm(64))]
+    specs = [_spec("ok1", RMSNORM), _spec("bad", {"_target_": "helpers.layers.Broken"}), _spec("ok2", RMSNORM)]
     dirs = [tmp_path / s.run_id for s in specs]
     for d in dirs:
         d.mkdir()
@@ -71,7 +49,7 @@ def test_a_cell_that_fails_before_timing_leaves_the_others_timed_and_said(tmp_pa
 
 
 def test_a_cell_that_does_not_fit_beside_its_group_is_timed_alone_and_says_so(tmp_path: Path) -> None:
-    specs = [_spec("first", Greedy), _spec("second", Greedy)]
+    specs = [_spec("first", GREEDY), _spec("second", GREEDY)]
     dirs = [tmp_path / "first", tmp_path / "second"]
     for d in dirs:
         d.mkdir()

@@ -123,13 +123,12 @@ def test_a_sweep_aggregates_the_modules_tables_and_a_run_without_the_key_has_non
 def test_a_compiled_cell_says_it_has_no_time_per_module(tmp_path: Path) -> None:
     from neuronexp.cell.run import run_cell
     from neuronexp.config import CellSpec, CompileConfig, DType, InputConfig, RunConfig, TimingConfig
-    from neuronexp.modules import NaiveRMSNorm
 
     cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 16},
                     input=InputConfig(shape=[1, 4, 16], dtype=DType.float32), compile=CompileConfig(enabled=True),
                     profiler=ProfilerConfig(schedule=ScheduleConfig(0, 1, 1, 1), modules=True),
                     timing=TimingConfig(warmup=1, iters=2, min_iters=1, rounds=1))
-    spec = CellSpec(config=cfg, build_module=lambda: NaiveRMSNorm(16), run_id="c", experiment="t", module_name="m")
+    spec = CellSpec(config=cfg, run_id="c", experiment="t", module_name="m")
     results = run_cell(spec, tmp_path)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]

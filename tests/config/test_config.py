@@ -15,6 +15,7 @@ from neuronexp.cell.inputs import make_inputs
 from neuronexp.backends.cpu import CpuBackend
 from neuronexp.cell.profiling import resolve_schedule
 from neuronexp.config.compose import spec_from, to_run_config
+from neuronexp.config.targets import instantiate
 from neuronexp.config import ConfigError, RunConfig, ScheduleConfig, validate, validate_units
 
 from helpers import EXPERIMENTS, REPO
@@ -39,9 +40,9 @@ def test_every_module_option_composes_builds_and_runs_on_its_inputs(hydra_conf, 
     cfg = compose("config", overrides=[f"module={option}", "shapes=tiny", "dims.seq=8", "input.dtype=float32"],
                   return_hydra_config=True)
     spec = spec_from(cfg, dict(cfg.hydra.runtime.choices), [f"module={option}"], f"module={option}")
-    assert spec.module_name == option and spec.warnings == []
+    assert spec.module_name == option and spec.warnings == ()
     assert spec.config.compile.enabled == (option == "rmsnorm_compiled")
-    module = spec.build_module()
+    module = instantiate(spec.config.module)  # as the cell process builds it (cell.build), without Hydra
     args, kwargs = make_inputs(spec.config.input, module, torch.device("cpu"))
     # Every shipped layer follows dims: the tiny preset sizes its inputs (8 tokens, 4 heads of 16, hidden 64).
     assert args[0].shape[-1] in (64, 16, 8) and 8 in args[0].shape
@@ -107,8 +108,8 @@ def test_each_dims_key_reaches_the_inputs_and_the_module(hydra_conf) -> None:
                  "dims.head_dim=8", "dims.rope_theta=100.0"]
     rotary = to_run_config(compose("config", overrides=overrides))
     assert rotary.input.shape == [2, 6, 5, 8] and rotary.input.args == [{"shape": [2, 3, 5, 8]}]
-    built = spec_from(compose("config", overrides=overrides, return_hydra_config=True), {"module": "rotary_naive"},
-                      overrides, "").build_module()
+    built = instantiate(spec_from(compose("config", overrides=overrides, return_hydra_config=True),
+                                  {"module": "rotary_naive"}, overrides, "").config.module)
     # theta reaches the rotation: position 1 of the first pair turns by 1 rad for any theta, of the second pair
     # by theta^(-2/8) rad, which tells 100 from Llama-3's 500,000.
     assert built.cos[1, 1].item() == pytest.approx(math.cos(100.0 ** -0.25), rel=1e-6)

@@ -57,3 +57,42 @@ class ThreadsSeen(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         ThreadsSeen.seen.append(torch.get_num_threads())
         return x * 2
+
+
+class Greedy(torch.nn.Module):
+    """Runs out of memory whenever another Greedy is alive in the process (a layer too large to share it)."""
+
+    alive = 0
+
+    def __init__(self) -> None:
+        if Greedy.alive:
+            raise MemoryError("no room beside the other Greedy")
+        super().__init__()
+        Greedy.alive += 1
+
+    def __del__(self) -> None:
+        Greedy.alive -= 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+class Broken(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("this layer is broken")
+
+
+# Modules a test built itself and inspects afterwards, by key: a cell builds its module from its config alone
+# (cell.build), so a test hands an instance over as `module: handed(instance)`.
+_HANDED: dict[str, nn.Module] = {}
+
+
+def handed(module: nn.Module) -> dict[str, str]:
+    """The module node of a cell that runs this very instance."""
+    key = f"{type(module).__name__}-{id(module)}"
+    _HANDED[key] = module
+    return {"_target_": "helpers.layers.handed_module", "key": key}
+
+
+def handed_module(key: str) -> nn.Module:
+    return _HANDED[key]

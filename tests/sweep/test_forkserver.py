@@ -15,9 +15,11 @@ from typing import Any, Iterator
 
 import pytest
 
+from neuronexp.sweep.childproc import ForkRequest
 from neuronexp.sweep.forkserver import ADDRESS_ENV, ForkServer, hello, run_forked, server_address
 from neuronexp.sweep.placement import plan_slots
 
+from helpers import forked
 from helpers.forked import STANDIN_DIR
 
 CPUS = sorted(os.sched_getaffinity(0))
@@ -33,9 +35,15 @@ def server() -> Iterator[Path]:
 
 
 def _request(tmp_path: Path, target: str, **payload: Any) -> dict[str, Any]:
-    return {"target": f"helpers.forked:{target}", "payload": {"out": str(tmp_path / "seen.json"), **payload},
+    """A fork request's parts, for a test to change before `_typed` makes the request."""
+    return {"entry": getattr(forked, target), "payload": {"out": str(tmp_path / "seen.json"), **payload},
             "kind": "cpu", "env": dict(os.environ), "cwd": str(tmp_path), "sys_path": sys.path, "cpus": None,
             "log": str(tmp_path / "cell.log")}
+
+
+def _typed(parts: dict[str, Any]) -> ForkRequest:
+    where = {k: v for k, v in parts.items() if k not in ("entry", "payload")}
+    return ForkRequest.to_run(parts["entry"], parts["payload"], **where)
 
 
 def _seen(tmp_path: Path) -> dict[str, Any]:
@@ -73,7 +81,7 @@ def test_cells_are_forked_with_their_own_malloc_mode_from_the_start(server: Path
         request = _request(tmp_path / mode, "heap_faults")
         (tmp_path / mode).mkdir()
         request["allocator"] = mode
-        ended = run_forked(request, timeout_s=60)
+        ended = run_forked(_typed(request), timeout_s=60)
         assert ended.code == 0, (tmp_path / mode / "cell.log").read_text()
         seen[mode] = _seen(tmp_path / mode)
     stable, system = seen["stable"], seen["system"]
@@ -90,7 +98,7 @@ def test_a_cell_process_takes_its_environment_cores_and_threads_before_any_devic
     request["env"] = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     request["env"].update(slot.env(), NEURON_RT_VISIBLE_CORES="4-5", MARK="1")
     request["cpus"] = list(slot.cpus)
-    ended = run_forked(request, timeout_s=60)
+    ended = run_forked(_typed(request), timeout_s=60)
     assert ended.code == 0 and ended.signal is None and not ended.timed_out, (tmp_path / "cell.log").read_text()
     seen = _seen(tmp_path)
     assert seen["pid"] == ended.pid and seen["pgid"] == ended.pid  # a process group of its own
@@ -105,7 +113,7 @@ def test_a_cell_process_takes_its_environment_cores_and_threads_before_any_devic
 
 @pytest.mark.parametrize(("mode", "code", "sig"), [("exit", 3, None), ("raise", 1, None), ("segv", None, signal.SIGSEGV)])
 def test_how_a_cell_process_ended_comes_back(server: Path, tmp_path: Path, mode: str, code: int | None, sig: int | None) -> None:
-    ended = run_forked(_request(tmp_path, "behave", mode=mode), timeout_s=60)
+    ended = run_forked(_typed(_request(tmp_path, "behave", mode=mode)), timeout_s=60)
     assert (ended.code, ended.signal, ended.timed_out) == (code, sig, False)
     if mode == "raise":  # its traceback is in the cell's log
         assert "RuntimeError: target failed" in (tmp_path / "cell.log").read_text()
@@ -113,7 +121,7 @@ def test_how_a_cell_process_ended_comes_back(server: Path, tmp_path: Path, mode:
 
 def test_a_time_limit_kills_the_cell_and_everything_it_started(server: Path, tmp_path: Path) -> None:
     start = time.monotonic()
-    ended = run_forked(_request(tmp_path, "behave", mode="hang"), timeout_s=1.5)
+    ended = run_forked(_typed(_request(tmp_path, "behave", mode="hang")), timeout_s=1.5)
     assert ended.timed_out and ended.signal == signal.SIGKILL and 1.5 <= time.monotonic() - start < 30
     seen = _seen(tmp_path)
     assert _gone(seen["pid"]) and _gone(seen["grandchild"])
@@ -121,9 +129,10 @@ def test_a_time_limit_kills_the_cell_and_everything_it_started(server: Path, tmp
 
 def test_a_cell_dies_with_its_supervisor(server: Path, tmp_path: Path) -> None:
     # A supervisor process (as a launcher worker would be) asks for a hanging cell and is killed with -9.
-    code = (f"import json, sys; sys.path[:0] = {sys.path!r}; from neuronexp.sweep.forkserver import run_forked; "
-            f"run_forked(json.loads(sys.argv[1]), None)")
-    supervisor = subprocess.Popen([sys.executable, "-c", code, json.dumps(_request(tmp_path, "behave", mode="hang"))],
+    code = (f"import sys; sys.path[:0] = {sys.path!r}; from neuronexp.sweep.childproc import ForkRequest; "
+            f"from neuronexp.sweep.forkserver import run_forked; run_forked(ForkRequest.decode(sys.argv[1]), None)")
+    request = _typed(_request(tmp_path, "behave", mode="hang")).encode()
+    supervisor = subprocess.Popen([sys.executable, "-c", code, request],
                                   env=dict(os.environ, **{ADDRESS_ENV: os.environ[ADDRESS_ENV]}))
     deadline = time.monotonic() + 60
     while not (tmp_path / "seen.json").exists():
@@ -139,7 +148,7 @@ def test_a_cell_dies_with_its_supervisor(server: Path, tmp_path: Path) -> None:
 def test_first_parallel_ops_of_a_fork_start_their_thread_pool(server: Path, tmp_path: Path) -> None:
     request = _request(tmp_path, "parallel")
     request["cpus"] = CPUS
-    ended = run_forked(request, timeout_s=120)  # a pool inherited half-made would hang here
+    ended = run_forked(_typed(request), timeout_s=120)  # a pool inherited half-made would hang here
     assert ended.code == 0, (tmp_path / "cell.log").read_text()
     assert _seen(tmp_path)["threads"] == len(CPUS)
 
@@ -162,7 +171,7 @@ def test_the_neuron_runtime_sees_the_cores_set_in_the_cell_process(tmp_path: Pat
         assert hello(server_address())["neuron_runtime"] is False  # loaded, not started
         request = _request(tmp_path, "neuron_backend")
         request.update(kind="neuron", env={**os.environ, **slot.env()})
-        ended = run_forked(request, timeout_s=60)
+        ended = run_forked(_typed(request), timeout_s=60)
     assert ended.code == 0, (tmp_path / "cell.log").read_text()
     seen = _seen(tmp_path)
     assert seen["imported_before"] is True  # from the template, as autoloaded
@@ -176,8 +185,8 @@ def test_a_template_whose_neuron_runtime_started_refuses_neuron_cells(tmp_path: 
         assert hello(server_address())["neuron_runtime"] is True
         request = _request(tmp_path, "neuron_backend")
         request["kind"] = "neuron"
-        refused = run_forked(request, timeout_s=60)
-        fine = run_forked(_request(tmp_path, "report"), timeout_s=60)
+        refused = run_forked(_typed(request), timeout_s=60)
+        fine = run_forked(_typed(_request(tmp_path, "report")), timeout_s=60)
     assert refused.pid is None and "Neuron runtime started in neuronexp's fork-server template" in (refused.refused or "")
     assert fine.code == 0
 
@@ -191,11 +200,11 @@ def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(tmp_path:
             assert time.monotonic() < deadline
             time.sleep(0.5)
         assert len(state["threads"]) == 1 and state["cuda"] is False, state
-        ended = run_forked(_request(tmp_path, "compile_tiny"), timeout_s=300)
+        ended = run_forked(_typed(_request(tmp_path, "compile_tiny")), timeout_s=300)
         assert ended.code == 0, (tmp_path / "cell.log").read_text()
         one_core = _request(tmp_path, "report")
         one_core["cpus"] = CPUS[-1:]
-        assert run_forked(one_core, timeout_s=60).code == 0
+        assert run_forked(_typed(one_core), timeout_s=60).code == 0
     # The template imported Inductor's config with all the cores; a cell on one core sizes its pool for one.
     assert _seen(tmp_path)["compile_threads"] == 1
 

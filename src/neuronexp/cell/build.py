@@ -16,13 +16,17 @@ from neuronexp.backends import Backend
 from neuronexp.cell.inputs import make_inputs, torch_dtype
 from neuronexp.config import CellSpec, ConfigError, TimingConfig
 from neuronexp.config.inputs import compute_dtype
+from neuronexp.config.targets import instantiate
 from neuronexp.results.files import write_phase
 
 
 @dataclass
 class Built:
-    """The cell's callable, and what it calls: the eager module and its inputs (cell.work counts them)."""
+    """The cell as built: its spec and backend, its callable, and what that calls: the eager module and its inputs
+    (cell.work counts them)."""
 
+    spec: CellSpec
+    backend: Backend
     call: Callable[[], Any]
     module: nn.Module
     args: tuple[Any, ...]
@@ -32,7 +36,7 @@ class Built:
 def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
     cfg = spec.config
     torch.manual_seed(cfg.input.seed)  # the same weights in every run, and in each variant built alike
-    module = spec.build_module()
+    module = instantiate(cfg.module)  # the resolved node as plain values: Hydra's instantiate, without Hydra
     if not isinstance(module, nn.Module):
         raise ConfigError("module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module")
     # Cast to the cell's dtype, except a model fed token ids with no input.model_dtype: it keeps its own.
@@ -54,7 +58,7 @@ def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
             fullgraph=cfg.compile.fullgraph,
             dynamic=cfg.compile.dynamic,
         )
-    return Built(lambda: model(*args, **kwargs), module, tuple(args), dict(kwargs))
+    return Built(spec, backend, lambda: model(*args, **kwargs), module, tuple(args), dict(kwargs))
 
 
 def kernel_records(spec: CellSpec, backend: Backend) -> Any:

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.config import DType, InputConfig
 from neuronexp.config.inputs import compute_dtype, default_fill, first_spec, tensor_dtype
+from neuronexp.config.targets import instantiate
 
 TORCH_DTYPES = {
     DType.float32: torch.float32,
@@ -68,8 +69,8 @@ def to_device(value: Any, device: Any) -> Any:
 
 
 def input_node(cfg: InputConfig) -> DictConfig:
-    """The resolved, read-only `input` node factories receive. A copy: Hydra's instantiate detaches a config
-    passed to it positionally, which would cut the live node from its root and break later interpolations."""
+    """The resolved, read-only `input` node factories receive (`input.shape` reads as in the config). A copy, so
+    that no factory can change the cell's own config."""
     node = OmegaConf.create(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
     OmegaConf.set_readonly(node, True)
     return node
@@ -94,15 +95,12 @@ class _Builder:
         return make_tensor(spec, self.first_dtype, self.gen).to(self.device)
 
     def factory(self, spec: Mapping[str, Any], path: str) -> Any:
-        from hydra.utils import instantiate
-
         if self._node is None:
             self._node = input_node(self.cfg)
         try:
-            return instantiate(dict(spec), self.module, self._node, _convert_="all")
+            return instantiate(dict(spec), self.module, self._node, key=path)
         except Exception as exc:
-            root = exc.__cause__ or exc  # Hydra wraps the factory's own error
-            raise InputError(f"{path}: {spec['_target_']} failed: {type(root).__name__}: {root}") from exc
+            raise InputError(f"{path}: {spec['_target_']} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def make_inputs(cfg: InputConfig, module: Any, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -13,16 +13,18 @@ import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from neuronexp.analysis.peaks import Peak, given_peak, published_peak
 from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend
+from neuronexp.cell.build import Built
 from neuronexp.cell.output import save_output
 from neuronexp.cell.probe import default_cache_dir, host_roofs, quiet
 from neuronexp.cell.reference import save_float32_output
+from neuronexp.cell.rows import Measured
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.work import Work, count_work, listed_work
 from neuronexp.config import CellSpec, ProbeMode
@@ -106,12 +108,12 @@ def _work(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
         return listed_work(module, args, kwargs, out, profiled_flops(profile), why)
 
 
-def measure_limits(call: Callable[[], Any], module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
-                   spec: CellSpec, backend: Backend, out_dir: Path, latency_us: float,
-                   profile: ProfileResult | None = None) -> Limits:
+def measure_limits(built: Built, measured: Measured, out_dir: Path) -> Limits:
     """The row's work, roofline, peak-memory and output columns (results.schema documents each)."""
+    spec, backend, module, args, kwargs = built.spec, built.backend, built.module, built.args, built.kwargs
+    profile = measured.profile
     notes: list[str] = []
-    out, peak_bytes = backend.call_memory(call)
+    out, peak_bytes = backend.call_memory(built.call)
     columns: dict[str, Any] = {"peak_memory_bytes": peak_bytes if math.isfinite(peak_bytes) else None,
                                "peak_memory_method": backend.memory_method}
     columns.update(_output_columns(spec, out, out_dir))
@@ -130,6 +132,6 @@ def measure_limits(call: Callable[[], Any], module: torch.nn.Module, args: tuple
     except Exception as exc:  # a probe that cannot allocate or a damaged table: no roofs, said so
         peak = Peak(None, None, f"no roofs: {type(exc).__name__}: {exc}")
     columns["peak_source"] = peak.source
-    columns.update(roofline_columns(columns.get("bytes_min"), columns.get("flops"), latency_us,
+    columns.update(roofline_columns(columns.get("bytes_min"), columns.get("flops"), measured.latency.median_us,
                                     peak.bandwidth_gbs, peak.tflops))
     return Limits(columns, entry, notes)

@@ -47,18 +47,25 @@ class RunAborted(BaseException):
 def _job(cfg: DictConfig) -> dict[str, Any]:
     """Hydra's task function: one cell, in a single run or as one job of a sweep."""
     from neuronexp.report.terminal import print_cell
+    from neuronexp.sweep._hydra import launcher_kind
     from neuronexp.sweep.job import run_job_cell
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     choices, task = dict(hc.runtime.choices), task_overrides(hc.overrides.task)
     try:
-        spec = spec_from(cfg, choices, task, override_dirname(task))
+        spec = None
+        if hc.mode == RunMode.MULTIRUN:  # a sweep's job: its cell as the sweep planned and checked it
+            from neuronexp.sweep.plan import planned_spec
+
+            spec = planned_spec(Path(str(hc.sweep.dir)), out_dir, task)
+        if spec is None:  # a single run (or a sweeper other than neuronexp's): built and checked here, once
+            spec = spec_from(cfg, choices, task, override_dirname(task))
         if hc.mode == RunMode.RUN and spec.config.sweep.dry_run:  # the one cell, as a sweep's dry run lists it
             print(f"dry run: 1 cell, run_id {spec.run_id}: {spec.module_name} {spec.overrides}".rstrip()
                   + " (nothing is run; run it without sweep.dry_run to measure)")
             return {"status": "dry_run", "error": None, "latency_median_us": None}
-        results = run_job_cell(spec, cfg, choices, task, out_dir, str(hc.launcher._target_), hc.mode == RunMode.MULTIRUN)
+        results = run_job_cell(spec, cfg, task, out_dir, launcher_kind(hc), hc.mode == RunMode.MULTIRUN)
     except Exception as exc:
         if hc.mode == RunMode.RUN:
             raise RunAborted(exc) from exc

@@ -1,4 +1,5 @@
-"""From a composed Hydra config to the core's CellSpec (Hydra edge: used by the cli and the sweeper)."""
+"""From a composed Hydra config to the core's CellSpec (Hydra edge: used by the cli and the sweeper), built and
+validated once: what crosses into the job and the cell process after it is that spec, never a Hydra node."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from enum import Enum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from hydra.utils import instantiate
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from neuronexp.config.fingerprint import code_fingerprint
@@ -130,21 +130,15 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     for key in ("rtol", "atol", "float32_reference"):
         resolved.get("correctness", {}).pop(key, None)
     resolved.pop("sweep", None)  # whether to reuse cells, not what a cell is
-    module_node = run_cfg.module
     # What the cell runs, beside what it is configured with: a changed layer is a new cell (config.fingerprint).
-    resolved["code"] = code_fingerprint(module_node.get("_target_"))
-
-    def build_module() -> Any:
-        return instantiate(module_node, _convert_="all")
-
+    resolved["code"] = code_fingerprint(run_cfg.module.get("_target_"))
     return CellSpec(
         config=run_cfg,
-        build_module=build_module,
         run_id=run_id_for(resolved, experiment, module),
         experiment=experiment,
         module_name=module,
         overrides=override_dirname,
-        warnings=warnings,
+        warnings=tuple(warnings),
     )
 
 

@@ -1,22 +1,34 @@
-"""What the edges (cli, sweeper) hand to the core for one cell: a typed config plus its labels."""
+"""One cell, as plain data: what the edges (cli, sweeper) build and validate once and every process after them
+receives as is (the job, the fork server, the cell process, a Slurm task). No closure, no Hydra node: it pickles,
+and the cell process builds the module from `config.module` itself (cell.build)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+import dataclasses
+from dataclasses import dataclass
 
 from neuronexp.config.schema import RunConfig
 
 
-@dataclass
+@dataclass(frozen=True)
 class CellSpec:
-    """What the edges (cli, sweeper) hand to the core: a typed config plus the cell's labels."""
+    """A validated cell: its typed config (dataclasses of plain values; `module` a plain dict), its labels and,
+    once its job directory is known, where it writes."""
 
     config: RunConfig
-    build_module: Callable[[], Any]
     run_id: str
     experiment: str
     module_name: str
     overrides: str = ""
     # For the cell's row: what validation found suspicious but not wrong (an input `forward` may ignore).
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
+    out_dir: str = ""  # the job directory; "" until the job places the cell (CellSpec.placed)
+
+    def placed(self, out_dir: str) -> CellSpec:
+        """This cell, writing into `out_dir`."""
+        return dataclasses.replace(self, out_dir=out_dir)
+
+    def on_slot(self) -> CellSpec:
+        """This cell on a device slot: the slot's environment, not the config, selects its NeuronCores."""
+        neuron = dataclasses.replace(self.config.neuron, visible_cores=None, num_cores=None)
+        return dataclasses.replace(self, config=dataclasses.replace(self.config, neuron=neuron))

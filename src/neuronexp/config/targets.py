@@ -1,11 +1,17 @@
-"""Dotted paths in configs (`_target_`) imported, or a one-line ConfigError naming the key."""
+"""Dotted paths in configs (`_target_`) imported, or a one-line ConfigError naming the key; and the objects a
+config node describes, built without Hydra (the cell process imports none: cell.build)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 from neuronexp.config.errors import ConfigError
+
+# The keys Hydra's instantiate reads from a node rather than passing to its target.
+_SPECIAL = ("_target_", "_args_", "_recursive_", "_convert_", "_partial_")
 
 
 def locate(path: str, key: str = "module._target_") -> Any:
@@ -29,3 +35,27 @@ def locate(path: str, key: str = "module._target_") -> Any:
         return obj
     raise ConfigError(key, path, "cannot be imported; give a dotted path like mypkg.layers.MyLayer "
                       "importable from the working directory or experiments/")
+
+
+def instantiate(node: Any, *args: Any, key: str = "module") -> Any:
+    """What `hydra.utils.instantiate(node, *args, _convert_="all")` builds from a resolved node of plain values:
+    nested `_target_` nodes first (unless `_recursive_: false`), `_args_` (replaced by `args` when given),
+    `_partial_`; every other mapping and list as a plain dict and list. A target's own error is raised as it is."""
+    if isinstance(node, (list, tuple)):
+        return [instantiate(v, key=f"{key}[{i}]") for i, v in enumerate(node)]
+    if not isinstance(node, Mapping):
+        return node
+    if "_target_" not in node:
+        return {k: instantiate(v, key=f"{key}.{k}") for k, v in node.items()}
+    target = node["_target_"]
+    call = locate(target, f"{key}._target_") if isinstance(target, str) else target
+    recursive = node.get("_recursive_", True)
+
+    def part(value: Any, where: str) -> Any:
+        return instantiate(value, key=where) if recursive else value
+
+    kwargs = {str(k): part(v, f"{key}.{k}") for k, v in node.items() if k not in _SPECIAL}
+    positional = list(args) or [part(v, f"{key}._args_[{i}]") for i, v in enumerate(node.get("_args_") or [])]
+    if node.get("_partial_"):
+        return functools.partial(call, *positional, **kwargs)
+    return call(*positional, **kwargs)

@@ -8,6 +8,7 @@ moved to the cell's device; it is built once per cell, outside the timed and pro
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
 from typing import Any
@@ -33,6 +34,15 @@ def hf_config(module: nn.Module) -> tuple[Any, nn.Module]:
     raise LookupError(f"{type(module).__name__} holds no Hugging Face `config`; give the factory a config: node")
 
 
+def _class(path: str) -> type:
+    """`rotary_class: pkg.mod.Name` imported (a cell process imports no Hydra, so not hydra.utils.get_class)."""
+    module, _, name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    if not isinstance(cls, type):
+        raise TypeError(f"rotary_class: {path} is not a class")
+    return cls
+
+
 def _rotary_class(owner: nn.Module) -> type:
     """The model's own *RotaryEmbedding class, from the module that defines the layer's class."""
     source = sys.modules[type(owner).__module__]
@@ -52,12 +62,10 @@ def rotary(module: nn.Module, input: Any, *, seq_len: int | None = None, offset:
     for positions offset … offset + S − 1 (S = input.shape[1], or `seq_len`), in the cell's dtype, each
     [1, S, head_dim] as LlamaModel makes them.
     """
-    from hydra.utils import get_class
-
     owner = module
     if config is None:
         config, owner = hf_config(module)
-    cls = get_class(rotary_class) if rotary_class else _rotary_class(owner)
+    cls = _class(rotary_class) if rotary_class else _rotary_class(owner)
     length = int(seq_len if seq_len is not None else input.shape[1])
     positions = torch.arange(offset, offset + length).unsqueeze(0)
     with torch.no_grad():  # only x's dtype and device are read

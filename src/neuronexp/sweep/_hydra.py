@@ -5,13 +5,14 @@ and tested against Hydra's own composition (tests/sweep/test_hydra_compat.py).
   `++key=value` and `~key` overrides after composing, so a sweep composes once per choice of config
   groups and applies the plain values itself (a full composition costs ~60 ms a cell).
 - `override_dirname` repeats how Hydra names `${hydra.job.override_dirname}`.
-- `runs_in_process` recognises Hydra's basic launcher, which runs jobs one after another in this process;
+- `launcher_kind` tells launchers apart by their `_target_` (the one place neuronexp does);
   `job_exception` reads what one of its jobs raised without Hydra's extra stderr line.
 """
 
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -21,9 +22,22 @@ from neuronexp.config import ConfigError
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
 
-def runs_in_process(launcher: Any) -> bool:
-    cls = type(launcher)
-    return f"{cls.__module__}.{cls.__qualname__}" == BASIC_LAUNCHER
+class LauncherKind(str, Enum):
+    """How a sweep's cells are launched, as far as neuronexp cares."""
+
+    basic = "basic"  # Hydra's basic launcher: one job after another, in the sweep's own process
+    slurm = "slurm"  # submitit's Slurm launcher, or neuronexp's extension of it: tasks on other machines
+    other = "other"  # a parallel launcher on this host (joblib, submitit_local): jobs in worker processes
+
+
+def launcher_kind(config: Any) -> LauncherKind:
+    """The kind of launcher a config's `hydra.launcher._target_` names (`config`: a sweep's composed config, or a
+    job's HydraConfig); a class named *SlurmLauncher (submitit's, neuronexp's or a user's subclass) submits to Slurm."""
+    key = "hydra.launcher._target_" if "hydra" in config else "launcher._target_"  # (the app has a `launcher` node too)
+    target = str(OmegaConf.select(config, key, default="") or "")
+    if target == BASIC_LAUNCHER:
+        return LauncherKind.basic
+    return LauncherKind.slurm if target.rsplit(".", 1)[-1].endswith("SlurmLauncher") else LauncherKind.other
 
 
 def job_exception(job_return: Any) -> BaseException | None:

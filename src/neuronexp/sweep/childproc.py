@@ -5,14 +5,53 @@ output to the cell's log, run the cell, exit without running the template's exit
 
 from __future__ import annotations
 
-import importlib
+import base64
 import os
+import pickle
 import signal
 import sys
 import traceback
-from typing import Any, NoReturn
+from dataclasses import dataclass
+from typing import Any, Callable, NoReturn, TypeVar
 
 from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ForkRequest:
+    """The one message a supervisor sends the fork server: where and how the forked process runs, and what it runs.
+
+    `work` is `(entry, argument)` pickled: a function named in code (the cell processes' entry is
+    neuronexp.sweep.cellmain.run_cell_process) and its typed argument. The template unpickles only this envelope,
+    whose fields are plain values; the child unpickles `work` once it has the request's `sys_path`, so that the
+    template never imports what a child runs. (Pickle is safe here: the socket is this user's alone, in a 0700
+    directory.)
+    """
+
+    work: bytes
+    env: dict[str, str]
+    cwd: str
+    sys_path: list[str]
+    log: str  # the process's stdout and stderr
+    cpus: list[int] | None = None  # its CPU affinity and torch thread count; None: the supervisor's
+    kind: str = "cpu"  # its device kind: a template that started that device's runtime refuses it
+    allocator: str = "stable"  # the malloc mode of the template it must be forked from
+
+    @classmethod
+    def to_run(cls, entry: Callable[[T], int | None], argument: T, **where: Any) -> ForkRequest:
+        return cls(pickle.dumps((entry, argument)), **where)
+
+    def encode(self) -> str:
+        return base64.b64encode(pickle.dumps(self)).decode()
+
+    @staticmethod
+    def decode(text: str) -> ForkRequest:
+        request = pickle.loads(base64.b64decode(text))
+        if not isinstance(request, ForkRequest):
+            raise ValueError(f"not a fork request: {type(request).__name__}")
+        return request
 
 
 # Signals the template ignores (sent to every process of a terminal's group or a Slurm task; its supervisors act
@@ -33,9 +72,8 @@ def die_with(parent: int) -> None:
         os._exit(1)
 
 
-def enter_cell_process(request: dict[str, Any], template: int) -> None:
-    """Turn a fresh fork of the template (pid `template`) into the cell's process, as `request` says
-    (neuronexp.sweep.forkserver.ForkRequest)."""
+def enter_cell_process(request: ForkRequest, template: int) -> None:
+    """Turn a fresh fork of the template (pid `template`) into the cell's process, as `request` says."""
     os.setpgid(0, 0)  # its own group: a time limit or a vanished supervisor kills the cell and all it started
     die_with(template)
     for sig in (signal.SIGCHLD, *PASSED_ON):  # what a fresh Python process has
@@ -50,13 +88,13 @@ def enter_cell_process(request: dict[str, Any], template: int) -> None:
     malloc = {k: os.environ[k] for k in STABLE_ENV if k in os.environ}
     os.environ.clear()
     os.environ.update(malloc)
-    os.environ.update(request["env"])
+    os.environ.update(request.env)
     os.environ.pop(APPLIED_ENV, None)  # the supervisor's, if any: another process's tuning
     if tuned == str(os.getpid()):
         os.environ[APPLIED_ENV] = tuned
-    os.chdir(request["cwd"])
-    sys.path[:0] = [p for p in request["sys_path"] if p not in sys.path]
-    cpus = request.get("cpus")
+    os.chdir(request.cwd)
+    sys.path[:0] = [p for p in request.sys_path if p not in sys.path]
+    cpus = request.cpus
     if cpus and hasattr(os, "sched_setaffinity"):
         import torch
 
@@ -65,7 +103,7 @@ def enter_cell_process(request: dict[str, Any], template: int) -> None:
     inductor = sys.modules.get("torch._inductor.config")
     if inductor is not None:  # decided when the template imported it, from the template's cores and environment
         inductor.compile_threads = inductor.decide_compile_threads()
-    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    log = os.open(request.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(log, 1)
@@ -75,15 +113,15 @@ def enter_cell_process(request: dict[str, Any], template: int) -> None:
     sys.stdin = open(os.devnull)  # the template's stdin object may hold buffered control messages
 
 
-def run_target(target: str, payload: dict[str, Any]) -> NoReturn:
-    """Call `module:function(payload)` and exit with its return value (0 for None).
+def run_work(request: ForkRequest) -> NoReturn:
+    """Call the request's `entry(argument)` and exit with its return value (0 for None).
 
     `os._exit`: the template's atexit handlers and buffers are not this process's to run or flush.
     """
     code = 1
     try:
-        module, _, name = target.partition(":")
-        code = int(getattr(importlib.import_module(module), name)(payload) or 0)
+        entry, argument = pickle.loads(request.work)
+        code = int(entry(argument) or 0)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, int) and exc.code is not None:

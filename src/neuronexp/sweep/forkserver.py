@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from neuronexp.host.allocator import fresh_process_env
+from neuronexp.sweep.childproc import ForkRequest
 from neuronexp.sweep.forksafety import TEMPLATE_ENV
 
 ADDRESS_ENV = "NEURONEXP_FORK_SERVER"
@@ -119,11 +120,11 @@ def server_address() -> Path | None:
     return Path(path) if host == socket.gethostname() and path and Path(path).exists() else None
 
 
-def run_forked(request: dict[str, Any], timeout_s: float | None) -> Ended:
-    """Run `request` (childproc.enter_cell_process says what it holds) in a forked process and wait for it,
-    killing it (and its process group) after `timeout_s` seconds. Ctrl-C here kills it too.
+def run_forked(request: ForkRequest, timeout_s: float | None) -> Ended:
+    """Run `request` in a forked process and wait for it, killing it (and its process group) after `timeout_s`
+    seconds. Ctrl-C here kills it too.
 
-    `request["allocator"]` is the cell's malloc mode: a server whose template runs another one refuses the cell,
+    `request.allocator` is the cell's malloc mode: a server whose template runs another one refuses the cell,
     which then runs from a private template started with its own mode."""
     address = server_address()
     if address is not None:
@@ -131,23 +132,23 @@ def run_forked(request: dict[str, Any], timeout_s: float | None) -> Ended:
             return _ask(address, request, timeout_s)
         except (ConnectionRefusedError, FileNotFoundError, OtherAllocator):  # gone, or another malloc mode
             pass
-    with ForkServer(allocator=request.get("allocator", "stable")) as private:
+    with ForkServer(allocator=request.allocator) as private:
         assert private.dir is not None
         return _ask(private.dir / "socket", request, timeout_s)
 
 
 def hello(address: Path) -> dict[str, Any]:
-    """The template's state (template.template_state): its threads, and whether CUDA or Neuron started there."""
+    """The template's state (forksafety.template_state): its threads, and whether CUDA or Neuron started there."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(address))
         sock.sendall(b'{"hello": true}\n')
         return _Lines(sock).next(None) or {}
 
 
-def _ask(address: Path, request: dict[str, Any], timeout_s: float | None) -> Ended:
+def _ask(address: Path, request: ForkRequest, timeout_s: float | None) -> Ended:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # closed early (Ctrl-C): the server kills the cell
         sock.connect(str(address))
-        sock.sendall((json.dumps(request) + "\n").encode())
+        sock.sendall((json.dumps({"fork": request.encode()}) + "\n").encode())
         lines = _Lines(sock)
         try:
             first = lines.next(START_TIMEOUT_S)

@@ -14,36 +14,25 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from neuronexp.backends import backend_kind
 from neuronexp.cell.environment import host_cpus, visible_cuda_devices
-from neuronexp.config import LauncherConfig, format_units, parse_units
+from neuronexp.config import CellSpec, LauncherConfig, format_units, parse_units
 from neuronexp.results.files import read_phase
-from neuronexp.sweep.forkserver import ADDRESS_ENV, Ended, allocator_mode, run_forked, signal_name
+from neuronexp.sweep.cellmain import run_cell_process
+from neuronexp.sweep.childproc import ForkRequest
+from neuronexp.sweep.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
 from neuronexp.sweep.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.sweep.slurm import SlurmTimeLimit, signal_hint
 
 # Set in a cell's process: the pid of the process that supervises it (the sweep, or a launcher's worker).
 SUPERVISOR_ENV = "NEURONEXP_SUPERVISOR_PID"
-# Hydra's job log (hydra.job.name in conf/config.yaml): what the cell logs goes there, as in a single run.
-JOB_LOG = "neuronexp.log"
 
-
-@dataclass
-class CellRequest:
-    """What the cell's process needs to rebuild the cell: its resolved config, its labels, where it runs."""
-
-    config: dict[str, Any]
-    choices: dict[str, Any]
-    task: list[str]
-    override_dirname: str
-    run_id: str
-    out_dir: str
-    kind: str = "cpu"
-    slotted: bool = False  # on a device slot: the slot's environment, not the config, selects NeuronCores
+if TYPE_CHECKING:
+    from neuronexp.results import Results
 
 
 def default_pool(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> list[str]:
@@ -63,39 +52,41 @@ def default_pool(kind: str, launcher: LauncherConfig, neuron_cores: str | None) 
     return []
 
 
-def run_supervised(request: CellRequest, spec: Any, launcher: LauncherConfig) -> Any:
-    """Run the cell in a process of its own (on a free device slot when `request.slotted`); its tables.
+def run_supervised(spec: CellSpec, slotted: bool) -> Results:
+    """Run the placed cell in a process of its own (on a free device slot when `slotted`); its tables.
 
     A process that ends without writing its row gets an error row here, saying how it ended.
     """
     from neuronexp.cell.rows import write_lost_cell
     from neuronexp.results import read_job
 
-    out_dir = Path(request.out_dir)
+    out_dir, launcher, kind = Path(spec.out_dir), spec.config.launcher, backend_kind(spec.config.backend)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     slot = None
     try:
-        if not request.slotted:
-            ended = _run(request, None, launcher)
+        if not slotted:
+            ended = _run((spec,), None, launcher.cell_timeout_s)
         else:
             try:
-                slots = plan_slots(request.kind, launcher.devices, launcher.per_device,
-                                   default_pool(request.kind, launcher, spec.config.neuron.visible_cores), host_cpus())
+                slots = plan_slots(kind, launcher.devices, launcher.per_device,
+                                   default_pool(kind, launcher, spec.config.neuron.visible_cores), host_cpus())
             except PlacementError as exc:
-                return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", request.kind, _where(None), started_at)
+                return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", kind, _where(None), started_at)
             with hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None) as slot:
                 (out_dir / "cells.parquet").unlink(missing_ok=True)  # an earlier error row must not pass for this run's
-                ended = _run(request, slot, launcher)
+                # The slot's environment placed the process; the config must not move it.
+                placed = spec.on_slot() if kind == "neuron" else spec
+                ended = _run((placed,), slot, launcher.cell_timeout_s)
     except SlurmTimeLimit as exc:  # raised in this Slurm task by its time-limit warning; leaving run_forked killed the cell
-        return write_lost_cell(spec, out_dir, f"timed out: {exc}", request.kind, _where(slot, None, request.kind), started_at)
+        return write_lost_cell(spec, out_dir, f"timed out: {exc}", kind, _where(slot, None, kind), started_at)
     if (out_dir / "cells.parquet").is_file():
         return read_job(out_dir)
     cause = _cause(ended, launcher.cell_timeout_s, out_dir)
-    return write_lost_cell(spec, out_dir, cause, request.kind, _where(slot, ended.pid, request.kind), started_at)
+    return write_lost_cell(spec, out_dir, cause, kind, _where(slot, ended.pid, kind), started_at)
 
 
-def run_group_supervised(requests: list[CellRequest], specs: list[Any], launcher: LauncherConfig) -> list[Any]:
-    """Run a comparison group's cells in one process of their own (cell.group: timed together); their tables.
+def run_group_supervised(specs: list[CellSpec]) -> list[Results]:
+    """Run a comparison group's placed cells in one process of their own (cell.group: timed together); their tables.
 
     The process gets `launcher.cell_timeout_s` for each of its cells. A cell it ends without writing gets an error
     row here, as a lone cell's would."""
@@ -103,33 +94,33 @@ def run_group_supervised(requests: list[CellRequest], specs: list[Any], launcher
     from neuronexp.results import read_job
 
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    first = requests[0]
-    timeout = launcher.cell_timeout_s * len(requests) if launcher.cell_timeout_s else launcher.cell_timeout_s
-    ended = _run(first, None, launcher, target="group_main", payload={"cells": [vars(r) for r in requests]},
-                 timeout_s=timeout)
+    limit = specs[0].config.launcher.cell_timeout_s
+    timeout = limit * len(specs) if limit else limit
+    ended = _run(tuple(specs), None, timeout)
     out = []
-    for request, spec in zip(requests, specs):
-        out_dir = Path(request.out_dir)
+    for spec in specs:
+        out_dir, kind = Path(spec.out_dir), backend_kind(spec.config.backend)
         if (out_dir / "cells.parquet").is_file():
             out.append(read_job(out_dir))
             continue
-        cause = _cause(ended, timeout, out_dir, Path(first.out_dir) / "cell.log")
-        out.append(write_lost_cell(spec, out_dir, cause, request.kind, _where(None, ended.pid, request.kind), started_at))
+        cause = _cause(ended, timeout, out_dir, Path(specs[0].out_dir) / "cell.log")
+        out.append(write_lost_cell(spec, out_dir, cause, kind, _where(None, ended.pid, kind), started_at))
     return out
 
 
-def _run(request: CellRequest, slot: Slot | None, launcher: LauncherConfig, target: str = "child_main",
-         payload: dict[str, Any] | None = None, timeout_s: float | None = None) -> Ended:
+def _run(cells: tuple[CellSpec, ...], slot: Slot | None, timeout_s: float | None) -> Ended:
     env = dict(os.environ, **(slot.env() if slot else {}), **{SUPERVISOR_ENV: str(os.getpid())})
     env.pop(ADDRESS_ENV, None)  # a cell supervises nothing
     if slot is not None and slot.kind == "neuron":
         env.pop("NEURON_RT_NUM_CORES", None)  # the slot's VISIBLE_CORES says which cores, and so how many
-    return run_forked({
-        "target": f"{__name__}:{target}", "payload": payload or vars(request), "kind": request.kind, "env": env,
-        "cwd": os.getcwd(), "sys_path": sys.path, "cpus": list(slot.cpus) if slot else None,
-        "log": str(Path(request.out_dir) / "cell.log"),  # the cell's own output, kept apart from other cells'
-        "allocator": allocator_mode(request.config),  # forked from a template with that malloc mode
-    }, timeout_s if payload is not None else launcher.cell_timeout_s)
+    request = ForkRequest.to_run(
+        run_cell_process, cells, env=env, cwd=os.getcwd(), sys_path=list(sys.path),
+        cpus=list(slot.cpus) if slot else None,
+        log=str(Path(cells[0].out_dir) / "cell.log"),  # the cell's own output, kept apart from other cells'
+        kind=backend_kind(cells[0].config.backend),
+        allocator=cells[0].config.allocator.value,  # forked from a template with that malloc mode
+    )
+    return run_forked(request, timeout_s)
 
 
 def _where(slot: Slot | None, pid: int | None = None, kind: str = "cpu") -> dict[str, Any]:
@@ -154,48 +145,3 @@ def _cause(ended: Ended, timeout_s: float | None, out_dir: Path, log: Path | Non
     log = log or out_dir / "cell.log"
     lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()] if log.is_file() else []
     return f"cell process exited with status {ended.code}{during}" + (f": {lines[-1][:300]}" if lines else "")
-
-
-def _spec_of(request: CellRequest) -> Any:
-    from omegaconf import OmegaConf
-
-    from neuronexp.config import RunConfig
-    from neuronexp.config.compose import spec_from
-
-    cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), request.config)
-    spec = spec_from(cfg, request.choices, request.task, request.override_dirname)
-    if spec.run_id != request.run_id:
-        raise RuntimeError(f"the cell's config changed on its way to the cell process ({spec.run_id} != {request.run_id})")
-    if request.slotted and request.kind == "neuron":  # the slot's environment placed this process; the config must not move it
-        spec.config.neuron.visible_cores = spec.config.neuron.num_cores = None
-    return spec
-
-
-def _log_to(out_dir: Path) -> None:
-    import logging
-
-    handler = logging.FileHandler(out_dir / JOB_LOG)
-    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
-    logging.getLogger().addHandler(handler)
-    logging.getLogger().setLevel(logging.INFO)
-
-
-def child_main(payload: dict[str, Any]) -> int:
-    """The cell's process (forked, placed by childproc.enter_cell_process): rebuild the cell and run it."""
-    from neuronexp.cell.run import run_cell
-
-    request = CellRequest(**payload)
-    _log_to(Path(request.out_dir))
-    run_cell(_spec_of(request), Path(request.out_dir))
-    return 0
-
-
-def group_main(payload: dict[str, Any]) -> int:
-    """A comparison group's process: rebuild its cells and run them timed together (cell.group)."""
-    from neuronexp.cell.group import run_cells
-
-    requests = [CellRequest(**p) for p in payload["cells"]]
-    for request in requests:  # what the group's process logs is in each of its cells' logs
-        _log_to(Path(request.out_dir))
-    run_cells([_spec_of(r) for r in requests], [Path(r.out_dir) for r in requests])
-    return 0

@@ -93,8 +93,7 @@ class Collector:
     """The jobs of one unit, gathered by sweep.job as the launcher hands them over, then run in one process."""
 
     run_ids: set[str]
-    requests: list[Any] = field(default_factory=list)  # sweep.launch.CellRequest
-    specs: list[Any] = field(default_factory=list)
+    specs: list[Any] = field(default_factory=list)  # each job's CellSpec, placed in its job directory
 
 
 _active: list[Collector] = []

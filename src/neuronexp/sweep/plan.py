@@ -8,19 +8,22 @@ cell already complete in the sweep directory (same run_id, wherever it sits) is 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
+import os
+import pickle
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neuronexp.config import ConfigError
+from neuronexp.config import CellSpec, ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
-from neuronexp.sweep._hydra import apply_value_overrides, override_dirname
+from neuronexp.sweep._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
 from neuronexp.sweep.pairing import process_key
 from neuronexp.sweep.slurm import check_slurm_sweep
 
@@ -40,6 +43,34 @@ class PlannedCell:
     # not part of run_id, so a cell measured under another tolerance is reused and checked under this one).
     rtol: float | None = None
     atol: float | None = None
+    spec: CellSpec | None = field(default=None, repr=False, compare=False)  # built and validated here, once
+
+    def manifest(self) -> dict[str, Any]:
+        """This cell's entry in the sweep's jobs.json (its spec travels in PLANNED_SPECS)."""
+        return {k: v for k, v in vars(self).items() if k != "spec"}
+
+
+# Every planned cell's spec, in the sweep directory, for its job to take as is (planned_spec): jobs run in the
+# sweep's process, in a launcher's workers or in Slurm tasks, and every one of them sees the sweep directory.
+PLANNED_SPECS = ".neuronexp-cells.pickle"
+
+
+def write_planned(sweep_dir: Path, cells: list[PlannedCell]) -> None:
+    from neuronexp.results.files import atomic_write_bytes
+
+    specs = {os.path.normpath(c.dir): (c.overrides, c.spec) for c in cells}
+    atomic_write_bytes(sweep_dir / PLANNED_SPECS, pickle.dumps(specs))
+
+
+def planned_spec(sweep_dir: Path, out_dir: Path, task: list[str]) -> CellSpec | None:
+    """The spec the sweep planned for the job with these task overrides writing `out_dir`; None for a job that
+    no neuronexp sweep planned (another sweeper), which then builds its own."""
+    path = sweep_dir / PLANNED_SPECS
+    if not path.is_file():
+        return None
+    specs = pickle.loads(path.read_bytes())
+    overrides, spec = specs.get(os.path.relpath(os.path.abspath(out_dir), os.path.abspath(sweep_dir)), (None, None))
+    return spec if overrides == list(task) else None
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -104,18 +135,17 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         ConfigError: the first bad value, naming its key; two cells that would share a directory; a
             backend or launcher that cannot run here.
     """
-    launcher = str(OmegaConf.select(master, "hydra.launcher._target_", default=""))
-    slurm = launcher.endswith("SlurmLauncher")  # the plugin's, or neuronexp's extension of it
+    launcher = launcher_kind(master)
+    slurm = launcher == LauncherKind.slurm
     if slurm and not shutil.which("sbatch"):
         raise ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
                           "hydra/launcher=submitit_local runs the same path on this machine")
     composer = CellComposer(master, loader)
-    cells, specs, backends, by_dir, by_run, slot_asks, cpu_slots = [], [], set(), {}, {}, {}, set()
+    cells, backends, by_dir, by_run, slot_asks, cpu_slots = [], set(), {}, {}, {}, set()
     varying = _varying_keys(jobs)
     for num, job in enumerate(jobs):
         cfg = composer.compose(job, num)
         spec = spec_from_sweep_config(cfg, check_code=False)  # the checks that import torch: below, once all pass
-        specs.append(spec)
         backends.add(spec.config.backend)
         slots = spec.config.launcher
         ask = (spec.config.backend, slots, spec.config.neuron.visible_cores)
@@ -134,26 +164,26 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label,
                                  bool(spec.config.compile.enabled), process_key(spec.config),
                                  bool(spec.config.launcher.isolate), spec.config.correctness.rtol,
-                                 spec.config.correctness.atol))
+                                 spec.config.correctness.atol, spec))
     # Only now, with every value checked: the backends import torch, the slot checks pandas (results' files).
     from neuronexp.backends import backend_kind, check_available
     from neuronexp.sweep.machine import check_slots_fit
 
-    for spec in specs:
-        validate_code(spec.config)
+    for cell in cells:  # the inputs' warnings go into the cell's row
+        if cell.spec is not None:
+            cell.spec = dataclasses.replace(cell.spec, warnings=tuple(validate_code(cell.spec.config)))
     for name in backends:  # an unavailable backend fails here, once, before any cell runs
         check_available(name)
     if slurm:  # Slurm's cells run on other machines, whatever this one has: checked against the cluster
         check_slurm_sweep(master, cpu_slots)
     else:
-        from neuronexp.sweep._hydra import BASIC_LAUNCHER
         from neuronexp.sweep.placement import check_lock_dir
 
         for backend, launcher_cfg, cores in slot_asks.values():
             check_slots_fit(backend_kind(backend), launcher_cfg, cores)
-        for spec in specs:  # cells that take a device slot: its locks' directory must be usable before the first
-            if launcher != BASIC_LAUNCHER or spec.config.launcher.isolate:
-                check_lock_dir(spec.config.launcher.lock_dir)
+        for cell in cells:  # cells that take a device slot: its locks' directory must be usable before the first
+            if cell.spec is not None and (launcher != LauncherKind.basic or cell.isolated):
+                check_lock_dir(cell.spec.config.launcher.lock_dir)
     return cells
 
 

@@ -16,12 +16,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
+from neuronexp.sweep._hydra import BASIC_LAUNCHER, LauncherKind, job_exception, launcher_kind, subdir_override
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
 from neuronexp.sweep.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.pairing import collecting, plan_units
-from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
+from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep, write_planned
 from neuronexp.sweep.stopped import SweepStopped
 
 log = logging.getLogger("neuronexp.sweep")
@@ -51,7 +51,7 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
         print("\n".join(dry_run_lines(cells, Path(str(ctx.master.hydra.sweep.dir)), ctx.master)))
         return []
-    with _cell_processes(ctx.launcher, ctx.master) as server:  # started first: its `import torch` overlaps the planning
+    with _cell_processes(ctx.master) as server:  # started first: its `import torch` overlaps the planning
         cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
         return _run(ctx, cells, server)
 
@@ -71,7 +71,8 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
         invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
         reused = assign(cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
-        write_json(sweep_dir / JOBS_MANIFEST, [vars(c) for c in cells])
+        write_json(sweep_dir / JOBS_MANIFEST, [c.manifest() for c in cells])
+        write_planned(sweep_dir, cells)  # what each job runs, as planned and checked here
         todo = [c for c in cells if c.run_id not in reused]
         log.info("sweep of %d cells into %s%s", len(cells), sweep_dir,
                  f" ({len(reused)} complete already, reused)" if reused else "")
@@ -80,7 +81,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
             server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
         with SweepProgress(sweep_dir, cells, reused) as progress:
             try:
-                returns = _launch(ctx.launcher, cells, todo, progress, baseline)
+                returns = _launch(ctx, cells, todo, progress, baseline)
             except KeyboardInterrupt:
                 stopped = SweepStopped(130, f"interrupted; the finished cells are in {sweep_dir}/results. To resume, "
                                             f"run the same command with hydra.sweep.dir={sweep_dir}")
@@ -106,14 +107,15 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     return returns
 
 
-def _launch(launcher: Any, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress,
+def _launch(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress,
             baseline: Any) -> list[Any]:
     """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid; under
     the basic launcher, each comparison group's cells in one process, timed together (sweep.pairing)."""
     jobs = {c.run_id: [*c.overrides, subdir_override(c.dir)] for c in todo}
     if not jobs:  # every cell was complete already (launchers refuse an empty batch)
         return []
-    if not runs_in_process(launcher):
+    launcher = ctx.launcher
+    if launcher_kind(ctx.master) != LauncherKind.basic:
         from neuronexp.analysis.variants import parse_baseline
 
         if parse_baseline(baseline):
@@ -133,15 +135,15 @@ def _launch(launcher: Any, cells: list[PlannedCell], todo: list[PlannedCell], pr
                 progress.running(cell)
                 returns += list(launcher.launch([jobs[cell.run_id]], initial_job_idx=cell.num))
                 _check(returns[-1], cell)
-                if not collector.requests or collector.requests[-1].run_id != cell.run_id:
+                if not collector.specs or collector.specs[-1].run_id != cell.run_id:
                     progress.finished(cell)
-        if collector.requests:  # the group's jobs are prepared: one process times them together
+        if collector.specs:  # the group's jobs are prepared: one process times them together
             from neuronexp.sweep.launch import run_group_supervised
 
             progress.running(unit.cells[0])
-            run_group_supervised(collector.requests, collector.specs, collector.specs[0].config.launcher)
-            for request in collector.requests:
-                progress.finished(next(c for c in unit.cells if c.run_id == request.run_id))
+            run_group_supervised(collector.specs)
+            for spec in collector.specs:
+                progress.finished(next(c for c in unit.cells if c.run_id == spec.run_id))
     return returns
 
 
@@ -152,10 +154,10 @@ def _check(job_return: Any, cell: PlannedCell) -> None:
                         f"{_first_line(failure)}") from failure
 
 
-def _cell_processes(launcher: Any, master: Any) -> AbstractContextManager[Any]:
+def _cell_processes(master: DictConfig) -> AbstractContextManager[Any]:
     """The fork server that this host's cell processes are forked from (sweep.forkserver); none for Slurm,
     whose tasks run elsewhere and start their own."""
-    if any(cls.__name__ == "SlurmLauncher" for cls in type(launcher).__mro__):  # submitit's, or neuronexp's subclass
+    if launcher_kind(master) == LauncherKind.slurm:
         return nullcontext()
     return ForkServer(warm=None, allocator=allocator_mode(master))
 

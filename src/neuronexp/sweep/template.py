@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import pickle
 import selectors
 import signal
 import socket
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from neuronexp.sweep.childproc import PASSED_ON, die_with, enter_cell_process, run_target
+from neuronexp.sweep.childproc import PASSED_ON, ForkRequest, die_with, enter_cell_process, run_work
 from neuronexp.sweep.forksafety import refusal, template_state, thread_warning, warm_compile
 
 
@@ -80,9 +81,11 @@ class Server:
                 return self._close(conn)
             self.pending[conn] += data
             if b"\n" in self.pending[conn]:
-                try:
-                    request = json.loads(self.pending.pop(conn))
-                except ValueError as exc:  # never from neuronexp's own client; the server must outlive it
+                try:  # {"hello": true}, or {"fork": ForkRequest.encode()}
+                    message = json.loads(self.pending.pop(conn))
+                    request = message if message.get("hello") else ForkRequest.decode(message["fork"])
+                # never from neuronexp's own client; the server must outlive it
+                except (ValueError, KeyError, AttributeError, pickle.UnpicklingError) as exc:
                     self._send(conn, {"refused": f"unreadable request ({exc})"})
                     return self._close(conn)
                 self._start(conn, request)
@@ -94,15 +97,15 @@ class Server:
                 self.conn_of[pid] = None
                 self._close(conn)
 
-    def _start(self, conn: socket.socket, request: dict[str, Any]) -> None:
-        if request.get("hello"):
+    def _start(self, conn: socket.socket, request: ForkRequest | dict[str, Any]) -> None:
+        if not isinstance(request, ForkRequest):  # {"hello": true}
             self._send(conn, self.state)
             return self._close(conn)
         mode = self.allocator["mode"]
-        if request.get("allocator", mode) != mode:  # its malloc settings would be this template's: refused
+        if request.allocator != mode:  # its malloc settings would be this template's: refused
             self._send(conn, {"refused": f"the template runs allocator={mode}", "allocator_mode": mode})
             return self._close(conn)
-        refused = refusal(self.state, request.get("kind", "cpu"))
+        refused = refusal(self.state, request.kind)
         if refused:
             self._send(conn, {"refused": refused})
             return self._close(conn)
@@ -116,7 +119,7 @@ class Server:
         self.child_of[conn], self.conn_of[pid] = pid, conn
         self._send(conn, {"pid": pid})
 
-    def _child(self, conn: socket.socket, request: dict[str, Any]) -> NoReturn:
+    def _child(self, conn: socket.socket, request: ForkRequest) -> NoReturn:
         gc.enable()
         signal.set_wakeup_fd(-1)
         others = [c.fileno() for c in [*self.pending, *self.child_of]]
@@ -124,7 +127,7 @@ class Server:
             os.close(fd)
         self.sel.close()
         enter_cell_process(request, self.state["pid"])
-        run_target(request["target"], request["payload"])
+        run_work(request)
 
     def _reap(self) -> None:
         while self.conn_of:
@@ -189,8 +192,8 @@ def main() -> None:
     gc.disable()  # no freed holes in pages the children share; collections resume in each child
     import torch  # (what every cell pays for; the reason this process exists)
 
-    import neuronexp.cell.run  # noqa: F401
-    import neuronexp.sweep.launch  # noqa: F401  (the cells' entry point)
+    import neuronexp.cell.group  # noqa: F401  (the cell stack every cell runs)
+    import neuronexp.sweep.cellmain  # noqa: F401  (the cells' entry point)
 
     # torch.profiler's first start asks `hasattr(torch, "_inductor")`, which imports Inductor and Dynamo: 1.8 s
     # of every cell on a 2-core VM unless done here (thread-free: checked by forksafety.template_state).

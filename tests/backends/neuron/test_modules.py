@@ -16,6 +16,8 @@ from neuronexp.config import (
 )
 from neuronexp.modules import NaiveRMSNorm
 
+from helpers.layers import handed
+
 
 class TwoNorms(nn.Module):
     """Two naive RMSNorms, one after the other: six op calls each (three of them aten::mul)."""
@@ -30,7 +32,7 @@ class TwoNorms(nn.Module):
 
 def _spec(active: int, debug_info: bool = False, **neuron: object) -> CellSpec:
     cfg = RunConfig(
-        module={"_target_": "tests.TwoNorms"},
+        module=handed(TwoNorms()),
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName.neuron,
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1), modules=True,
@@ -38,7 +40,7 @@ def _spec(active: int, debug_info: bool = False, **neuron: object) -> CellSpec:
         timing=TimingConfig(warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
         neuron=NeuronDeviceConfig(debug_info=debug_info),
     )
-    return CellSpec(config=cfg, build_module=TwoNorms, run_id="standin", experiment="test", module_name="two_norms")
+    return CellSpec(config=cfg, run_id="standin", experiment="test", module_name="two_norms")
 
 
 def _by_path(results) -> dict:  # noqa: ANN001

@@ -23,6 +23,8 @@ from neuronexp.results import CELL_SCHEMA
 from neuronexp.config import CellSpec
 from neuronexp.cell.run import run_cell
 
+from helpers.layers import handed
+
 
 class Counting(NaiveRMSNorm):
     """Counts forward calls, and can report a CPU fallback to the stand-in the way torch-neuronx would."""
@@ -45,7 +47,7 @@ class Counting(NaiveRMSNorm):
 
 def _spec(module: torch.nn.Module, backend: str = "neuron", active: int = 1, **neuron: object) -> CellSpec:
     cfg = RunConfig(
-        module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64},
+        module=handed(module),
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName(backend),
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1),
@@ -53,7 +55,7 @@ def _spec(module: torch.nn.Module, backend: str = "neuron", active: int = 1, **n
         timing=TimingConfig(min_seconds=0, warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
         neuron=NeuronDeviceConfig(debug_info=bool(neuron.get("debug_info", False))),
     )
-    return CellSpec(config=cfg, build_module=lambda: module, run_id="standin", experiment="test", module_name="rmsnorm_naive")
+    return CellSpec(config=cfg, run_id="standin", experiment="test", module_name="rmsnorm_naive")
 
 
 def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: Path) -> None:
