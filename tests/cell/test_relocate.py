@@ -77,7 +77,7 @@ def test_default_threads_leave_a_cpu_spare_only_where_torch_takes_them_all(
     assert default_threads(torch_threads) == expected
 
 
-@pytest.mark.parametrize("keys", [[], ["threads=1", "timing.relocate=false"]])
+@pytest.mark.parametrize("keys", [[], pytest.param(["threads=1", "timing.relocate=false"], marks=pytest.mark.slow)])
 def test_a_run_records_the_thread_count_it_used(cli, tmp_path, keys: list[str]) -> None:
     import neuronexp
     from helpers import FAST, run_dirs
