@@ -24,6 +24,7 @@ from neuronexp.cell.run import CellRun
 from neuronexp.cell.timing import time_calls
 from neuronexp.config import CellSpec
 from neuronexp.host import allocator
+from neuronexp.host.threads import default_threads
 from neuronexp.results import Results
 
 
@@ -39,6 +40,8 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     # caller, a warm worker) must start from it, not from these cells' `threads`.
     process_threads = torch.get_num_threads()
     threads = specs[0].config.threads
+    if threads is None:
+        threads = default_threads(process_threads)
     runs = [CellRun(spec, out_dir, host_alloc) for spec, out_dir in zip(specs, out_dirs)]
     try:
         if threads is not None:
@@ -75,8 +78,10 @@ def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_no
         grad = contextlib.nullcontext()
         calls = [_in_grad(run, call) for run, call in live]
     group = uuid.uuid4().hex[:12] if len(live) > 1 else None
+    # Moving inputs between rounds is measured on the host only (cell.build.Built.relocate); a device keeps its own.
+    moves = [run.built.relocate for run, _ in live if run.built is not None] if backend.relocates_inputs else None
     with grad:
-        stats = time_calls(calls, backend, timing_config(first.spec, backend))  # type: ignore[arg-type]
+        stats = time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)  # type: ignore[arg-type]
     for (run, _), latency in zip(live, stats):
         run.timing_group = group
         if len(live) < asked and asked > 1:

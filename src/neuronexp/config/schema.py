@@ -143,13 +143,13 @@ class TimingConfig:
 
     warmup: int = 10
     iters: int = 100  # samples in all, split evenly over the rounds, and more until min_seconds have passed
-    # At most max_seconds in all (each round its share; min_iters still taken): large shapes must not dominate a sweep.
-    # At least min_seconds, however fast the call: a short window misses drift over seconds (docs/methodology.md).
+    # At most max_seconds (min_iters still taken): large shapes must not dominate; at least min_seconds: drift over seconds.
     max_seconds: float = 5.0
     min_iters: int = 5
     min_seconds: float = 0.5
     rounds: int = 5  # `round_gap_s` apart: latency = median of round medians, noise = their spread
     round_gap_s: float = 0.05
+    relocate: bool = True  # host cells: each round, the inputs move to a fresh place in memory (methodology.md)
 
 
 @dataclass

@@ -62,7 +62,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             + (f" in {rounds} rounds" if rounds > 1 else "") + "): "
             f"median [bold]{fmt_us(cell['latency_median_us'])}[/] "
             f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])}{spread})"
-            + (f" · {int(threads)} threads" if threads == threads and threads else "")
+            + (f" · {int(threads)} thread{'s' if threads != 1 else ''}" if threads == threads and threads else "")
         )
         dispatched = cell.get("ops_dispatched")
         ops = (f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed" if dispatched == dispatched and dispatched

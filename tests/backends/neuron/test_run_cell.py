@@ -107,7 +107,8 @@ def test_at_least_three_warmup_calls_before_timing_and_profiling(standin, no_exp
     cpu = Counting()
     (tmp_path / "cpu").mkdir()
     run_cell(_spec(cpu, backend="cpu"), tmp_path / "cpu")
-    assert cpu.calls == 1 + 0 + 1 + 2 + 2  # the floor is Neuron's only
+    # the floor is Neuron's only; the host cell moves its inputs before its round, then calls once unrecorded
+    assert cpu.calls == 1 + 0 + 1 + 1 + 2 + 2
 
 
 def test_fallback_ops_hbm_and_missing_explorer_are_warnings_in_the_row(standin, no_explorer: None, tmp_path: Path) -> None:
