@@ -22,11 +22,8 @@ from neuronexp.results.files import write_phase
 
 @dataclass
 class Built:
-    """The cell as built: its spec and backend, its callable, and what that calls: the eager module and its inputs
-    (cell.work counts them)."""
+    """The cell's callable, and what it calls: the eager module and its inputs (cell.work counts them)."""
 
-    spec: CellSpec
-    backend: Backend
     model: Any  # the module, or its compiled wrapper
     module: nn.Module
     args: tuple[Any, ...]
@@ -87,7 +84,7 @@ def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
             fullgraph=cfg.compile.fullgraph,
             dynamic=cfg.compile.dynamic,
         )
-    return Built(spec, backend, model, module, tuple(args), dict(kwargs))
+    return Built(model, module, tuple(args), dict(kwargs))
 
 
 def kernel_records(spec: CellSpec, backend: Backend) -> Any:

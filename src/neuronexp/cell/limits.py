@@ -109,9 +109,9 @@ def _work(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
         return listed_work(module, args, kwargs, out, profiled_flops(profile), why)
 
 
-def measure_limits(built: Built, measured: Measured, out_dir: Path) -> Limits:
+def measure_limits(built: Built, measured: Measured, spec: CellSpec, backend: Backend, out_dir: Path) -> Limits:
     """The row's work, roofline, peak-memory and output columns (results.schema documents each)."""
-    spec, backend, module, args, kwargs = built.spec, built.backend, built.module, built.args, built.kwargs
+    module, args, kwargs = built.module, built.args, built.kwargs
     profile = measured.profile
     notes: list[str] = []
     out, peak_bytes = backend.call_memory(built.call)

@@ -133,7 +133,7 @@ class CellRun:
                 measured = Measured(self.first_call_s, latency, profile, torch.get_num_threads())
                 write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
                 b = self.built
-                limits = measure_limits(b, measured, out_dir)
+                limits = measure_limits(b, measured, spec, backend, out_dir)
                 if per_module:  # FLOPs, bytes and inputs per module: one more eager call, outside both passes
                     inspected = inspect_modules(b.module, b.args, b.kwargs)
                     module_tree = b.module
