@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -63,7 +64,7 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     return [run.results for run in runs if run.results is not None]
 
 
-def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_note: str | None) -> None:
+def _time_and_finish(live: list[tuple[CellRun, Callable[[], object]]], asked: int, unpaired_note: str | None) -> None:
     first = live[0][0]
     backend = first.backend
     assert backend is not None
@@ -76,7 +77,7 @@ def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_no
         calls = [_in_grad(run, call) for run, call in live]
     group = uuid.uuid4().hex[:12] if len(live) > 1 else None
     with grad:
-        stats = time_calls(calls, backend, timing_config(first.spec, backend))  # type: ignore[arg-type]
+        stats = time_calls(calls, backend, timing_config(first.spec, backend))
     for (run, _), latency in zip(live, stats):
         run.timing_group = group
         if len(live) < asked and asked > 1:
@@ -89,10 +90,10 @@ def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_no
     del calls
 
 
-def _in_grad(run: CellRun, call: object):  # noqa: ANN202
+def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:
     def timed() -> object:
         with run.grad():
-            return call()  # type: ignore[operator]
+            return call()
 
     return timed
 

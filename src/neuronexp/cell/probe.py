@@ -209,7 +209,8 @@ def host_roofs(dtype: torch.dtype, run: str, refresh: bool, cache_dir: Path) -> 
     with _locked(cache_dir):
         cache = _read(path)
         key = cache_key(threads)
-        entry = cache.get(key) if isinstance(cache.get(key), dict) else {}
+        found = cache.get(key)
+        entry = found if isinstance(found, dict) else {}
         entry = {"host": socket.gethostname(), "threads": threads, "torch": torch.__version__,
                  "stream": entry.get("stream"), "gemm": dict(entry.get("gemm") or {})}
         entry["stream"], stream_now = _figure(entry["stream"], stream_probe, lambda f: max(f["copy_gbs"], f["triad_gbs"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ def cell_tables(
     samples: list[dict[str, Any]] = []
     if m is not None:
         cell.update(measured_columns(m, op_rows, spec))
-        pairs = m.latency.pairs or [None] * len(m.latency.samples_us)
+        pairs: Sequence[int | None] = m.latency.pairs or [None] * len(m.latency.samples_us)
         samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p, **who}
                    for i, (v, r, p) in enumerate(zip(m.latency.samples_us, m.latency.rounds, pairs))]
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
