@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -28,8 +28,10 @@ from neuronexp.results import Results
 
 def top_ops_table(results: Results, device: str, limit: int = 8) -> Table:
     table = Table(title=f"Top ops by self {device} time per step", title_justify="left")
-    for name, justify in (("op", "left"), ("calls", "right"), (f"self {device}", "right"), ("share", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns: list[tuple[str, JustifyMethod]] = [("op", "left"), ("calls", "right"), (f"self {device}", "right"),
+                                                ("share", "right")]
+    for name, justify in columns:
+        table.add_column(name, justify=justify)
     spots = hotspots(results.ops, top=limit).get(str(results.cells["run_id"].iloc[0]), pd.DataFrame())
     for row in spots.itertuples():
         table.add_row(escape(short_op(str(row.op), 60)), f"{row.calls:g}", fmt_us(row.self_device_us), fmt_pct(row.share))
