@@ -78,7 +78,7 @@ def environment_notes(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
 
 def statistics_notes(cells: pd.DataFrame, threshold: float) -> list[str]:
     """What the intervals rest on: a side of one run (its noise floor), one round on a side, noisy cells."""
-    notes = []
+    notes: list[str] = []
     if cells.empty:
         return notes
     floored = cells[(cells["runs_a"] < 2) | (cells["runs_b"] < 2)]

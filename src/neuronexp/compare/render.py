@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -104,7 +105,7 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     rows = _rows(cmp)
     # Too narrow for the boxed table (80 columns, e.g. piped): no vertical rules, so the figures keep their room.
     boxed = sum(_natural_widths(rows)) + 3 * len(_HEADERS) + 1 <= console.width
-    narrow = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
+    narrow: dict[str, Any] = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
     table = Table(title="B vs A · median of round medians · ratio, bootstrap CI with each one-run side's noise floor (~ noisy)", title_justify="left", **narrow)
     widths = _fit_widths(rows, console.width - (len(_HEADERS) - 1 if narrow else 3 * len(_HEADERS) + 1))
     for h, width in zip(_HEADERS, widths):
