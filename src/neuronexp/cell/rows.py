@@ -44,10 +44,10 @@ def shape_label(shape: list[int]) -> str:
 class _NotStarted(Backend):
     """Labels of a cell whose process died: the backend it was placed on, never started by the writer."""
 
-    timing_method = device_time_source = None  # type: ignore[assignment]
+    timing_method = device_time_source = None  # type: ignore[assignment]  # it timed nothing: empty, not a method
 
     def __init__(self, name: str) -> None:
-        self.name, self.device = name, name  # type: ignore[assignment]
+        self.name, self.device = name, name  # type: ignore[assignment]  # labels only, no torch.device
 
     def device_name(self) -> str:
         return "unknown"
