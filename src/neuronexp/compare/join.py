@@ -117,7 +117,8 @@ def _keyed(cells: pd.DataFrame, ignored: list[str], side: str) -> dict[tuple, pd
     for _, cell in cells.iterrows():
         key = tuple(sorted(join_labels(cell, ignored).items()))
         if key in keyed:
-            raise CompareError(f"two cells of {side} have the same labels once {', '.join(ignored) or 'nothing'} is ignored: {dict(key)}")
+            raise CompareError(f"two cells of {side} have the same labels once {', '.join(ignored) or 'nothing'} "
+                               f"is ignored: {dict(key)}")
         keyed[key] = cell
     return keyed
 

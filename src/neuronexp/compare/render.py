@@ -39,12 +39,16 @@ def _limit_rows(cmp: Comparison) -> list[list[str]]:
     """Per cell: % of peak (bandwidth, or FLOP/s when compute-bound) and the output check, in A and in B."""
     rows = []
     for r in cmp.cells.to_dict("records"):
-        def share(side: str) -> str:
-            compute = r.get(f"bound_{side}") == "compute"
-            pct = r.get(f"pct_peak_flops_{side}" if compute else f"pct_peak_bw_{side}")
-            return "—" if pct is None or pct != pct else f"{fmt_share(pct)} {'FLOP/s' if compute else 'BW'}"
-        rows.append([str(r["cell"]), share("a"), share("b"), str(r.get("output_check_a") or "—"), str(r.get("output_check_b") or "—")])
+        rows.append([str(r["cell"]), _share(r, "a"), _share(r, "b"), str(r.get("output_check_a") or "—"),
+                     str(r.get("output_check_b") or "—")])
     return rows
+
+
+def _share(r: dict[str, Any], side: str) -> str:
+    """One side's % of peak: FLOP/s when that side's cell was compute-bound, bandwidth otherwise."""
+    compute = r.get(f"bound_{side}") == "compute"
+    pct = r.get(f"pct_peak_flops_{side}" if compute else f"pct_peak_bw_{side}")
+    return "—" if pct is None or pct != pct else f"{fmt_share(pct)} {'FLOP/s' if compute else 'BW'}"
 
 
 def output_notes(cmp: Comparison) -> list[str]:
