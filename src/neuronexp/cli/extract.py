@@ -149,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         lines = extract(args.dir, args.top, args.out)
     except Exception as exc:  # noqa: BLE001 - one line for whatever stopped it (no results, a module not rebuilt)
         text = str(exc).strip().splitlines()
-        print(f"neuronexp-extract: error: {type(exc).__name__ + ': ' if not isinstance(exc, (ExtractError, FileNotFoundError)) else ''}"
-              f"{text[0] if text else ''}", file=sys.stderr)
+        kind = "" if isinstance(exc, (ExtractError, FileNotFoundError)) else f"{type(exc).__name__}: "
+        print(f"neuronexp-extract: error: {kind}{text[0] if text else ''}", file=sys.stderr)
         return 2
     print("\n".join(lines))
     return 0

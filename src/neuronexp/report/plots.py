@@ -3,9 +3,9 @@ figures (report.roofplots).
 
 One colour per variant across every figure (variant_colours; the op-time breakdown colours ops from another
 palette and writes each bar's label in its variant's colour). Marks carry ids the report can be checked by:
-`nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`, `nx-breakdown-<variant>-<bar>`
-(numbers: the variant's place in report_colours, the input's or bar's place in its plot). Matplotlib's object API
-with the SVG canvas: no pyplot state, no display.
+`nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
+`nx-breakdown-<variant>-<bar>` (numbers: the variant's place in report_colours, the input's or bar's place in its
+plot). Matplotlib's object API with the SVG canvas: no pyplot state, no display.
 """
 
 from __future__ import annotations
