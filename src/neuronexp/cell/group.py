@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -66,7 +67,7 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     return [run.results for run in runs if run.results is not None]
 
 
-def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_note: str | None) -> None:
+def _time_and_finish(live: list[tuple[CellRun, Callable[[], object]]], asked: int, unpaired_note: str | None) -> None:
     first = live[0][0]
     backend = first.backend
     assert backend is not None
@@ -81,7 +82,7 @@ def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_no
     # Moving inputs between rounds is measured on the host only (cell.build.Built.relocate); a device keeps its own.
     moves = [run.built.relocate for run, _ in live if run.built is not None] if backend.relocates_inputs else None
     with grad:
-        stats = time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)  # type: ignore[arg-type]
+        stats = time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)
     for (run, _), latency in zip(live, stats):
         run.timing_group = group
         if len(live) < asked and asked > 1:
@@ -94,10 +95,10 @@ def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_no
     del calls
 
 
-def _in_grad(run: CellRun, call: object):  # noqa: ANN202
+def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:
     def timed() -> object:
         with run.grad():
-            return call()  # type: ignore[operator]
+            return call()
 
     return timed
 

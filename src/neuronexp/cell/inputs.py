@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -71,7 +71,9 @@ def to_device(value: Any, device: Any) -> Any:
 def input_node(cfg: InputConfig) -> DictConfig:
     """The resolved, read-only `input` node factories receive (`input.shape` reads as in the config). A copy, so
     that no factory can change the cell's own config."""
-    node = OmegaConf.create(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
+    # A structured config's container is a dict (OmegaConf types it as any kind of node).
+    plain = cast(dict[str, Any], OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
+    node = OmegaConf.create(plain)
     OmegaConf.set_readonly(node, True)
     return node
 

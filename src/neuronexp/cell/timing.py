@@ -12,6 +12,7 @@ import gc
 import math
 import time
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -91,7 +92,7 @@ _SPACER_STEPS, _SPACER_STEP = 2**15, 64
 
 
 def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig, seed: int | None = None,
-               relocate: list[Callable[[int], None]] | None = None) -> list[LatencyStats]:
+               relocate: Sequence[Callable[[int], None]] | None = None) -> list[LatencyStats]:
     """Warm up, then take `rounds` rounds `round_gap_s` apart; with several calls, paired and interleaved.
 
     Several calls (the cells of one comparison group, cell.group) alternate call by call, in a fresh random order
