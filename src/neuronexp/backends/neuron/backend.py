@@ -128,13 +128,13 @@ class NeuronBackend(Backend):
 
     def peak_hint(self) -> dict[str, Any]:
         """The instance type (sysfs, as the Neuron driver reports it) and the logical core config: they pick the
-        peaks.yaml row of one logical NeuronCore."""
+        peaks.yaml row of one logical NeuronCore (scope neuroncore)."""
         try:
             instance = Path(SYSFS_INSTANCE_TYPE).read_text().strip() or None
         except OSError:
             instance = None
         lnc = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
-        return {"instance_type": instance, "lnc": int(lnc) if lnc.isdigit() else None}
+        return {"instance_type": instance, "lnc": int(lnc) if lnc.isdigit() else None, "scope": "neuroncore"}
 
     def synchronize(self) -> None:
         # Execution is asynchronous: without this the profiler step closes before the NEFFs ran.
