@@ -7,7 +7,8 @@ package (`torch_neuronx`) only inside its own module, so CPU CI needs none.
 from __future__ import annotations
 
 from neuronexp.backends.base import Backend, BackendUnavailable
-from neuronexp.backends.table import BACKENDS, HOST, BackendInfo, backend_info, named_backend
+from neuronexp.backends.info import BackendInfo
+from neuronexp.backends.table import BACKENDS, HOST, backend_info, named_backend
 from neuronexp.config import BackendName, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
 __all__ = ["BACKENDS", "HOST", "Backend", "BackendInfo", "BackendUnavailable", "backend_info", "backend_kind",

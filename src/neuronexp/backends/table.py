@@ -11,54 +11,17 @@ import gc
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from neuronexp.backends.base import Backend, BackendUnavailable
+from neuronexp.backends.info import BackendInfo, never_started
 from neuronexp.config import BackendName, NeuronDeviceConfig, NeuronProfilerConfig, RunConfig, format_units, parse_units
 
 
-def _nothing(*_: Any) -> None:
-    return None
-
-
-def _never() -> bool:
-    return False
-
-
-def _no_units(selection: str | None, wanted: int) -> list[str]:
-    return []
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackendInfo:
-    """One backend, as the sweep, the cell and the analysis see it."""
-
-    name: str  # its `backend=` value, the row's `backend`, a device slot's kind, its slot locks' prefix
-    unit: str  # what its device slots are made of, plural, for messages: "GPUs"
-    build: Callable[[NeuronDeviceConfig, NeuronProfilerConfig], Backend]  # imports its vendor packages
-    present: Callable[[], bool]  # backend=auto's probe: cheap, and it starts no device runtime
-    check: Callable[[], None] = _nothing  # the launching process's cheap check: raises BackendUnavailable/ConfigError
-    # The pool probe: the units this process may use, None where counting them would start the device runtime; then
-    # `assumed_units(selection in the config, units the slots need)` are split.
-    count_units: Callable[[], list[str] | None]
-    assumed_units: Callable[[str | None, int], list[str]] = _no_units
-    visible_devices: str | None = None  # the variable its runtime reads its device selection from, once, at start
-    unit_ranges: bool = False  # that variable takes a range ("4-5"): a slot's units must be contiguous
-    slot_overrides: tuple[str, ...] = ()  # variables a slot's selection replaces: dropped from a slotted cell's env
-    drop_config_selection: Callable[[RunConfig], None] = _nothing  # a slotted cell: the slot placed it, not the config
-    on_host: bool = False  # its units are the host's cores, which its slots pin their processes to
-    placement: Callable[[Any], str]  # the row's `placement` for this process running a cell on `device`
-    inference_mode: bool = True  # False: its tensors reject torch.inference_mode (XLA), so no_grad instead
-    clean_up: Callable[[], None] = _nothing  # after a cell, so that the next cell of the process starts clean
-    # Its rows' `platform` in analysis/peaks.yaml, the published roofs its cells are held against; None: nothing is
-    # published, the host's roofs are measured (cell.probe).
-    peaks_key: str | None = None
-    runtime_started: Callable[[], bool] = _never  # in this process: a process forked from it could not use the device
-    fork_refusal: str = ""  # why its cells are then refused by the fork server
-    unpaired: str | None = None  # why its cells cannot be timed together in one process (sweep.pairing)
+def _collect() -> None:
+    gc.collect()  # device memory held by reference cycles (compiled graphs) must be back before the next cell
 
 
 # --- the host CPU -------------------------------------------------------------------------------------------------
@@ -130,8 +93,8 @@ def _cuda_placement(device: Any) -> str:
 def _cuda_clean_up() -> None:
     import torch
 
-    gc.collect()  # device memory held by reference cycles (compiled graphs) must be back before the next cell
-    torch.cuda.empty_cache()
+    _collect()
+    torch.cuda.empty_cache()  # what the cell's allocations cached, for the next cell (and other processes)
 
 
 def _cuda_started() -> bool:
@@ -195,7 +158,7 @@ def _neuron_placement(device: Any) -> str:
 def _neuron_started() -> bool:
     # The runtime starts at a process's first device use, not at `import torch_neuronx`.
     loaded = sys.modules.get("torch_neuronx")
-    return bool(getattr(loaded, "is_neuron_runtime_initialized", _never)()) if loaded else False
+    return bool(getattr(loaded, "is_neuron_runtime_initialized", never_started)()) if loaded else False
 
 
 NEURON = BackendInfo(
@@ -203,8 +166,7 @@ NEURON = BackendInfo(
     count_units=lambda: None, assumed_units=_neuron_units,
     # An index or an inclusive range (Neuron runtime configuration guide); the slot's range says how many cores too.
     visible_devices="NEURON_RT_VISIBLE_CORES", unit_ranges=True, slot_overrides=("NEURON_RT_NUM_CORES",),
-    # Device memory held by reference cycles (compiled graphs) must be back before the next cell.
-    drop_config_selection=_neuron_unpin, placement=_neuron_placement, inference_mode=False, clean_up=gc.collect,
+    drop_config_selection=_neuron_unpin, placement=_neuron_placement, inference_mode=False, clean_up=_collect,
     peaks_key="neuron", runtime_started=_neuron_started,
     fork_refusal=("the Neuron runtime started in neuronexp's fork-server template, so a forked cell would not get its "
                   "slot's NeuronCores; please report this with your torch-neuronx version"),
