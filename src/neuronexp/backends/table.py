@@ -156,7 +156,8 @@ def _neuron_placement(device: Any) -> str:
 
 
 def _neuron_started() -> bool:
-    # The runtime starts at a process's first device use, not at `import torch_neuronx`.
+    # torch-neuronx registers a `torch.backends` entry point, so `import torch` may already have loaded it; the
+    # runtime itself starts lazily (first device use), which is what lets the environment still apply.
     loaded = sys.modules.get("torch_neuronx")
     return bool(getattr(loaded, "is_neuron_runtime_initialized", never_started)()) if loaded else False
 
