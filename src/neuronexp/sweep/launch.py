@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from neuronexp.cell.environment import host_cpus, visible_cuda_devices
+from neuronexp.backends.table import HOST, backend_info, host_cpus
 from neuronexp.config import LauncherConfig, format_units, parse_units
 from neuronexp.results.files import read_phase
 from neuronexp.sweep.forkserver import ADDRESS_ENV, Ended, allocator_mode, run_forked, signal_name
@@ -42,25 +42,21 @@ class CellRequest:
     override_dirname: str
     run_id: str
     out_dir: str
-    kind: str = "cpu"
+    kind: str = HOST.name  # the backend's name (backends.table)
     slotted: bool = False  # on a device slot: the slot's environment, not the config, selects NeuronCores
 
 
 def default_pool(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> list[str]:
-    """The units this host offers for `kind` (see `LauncherConfig.pool`); [] means the CPU affinity."""
+    """The units this host offers for `kind` (see `LauncherConfig.pool`): launcher.pool, else the backend's pool
+    probe (BackendInfo.count_units), else, where counting would start its runtime, the units assumed from the
+    config's selection (neuron.visible_cores) or the first ones the slots need."""
     if launcher.pool:
         return parse_units(launcher.pool)
-    if kind == "cuda":
-        visible = visible_cuda_devices()
-        if visible is not None:  # set by Slurm (--gpus) or submitit_local (gpus_per_node)
-            return visible
-        import torch
-
-        return [str(i) for i in range(torch.cuda.device_count())]
-    if kind == "neuron":  # counting cores would start the runtime here and reserve every core
-        cores = neuron_cores or os.environ.get("NEURON_RT_VISIBLE_CORES")
-        return parse_units(cores) if cores else [str(i) for i in range(launcher.devices * (launcher.per_device or 1))]
-    return []
+    info = backend_info(kind)
+    units = info.count_units()
+    if units is not None:
+        return units
+    return info.assumed_units(neuron_cores, launcher.devices * (launcher.per_device or 1))
 
 
 def run_supervised(request: CellRequest, spec: Any, launcher: LauncherConfig) -> Any:
@@ -122,8 +118,8 @@ def _run(request: CellRequest, slot: Slot | None, launcher: LauncherConfig, targ
          payload: dict[str, Any] | None = None, timeout_s: float | None = None) -> Ended:
     env = dict(os.environ, **(slot.env() if slot else {}), **{SUPERVISOR_ENV: str(os.getpid())})
     env.pop(ADDRESS_ENV, None)  # a cell supervises nothing
-    if slot is not None and slot.kind == "neuron":
-        env.pop("NEURON_RT_NUM_CORES", None)  # the slot's VISIBLE_CORES says which cores, and so how many
+    for name in backend_info(slot.kind).slot_overrides if slot is not None else ():
+        env.pop(name, None)  # the slot's selection says which devices, and so how many
     return run_forked({
         "target": f"{__name__}:{target}", "payload": payload or vars(request), "kind": request.kind, "env": env,
         "cwd": os.getcwd(), "sys_path": sys.path, "cpus": list(slot.cpus) if slot else None,
@@ -132,11 +128,12 @@ def _run(request: CellRequest, slot: Slot | None, launcher: LauncherConfig, targ
     }, timeout_s if payload is not None else launcher.cell_timeout_s)
 
 
-def _where(slot: Slot | None, pid: int | None = None, kind: str = "cpu") -> dict[str, Any]:
+def _where(slot: Slot | None, pid: int | None = None, kind: str = HOST.name) -> dict[str, Any]:
     import socket
 
     cpus = format_units(slot.cpus if slot else host_cpus())  # without a slot, the cell has its supervisor's cores
-    placement = slot.label if slot else (f"cpu:{cpus}" if kind == "cpu" else None)
+    info = backend_info(kind)
+    placement = slot.label if slot else (info.placement(None) if info.on_host else None)
     return {"placement": placement, "placement_cpus": cpus, "worker_pid": pid, "host": socket.gethostname()}
 
 
@@ -167,8 +164,8 @@ def _spec_of(request: CellRequest) -> Any:
     spec = spec_from(cfg, request.choices, request.task, request.override_dirname)
     if spec.run_id != request.run_id:
         raise RuntimeError(f"the cell's config changed on its way to the cell process ({spec.run_id} != {request.run_id})")
-    if request.slotted and request.kind == "neuron":  # the slot's environment placed this process; the config must not move it
-        spec.config.neuron.visible_cores = spec.config.neuron.num_cores = None
+    if request.slotted:  # the slot's environment placed this process; the config must not move it
+        backend_info(request.kind).drop_config_selection(spec.config)
     return spec
 
 

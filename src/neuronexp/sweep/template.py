@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from neuronexp.backends.table import HOST
 from neuronexp.sweep.childproc import PASSED_ON, die_with, enter_cell_process, run_target
 from neuronexp.sweep.forksafety import refusal, template_state, thread_warning, warm_compile
 
@@ -102,7 +103,7 @@ class Server:
         if request.get("allocator", mode) != mode:  # its malloc settings would be this template's: refused
             self._send(conn, {"refused": f"the template runs allocator={mode}", "allocator_mode": mode})
             return self._close(conn)
-        refused = refusal(self.state, request.get("kind", "cpu"))
+        refused = refusal(self.state, request.get("kind", HOST.name))
         if refused:
             self._send(conn, {"refused": refused})
             return self._close(conn)
