@@ -8,7 +8,7 @@ import re
 import pytest
 
 from helpers import REPO
-from neuronexp.analysis.peaks import device_row, given_peak, load_table, match_cuda, match_neuron, published_peak
+from neuronexp.analysis.peaks import device_row, given_peak, load_table, match_row, published_peak
 
 
 def test_every_row_is_sourced_and_the_docs_list_every_row() -> None:
@@ -37,11 +37,11 @@ def test_every_row_is_sourced_and_the_docs_list_every_row() -> None:
     ("Tesla V100-SXM2-32GB", "v100_sxm2"), ("NVIDIA GH200 480GB", "gh200_96gb"), ("NVIDIA B200", "b200"),
 ])
 def test_cuda_names_pick_their_row_in_file_order(name: str, key: str) -> None:
-    assert match_cuda(name)["key"] == key
+    assert match_row("cuda", {"device_name": name})["key"] == key
 
 
 def test_unknown_and_unconfirmed_devices_get_no_figure() -> None:
-    assert match_cuda("NVIDIA GeForce RTX 4090") is None
+    assert match_row("cuda", {"device_name": "NVIDIA GeForce RTX 4090"}) is None
     unknown = published_peak("cuda", {"device_name": "NVIDIA GeForce RTX 4090"}, "bfloat16")
     assert unknown.bandwidth_gbs is None and unknown.tflops is None and "roofline.peak_bw_gbs" in unknown.source
     bare = published_peak("cuda", {"device_name": "NVIDIA H100"}, "bfloat16")  # which H100 is not known: no guess
@@ -58,17 +58,24 @@ def test_h200_figures_and_the_tf32_switch() -> None:
     assert published_peak("cuda", {"device_name": "NVIDIA H200"}, "float64").tflops is None  # not in the table
 
 
+def _neuron(instance_type: str | None, lnc: int | None, scope: str = "neuroncore") -> dict:
+    """A Neuron backend's peak hint (NeuronBackend.peak_hint): one cell uses one logical NeuronCore."""
+    return {"instance_type": instance_type, "lnc": lnc, "scope": scope}
+
+
 def test_neuron_rows_are_one_logical_core_by_instance_type_and_lnc() -> None:
-    assert match_neuron("trn2.48xlarge", None)["key"] == "trn2_core_lnc2"  # LNC=2 is the trn2 default
-    assert match_neuron("trn2.48xlarge", 1)["key"] == "trn2_core_lnc1"
-    assert match_neuron("trn2n.48xlarge", 2, scope="chip")["key"] == "trn2_chip"
-    assert match_neuron("Trn1", None)["key"] == "trn1_core"  # the driver's sysfs spelling
-    assert match_neuron("trn1n.32xlarge", None)["key"] == "trn1_core"
-    assert match_neuron("inf1.xlarge", None) is None
-    core = published_peak("neuron", {"instance_type": "trn2.48xlarge", "lnc": 2}, "bfloat16")
+    assert match_row("neuron", _neuron("trn2.48xlarge", None))["key"] == "trn2_core_lnc2"  # LNC=2 is the trn2 default
+    assert match_row("neuron", _neuron("trn2.48xlarge", 1))["key"] == "trn2_core_lnc1"
+    assert match_row("neuron", _neuron("trn2n.48xlarge", 2, scope="chip"))["key"] == "trn2_chip"
+    assert match_row("neuron", _neuron("Trn1", None))["key"] == "trn1_core"  # the driver's sysfs spelling
+    assert match_row("neuron", _neuron("trn1n.32xlarge", None))["key"] == "trn1_core"
+    assert match_row("neuron", _neuron("inf1.xlarge", None)) is None
+    core = published_peak("neuron", _neuron("trn2.48xlarge", 2), "bfloat16")
     assert (core.bandwidth_gbs, core.tflops) == (725, 158) and "derived" in core.source
-    assert published_peak("neuron", {"instance_type": None}, "bfloat16").bandwidth_gbs is None
+    unknown = published_peak("neuron", _neuron(None, None), "bfloat16")
+    assert unknown.bandwidth_gbs is None and "an unknown instance type" in unknown.source
     assert device_row("trn3_core_lnc2")["flops_tflops"]["fp8"] is None  # plain FP8 on Trn3: not published
+    assert "no published peak for backend nosuch" in published_peak("nosuch", {}, "bfloat16").source
 
 
 def test_roofs_the_user_gives_replace_the_table() -> None:

@@ -68,7 +68,7 @@ def test_the_template_is_one_thread_with_no_device_runtime(server: Path) -> None
     state = hello(server)
     # numpy's OpenBLAS pool and pyarrow's jemalloc thread are off in the template (forksafety.TEMPLATE_ENV).
     assert len(state["threads"]) == 1, state["threads"]
-    assert state["cuda"] is False and state["neuron_runtime"] is False
+    assert state["runtimes_started"] == []
 
 
 def test_cells_are_forked_with_their_own_malloc_mode_from_the_start(server: Path, tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_the_neuron_runtime_sees_the_cores_set_in_the_cell_process(tmp_path: Pat
     monkeypatch.delenv("NEURON_RT_VISIBLE_CORES", raising=False)
     slot = plan_slots("neuron", 2, 2, [str(i) for i in range(4)], CPUS)[1]
     with ForkServer():
-        assert hello(server_address())["neuron_runtime"] is False  # loaded, not started
+        assert "neuron" not in hello(server_address())["runtimes_started"]  # loaded, not started
         request = _request(tmp_path, "neuron_backend")
         request.update(kind="neuron", env={**os.environ, **slot.env()})
         ended = run_forked(_typed(request), timeout_s=60)
@@ -182,7 +182,7 @@ def test_the_neuron_runtime_sees_the_cores_set_in_the_cell_process(tmp_path: Pat
 def test_a_template_whose_neuron_runtime_started_refuses_neuron_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(_autoload(tmp_path, True)), os.environ.get("PYTHONPATH", "")]))
     with ForkServer():
-        assert hello(server_address())["neuron_runtime"] is True
+        assert hello(server_address())["runtimes_started"] == ["neuron"]
         request = _request(tmp_path, "neuron_backend")
         request["kind"] = "neuron"
         refused = run_forked(_typed(request), timeout_s=60)
@@ -199,7 +199,7 @@ def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(tmp_path:
         while "compile" not in (state := hello(server_address()))["warmed"]:
             assert time.monotonic() < deadline
             time.sleep(0.5)
-        assert len(state["threads"]) == 1 and state["cuda"] is False, state
+        assert len(state["threads"]) == 1 and state["runtimes_started"] == [], state
         ended = run_forked(_typed(_request(tmp_path, "compile_tiny")), timeout_s=300)
         assert ended.code == 0, (tmp_path / "cell.log").read_text()
         one_core = _request(tmp_path, "report")

@@ -1,7 +1,8 @@
 """The published peaks a cell is measured against: analysis/peaks.yaml (sources in docs/peaks.md), read here.
 
-One row per device, chosen by the device's own name (CUDA) or its instance type (Neuron); the figure for the
-cell's dtype. A value the table leaves null stays unknown: % of peak is then empty, never guessed.
+One row per device, chosen by what its backend says of it (the device's own name on CUDA, the instance type on
+Neuron: Backend.peak_hint) among the rows of the backend's peaks key; the figure for the cell's dtype. A value
+the table leaves null stays unknown: % of peak is then empty, never guessed.
 """
 
 from __future__ import annotations
@@ -43,26 +44,35 @@ def device_row(key: str) -> dict[str, Any]:
     raise KeyError(key)
 
 
-def match_cuda(device_name: str) -> dict[str, Any] | None:
-    """The first CUDA row one of whose `match` regexes is found in torch.cuda.get_device_name()."""
-    for row in load_table():
-        if row["platform"] == "cuda" and any(re.search(p, device_name, re.IGNORECASE) for p in row.get("match", [])):
-            return row
-    return None
+# A row's patterns (case-insensitive regexes, tried in file order, the first match wins) and the value of a
+# backend's peak hint (Backend.peak_hint) each is searched in, with what to call that value in a message.
+PATTERNS = {"match": ("device_name", "device"), "match_instance": ("instance_type", "instance type")}
 
 
-def match_neuron(instance_type: str, lnc: int | None, scope: str = "neuroncore") -> dict[str, Any] | None:
-    """The Neuron row for an instance type ("trn2.48xlarge", or the driver's "Trn1"), at `scope` (neuroncore:
-    what one cell on neuron:N uses; chip) and, for neuroncore rows that have one, logical core config `lnc`."""
+def match_row(platform: str, hint: dict[str, Any]) -> dict[str, Any] | None:
+    """The first row of `platform` (a backend's peaks key) that `hint` matches: one regex of each of the row's
+    pattern lists is found in the hint's value for it (the CUDA device's name; the Neuron instance type,
+    "trn2.48xlarge" or the driver's "Trn1"), the row's `scope` is the hint's (neuroncore: what one cell on
+    neuron:N uses; chip), and so is its logical core config `lnc` where both give one."""
     for row in load_table():
-        if row["platform"] != "neuron" or row.get("scope") != scope:
+        if row["platform"] != platform or row.get("scope") != hint.get("scope"):
             continue
-        if not any(re.search(p, instance_type.strip(), re.IGNORECASE) for p in row.get("match_instance", [])):
+        patterns = [(row[key], hint.get(field)) for key, (field, _) in PATTERNS.items() if key in row]
+        if not patterns or not all(value and any(re.search(p, str(value).strip(), re.IGNORECASE) for p in pats)
+                                   for pats, value in patterns):
             continue
-        if scope == "neuroncore" and row.get("lnc") is not None and lnc is not None and row["lnc"] != lnc:
+        if row.get("lnc") is not None and hint.get("lnc") is not None and row["lnc"] != hint["lnc"]:
             continue
         return row
     return None
+
+
+def _hint_words(hint: dict[str, Any]) -> str:
+    """What the hint names, for the message of a device no row matches."""
+    for field, noun in PATTERNS.values():
+        if field in hint:
+            return f"{noun} {hint[field]!r}" if hint[field] else f"an unknown {noun}"
+    return "this device"
 
 
 def _number(value: Any) -> float | None:
@@ -73,7 +83,7 @@ def row_peak(row: dict[str, Any], dtype: str, tf32: bool = False) -> Peak:
     """The row's bandwidth and its dense FLOP/s for `dtype` (TF32's figure for float32 when `tf32`)."""
     flops = row.get("flops_tflops") or {}
     key = DTYPE_KEYS.get(dtype)
-    if key == "fp32" and tf32 and row["platform"] == "cuda":
+    if key == "fp32" and tf32:  # only a CUDA device's hint says tf32
         key = "tf32"
     tflops = _number(flops.get(key)) if key else None
     source = f"published: {row['name']} ({row['key']}, {row.get('confidence', '?')})"
@@ -82,21 +92,16 @@ def row_peak(row: dict[str, Any], dtype: str, tf32: bool = False) -> Peak:
     return Peak(_number(row.get("memory_bandwidth_gbs")), tflops, source, row["key"])
 
 
-def published_peak(backend: str, hint: dict[str, Any], dtype: str) -> Peak:
-    """The table's roofs for a CUDA or Neuron cell; `hint` is what its backend knows about the device
-    (Backend.peak_hint: device_name and tf32 on CUDA, instance_type and lnc on Neuron). Unknown devices get
-    None roofs and a source saying why."""
-    if backend == "cuda":
-        row = match_cuda(str(hint.get("device_name", "")))
-        what = f"device {hint.get('device_name')!r}"
-    elif backend == "neuron":
-        instance = hint.get("instance_type")
-        row = match_neuron(str(instance), hint.get("lnc")) if instance else None
-        what = f"instance type {instance!r}" if instance else "an unknown instance type"
-    else:
-        return Peak(None, None, f"no published peak for backend {backend}")
+def published_peak(platform: str, hint: dict[str, Any], dtype: str) -> Peak:
+    """The table's roofs for a cell whose backend's rows are `platform` (its peaks key, BackendInfo.peaks_key);
+    `hint` is what its backend knows about the device (Backend.peak_hint: device_name and tf32 on CUDA,
+    instance_type, lnc and scope on Neuron). Unknown devices get None roofs and a source saying why."""
+    if not any(row["platform"] == platform for row in load_table()):
+        return Peak(None, None, f"no published peak for backend {platform}")
+    row = match_row(platform, hint)
     if row is None:
-        return Peak(None, None, f"no row of peaks.yaml matches {what}: set roofline.peak_bw_gbs / peak_tflops")
+        return Peak(None, None, f"no row of peaks.yaml matches {_hint_words(hint)}: set roofline.peak_bw_gbs / "
+                    "peak_tflops")
     return row_peak(row, dtype, bool(hint.get("tf32")))
 
 

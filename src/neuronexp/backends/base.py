@@ -1,17 +1,22 @@
-"""The backend contract shared by the CPU, CUDA and Neuron implementations."""
+"""The backend contract shared by the CPU, CUDA and Neuron implementations.
+
+torch is imported when a backend is built, not with this module: the sweep reads the table of backends
+(backends.table) before any device starts, in processes that must not import torch yet (the fork server's
+template sets torch's environment first).
+"""
 
 from __future__ import annotations
 
 import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Callable
-
-import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity
+from typing import TYPE_CHECKING, Any, Callable
 
 from neuronexp.config import ScheduleConfig
+
+if TYPE_CHECKING:
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity
 
 
 class BackendUnavailable(RuntimeError):
@@ -38,6 +43,8 @@ class Backend:
     relocates_inputs = False
 
     def __init__(self) -> None:
+        import torch
+
         self.device = torch.device("cpu")
 
     def device_name(self) -> str:
@@ -47,6 +54,8 @@ class Backend:
         """Wait for queued device work; a no-op for synchronous devices."""
 
     def activities(self) -> list[ProfilerActivity]:
+        from torch.profiler import ProfilerActivity
+
         return [ProfilerActivity.CPU]
 
     def compile_backend(self) -> str:
@@ -93,7 +102,7 @@ class Backend:
         malloc does underneath: the call's intermediates and outputs, not its inputs or weights.
         """
         from torch._C._profiler import _EventType
-        from torch.profiler import profile
+        from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             out = fn()

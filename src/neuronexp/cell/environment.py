@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from neuronexp.backends.table import backend_info, host_cpus
 from neuronexp.config import format_units
 from neuronexp.host.allocator import preload_environment
 
@@ -73,34 +74,11 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
     return env
 
 
-def host_cpus() -> list[int]:
-    """The cores this process may run on (its affinity: a Slurm job sees only its allocation)."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
-
-
-def visible_cuda_devices() -> list[str] | None:
-    """CUDA_VISIBLE_DEVICES as a list (set by Slurm --gpus, submitit, a launcher slot), None when unset."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return None if visible is None else [u for u in visible.split(",") if u]
-
-
 def describe_placement(backend_name: str, device: Any) -> dict[str, Any]:
     """Where the current process runs its cell: the row's placement columns.
 
     Read from the process itself (environment, affinity), so it is true however the cell was launched: in
     a slot's fresh process, in the basic launcher's single process, or in a Slurm job with its allocation.
     """
-    cpus = format_units(host_cpus())
-    if backend_name == "cuda":
-        index = getattr(device, "index", None) or 0
-        visible = visible_cuda_devices() or []
-        where = f"cuda:{visible[index] if index < len(visible) else index}"
-    elif backend_name == "neuron":
-        cores = os.environ.get("NEURON_RT_VISIBLE_CORES")
-        num = os.environ.get("NEURON_RT_NUM_CORES")
-        where = f"neuron:{cores}" if cores else f"neuron:any{num}" if num else "neuron:all"
-    else:
-        where = f"cpu:{cpus}"
-    return {"placement": where, "placement_cpus": cpus, "worker_pid": os.getpid(), "host": socket.gethostname()}
+    return {"placement": backend_info(backend_name).placement(device), "placement_cpus": format_units(host_cpus()),
+            "worker_pid": os.getpid(), "host": socket.gethostname()}

@@ -14,6 +14,7 @@ from typing import Any, cast
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from neuronexp.backends.table import backend_info
 from neuronexp.config import DType, InputConfig
 from neuronexp.config.inputs import compute_dtype, default_fill, first_spec, tensor_dtype
 from neuronexp.config.targets import instantiate
@@ -127,8 +128,8 @@ def wants_grad(cfg: InputConfig) -> bool:
 
 def grad_mode(cfg: InputConfig, backend_name: str) -> AbstractContextManager:
     """How the module is called: with autograd recording when an input asks for requires_grad (the forward of a
-    training step, graph building included), else inference mode (no_grad on Neuron, where XLA tensors
-    reject inference mode)."""
+    training step, graph building included), else inference mode (no_grad where the backend's tensors reject
+    inference mode: Neuron's XLA tensors, BackendInfo.inference_mode)."""
     if wants_grad(cfg):
         return torch.enable_grad()
-    return torch.inference_mode() if backend_name != "neuron" else torch.no_grad()
+    return torch.inference_mode() if backend_info(backend_name).inference_mode else torch.no_grad()

@@ -19,7 +19,7 @@ import torch
 
 from neuronexp.analysis.peaks import Peak, given_peak, published_peak
 from neuronexp.analysis.roofline import roofline_columns
-from neuronexp.backends import Backend
+from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.build import Built
 from neuronexp.cell.output import save_output
 from neuronexp.cell.probe import default_cache_dir, host_roofs, quiet
@@ -66,8 +66,9 @@ def cell_roofs(spec: CellSpec, backend: Backend, out_dir: Path) -> tuple[Peak, d
     cfg = spec.config.roofline
     dtype = compute_dtype(spec.config.input)  # the roofs of the dtype it computes in, not of its token ids
     entry = None
-    if backend.name != "cpu":
-        peak = published_peak(backend.name, backend.peak_hint(), dtype)
+    peaks_key = backend_info(backend.name).peaks_key
+    if peaks_key is not None:
+        peak = published_peak(peaks_key, backend.peak_hint(), dtype)
     elif cfg.probe == ProbeMode.off:
         peak = Peak(None, None, "not measured (roofline.probe=off)")
     else:

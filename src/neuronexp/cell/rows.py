@@ -16,7 +16,8 @@ from neuronexp.analysis.noise import NOISE_WARNING
 from neuronexp.analysis.overrides import argument_columns
 from neuronexp.analysis.ops import hotspots
 from neuronexp.backends import Backend
-from neuronexp.cell.environment import host_cpus, package_version
+from neuronexp.backends.table import host_cpus
+from neuronexp.cell.environment import package_version
 from neuronexp.cell.noise import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats

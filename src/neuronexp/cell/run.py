@@ -4,7 +4,6 @@ its group: cell.group), the profiled pass, the limits, the files."""
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import math
 import traceback
@@ -14,7 +13,7 @@ from typing import Any, Callable
 
 import torch
 
-from neuronexp.backends import Backend, backend_kind, resolve_backend
+from neuronexp.backends import HOST, Backend, backend_info, backend_kind, resolve_backend
 from neuronexp.config import CellSpec
 from neuronexp.cell.build import Built, build, first_call, kernel_records
 from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
@@ -71,7 +70,7 @@ class CellRun:
         return {"allocator": h["mode"], "malloc": h["malloc"], "allocator_note": h["note"]}
 
     def grad(self) -> Any:
-        return grad_mode(self.spec.config.input, self.backend.name if self.backend else "cpu")
+        return grad_mode(self.spec.config.input, self.backend.name if self.backend else HOST.name)
 
     def start(self, reset_dynamo: bool = True, crowded: bool = False) -> Callable[[], Any] | None:
         """Build and call once; the call to time, or None when the cell failed (its row is written then).
@@ -82,8 +81,9 @@ class CellRun:
         try:
             self.backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
         except ConfigError as exc:
-            self.results = write_lost_cell(self.spec, self.out_dir, str(exc), backend_kind(cfg.backend),
-                                           {**describe_placement("cpu", None), **self.alloc_columns}, self.started_at)
+            where = {**describe_placement(HOST.name, None), **self.alloc_columns}  # no device was started
+            self.results = write_lost_cell(self.spec, self.out_dir, str(exc), backend_kind(cfg.backend), where,
+                                           self.started_at)
             return None
         self.backend.prepare()
         with self._failures():
@@ -138,12 +138,7 @@ class CellRun:
                     inspected = inspect_modules(b.module, b.args, b.kwargs)
                     module_tree = b.module
         self.built = None
-        if backend.name != "cpu":
-            # Device memory held by reference cycles (compiled graphs) must be back before the next
-            # cell; on the host, reference counting suffices and a full collection costs ~0.2 s a cell.
-            gc.collect()
-        if backend.name == "cuda":
-            torch.cuda.empty_cache()
+        backend_info(backend.name).clean_up()  # e.g. device memory held by reference cycles, back before the next cell
         extra = backend.after_profile(out_dir) if measured else {}
         if measured:
             fill_device_times(measured.profile, backend.device_op_times())

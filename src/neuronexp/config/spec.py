@@ -27,8 +27,3 @@ class CellSpec:
     def placed(self, out_dir: str) -> CellSpec:
         """This cell, writing into `out_dir`."""
         return dataclasses.replace(self, out_dir=out_dir)
-
-    def on_slot(self) -> CellSpec:
-        """This cell on a device slot: the slot's environment, not the config, selects its NeuronCores."""
-        neuron = dataclasses.replace(self.config.neuron, visible_cores=None, num_cores=None)
-        return dataclasses.replace(self, config=dataclasses.replace(self.config, neuron=neuron))

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
+from neuronexp.backends.table import HOST
 from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV
 
 T = TypeVar("T")
@@ -37,7 +38,7 @@ class ForkRequest:
     sys_path: list[str]
     log: str  # the process's stdout and stderr
     cpus: list[int] | None = None  # its CPU affinity and torch thread count; None: the supervisor's
-    kind: str = "cpu"  # its device kind: a template that started that device's runtime refuses it
+    kind: str = HOST.name  # its backend (backends.table): a template that started its runtime refuses it
     allocator: str = "stable"  # the malloc mode of the template it must be forked from
 
     @classmethod

@@ -18,8 +18,9 @@ Fork safety, as found on Linux with torch 2.13 (docs/performance.md lists the me
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
+
+from neuronexp.backends.table import BACKENDS, backend_info
 
 # Only in the template's environment, read by the libraries they configure when those load (see above).
 TEMPLATE_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false",
@@ -27,18 +28,10 @@ TEMPLATE_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background
 
 
 def template_state() -> dict[str, Any]:
-    """What a fork from this process would inherit that matters: threads, and device runtimes started."""
-    import torch
-
-    threads = _thread_names()
-    maps = open("/proc/self/maps").read() if os.path.exists("/proc/self/maps") else ""
-    neuron = sys.modules.get("torch_neuronx")
-    return {
-        "pid": os.getpid(),
-        "threads": threads,
-        "cuda": "libcuda.so" in maps or bool(torch.cuda.is_initialized()),
-        "neuron_runtime": bool(getattr(neuron, "is_neuron_runtime_initialized", lambda: False)()),
-    }
+    """What a fork from this process would inherit that matters: threads, and the backends whose device runtime
+    started here (BackendInfo.runtime_started)."""
+    started = [info.name for info in BACKENDS if info.runtime_started()]
+    return {"pid": os.getpid(), "threads": _thread_names(), "runtimes_started": started}
 
 
 def _thread_names() -> list[str]:
@@ -94,10 +87,4 @@ def thread_warning(state: dict[str, Any]) -> str | None:
 
 def refusal(state: dict[str, Any], kind: str) -> str | None:
     """Why a cell of `kind` must not be forked from a template in `state`, or None."""
-    if kind == "cuda" and state.get("cuda"):
-        return ("CUDA was initialised in neuronexp's fork-server template, and a process forked after that "
-                "cannot use CUDA; please report this with your torch version")
-    if kind == "neuron" and state.get("neuron_runtime"):
-        return ("the Neuron runtime started in neuronexp's fork-server template, so a forked cell would not get "
-                "its slot's NeuronCores; please report this with your torch-neuronx version")
-    return None
+    return backend_info(kind).fork_refusal if kind in state.get("runtimes_started", ()) else None

@@ -12,6 +12,8 @@ when it starts, which is in the cell's process, after the slot's environment is 
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 import sys
 from datetime import datetime, timezone
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronexp.backends import backend_kind
-from neuronexp.cell.environment import host_cpus, visible_cuda_devices
+from neuronexp.backends.table import HOST, backend_info, host_cpus
 from neuronexp.config import CellSpec, LauncherConfig, format_units, parse_units
 from neuronexp.results.files import read_phase
 from neuronexp.sweep.cellmain import run_cell_process
@@ -36,20 +38,16 @@ if TYPE_CHECKING:
 
 
 def default_pool(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> list[str]:
-    """The units this host offers for `kind` (see `LauncherConfig.pool`); [] means the CPU affinity."""
+    """The units this host offers for `kind` (see `LauncherConfig.pool`): launcher.pool, else the backend's pool
+    probe (BackendInfo.count_units), else, where counting would start its runtime, the units assumed from the
+    config's selection (neuron.visible_cores) or the first ones the slots need."""
     if launcher.pool:
         return parse_units(launcher.pool)
-    if kind == "cuda":
-        visible = visible_cuda_devices()
-        if visible is not None:  # set by Slurm (--gpus) or submitit_local (gpus_per_node)
-            return visible
-        import torch
-
-        return [str(i) for i in range(torch.cuda.device_count())]
-    if kind == "neuron":  # counting cores would start the runtime here and reserve every core
-        cores = neuron_cores or os.environ.get("NEURON_RT_VISIBLE_CORES")
-        return parse_units(cores) if cores else [str(i) for i in range(launcher.devices * (launcher.per_device or 1))]
-    return []
+    info = backend_info(kind)
+    units = info.count_units()
+    if units is not None:
+        return units
+    return info.assumed_units(neuron_cores, launcher.devices * (launcher.per_device or 1))
 
 
 def run_supervised(spec: CellSpec, slotted: bool) -> Results:
@@ -74,9 +72,7 @@ def run_supervised(spec: CellSpec, slotted: bool) -> Results:
                 return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", kind, _where(None), started_at)
             with hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None) as slot:
                 (out_dir / "cells.parquet").unlink(missing_ok=True)  # an earlier error row must not pass for this run's
-                # The slot's environment placed the process; the config must not move it.
-                placed = spec.on_slot() if kind == "neuron" else spec
-                ended = _run((placed,), slot, launcher.cell_timeout_s)
+                ended = _run((_unpinned(spec, kind),), slot, launcher.cell_timeout_s)
     except SlurmTimeLimit as exc:  # raised in this Slurm task by its time-limit warning; leaving run_forked killed the cell
         return write_lost_cell(spec, out_dir, f"timed out: {exc}", kind, _where(slot, None, kind), started_at)
     if (out_dir / "cells.parquet").is_file():
@@ -108,11 +104,19 @@ def run_group_supervised(specs: list[CellSpec]) -> list[Results]:
     return out
 
 
+def _unpinned(spec: CellSpec, kind: str) -> CellSpec:
+    """The cell on its slot: the slot's environment placed its process, so the config's own device selection
+    must not move it (BackendInfo.drop_config_selection, on a copy: the spec is the sweep's)."""
+    config = copy.deepcopy(spec.config)
+    backend_info(kind).drop_config_selection(config)
+    return dataclasses.replace(spec, config=config)
+
+
 def _run(cells: tuple[CellSpec, ...], slot: Slot | None, timeout_s: float | None) -> Ended:
     env = dict(os.environ, **(slot.env() if slot else {}), **{SUPERVISOR_ENV: str(os.getpid())})
     env.pop(ADDRESS_ENV, None)  # a cell supervises nothing
-    if slot is not None and slot.kind == "neuron":
-        env.pop("NEURON_RT_NUM_CORES", None)  # the slot's VISIBLE_CORES says which cores, and so how many
+    for name in backend_info(slot.kind).slot_overrides if slot is not None else ():
+        env.pop(name, None)  # the slot's selection says which devices, and so how many
     request = ForkRequest.to_run(
         run_cell_process, cells, env=env, cwd=os.getcwd(), sys_path=list(sys.path),
         cpus=list(slot.cpus) if slot else None,
@@ -123,11 +127,12 @@ def _run(cells: tuple[CellSpec, ...], slot: Slot | None, timeout_s: float | None
     return run_forked(request, timeout_s)
 
 
-def _where(slot: Slot | None, pid: int | None = None, kind: str = "cpu") -> dict[str, Any]:
+def _where(slot: Slot | None, pid: int | None = None, kind: str = HOST.name) -> dict[str, Any]:
     import socket
 
     cpus = format_units(slot.cpus if slot else host_cpus())  # without a slot, the cell has its supervisor's cores
-    placement = slot.label if slot else (f"cpu:{cpus}" if kind == "cpu" else None)
+    info = backend_info(kind)
+    placement = slot.label if slot else (info.placement(None) if info.on_host else None)
     return {"placement": placement, "placement_cpus": cpus, "worker_pid": pid, "host": socket.gethostname()}
 
 

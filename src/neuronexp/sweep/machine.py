@@ -4,39 +4,22 @@ for a slot that can never be free."""
 
 from __future__ import annotations
 
+from neuronexp.backends.table import backend_info, host_cpus
 from neuronexp.config import ConfigError, LauncherConfig, format_units, parse_units
 from neuronexp.sweep.launch import default_pool
 from neuronexp.sweep.placement import PlacementError, plan_slots
-
-_UNITS = {"cpu": "CPU cores", "cuda": "GPUs", "neuron": "NeuronCores"}
-
-
-def machine_units(kind: str) -> list[str] | None:
-    """The units of `kind` this process may use, or None where they cannot be counted without starting the
-    device runtime (NeuronCores: starting it here would reserve every core)."""
-    from neuronexp.cell.environment import host_cpus, visible_cuda_devices
-
-    if kind == "cpu":
-        return [str(c) for c in host_cpus()]
-    if kind == "cuda":
-        import torch
-
-        visible = visible_cuda_devices()
-        return visible if visible is not None else [str(i) for i in range(torch.cuda.device_count())]
-    return None
 
 
 def check_slots_fit(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> None:
     """Raises:
     ConfigError: `launcher.pool` names units this machine lacks, or the slots need more units than there are.
     """
-    from neuronexp.cell.environment import host_cpus
-
-    units = machine_units(kind)
+    info = backend_info(kind)
+    units = info.count_units()  # None where they cannot be counted without starting the device runtime
     if launcher.pool and units is not None:
         beyond = [u for u in parse_units(launcher.pool) if u not in units]
         if beyond:
-            raise ConfigError("launcher.pool", launcher.pool, f"{_UNITS[kind]} {format_units(beyond)} are not on this "
+            raise ConfigError("launcher.pool", launcher.pool, f"{info.unit} {format_units(beyond)} are not on this "
                               f"machine; it has {format_units(units) or 'none'}")
     try:
         plan_slots(kind, launcher.devices, launcher.per_device, default_pool(kind, launcher, neuron_cores), host_cpus())

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from neuronexp.analysis.overrides import override_values
+from neuronexp.backends.table import named_backend
 
 # Keys whose values are process state or the timing itself: cells differing in them cannot share a timed pass.
 _PROCESS_KEYS = ("threads", "allocator", "backend", "timing", "launcher")
@@ -49,8 +50,10 @@ def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
     clash = sorted(k for k in keys if k.split(".", 1)[0] in _PROCESS_KEYS)
     if clash:
         return f"the baseline's keys {', '.join(clash)} set process state the cells cannot share"
-    if any(c.backend == "neuron" for c in cells):
-        return "the Neuron backend's capture is set up once per process"
+    for cell in cells:
+        info = named_backend(cell.backend)
+        if info is not None and info.unpaired:
+            return info.unpaired
     if len({c.process_key for c in cells}) > 1:
         return "its cells differ in threads, allocator, timing or launcher keys"
     if any(c.isolated for c in cells):

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from neuronexp.backends.table import backend_info
 from neuronexp.config import format_units
-
-KINDS = ("cpu", "cuda", "neuron")
 
 
 class PlacementError(ValueError):
@@ -34,7 +33,7 @@ class PlacementError(ValueError):
 @dataclass(frozen=True)
 class Slot:
     index: int
-    kind: str  # cpu | cuda | neuron
+    kind: str  # the backend's name (backends.table)
     units: tuple[str, ...]  # what the slot owns: CPU cores, GPU ids or NeuronCore indices
     cpus: tuple[int, ...]  # host cores its process is pinned to (all of them when too few to split)
 
@@ -48,11 +47,9 @@ class Slot:
         threads are set by the process itself: childproc.enter_cell_process)."""
         threads = str(len(self.cpus))
         env = {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-        if self.kind == "cuda":
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(self.units)
-        elif self.kind == "neuron":
-            # An index or an inclusive range (Neuron runtime configuration guide); slots are contiguous.
-            env["NEURON_RT_VISIBLE_CORES"] = format_units(self.units)
+        info = backend_info(self.kind)
+        if info.visible_devices:
+            env[info.visible_devices] = format_units(self.units) if info.unit_ranges else ",".join(self.units)
         return env
 
 
@@ -60,25 +57,27 @@ def plan_slots(kind: str, devices: int, per_device: int | None, pool: list[str],
     """Split `pool` (the host's units of `kind`) into `devices` disjoint slots of `per_device` units.
 
     Raises:
-        PlacementError: the pool has too few units, or a NeuronCore slot would not be a contiguous range.
+        PlacementError: the pool has too few units, or a slot would not be the contiguous range its backend's
+            visible-devices variable needs (NeuronCores).
     """
-    if kind == "cpu":
+    info = backend_info(kind)
+    if info.on_host:
         pool = [str(c) for c in cpus] if not pool else pool
         per = per_device or max(1, len(pool) // devices)
     else:
         per = per_device or 1
     need = devices * per
     if need > len(pool):
-        what = {"cpu": "CPU cores", "cuda": "GPUs", "neuron": "NeuronCores"}[kind]
-        raise PlacementError(f"launcher.devices={devices} x launcher.per_device={per} needs {need} {what}; "
+        raise PlacementError(f"launcher.devices={devices} x launcher.per_device={per} needs {need} {info.unit}; "
                              f"{len(pool)} available here ({format_units(pool) or 'none'}); lower launcher.devices "
                              f"or set launcher.pool")
     slots = []
     for i in range(devices):
         units = tuple(pool[i * per:(i + 1) * per])
-        if kind == "neuron" and "," in format_units(units):
-            raise PlacementError(f"launcher.pool: NeuronCore slot {format_units(units)} is not a contiguous range")
-        if kind == "cpu":
+        if info.unit_ranges and "," in format_units(units):  # its visible-devices variable takes one range
+            raise PlacementError(f"launcher.pool: {info.unit.removesuffix('s')} slot {format_units(units)} is not a "
+                                 "contiguous range")
+        if info.on_host:
             own = tuple(int(u) for u in units)
         else:  # host threads of accelerator cells are split too, so one cell's dispatch cannot slow another's
             share = len(cpus) // devices

@@ -20,6 +20,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from neuronexp.backends.table import named_backend
 from neuronexp.config import BackendName, CellSpec, ConfigError, LauncherConfig
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
@@ -156,7 +157,8 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         slots = spec.config.launcher
         ask = (spec.config.backend, slots, spec.config.neuron.visible_cores)
         slot_asks.setdefault((ask[0], slots.devices, slots.per_device, slots.pool, ask[2]), ask)
-        if spec.config.backend.value == "cpu":  # explicitly: `auto` may mean another device on the nodes
+        named = named_backend(spec.config.backend)  # explicitly: `auto` may mean another device on the nodes
+        if named is not None and named.on_host:
             cpu_slots.add((slots.devices, slots.per_device))
         subdir = str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
         label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
@@ -171,7 +173,7 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
                                  bool(spec.config.compile.enabled), process_key(spec.config),
                                  bool(spec.config.launcher.isolate), spec.config.correctness.rtol,
                                  spec.config.correctness.atol, spec))
-    # Only now, with every value checked: the backends import torch, the slot checks pandas (results' files).
+    # Only now, with every value checked: the backends' checks import torch, the slot checks pandas (results' files).
     from neuronexp.backends import backend_kind, check_available
     from neuronexp.sweep.machine import check_slots_fit
 

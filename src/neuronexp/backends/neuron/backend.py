@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, NoReturn
@@ -23,6 +22,7 @@ from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.backends.neuron.checks import SavedTraceProxy, dynamo_counts, memory_columns, reset_peak_memory
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
 from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict
+from neuronexp.backends.table import NEURON
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, ScheduleConfig
 from neuronexp.config.neuron import check_neuron_compile
 
@@ -33,13 +33,6 @@ INSTALL_HINT = (
 PROFILE_DIR = "neuron_profile"
 # The Neuron driver's instance type (neuron-sysfs-user-guide; documented values "Inf1, Inf2, Trn1").
 SYSFS_INSTANCE_TYPE = "/sys/devices/virtual/neuron_device/neuron0/info/architecture/instance_type"
-
-
-def _runtime_started() -> bool:
-    # torch-neuronx registers a `torch.backends` entry point, so `import torch` may already have loaded it;
-    # the runtime itself starts lazily (first device use), which is what lets the environment still apply.
-    loaded = sys.modules.get("torch_neuronx")
-    return bool(getattr(loaded, "is_neuron_runtime_initialized", lambda: False)()) if loaded else False
 
 
 class NeuronBackend(Backend):
@@ -58,7 +51,7 @@ class NeuronBackend(Backend):
     def __init__(self, device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig) -> None:
         self.device_cfg, self.profiler_cfg = device_cfg, profiler_cfg
         # Before the import and the first device query or compile: read once, when the runtime starts / compiles.
-        started = _runtime_started()
+        started = NEURON.runtime_started()
         self.notes: list[str] = apply_core_env(device_cfg, started)
         self.debug = apply_debug_info(device_cfg, profiler_cfg, started)
         self.notes += self.debug.notes
@@ -128,13 +121,13 @@ class NeuronBackend(Backend):
 
     def peak_hint(self) -> dict[str, Any]:
         """The instance type (sysfs, as the Neuron driver reports it) and the logical core config: they pick the
-        peaks.yaml row of one logical NeuronCore."""
+        peaks.yaml row of one logical NeuronCore (scope neuroncore)."""
         try:
             instance = Path(SYSFS_INSTANCE_TYPE).read_text().strip() or None
         except OSError:
             instance = None
         lnc = os.environ.get("NEURON_LOGICAL_NC_CONFIG", "").strip()
-        return {"instance_type": instance, "lnc": int(lnc) if lnc.isdigit() else None}
+        return {"instance_type": instance, "lnc": int(lnc) if lnc.isdigit() else None, "scope": "neuroncore"}
 
     def synchronize(self) -> None:
         # Execution is asynchronous: without this the profiler step closes before the NEFFs ran.

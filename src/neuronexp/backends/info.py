@@ -1,0 +1,54 @@
+"""What a row of the table of backends (backends.table) says: everything the sweep, the cell and the analysis know
+of a backend without building it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from neuronexp.backends.base import Backend
+from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig, RunConfig
+
+
+# The defaults of a row: nothing to do, no runtime that a fork could inherit, no units to assume.
+def no_op(*_: Any) -> None:
+    return None
+
+
+def never_started() -> bool:
+    return False
+
+
+def no_assumed_units(selection: str | None, wanted: int) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendInfo:
+    """One backend, as the sweep, the cell and the analysis see it. Reading a field imports nothing; calling one
+    may import torch (`build` imports the backend's vendor packages too), but starts no device runtime."""
+
+    name: str  # its `backend=` value, the row's `backend`, a device slot's kind, its slot locks' prefix
+    unit: str  # what its device slots are made of, plural, for messages: "GPUs"
+    build: Callable[[NeuronDeviceConfig, NeuronProfilerConfig], Backend]  # imports its vendor packages
+    present: Callable[[], bool]  # backend=auto's probe: cheap, and it starts no device runtime
+    check: Callable[[], None] = no_op  # the launching process's cheap check: raises BackendUnavailable/ConfigError
+    # The pool probe: the units this process may use, None where counting them would start the device runtime; then
+    # `assumed_units(selection in the config, units the slots need)` are split.
+    count_units: Callable[[], list[str] | None]
+    assumed_units: Callable[[str | None, int], list[str]] = no_assumed_units
+    visible_devices: str | None = None  # the variable its runtime reads its device selection from, once, at start
+    unit_ranges: bool = False  # that variable takes a range ("4-5"): a slot's units must be contiguous
+    slot_overrides: tuple[str, ...] = ()  # variables a slot's selection replaces: dropped from a slotted cell's env
+    drop_config_selection: Callable[[RunConfig], None] = no_op  # a slotted cell: the slot placed it, not the config
+    on_host: bool = False  # its units are the host's cores, which its slots pin their processes to
+    placement: Callable[[Any], str]  # the row's `placement` for this process running a cell on `device`
+    inference_mode: bool = True  # False: its tensors reject torch.inference_mode (XLA), so no_grad instead
+    clean_up: Callable[[], None] = no_op  # after a cell, so that the next cell of the process starts clean
+    # Its rows' `platform` in analysis/peaks.yaml, the published roofs its cells are held against; None: nothing is
+    # published, the host's roofs are measured (cell.probe).
+    peaks_key: str | None = None
+    # Whether its runtime started in this process, so that a process forked from it could not use the device:
+    runtime_started: Callable[[], bool] = never_started
+    fork_refusal: str = ""  # why its cells are then refused by the fork server
+    unpaired: str | None = None  # why its cells cannot be timed together in one process (sweep.pairing)
