@@ -80,8 +80,8 @@ def _fresh(target: str, payload: dict[str, Any]) -> float:
 def _forked(target: str, payload: dict[str, Any]) -> float:
     import cell_startup  # this file by its module name: a function of __main__ would not unpickle in the fork
 
-    from neuronexp.sweep.childproc import ForkRequest
-    from neuronexp.sweep.forkserver import run_forked
+    from neuronexp.cellprocess.childproc import ForkRequest
+    from neuronexp.cellprocess.forkserver import run_forked
 
     t = time.monotonic()
     request = ForkRequest.to_run(getattr(cell_startup, target), payload, kind="cpu", env=dict(os.environ),
@@ -92,7 +92,7 @@ def _forked(target: str, payload: dict[str, Any]) -> float:
 
 
 def startup_and_compute(rounds: int, work: Path) -> dict[str, Any]:
-    from neuronexp.sweep.forkserver import ForkServer, hello, server_address
+    from neuronexp.cellprocess.forkserver import ForkServer, hello, server_address
 
     out = work / "seen.json"
     t = time.monotonic()

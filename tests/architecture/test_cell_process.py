@@ -13,8 +13,8 @@ import pandas as pd
 
 from neuronexp.config import (BackendName, CellSpec, DType, InputConfig, ProbeMode, ProfilerConfig, RooflineConfig,
                               RunConfig, ScheduleConfig, TimingConfig)
-from neuronexp.sweep.childproc import ForkRequest
-from neuronexp.sweep.forkserver import ForkServer, run_forked
+from neuronexp.cellprocess.childproc import ForkRequest
+from neuronexp.cellprocess.forkserver import ForkServer, run_forked
 
 from helpers import forked
 

@@ -1,8 +1,9 @@
 """The package's shape, checked: imports point one way between stages, no import cycle, small modules,
 Hydra's private modules in one place only, no module-level `global` state.
 
-The allowed edges are the pipeline (README, "Layout"): cli → sweep → cell → backends → config, and
-report/compare → analysis → results. A new edge is a design decision: add it here on purpose.
+The allowed edges are the pipeline (README, "Layout"): cli → sweep → cellprocess → cell → backends → config (slurm
+beside the sweep and its cell processes), and report/compare → analysis → results. A new edge is a design
+decision: add it here on purpose.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ ALLOWED = {
     "config": set(),
     "results": set(),
     "modules": set(),
-    "host": set(),
+    # The host probe writes its cache file through results' atomic writes.
+    "host": {"results"},
     "backends": {"config", "results"},
     "analysis": {"results", "formatting"},
     "cell": {"backends", "config", "results", "analysis", "host"},
@@ -30,8 +32,13 @@ ALLOWED = {
     "compare": {"analysis", "results", "formatting"},
     # The export stage reads results (and splits overrides with analysis); nothing imports it but its command.
     "export": {"analysis", "results"},
-    "sweep": {"cell", "backends", "config", "results", "analysis", "report", "formatting", "host"},
-    "cli": {"sweep", "cell", "backends", "config", "results", "analysis", "report", "compare", "export", "formatting", "host"},
+    # Slurm: the cluster's checks and the submitted array (its plugin is the one importer of slurm.jobs).
+    "slurm": {"config"},
+    # A cell's process, its supervisor and the fork server (a Slurm task's time limit stops its cell: slurm).
+    "cellprocess": {"cell", "backends", "config", "results", "host", "slurm"},
+    # The sweep's orchestration: plan, lock, reuse, launch, watch, aggregate.
+    "sweep": {"cellprocess", "slurm", "cell", "backends", "config", "results", "analysis", "report", "formatting", "host"},
+    "cli": {"sweep", "cellprocess", "cell", "backends", "config", "results", "analysis", "report", "compare", "export", "formatting", "host"},
     "__init__": {"results"},
     "__main__": {"cli"},
 }
@@ -122,8 +129,8 @@ def _top_level_imports(path: Path) -> list[str]:
 
 
 # The hop from a supervisor to its cell's process: what the forked process runs is a function the fork request
-# carries (sweep.childproc.ForkRequest), never a "module:function" string imported by name.
-CHILD_HOP = [PACKAGE / "sweep" / f"{name}.py" for name in ("launch", "forkserver", "template", "childproc", "cellmain")]
+# carries (cellprocess.childproc.ForkRequest), never a "module:function" string imported by name.
+CHILD_HOP = [PACKAGE / "cellprocess" / f"{name}.py" for name in ("launch", "forkserver", "template", "childproc", "entry")]
 
 
 def test_the_hop_to_the_cell_process_is_named_in_code() -> None:

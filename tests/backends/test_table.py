@@ -11,13 +11,14 @@ import pytest
 from neuronexp.backends import BACKENDS, HOST, backend_info, backend_kind, named_backend, resolve_backend
 from neuronexp.backends.table import host_cpus
 from neuronexp.config import ConfigError, LauncherConfig, format_units
-from neuronexp.sweep.launch import default_pool
-from neuronexp.sweep.placement import plan_slots
+from neuronexp.cellprocess.launch import default_pool
+from neuronexp.cellprocess.placement import plan_slots
 
 
 def test_reading_the_table_imports_no_torch() -> None:
     # The sweep plans with it, and the fork server's template reads it before torch sets its environment up.
-    code = ("import sys\nimport neuronexp.backends.table, neuronexp.sweep.placement, neuronexp.sweep.forksafety\n"
+    code = ("import sys\nimport neuronexp.backends.table, neuronexp.cellprocess.placement\n"
+            "import neuronexp.cellprocess.forksafety\n"
             "print([m for m in ('torch', 'pandas') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
@@ -43,7 +44,8 @@ def test_the_host_pool_is_this_process_s_cores_and_a_gpu_pool_the_visible_device
     assert HOST.count_units() == [str(c) for c in host_cpus()]
     assert HOST.placement(None) == f"{HOST.name}:{format_units(host_cpus())}"
     gpus = [b for b in BACKENDS if b.visible_devices and not b.unit_ranges]
-    for info in gpus:  # counted once, for the slot plan and the machine check alike (sweep.launch, sweep.machine)
+    # counted once, for the slot plan and the machine check alike (cellprocess.launch, cellprocess.machine)
+    for info in gpus:
         monkeypatch.setenv(info.visible_devices, "3,5")
         assert info.count_units() == ["3", "5"] == default_pool(info.name, LauncherConfig(devices=2), None)
         assert [s.env()[info.visible_devices] for s in plan_slots(info.name, 2, None, ["3", "5"], [0])] == ["3", "5"]

@@ -140,7 +140,7 @@ def test_an_unusable_lock_dir_is_refused_before_the_first_cell(cli, tmp_path: Pa
 
 
 def test_a_fifo_planted_as_a_slot_lock_is_refused_not_waited_on(tmp_path: Path) -> None:
-    from neuronexp.sweep.placement import PlacementError, hold_slot, plan_slots
+    from neuronexp.cellprocess.placement import PlacementError, hold_slot, plan_slots
 
     def take() -> None:
         with hold_slot(slots, tmp_path, poll_s=0.01):

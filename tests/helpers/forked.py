@@ -124,7 +124,7 @@ def heap_faults(payload: dict[str, Any]) -> int:
 
 def cell_then_modules(payload: dict[str, Any]) -> int:
     """A real cell through the cell processes' own entry point, then which of Hydra's modules this process holds."""
-    from neuronexp.sweep.cellmain import run_cell_process
+    from neuronexp.cellprocess.entry import run_cell_process
 
     code = run_cell_process((payload["spec"],))
     _write(payload, {"code": code, "hydra": sorted(m for m in sys.modules if m == "hydra" or m.startswith("hydra."))})

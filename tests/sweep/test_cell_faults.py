@@ -109,7 +109,7 @@ def test_a_killed_sweep_takes_its_running_cell_and_template_with_it(tmp_path: Pa
         time.sleep(0.05)
     time.sleep(0.1)
     cell = json.loads(hang.read_text())["pid"]
-    template = _children(proc.pid, "neuronexp.sweep.template")
+    template = _children(proc.pid, "neuronexp.cellprocess.template")
     assert len(template) == 1
     job = next(p.parent for p in (tmp_path / "sweep").glob("*/cell.json") if "1,8,40" in p.read_text())
     assert (job / ".phase").read_text().strip() == "first call"  # what the progress display reads

@@ -1,5 +1,5 @@
 """The launcher of `hydra/launcher=slurm` (conf/hydra/launcher/slurm.yaml): hydra-submitit-launcher's
-SlurmLauncher, extended where a sweep needs more than submitting and waiting (neuronexp.sweep.slurm_jobs):
+SlurmLauncher, extended where a sweep needs more than submitting and waiting (neuronexp.slurm.jobs):
 
 - before submitting, a preset's `cpus_per_task` is lowered to what the partition's nodes have (one note);
 - job states come from squeue where sacct fails (no accounting storage): one note instead of a warning per
@@ -25,18 +25,18 @@ if SlurmLauncher is not None:
 
     class NeuronexpSlurmLauncher(SlurmLauncher):
         def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-            from neuronexp.sweep.slurm import fit_cpus_per_task
+            from neuronexp.slurm.cluster import fit_cpus_per_task
 
             super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
             self.params.update(fit_cpus_per_task(config))
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
-            from neuronexp.sweep.slurm_jobs import submit_and_wait
+            from neuronexp.slurm.jobs import submit_and_wait
 
             return submit_and_wait(self, job_overrides, initial_job_idx)
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:  # in the Slurm task
-            from neuronexp.sweep.slurm_jobs import stop_cells_at_time_limit
+            from neuronexp.slurm.jobs import stop_cells_at_time_limit
 
             stop_cells_at_time_limit(self.params.get("timeout_min"))
             return super().__call__(*args, **kwargs)

@@ -46,7 +46,7 @@ class BackendInfo:
     inference_mode: bool = True  # False: its tensors reject torch.inference_mode (XLA), so no_grad instead
     clean_up: Callable[[], None] = no_op  # after a cell, so that the next cell of the process starts clean
     # Its rows' `platform` in analysis/peaks.yaml, the published roofs its cells are held against; None: nothing is
-    # published, the host's roofs are measured (cell.probe).
+    # published, the host's roofs are measured (host.probe).
     peaks_key: str | None = None
     # Whether its runtime started in this process, so that a process forked from it could not use the device:
     runtime_started: Callable[[], bool] = never_started

@@ -35,7 +35,7 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     `unpaired_note`: why cells that were asked to run together were not timed paired (said in their rows).
     """
     # Before the backend, the module or its inputs allocate anything (a fresh cell process applied it even
-    # earlier, before importing torch: sweep.launch).
+    # earlier, before importing torch: cellprocess.launch).
     host_alloc = allocator.apply(specs[0].config.allocator.value)
     # The process's own count is restored after the cells: the next cell of this process (a single run's
     # caller, a warm worker) must start from it, not from these cells' `threads`.

@@ -22,7 +22,7 @@ from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.build import Built
 from neuronexp.cell.output import save_output
-from neuronexp.cell.probe import default_cache_dir, host_roofs, quiet
+from neuronexp.host.probe import default_cache_dir, host_roofs, quiet
 from neuronexp.cell.reference import save_float32_output
 from neuronexp.cell.rows import Measured
 from neuronexp.cell.profiling import ProfileResult

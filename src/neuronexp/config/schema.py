@@ -31,7 +31,7 @@ class BackendName(str, Enum):
 
 
 class ProbeMode(str, Enum):
-    """How a CPU cell gets its host's roofs (bandwidth and FLOP/s): cell.probe."""
+    """How a CPU cell gets its host's roofs (bandwidth and FLOP/s): host.probe."""
 
     cached = "cached"  # measured once per host and thread count, then reused from the cache file
     refresh = "refresh"  # measured again by this run (once per sweep and thread count); the cache is updated
@@ -216,7 +216,7 @@ class LauncherConfig:
     # The units to split, e.g. "0-31"; null: neuron.visible_cores or 0..devices*per_device-1 (Neuron),
     # CUDA_VISIBLE_DEVICES or every GPU (CUDA), the process's CPU affinity (CPU).
     pool: str | None = None
-    # null: every cell of a sweep runs in a process of its own (forked from a template, sweep.forkserver), on a
+    # null: every cell of a sweep runs in a process of its own (forked from a template, cellprocess.forkserver), on a
     # device slot under a parallel launcher; a single run runs in the neuronexp process. true: on a device slot
     # under any launcher, single runs too. false is no longer accepted (docs/slurm.md, "Migration").
     isolate: bool | None = None

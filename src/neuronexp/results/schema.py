@@ -39,8 +39,8 @@ CELL_SCHEMA = pa.schema(
         ("baseline_run_id", _STR),
         ("trace_path", _STR), ("warnings", _STR), ("torch_version", _STR), ("neuronx_version", _STR),
         ("started_at", _STR),
-        # Where the cell ran (neuronexp.sweep.placement.describe): "cpu:0-1", "cuda:3", "neuron:4-5"; the host cores
-        # its process was pinned to, that process's id and its host.
+        # Where the cell ran (neuronexp.cellprocess.placement.describe): "cpu:0-1", "cuda:3", "neuron:4-5"; the host
+        # cores its process was pinned to, that process's id and its host.
         ("placement", _STR), ("placement_cpus", _STR), ("worker_pid", _I64), ("host", _STR),
         # How far from the limit (docs/methodology.md, "Roofline"). bytes_min = bytes_read (inputs, parameters and
         # buffers the call reads, once) + bytes_written (outputs, once): cell.work. flops: FlopCounterMode's count for

@@ -1,5 +1,5 @@
 """One job of a run or a sweep: reuse a complete cell, mark the directory as this cell's, then run the cell in a
-supervised process of its own (sweep.launch), or, for a single run, in this process."""
+supervised process of its own (cellprocess.launch), or, for a single run, in this process."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, task: list[str], out_dir: Path
     isolate = spec.config.launcher.isolate or (not sweep and timeout_asked(task) and spec.config.launcher.cell_timeout_s)
     if not (sweep or isolate):
         return run_cell(placed, out_dir)
-    from neuronexp.sweep.launch import run_supervised
+    from neuronexp.cellprocess.launch import run_supervised
 
     slotted = bool(isolate) or launcher != LauncherKind.basic
     collector = collector_for(spec.run_id)

@@ -26,7 +26,7 @@ from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
 from neuronexp.sweep._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
 from neuronexp.sweep.pairing import process_key
-from neuronexp.sweep.slurm import check_slurm_sweep
+from neuronexp.slurm.cluster import check_slurm_sweep
 
 
 @dataclass
@@ -175,7 +175,7 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
                                  spec.config.correctness.atol, spec))
     # Only now, with every value checked: the backends' checks import torch, the slot checks pandas (results' files).
     from neuronexp.backends import backend_kind, check_available
-    from neuronexp.sweep.machine import check_slots_fit
+    from neuronexp.cellprocess.machine import check_slots_fit
 
     for cell in cells:  # the inputs' warnings go into the cell's row
         if cell.spec is not None:
@@ -185,7 +185,7 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
     if slurm:  # Slurm's cells run on other machines, whatever this one has: checked against the cluster
         check_slurm_sweep(master, cpu_slots)
     else:
-        from neuronexp.sweep.placement import check_lock_dir
+        from neuronexp.cellprocess.placement import check_lock_dir
 
         for backend, launcher_cfg, cores in slot_asks.values():
             check_slots_fit(backend_kind(backend), launcher_cfg, cores)

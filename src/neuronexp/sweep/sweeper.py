@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, LauncherKind, job_exception, launcher_kind, subdir_override
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
-from neuronexp.sweep.forkserver import ForkServer, allocator_mode
+from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.pairing import collecting, plan_units
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep, write_planned
@@ -141,7 +141,7 @@ def _launch(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell]
                 if not collector.specs or collector.specs[-1].run_id != cell.run_id:
                     progress.finished(cell)
         if collector.specs:  # the group's jobs are prepared: one process times them together
-            from neuronexp.sweep.launch import run_group_supervised
+            from neuronexp.cellprocess.launch import run_group_supervised
 
             progress.running(unit.cells[0])
             run_group_supervised(collector.specs)
@@ -158,7 +158,7 @@ def _check(job_return: Any, cell: PlannedCell) -> None:
 
 
 def _cell_processes(master: DictConfig) -> AbstractContextManager[Any]:
-    """The fork server that this host's cell processes are forked from (sweep.forkserver); none for Slurm,
+    """The fork server that this host's cell processes are forked from (cellprocess.forkserver); none for Slurm,
     whose tasks run elsewhere and start their own."""
     if launcher_kind(master) == LauncherKind.slurm:
         return nullcontext()

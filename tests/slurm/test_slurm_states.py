@@ -1,6 +1,6 @@
-"""Job states of a Slurm sweep without accounting storage (neuronexp.sweep.slurm_jobs.SlurmStateWatcher), on
+"""Job states of a Slurm sweep without accounting storage (neuronexp.slurm.jobs.SlurmStateWatcher), on
 any machine: `sacct` and `squeue` here are two small scripts on PATH that answer as Slurm's do (their outputs
-copied from the one-node cluster of tests/sweep/test_slurm_cluster.py), so that the states that cluster cannot
+copied from the one-node cluster of tests/slurm/test_slurm_cluster.py), so that the states that cluster cannot
 show on demand (a job squeue has forgotten, a node still CONFIGURING) are covered too."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("submitit")
 
-from neuronexp.sweep.slurm_jobs import SlurmStateWatcher  # noqa: E402
+from neuronexp.slurm.jobs import SlurmStateWatcher  # noqa: E402
 
 SACCT = """#!/bin/sh
 echo "sacct $*" >> "$CALLS"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV, fresh_process_env
-from neuronexp.sweep.childproc import ForkRequest, enter_cell_process
+from neuronexp.cellprocess.childproc import ForkRequest, enter_cell_process
 
 
 def _child_environment(tmp_path: Path, inherited: dict[str, str], request_env: dict[str, str]) -> dict[str, Any]:

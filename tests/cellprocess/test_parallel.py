@@ -21,7 +21,7 @@ import neuronexp
 from neuronexp.cell.environment import describe_placement as describe
 from neuronexp.config import format_units, parse_units
 from neuronexp.host import allocator
-from neuronexp.sweep.placement import PlacementError, Slot, hold_slot, plan_slots
+from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.sweep.watch import CellWatcher
 
 from helpers import FAST, console_script

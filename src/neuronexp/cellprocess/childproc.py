@@ -1,4 +1,4 @@
-"""The first steps of a cell's process, forked from the fork server's template (neuronexp.sweep.template): become
+"""The first steps of a cell's process, forked from the fork server's template (neuronexp.cellprocess.template): become
 a process of its own, take the slot's environment, cores and threads before anything touches a device, send its
 output to the cell's log, run the cell, exit without running the template's exit handlers.
 """
@@ -26,7 +26,7 @@ class ForkRequest:
     """The one message a supervisor sends the fork server: where and how the forked process runs, and what it runs.
 
     `work` is `(entry, argument)` pickled: a function named in code (the cell processes' entry is
-    neuronexp.sweep.cellmain.run_cell_process) and its typed argument. The template unpickles only this envelope,
+    neuronexp.cellprocess.entry.run_cell_process) and its typed argument. The template unpickles only this envelope,
     whose fields are plain values; the child unpickles `work` once it has the request's `sys_path`, so that the
     template never imports what a child runs. (Pickle is safe here: the socket is this user's alone, in a 0700
     directory.)

@@ -1,12 +1,12 @@
 """The fork server's template process: it imports torch and neuronexp's cell stack once, starts no device runtime
-and no thread pool, and forks one process per cell (neuronexp.sweep.forkserver is its client side).
+and no thread pool, and forks one process per cell (neuronexp.cellprocess.forkserver is its client side).
 
 Why fork from a template: a fresh `python -c` per cell pays an interpreter start, `import torch` and a cold
 TorchInductor, about 3 s a cell on a 2-core VM; a fork of a process that has paid them costs milliseconds
 (docs/performance.md, "Cell processes"). Why a process of its own rather than forking the sweep or a launcher
 worker: those have threads (rich's refresh, the progress watcher, BLAS and allocator pools), and a thread that
 holds a lock when another forks leaves it held forever in the child. This process stays single-threaded.
-neuronexp.sweep.forksafety says what must not exist in it when it forks, and checks.
+neuronexp.cellprocess.forksafety says what must not exist in it when it forks, and checks.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from neuronexp.sweep.childproc import PASSED_ON, ForkRequest, die_with, enter_cell_process, run_work
-from neuronexp.sweep.forksafety import refusal, template_state, thread_warning, warm_compile
+from neuronexp.cellprocess.childproc import PASSED_ON, ForkRequest, die_with, enter_cell_process, run_work
+from neuronexp.cellprocess.forksafety import refusal, template_state, thread_warning, warm_compile
 
 
 class Server:
@@ -193,7 +193,7 @@ def main() -> None:
     import torch  # (what every cell pays for; the reason this process exists)
 
     import neuronexp.cell.group  # noqa: F401  (the cell stack every cell runs)
-    import neuronexp.sweep.cellmain  # noqa: F401  (the cells' entry point)
+    import neuronexp.cellprocess.entry  # noqa: F401  (the cells' entry point)
 
     # torch.profiler's first start asks `hasattr(torch, "_inductor")`, which imports Inductor and Dynamo: 1.8 s
     # of every cell on a 2-core VM unless done here (thread-free: checked by forksafety.template_state).

@@ -29,7 +29,7 @@ from omegaconf import OmegaConf
 from submitit.core.utils import UncompletedJobError
 from submitit.slurm.slurm import SlurmExecutor, SlurmInfoWatcher, SlurmJob, SlurmJobEnvironment
 
-from neuronexp.sweep.slurm import SlurmTimeLimit, _run
+from neuronexp.slurm.cluster import SlurmTimeLimit, _run
 
 log = logging.getLogger("neuronexp.sweep")
 
@@ -144,7 +144,7 @@ def submit_and_wait(launcher: Any, job_overrides: Sequence[Sequence[str]], initi
 
 def stop_cells_at_time_limit(timeout_min: Any) -> None:
     """In a Slurm task: Slurm's warning signal (`signal_delay_s` before the limit) raises SlurmTimeLimit where the
-    task is, so that the cell running now is stopped and gets its row (sweep.launch) before Slurm kills the task.
+    task is, so that the cell running now is stopped and gets its row (cellprocess.launch) before Slurm kills the task.
 
     submitit's own handler stays in charge of the signal: it requeues a preempted task, and for a task out of time
     raises UncompletedJobError ("timed-out too many times"), which this turns into SlurmTimeLimit.

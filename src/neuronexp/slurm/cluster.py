@@ -1,6 +1,6 @@
 """What a Slurm sweep checks and fits before anything is submitted, from the cluster's own answers (sinfo,
 scontrol, squeue), and the exception a task raises when its time limit is near. No submitit here: the submitting
-side of `hydra/launcher=slurm` is neuronexp's launcher plugin (hydra_plugins/neuronexp_slurm, sweep.slurm_jobs).
+side of `hydra/launcher=slurm` is neuronexp's launcher plugin (hydra_plugins/neuronexp_slurm, slurm.jobs).
 
 Why up front: a Slurm array that asks more CPUs than a node has is accepted by sbatch (EnforcePartLimits=NO, the
 default) and then pends forever; a time limit shorter than submitit's warning signal kills every task as it

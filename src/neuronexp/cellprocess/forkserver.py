@@ -1,5 +1,5 @@
 """The fork server, seen from its users: start one for a sweep, and run a function in a process forked from it
-under a time limit. The template process itself is neuronexp.sweep.template.
+under a time limit. The template process itself is neuronexp.cellprocess.template.
 
 One template serves every supervisor of a sweep on this host. The sweep process starts it (`ForkServer`) and
 names its socket in the environment (ADDRESS_ENV): the basic launcher's jobs run in that process, and the
@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from neuronexp.host.allocator import fresh_process_env
-from neuronexp.sweep.childproc import ForkRequest
-from neuronexp.sweep.forksafety import TEMPLATE_ENV
+from neuronexp.cellprocess.childproc import ForkRequest
+from neuronexp.cellprocess.forksafety import TEMPLATE_ENV
 
 ADDRESS_ENV = "NEURONEXP_FORK_SERVER"
-_BOOT = "from neuronexp.sweep.template import main; main()"
+_BOOT = "from neuronexp.cellprocess.template import main; main()"
 # How long a cell may wait for its fork: the template's boot and compile warm-up come first (tens of seconds on a
 # loaded 2-core VM with an empty Inductor cache). Not the cell's own time limit, which starts when it is forked.
 START_TIMEOUT_S = 900.0

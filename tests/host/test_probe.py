@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from neuronexp.cell import probe
+from neuronexp.host import probe
 from neuronexp.cell.limits import host_peak
 
 

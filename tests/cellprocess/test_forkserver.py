@@ -15,9 +15,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from neuronexp.sweep.childproc import ForkRequest
-from neuronexp.sweep.forkserver import ADDRESS_ENV, ForkServer, hello, run_forked, server_address
-from neuronexp.sweep.placement import plan_slots
+from neuronexp.cellprocess.childproc import ForkRequest
+from neuronexp.cellprocess.forkserver import ADDRESS_ENV, ForkServer, hello, run_forked, server_address
+from neuronexp.cellprocess.placement import plan_slots
 
 from helpers import forked
 from helpers.forked import STANDIN_DIR
@@ -129,8 +129,9 @@ def test_a_time_limit_kills_the_cell_and_everything_it_started(server: Path, tmp
 
 def test_a_cell_dies_with_its_supervisor(server: Path, tmp_path: Path) -> None:
     # A supervisor process (as a launcher worker would be) asks for a hanging cell and is killed with -9.
-    code = (f"import sys; sys.path[:0] = {sys.path!r}; from neuronexp.sweep.childproc import ForkRequest; "
-            f"from neuronexp.sweep.forkserver import run_forked; run_forked(ForkRequest.decode(sys.argv[1]), None)")
+    code = (f"import sys; sys.path[:0] = {sys.path!r}; from neuronexp.cellprocess.childproc import ForkRequest; "
+            "from neuronexp.cellprocess.forkserver import run_forked; "
+            "run_forked(ForkRequest.decode(sys.argv[1]), None)")
     request = _typed(_request(tmp_path, "behave", mode="hang")).encode()
     supervisor = subprocess.Popen([sys.executable, "-c", code, request],
                                   env=dict(os.environ, **{ADDRESS_ENV: os.environ[ADDRESS_ENV]}))
@@ -212,7 +213,7 @@ def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(tmp_path:
 def test_the_template_state_names_a_python_thread_that_a_library_started() -> None:
     import threading
 
-    from neuronexp.sweep.forksafety import template_state, thread_warning
+    from neuronexp.cellprocess.forksafety import template_state, thread_warning
 
     stop = threading.Event()
     worker = threading.Thread(target=stop.wait, name="a_library_monitor", daemon=True)

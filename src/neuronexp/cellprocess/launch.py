@@ -1,5 +1,5 @@
 """A cell in a process of its own, supervised. Every cell of a sweep (and a single run with launcher.isolate=true)
-runs in a process forked from the fork server's template (neuronexp.sweep.forkserver), on a device slot of its own
+runs in a process forked from the fork server's template (neuronexp.cellprocess.forkserver), on a device slot of its own
 under parallel and Slurm launchers. Its supervisor (the sweep process under the basic launcher, else the
 launcher's worker) waits for it and writes the cell's error row when it ends without one: killed by a signal (a
 segfault, the out-of-memory killer), an exit from inside the layer (`os._exit`), or past `launcher.cell_timeout_s`.
@@ -24,11 +24,11 @@ from neuronexp.backends import backend_kind
 from neuronexp.backends.table import HOST, backend_info, host_cpus
 from neuronexp.config import CellSpec, LauncherConfig, format_units, parse_units
 from neuronexp.results.files import read_phase
-from neuronexp.sweep.cellmain import run_cell_process
-from neuronexp.sweep.childproc import ForkRequest
-from neuronexp.sweep.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
-from neuronexp.sweep.placement import PlacementError, Slot, hold_slot, plan_slots
-from neuronexp.sweep.slurm import SlurmTimeLimit, signal_hint
+from neuronexp.cellprocess.entry import run_cell_process
+from neuronexp.cellprocess.childproc import ForkRequest
+from neuronexp.cellprocess.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
+from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
+from neuronexp.slurm.cluster import SlurmTimeLimit, signal_hint
 
 # Set in a cell's process: the pid of the process that supervises it (the sweep, or a launcher's worker).
 SUPERVISOR_ENV = "NEURONEXP_SUPERVISOR_PID"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from neuronexp.backends.table import backend_info, host_cpus
 from neuronexp.config import ConfigError, LauncherConfig, format_units, parse_units
-from neuronexp.sweep.launch import default_pool
-from neuronexp.sweep.placement import PlacementError, plan_slots
+from neuronexp.cellprocess.launch import default_pool
+from neuronexp.cellprocess.placement import PlacementError, plan_slots
 
 
 def check_slots_fit(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> None:
