@@ -161,7 +161,7 @@ def test_a_cell_waiting_for_a_slot_says_who_holds_it(tmp_path: Path, monkeypatch
     import subprocess
     import sys
 
-    from neuronexp.sweep import placement
+    from neuronexp.cellprocess import placement
 
     slots = placement.plan_slots("cpu", 1, 1, ["0"], [0])
     holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | "

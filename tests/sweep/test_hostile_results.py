@@ -91,7 +91,7 @@ def test_a_fifo_in_place_of_a_table_never_hangs_a_resumed_sweep(tmp_path: Path) 
 def test_a_long_tmpdir_puts_the_fork_servers_socket_where_its_path_fits(tmp_path: Path, monkeypatch) -> None:
     import tempfile
 
-    from neuronexp.sweep import forkserver
+    from neuronexp.cellprocess import forkserver
 
     long = tmp_path / ("t" * 60) / ("u" * 60)
     long.mkdir(parents=True)
