@@ -4,8 +4,9 @@ A *hotspot* is a study unit: the module a layer study would take on its own. Ran
 would always name the root, then the model body, then a decoder layer — containers whose time is their children's.
 A unit is the first module, going down from the root, whose children are all leaves (LlamaMLP over its three
 Linear layers, LlamaAttention over its projections; children held in a ModuleList count as its own), or a leaf
-with no unit above it (LlamaRMSNorm, the embedding, lm_head); containers (ModuleList, Sequential) never are. Units of one type called with the same input
-shapes are alike and are merged ("all LlamaMLP"), and ranked by their summed total time, self plus children.
+with no unit above it (LlamaRMSNorm, the embedding, lm_head); containers (ModuleList, Sequential) never are.
+Units of one type called with the same input shapes are alike and are merged ("all LlamaMLP"), and ranked by their
+summed total time, self plus children.
 """
 
 from __future__ import annotations

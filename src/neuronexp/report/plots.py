@@ -3,9 +3,9 @@ figures (report.roofplots).
 
 One colour per variant across every figure (variant_colours; the op-time breakdown colours ops from another
 palette and writes each bar's label in its variant's colour). Marks carry ids the report can be checked by:
-`nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`, `nx-breakdown-<variant>-<bar>`
-(numbers: the variant's place in report_colours, the input's or bar's place in its plot). Matplotlib's object API
-with the SVG canvas: no pyplot state, no display.
+`nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
+`nx-breakdown-<variant>-<bar>` (numbers: the variant's place in report_colours, the input's or bar's place in its
+plot). Matplotlib's object API with the SVG canvas: no pyplot state, no display.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
         for op, share in zip(frame["op"], frame["share"]):
             if share >= _MIN_SHARE:
                 best[op] = max(best.get(op, 0.0), float(share))
-    ops = sorted(best, key=best.get, reverse=True)[:_MAX_OPS]
+    ops = sorted(best, key=lambda op: best[op], reverse=True)[:_MAX_OPS]
     palette = colormaps["Set3"]  # not the variants' palette: a colour means one variant throughout the report
     return {op: palette(i) for i, op in enumerate(ops)}
 

@@ -12,7 +12,7 @@ import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -23,6 +23,9 @@ from neuronexp.sweep.lock import locked
 from neuronexp.sweep.pairing import collecting, plan_units
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
 from neuronexp.sweep.stopped import SweepStopped
+
+if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
+    from neuronexp.sweep.progress import SweepProgress
 
 log = logging.getLogger("neuronexp.sweep")
 
@@ -66,7 +69,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     from neuronexp.sweep.resume import assign
 
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
-    baseline = OmegaConf.select(ctx.master, "baseline", default=None)
+    baseline: Any = OmegaConf.select(ctx.master, "baseline", default=None)  # as typed: a name, a list or a mapping
     baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
     with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
         invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
