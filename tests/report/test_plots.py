@@ -143,3 +143,23 @@ def test_every_section_is_in_the_html_and_the_markdown_with_content(synthetic_sw
     for part in re.split(r"^## .+$", text, flags=re.M)[1:]:
         assert re.search(r"^(\| |- )", part, re.M), part[:300]  # a table or a list, not a heading alone
     assert page.count('<table class="grid">') == 1 and page.count("<svg") + page.count("<img") >= len(figs)
+
+
+def test_both_renderers_show_one_list_of_sections_with_the_same_notes(synthetic_sweep: Path) -> None:
+    """report.md and report.html read report.sections: the same titles in the same order, each with its note."""
+    import html
+
+    from neuronexp.report.markdown import render_markdown
+    from neuronexp.report.sections import sections
+
+    report = build_report(synthetic_sweep)
+    figs = figures(report)
+    page, text = render_html(report, figs), render_markdown(report, figs)
+    shown = sections(report)
+    assert [s.title for s, _ in shown] == re.findall(r"<h2>([^<]+)</h2>", page)
+    assert [s.title for s, body in shown if body is not None] == re.findall(r"^## (.+)$", text, re.M)
+    notes = {s.title: s.note for s, _ in shown if s.note}
+    assert {"How far from the limit", "Fusion view", "Hotspots"} <= set(notes)
+    for title, note in notes.items():
+        assert f'<h2>{title}</h2><p class="muted">{html.escape(note)}</p>' in page, title
+        assert f"## {title}\n\n{note}\n" in text, title

@@ -20,7 +20,7 @@ from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_roun
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
 from neuronexp.analysis.noise import noisy
-from neuronexp.report.summary import output_differs
+from neuronexp.report.cell_text import output_differs
 from neuronexp.report.busy import concluded_line, noise_line, only_quiet_line
 from neuronexp.report.why import explain
 from neuronexp.results import USABLE

@@ -23,7 +23,7 @@ from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, short_op
 from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.report.summary import OUTPUT_FLAG, ops_text, output_differs
+from neuronexp.report.cell_text import OUTPUT_FLAG, ops_text, output_differs
 
 OUTPUT_MARK = "✗"
 

@@ -15,7 +15,7 @@ from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt
 from neuronexp.report.model import Report
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.report.summary import cell_lines, composite_words, ops_text, roof_sources
+from neuronexp.report.cell_text import cell_lines, composite_words, ops_text, roof_sources
 
 
 @dataclass

@@ -22,7 +22,8 @@ from neuronexp.report.fit import sweep_layout
 from neuronexp.report.modules import module_lines
 from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
 from neuronexp.formatting import UNPAIRED_LEGEND
-from neuronexp.report.summary import cell_lines, speedup_caption
+from neuronexp.report.cell_text import cell_lines
+from neuronexp.report.summary import speedup_caption
 from neuronexp.results import Results
 
 
