@@ -16,6 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from neuronexp.formatting import first_line
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
 from neuronexp.sweep.forkserver import ForkServer, allocator_mode
@@ -87,13 +88,13 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
             except JobFailed as exc:
                 stopped = SweepStopped(1, f"{exc}; rerun with hydra.sweep.dir={sweep_dir} to resume the sweep")
             except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
-                stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {_first_line(exc)}); "
+                stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
                                           f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
         try:
             outcome = aggregate(sweep_dir, baseline, cached=reused, noise=_noise_limits(ctx.master),
                                 tolerances={c.run_id: (c.rtol, c.atol) for c in cells})
         except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
-            why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {_first_line(exc)})"
+            why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {first_line(exc, 200)})"
             if stopped is not None:
                 raise SweepStopped(stopped.code, f"{stopped.message}; {why} too") from exc
             raise SweepStopped(1, f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
@@ -149,7 +150,7 @@ def _check(job_return: Any, cell: PlannedCell) -> None:
     failure = job_exception(job_return)
     if failure is not None:  # not the cell's own failure (that is its error row): neuronexp could not go on
         raise JobFailed(f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: "
-                        f"{_first_line(failure)}") from failure
+                        f"{first_line(failure, 200)}") from failure
 
 
 def _cell_processes(launcher: Any, master: Any) -> AbstractContextManager[Any]:
@@ -165,7 +166,3 @@ def _noise_limits(master: DictConfig) -> Any:
 
     node = OmegaConf.select(master, "noise", default=None)
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node)) if node is not None else NoiseConfig()
-
-
-def _first_line(exc: BaseException) -> str:
-    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")[:200]
