@@ -22,7 +22,7 @@ import pandas as pd
 
 from neuronexp.analysis.samples import samples_by_run
 from neuronexp.analysis.stats import compare_rounds, hierarchical_medians, median_of_rounds
-from neuronexp.results import USABLE
+from neuronexp.results import usable_cells
 
 SPEEDUP_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high", "method"]
 UNPAIRED_NOTE = "speedup unpaired: this cell and its baseline were not timed together, so drift between their windows is in it"
@@ -76,7 +76,7 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
     if cells.empty or "baseline_run_id" not in cells:
         return pd.DataFrame(columns=SPEEDUP_COLUMNS)
     samples = samples if samples is not None else pd.DataFrame(columns=["run_id", "latency_us", "round"])
-    ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+    ok = usable_cells(cells)
     group = dict(zip(ok["run_id"].astype(str), ok.get("timing_group", pd.Series(None, index=ok.index))))
     latency = dict(zip(ok["run_id"].astype(str), ok["latency_median_us"].astype(float)))
     by_pair, by_round = _paired_samples(samples), samples_by_run(samples)

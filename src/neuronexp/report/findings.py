@@ -23,7 +23,7 @@ from neuronexp.analysis.noise import noisy
 from neuronexp.report.cell_text import output_differs
 from neuronexp.report.busy import concluded_line, noise_line, only_quiet_line
 from neuronexp.report.why import explain
-from neuronexp.results import USABLE
+from neuronexp.results import usable_cells
 
 INTERVAL_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high"]
 
@@ -88,7 +88,7 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
     95% CI, and why it wins (report.why, from `all_ops`: every op of each cell as analysis.ops.hotspots gives them;
     `spots` when absent), else a hotspot; a cell without a group gets its latency and hotspot only.
     `intervals`: speedup_intervals' table when the caller has it already."""
-    ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+    ok = usable_cells(cells)
     if ok.empty:
         return []
     variant, _, rows = names(ok)

@@ -21,7 +21,8 @@ from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import fmt_us, short_op
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, usable_cells, variant_colours
+from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, variant_colours
+from neuronexp.results import usable_cells
 from neuronexp.report.distplots import rounds_plot, roof_share_plot
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
 
