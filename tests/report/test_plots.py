@@ -18,6 +18,7 @@ from neuronexp.report.html import render_html
 from neuronexp.report.model import build_report
 from neuronexp.report.plots import figures, variant_colours
 from neuronexp.results import frame
+from neuronexp.analysis.baseline import parse_baseline
 
 # Self time per op and per step (µs) and calls, per variant: the naive chain, the fused op, the compiled kernel.
 PROFILES = {
@@ -91,14 +92,14 @@ def test_the_plotted_interval_is_the_one_the_finding_states(synthetic_sweep: Pat
         assert f"×{row.speedup:.2f} vs rmsnorm_naive (95% CI {row.ci_low:.2f}–{row.ci_high:.2f})" in line
     # The same figures whoever asks: the plot reads report.intervals, computed once by the same function.
     cells, _, samples = _tables()
-    again = speedup_intervals(add_speedups(cells, "rmsnorm_naive"), samples).set_index("run_id")
+    again = speedup_intervals(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples).set_index("run_id")
     assert np.allclose(again.loc[intervals.index, ["speedup", "ci_low", "ci_high"]], intervals[["speedup", "ci_low", "ci_high"]])
 
 
 def test_a_finding_says_why_the_winner_wins() -> None:
     cells, ops, samples = _tables()
     cells, ops, samples = (t[t["run_id"].str.endswith("-512")] if "run_id" in t else t for t in (cells, ops, samples))
-    fused_only = add_speedups(cells[cells["module"] != "rmsnorm_compiled"], "rmsnorm_naive")
+    fused_only = add_speedups(cells[cells["module"] != "rmsnorm_compiled"], parse_baseline("rmsnorm_naive"))
     every = hotspots(ops, top=100)
     (line,) = findings(fused_only, samples, {}, all_ops=every)
     assert line.startswith("[1,8,64]: rmsnorm_fused fastest")
@@ -116,7 +117,7 @@ def test_when_the_baseline_wins_the_finding_explains_it_against_the_runner_up() 
     keep = cells["run_id"].isin(["rmsnorm_naive-512", "rmsnorm_fused-512"])
     slow = samples["run_id"] == "rmsnorm_fused-512"
     samples = samples.assign(latency_us=samples["latency_us"].where(~slow, samples["latency_us"] * 5))
-    cells = add_speedups(cells[keep].assign(latency_median_us=[100.0, 200.0]), "rmsnorm_naive")
+    cells = add_speedups(cells[keep].assign(latency_median_us=[100.0, 200.0]), parse_baseline("rmsnorm_naive"))
     (line,) = findings(cells, samples, {}, all_ops=hotspots(ops, top=100))
     assert line.startswith("[1,8,64]: rmsnorm_naive fastest") and "(the baseline)" in line
     assert re.search(r"why: rmsnorm_fused spends .*; gone in rmsnorm_naive: aten::_fused_rms_norm", line), line

@@ -14,6 +14,7 @@ from rich.console import Console
 from helpers import FAST, run_cli
 from neuronexp.report.terminal import print_sweep
 from neuronexp.results import frame
+from neuronexp.analysis.baseline import parse_baseline
 
 # Six variants with names as long as real ones (Hugging Face layers, compiled): the case of issue 16.
 VARIANTS = ["llama_mlp", "llama_mlp +compile", "llama_decoder_layer", "llama_decoder_layer +compile",
@@ -41,7 +42,7 @@ def _cells(variants: list[str] = VARIANTS, failed: str | None = None):
 
 def render(cells, width: int, baseline: str | None = "llama_mlp") -> str:
     out = io.StringIO()
-    print_sweep(cells, int((cells["status"] == "error").sum()), baseline, Path("sweep"),
+    print_sweep(cells, int((cells["status"] == "error").sum()), parse_baseline(baseline), Path("sweep"),
                 Console(file=out, width=width, highlight=False, color_system=None))
     return out.getvalue()
 

@@ -35,7 +35,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from neuronexp.analysis.variants import parse_baseline, variant_label
+from neuronexp.analysis.baseline import Baseline
+from neuronexp.analysis.variants import variant_label
 from neuronexp.results import USABLE
 from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, OutputLeaf, read_outputs
 
@@ -135,11 +136,10 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None and not (isinstance(value, float) and math.isnan(value)) else None
 
 
-def what_keys(baseline: Any) -> list[str]:
+def what_keys(baseline: Baseline | None) -> list[str]:
     """The baseline rule's keys that change what is computed (a constructor argument, an input, the model's
     dimensions) rather than how."""
-    pairs = parse_baseline(baseline) or {}
-    return [k for k in pairs if k.startswith(("module.", "input.", "dims.", "shapes")) and k != "input.dtype"]
+    return [k for k in baseline or {} if k.startswith(("module.", "input.", "dims.", "shapes")) and k != "input.dtype"]
 
 
 def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir_of: dict[str, Path],
@@ -183,7 +183,7 @@ def _with_warning(warnings: Any, check: dict[str, Any], ref_name: str) -> str | 
     return " | ".join(parts) or None
 
 
-def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline: Any = None) -> pd.DataFrame:
+def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline: Baseline | None = None) -> pd.DataFrame:
     """`cells` with the check's columns filled for every cell that saved its output, and a warning in the
     row of each cell beyond tolerance. Needs `baseline_run_id` (analysis.variants.add_speedups), computed from
     the rule `baseline`."""
@@ -196,8 +196,9 @@ def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline
         cells[col] = cells[col].astype(object)
     by_run = {str(r["run_id"]): r for r in cells.to_dict("records")}
     read = lru_cache(maxsize=16)(read_outputs)  # a baseline's file is read once for the cells of its group
+    other_function = what_keys(baseline)
     for idx, cell in zip(cells.index, cells.to_dict("records")):
-        check = _check_cell(cell, by_run, job_dir_of, what_keys(baseline), read)
+        check = _check_cell(cell, by_run, job_dir_of, other_function, read)
         if check is None:
             continue
         for col, value in check.items():

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, short_op
 from neuronexp.analysis.roofline import headline
@@ -68,7 +69,7 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     return [median, _speedup(cell), time, ops_field, _limit(cell), hotspot]
 
 
-def _rows(cells: pd.DataFrame, baseline: Any) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
+def _rows(cells: pd.DataFrame, baseline: Baseline | None) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
     """(variants, [(input, variant, fields)] in grid order, the device word when every cell shares it)."""
     _, variants, grid = comparison_grid(cells, baseline)
     words = {device_word(c) for c in cells.to_dict("records")}
@@ -132,7 +133,7 @@ def _fitted(console: Console, title: str, rows: list, device: str | None, names:
     return _table(title, rows, device, names, speedups, longest - excess)
 
 
-def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: Any, wide: Table) -> list[RenderableType]:
+def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: Baseline | None, wide: Table) -> list[RenderableType]:
     """What to print for the sweep's comparison at this console's width (see the module doc)."""
     if natural_width(console, wide) <= console.width:
         return [wide]

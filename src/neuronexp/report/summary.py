@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.analysis.variants import cell_labels, comparison_grid, describe_baseline
+from neuronexp.analysis.baseline import Baseline, describe_baseline
+from neuronexp.analysis.variants import cell_labels, comparison_grid
 from neuronexp.formatting import fmt_word, md_cell
 from neuronexp.report.cell_text import cell_lines, composite_words, output_differs, roof_sources
 
@@ -27,7 +27,7 @@ def host_line(cells: pd.DataFrame) -> str:
             f"{values('latency_rounds')} timing round(s) per cell")
 
 
-def speedup_caption(cells: pd.DataFrame, baseline: Any) -> str:
+def speedup_caption(cells: pd.DataFrame, baseline: Baseline | None) -> str:
     """What the table's ×figures are against; never a baseline that no cell of the sweep matched."""
     name = describe_baseline(baseline)
     if name is None:
@@ -37,7 +37,7 @@ def speedup_caption(cells: pd.DataFrame, baseline: Any) -> str:
     return f"×speedup vs {name}"
 
 
-def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Any, sweep_dir: Path) -> str:
+def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path) -> str:
     """results/summary.md: counts, devices, the variants side by side, and every failed or missing cell.
 
     Every value from the results goes through md_cell: error texts and op names are data, never markup.

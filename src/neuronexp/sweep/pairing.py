@@ -13,6 +13,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.overrides import override_values
 
 # Keys whose values are process state or the timing itself: cells differing in them cannot share a timed pass.
@@ -37,13 +38,11 @@ def process_key(config: Any) -> str:
     return repr([getattr(config, name) for name in _PROCESS_KEYS])
 
 
-def _baseline_keys(baseline: Any) -> set[str]:
-    from neuronexp.analysis.variants import parse_baseline  # pandas: only once the cells are planned and checked
-
-    return set(parse_baseline(baseline) or {})
+def _baseline_keys(baseline: Baseline | None) -> set[str]:
+    return set(baseline or {})
 
 
-def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
+def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
     """Why a group of these planned cells cannot be timed together, or None when it can."""
     keys = _baseline_keys(baseline)
     clash = sorted(k for k in keys if k.split(".", 1)[0] in _PROCESS_KEYS)
@@ -58,7 +57,7 @@ def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
     return None
 
 
-def plan_units(cells: list[Any], baseline: Any, todo: set[str]) -> tuple[list[Unit], list[str]]:
+def plan_units(cells: list[Any], baseline: Baseline | None, todo: set[str]) -> tuple[list[Unit], list[str]]:
     """The cells still to run (`todo` run_ids) as units in sweep order, each group where its first cell stands;
     and one line per group that is not paired, saying why (the sweep logs them)."""
     keys = _baseline_keys(baseline)

@@ -16,6 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.formatting import first_line
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, job_exception, runs_in_process, subdir_override
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
@@ -67,8 +68,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     from neuronexp.sweep.resume import assign
 
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
-    baseline = OmegaConf.select(ctx.master, "baseline", default=None)
-    baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
+    baseline = _baseline(ctx.master)
     with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
         invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
         reused = assign(cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
@@ -108,16 +108,14 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
 
 
 def _launch(launcher: Any, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress,
-            baseline: Any) -> list[Any]:
+            baseline: Baseline | None) -> list[Any]:
     """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid; under
     the basic launcher, each comparison group's cells in one process, timed together (sweep.pairing)."""
     jobs = {c.run_id: [*c.overrides, subdir_override(c.dir)] for c in todo}
     if not jobs:  # every cell was complete already (launchers refuse an empty batch)
         return []
     if not runs_in_process(launcher):
-        from neuronexp.analysis.variants import parse_baseline
-
-        if parse_baseline(baseline):
+        if baseline:
             log.info("speedups are unpaired: %s runs each cell in a process of its own (docs/methodology.md, "
                      "\"Paired timing\")", type(launcher).__name__)
         with progress.watching():  # cells finish in other processes: seen on disk
@@ -159,6 +157,12 @@ def _cell_processes(launcher: Any, master: Any) -> AbstractContextManager[Any]:
     if any(cls.__name__ == "SlurmLauncher" for cls in type(launcher).__mro__):  # submitit's, or neuronexp's subclass
         return nullcontext()
     return ForkServer(warm=None, allocator=allocator_mode(master))
+
+
+def _baseline(master: DictConfig) -> Baseline | None:
+    """The sweep's `baseline`, parsed once: every stage after this one takes it as it is."""
+    node = OmegaConf.select(master, "baseline", default=None)
+    return parse_baseline(OmegaConf.to_container(node) if OmegaConf.is_config(node) else node)
 
 
 def _noise_limits(master: DictConfig) -> Any:
