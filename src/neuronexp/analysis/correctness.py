@@ -1,28 +1,6 @@
-"""The output check: each cell's output against its baseline cell's, from the files the cells saved.
-
-Every compared element must satisfy |variant − baseline| ≤ atol + rtol·|baseline| (torch.testing's rule), NaN
-and inf where the baseline has them and nowhere else. The columns:
-
-- `max_abs_err`: the largest |variant − baseline| over the compared elements;
-- `max_rel_err`: the largest |variant − baseline| / |baseline| over compared elements whose baseline is not 0;
-- `output_match`: True (pass), False (beyond tolerance: the row's warnings say so), null (not compared);
-- `output_check`: pass | FAIL | baseline (the reference itself) | no baseline | off | n/a, and `output_note` why.
-
-rtol by default suits the output's dtype (DEFAULT_RTOL, a few roundings of it; the looser of the two cells'
-dtypes when they differ); atol by default is rtol × the baseline output's root mean square, so an element near
-zero is held to the error its neighbours may carry.
-
-With those defaults, a cell beyond them still passes when it is no less accurate than its baseline: a 16-bit
-baseline cell saves its module evaluated in float32 on the same inputs (cell.reference), and a variant whose
-largest error against that evaluation is at most ACCURACY_FACTOR × the baseline's own (FlashAttention's test
-rule) computes the same function at least about as well; the note gives both errors. A tolerance the user set
-(`correctness.rtol`, `correctness.atol`) is applied as given.
-
-Outputs are compared only where the baseline rule changes how a function is computed (the module option,
-compile, backend, dtype, any key outside the layer's constructor and its inputs), never what: with a rule on
-`module.<argument>`, `input.*` (but dtype), `dims.*` or `shapes`, the cells compute different functions or on
-different inputs, and the check says n/a.
-"""
+"""The output check: each cell's output against its baseline cell's, from the files the cells saved (they ran in
+other processes). The rule, the tolerances by dtype, the float32 evaluation that keeps a more accurate variant from
+failing, and when outputs are not compared at all: docs/methodology.md, "Output check"."""
 
 from __future__ import annotations
 

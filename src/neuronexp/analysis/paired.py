@@ -1,16 +1,6 @@
-"""Speedups over the baseline with their intervals: paired where the cell and its baseline were timed together,
-unpaired otherwise, and which of the two in `speedup_method`.
-
-Paired (docs/methodology.md, "Paired timing"): the cells of a comparison group alternate call by call in one
-process (cell.timing.time_calls), so the samples with one pair index were taken within a few calls of each other
-and share the host's drift. The speedup is the median over the timing rounds of each round's median per-pair ratio
-(baseline ÷ cell); its interval resamples rounds, then pairs within them (paired_ratio says why). A single round
-falls back to a moving-block bootstrap over pairs (blocks of ⌈n^⅓⌉: neighbouring pairs share a drift; Künsch 1989).
-
-Unpaired (a cell and its baseline timed apart: another process, a cached baseline, a launcher that runs one cell a
-process): the ratio of medians of round medians with the hierarchical bootstrap over rounds (analysis.stats), which
-cannot cancel drift between the two cells' windows; the row says so in its warnings.
-"""
+"""Speedups over the baseline with their intervals: paired where the cell and its baseline were timed together
+(the median per-pair ratio, which cancels the host's drift), unpaired otherwise (the ratio of medians, whose
+row says so); which in `speedup_method`. The estimators and their intervals: docs/methodology.md, "Paired timing"."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
 """Cells named, laid out per input, and compared with their baseline: the one place that names variants.
 
-A cell's name has two parts, both read from the cells themselves (their label columns and the `overrides`
-each ran with), never from a config file:
-
-- its variant: the module ("+compile" when compiled), then every other swept key that is not about the input,
-  as key=value (`intermediate_size=256`);
-- its input: the shape, then dtype and backend when they vary, then the swept input keys (`input.*`, `dims.*`,
-  `shapes`) the shape does not already tell apart.
-
-Two cells never share a name: where those rules leave two alike, the keys still differing, then the run id, are
-added.
-
-A baseline is a set of key=value pairs (`{module: rmsnorm_naive}`, `{compile.enabled: false}`). Cells equal in
-everything but those keys form a group, and the group's cell matching the pairs is its reference (its
-`baseline_run_id`). Speedups and findings compare cells within their group only; no baseline, no speedups.
-"""
+A name is read from the cells themselves (label columns and `overrides`), never from a config file: the variant
+(the module, "+compile", other swept keys) and the input (shape, then what else varies), made unique. A baseline
+(analysis.baseline) picks one reference per group of cells equal in all but its keys; speedups and findings
+compare within a group only."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """The report's headline lines: per group of comparable cells, which is fastest, and whether that is more than noise.
 
-A group is a baseline cell and the cells compared with it (analysis.variants.baseline_run_ids): the same input
-and the same everything else, only the baseline's keys differing. Cells of different groups are never ranked
-against each other; without a baseline each cell stands alone. The same statistics as neuronexp-compare
-(compare_stats): a cell within the practical threshold of the fastest, or not significantly slower after
-Benjamini–Hochberg, is reported as a tie, not a loss; intervals are over timing rounds (compare_rounds). A cell
-flagged `noisy` is not a finding: it is named as noisy and left out of the ranking.
-"""
+Cells of different groups are never ranked against each other. The statistics are neuronexp-compare's, so a
+cell within the threshold of the fastest, or not significantly slower, is a tie; a noisy cell is named, not ranked."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The sweep's comparison laid out for the terminal's width (80 columns when piped to a file).
-
-Three layouts, the first that fits wins: the variants side by side (report.terminal.rich_table); one line per
-cell with the variants as rows; the same with each variant shortened to a key ("A", "B", ...) explained in a
-legend above the table. A variant name is never cut and every cell has its line; only the hotspot column gives
-way (its op name is cut with "…", then the column is left out with a note; the full name is in results/ and the
-report).
-"""
+"""The sweep's comparison laid out for the terminal's width (80 columns when piped to a file): a variant name is
+never cut and every cell has its line; only the hotspot column gives way (sweep_layout says how)."""
 
 from __future__ import annotations
 
@@ -134,7 +128,10 @@ def _fitted(console: Console, title: str, rows: list, device: str | None, names:
 
 
 def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: Baseline | None, wide: Table) -> list[RenderableType]:
-    """What to print for the sweep's comparison at this console's width (see the module doc)."""
+    """What to print for the sweep's comparison at this console's width: the first of three layouts that fits.
+    The variants side by side (`wide`, report.terminal.rich_table); one line per cell with the variants as rows;
+    the same with each variant shortened to a key ("A", "B", ...) explained in a legend above the table. The
+    hotspot's op name is cut with "…", then the column is left out with a note (the full name is in results/)."""
     if natural_width(console, wide) <= console.width:
         return [wide]
     variants, rows, device = _rows(cells, baseline)
