@@ -53,7 +53,8 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
 
 
 def compare_outputs(variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None) -> dict[str, Any]:
-    """The check's columns for one cell (see the module docstring); `atol` None: rtol × the baseline's RMS."""
+    """The check's columns for one cell (docs/methodology.md, "Output check"); `atol` None: rtol × the
+    baseline's RMS."""
     if len(variant) != len(baseline):
         kind = "no tensor" if not variant else f"{len(variant)} tensor(s)"
         return _failed(f"returns {kind}, the baseline {len(baseline)}: not the same kind of output")
@@ -83,7 +84,8 @@ def _max_error(a: OutputLeaf, b: OutputLeaf) -> float:
 def as_accurate(variant: list[OutputLeaf], baseline: list[OutputLeaf], wide: list[OutputLeaf],
                 check: dict[str, Any]) -> dict[str, Any]:
     """`check` (a FAIL of the elementwise rule) turned into a pass when the variant is no less accurate than the
-    baseline against the baseline's float32 evaluation `wide`, up to ACCURACY_FACTOR (module docstring)."""
+    baseline against the baseline's float32 evaluation `wide`, up to ACCURACY_FACTOR (docs/methodology.md,
+    "Output check")."""
     if check["max_abs_err"] is None or len(wide) != len(baseline):
         return check
     errors = []

@@ -33,7 +33,7 @@ def children(table: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def units(table: pd.DataFrame) -> list[str]:
-    """The study units of one run's table (module docstring), in tree order."""
+    """The study units of one run's table (docs/columns.md, "modules"), in tree order."""
     kids = children(table)
     found: list[str] = []
 

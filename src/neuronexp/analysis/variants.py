@@ -27,6 +27,7 @@ _INPUT_KEYS = ("input.", "dims.", "shapes")
 _ROW_AXES = ["backend", "dtype", "input_shape"]
 _RESERVED = {"module", "backend", "dtype", "input_shape", "experiment", "device", "variant"}
 
+
 def _overrides(cells: pd.DataFrame) -> pd.DataFrame:
     """One column per override key ("" where a cell lacks it), less the keys a label column carries
     (compile.enabled stays: the `compiled` column also turns on for a module option that compiles itself)."""
@@ -59,7 +60,7 @@ def variant_label(cell: Mapping[str, Any]) -> str:
 
 
 def names(cells: pd.DataFrame) -> tuple[pd.Series, list[str], pd.DataFrame]:
-    """(variant per cell, input axes, input values per cell with one column per axis): see the module doc."""
+    """(variant per cell, input axes, input values per cell with one column per axis): docs/layers.md says how."""
     if cells.empty:
         return pd.Series([], dtype=str), ["input_shape"], pd.DataFrame(columns=["input_shape"])
     ov = _overrides(cells)
@@ -88,7 +89,7 @@ def names(cells: pd.DataFrame) -> tuple[pd.Series, list[str], pd.DataFrame]:
 
 
 def variant_labels(cells: pd.DataFrame) -> pd.Series:
-    """Every cell's variant name, told apart from the others in `cells` (see the module doc)."""
+    """Every cell's variant name, told apart from the others in `cells` (docs/layers.md)."""
     return names(cells)[0]
 
 

@@ -111,7 +111,8 @@ def listed_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Work:
-    """bytes_min and FLOPs of one eager call `module(*args, **kwargs)` (see the module docstring)."""
+    """bytes_min and FLOPs of one eager call `module(*args, **kwargs)` (the rules: docs/methodology.md, "How far
+    from the limit")."""
     counter = FlopCounterMode(display=False, custom_mapping=_custom_formulas())
     reads = _Reads(counter)
     with counter, reads:  # `reads` on top: it sees the operators the module called

@@ -16,7 +16,7 @@ from typing import Iterable
 
 
 def code_fingerprint(target: object) -> str:
-    """A short hash of the code behind `module._target_` (the module docstring says what it covers)."""
+    """A short hash of the code behind `module._target_` (what it covers: docs/guarantees.md)."""
     if not isinstance(target, str) or "." not in target:
         return _hash([], _versions())
     return _fingerprint(target.rsplit(".", 1)[0], tuple(_user_roots()), _versions())
