@@ -43,8 +43,7 @@ MAX_DOC_LINES = 6
 LONG_DOCS_PENDING = {
     "neuronexp.analysis.floor", "neuronexp.cell.group", "neuronexp.cell.limits", "neuronexp.cell.probe",
     "neuronexp.sweep._hydra", "neuronexp.sweep.forksafety", "neuronexp.sweep.forkserver", "neuronexp.sweep.launch",
-    "neuronexp.sweep.lock", "neuronexp.sweep.ownership", "neuronexp.sweep.pairing", "neuronexp.sweep.placement",
-    "neuronexp.sweep.slurm", "neuronexp.sweep.slurm_jobs", "neuronexp.sweep.template",
+    "neuronexp.sweep.placement", "neuronexp.sweep.template",
 }
 
 

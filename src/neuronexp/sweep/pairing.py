@@ -1,11 +1,7 @@
 """Which cells of a sweep are timed together: the comparison groups of its baseline, planned before any cell runs,
-and the collector that gathers a group's jobs so that one process runs them (cell.group).
-
-A group is what analysis.variants compares: cells equal in every override but the baseline's keys. Its cells are
-paired only where one process can run them as they would run alone: the same backend (not Neuron, whose capture
-is set up per process), threads, malloc mode, timing keys and launcher keys, and a launcher that runs the cells on
-this host one at a time (Hydra's basic launcher); elsewhere they are timed unpaired, and the sweep says why.
-"""
+and the collector that gathers a group's jobs so that one process runs them (cell.group). Cells are paired only
+where one process can run them as they would run alone; elsewhere they are timed unpaired, and the sweep says why
+(docs/methodology.md, "Paired timing")."""
 
 from __future__ import annotations
 
