@@ -85,7 +85,8 @@ def main() -> None:
         print(f"aggregate: {agg:.2f} s (+{imp:.2f} s imports), peak RSS {rss:.0f} MiB, {n_cells} cells, {n_ops} op rows")
     aggs = sorted(r[0] for r in runs)
     print(f"median {aggs[len(aggs) // 2]:.2f} s, max peak RSS {max(r[1] for r in runs):.0f} MiB "
-          f"({platform.processor() or platform.machine()}, {resource.getpagesize()} B pages, Python {platform.python_version()})")
+          f"({platform.processor() or platform.machine()}, {resource.getpagesize()} B pages, "
+          f"Python {platform.python_version()})")
     pd.set_option("display.width", 120)
 
 

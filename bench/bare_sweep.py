@@ -3,7 +3,8 @@
 Same work per cell as neuronexp's defaults: build, first call, 10 warm-up calls, up to 100 timed calls
 (5 s cap), then torch.profiler with schedule(2, 1, 1, 1), key_averages() and a Chrome trace.
 
-    python bench/bare_sweep.py OUT_DIR "[1,128,1024]" "[1,512,2048]" ... [--variants naive,fused,compiled] [--iters 100] [--warmup 10]
+    python bench/bare_sweep.py OUT_DIR "[1,128,1024]" "[1,512,2048]" ... [--variants naive,fused,compiled]
+                               [--iters 100] [--warmup 10]
 """
 
 from __future__ import annotations

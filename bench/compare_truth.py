@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -81,18 +82,18 @@ def summary(cells: pd.DataFrame) -> dict:
 def check_double(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         copy = doubled_copy(args.sweeps[0], Path(tmp) / "doubled")
-        rc, cells, out = run_compare(args.sweeps[0], copy, args.out / "double.csv", ["--fail-on-regression", *args.extra])
+        rc, cells, out = run_compare(args.sweeps[0], copy, args.out / f"double-{args.stamp}.csv", ["--fail-on-regression", *args.extra])
     report = {"check": "double", "sweep": str(args.sweeps[0]), "exit": rc, **summary(cells)}
     met = rc == 1 and report["verdicts"].get("slower", 0) == len(cells)
-    return finish(report, met, out, args.out / "double.json")
+    return finish(report, met, out, args.out / f"double-{args.stamp}.json")
 
 
 def check_aa(args) -> int:
     if len(args.sweeps) != 2:
         fail("aa needs two sweep directories")
-    rc, cells, out = run_compare(args.sweeps[0], args.sweeps[1], args.out / "aa.csv", args.extra)
+    rc, cells, out = run_compare(args.sweeps[0], args.sweeps[1], args.out / f"aa-{args.stamp}.csv", args.extra)
     report = {"check": "aa", "sweeps": [str(s) for s in args.sweeps], **summary(cells)}
-    return finish(report, report["called"] == 0, out, args.out / "aa.json")
+    return finish(report, report["called"] == 0, out, args.out / f"aa-{args.stamp}.json")
 
 
 def finish(report: dict, met: bool, output: str, path: Path) -> int:
@@ -173,10 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("check", choices=["double", "aa", "rounds", "csv"])
     p.add_argument("sweeps", nargs="+", type=Path, help="sweep directories (double, aa) or files (rounds, csv)")
-    p.add_argument("--out", type=Path, default=Path("."), help="where the CSV and JSON report go (default .)")
+    p.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "compare",
+                   help="where the CSV and JSON report go (default bench/results/compare)")
     p.add_argument("--factor", type=float, default=FLOOR_FACTOR, help=f"floor factor (default {FLOOR_FACTOR})")
     args = p.parse_args(argv)
     args.extra = extra
+    args.stamp = time.strftime("%Y-%m-%dT%H%M%S")  # each check's files beside the earlier ones, not over them
     missing = [str(s) for s in args.sweeps if not s.exists()]
     if missing:
         fail(f"no such path: {', '.join(missing)}")

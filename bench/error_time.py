@@ -76,7 +76,7 @@ def main() -> None:
     walls: dict[str, list[float]] = {name: [] for name, *_ in runs}
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as cwd:  # nothing may be written; an empty directory shows it
-        for name, argv, env, code, expect in runs:  # one untimed pass: page cache, and each command checked
+        for _name, argv, env, code, expect in runs:  # one untimed pass: page cache, and each command checked
             _wall(argv, env, cwd, code, expect)
         for _ in range(args.rounds):
             for name, argv, env, code, expect in runs:

@@ -1,4 +1,5 @@
-"""Wall time of parallel sweeps (issues 6, 15): 1 vs 2 device slots on compile-heavy cells, and per-cell launcher overhead.
+"""Wall time of parallel sweeps (issues 6, 15): 1 vs 2 device slots on compile-heavy cells, and per-cell launcher
+overhead.
 
     python bench/parallel_sweep.py [--reps 3] [--caches fresh|off] [--only speedup|overhead] [--measure-s S]
                                    [--launchers NAME ...] [--before SRC] [--out FILE.json]

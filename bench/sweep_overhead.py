@@ -57,7 +57,8 @@ def main() -> None:
         print(f"round {i}: neuronexp {nx:.1f} s, bare {bare:.1f} s, ratio {nx / bare:.3f}", flush=True)
     ratios = [r[2] for r in rows]
     print(f"median ratio {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
-          f"median wall neuronexp {statistics.median(r[0] for r in rows):.1f} s, bare {statistics.median(r[1] for r in rows):.1f} s")
+          f"median wall neuronexp {statistics.median(r[0] for r in rows):.1f} s, "
+          f"bare {statistics.median(r[1] for r in rows):.1f} s")
     print(f"cells: 3 variants x {shapes}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"Python {platform.python_version()}, {platform.machine()}")
     decompose(neuronexp, work, args.rounds)
@@ -81,7 +82,8 @@ def decompose(neuronexp: str, work: Path, rounds: int) -> None:
         t2 = statistics.median(timed(cmd(2, i), work) for i in range(rounds))
         t24 = statistics.median(timed(cmd(24, i), work) for i in range(rounds))
         per_cell = (t24 - t2) / 22
-        print(f"{name}: 2 cells {t2:.2f} s, 24 cells {t24:.2f} s -> {per_cell * 1000:.0f} ms per cell, {t2 - 2 * per_cell:.2f} s fixed")
+        print(f"{name}: 2 cells {t2:.2f} s, 24 cells {t24:.2f} s -> {per_cell * 1000:.0f} ms per cell, "
+              f"{t2 - 2 * per_cell:.2f} s fixed")
 
 
 if __name__ == "__main__":

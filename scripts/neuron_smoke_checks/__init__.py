@@ -52,7 +52,8 @@ def run_checks(ctx: Context, report: Report, ids: tuple[str, ...]) -> None:
         try:
             result, detail = fn(ctx)
         except Exception as exc:  # the report must always come out; the traceback goes to a file
-            result, detail = "FAIL", f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''} (traceback: tracebacks.txt)"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            result, detail = "FAIL", f"{type(exc).__name__}: {first} (traceback: tracebacks.txt)"
             report.tracebacks.append(f"## {cid}\n{traceback.format_exc()}")
         report.rows.append((cid, assumption, result, detail))
         print(f"[{result}] {cid}: {assumption}", file=sys.stderr)

@@ -10,7 +10,8 @@ import time
 from neuron_smoke_checks import Context, check, sh, tree
 
 
-@check("D1", "the schema prints with `neuron-explorer view --show-profile-schema` (2.33), else `neuron-explorer --show-profile-schema`")
+@check("D1", "the schema prints with `neuron-explorer view --show-profile-schema` (2.33), "
+            "else `neuron-explorer --show-profile-schema`")
 def d1_schema_print(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron.explorer import find_explorer
 
@@ -57,7 +58,8 @@ def d2_explorer(ctx: Context) -> tuple[str, str]:
         units = read_units(profiles[0])
         changed = {f: units.unit("Summary", f) for f in SUMMARY_FIELDS
                    if units.unit("Summary", f) not in (None, DOCUMENTED_UNIT[SUMMARY_FIELDS[f]])}
-        lines.append(f"schema {cols['neuron_profile_schema_version']}, units from {cols['neuron_units_source']}; Summary files {files}\n"
+        lines.append(f"schema {cols['neuron_profile_schema_version']}, units from {cols['neuron_units_source']}; "
+                     f"Summary files {files}\n"
                      f"units differing from 7.4.0: {changed}\nmissing pinned fields: {schema.get('missing_fields')}\n"
                      f"fields not read: {schema.get('unread_fields')}\nunit problems: {schema.get('unit_problems')}\n"
                      f"warnings: {warnings}\ntotal_time_us={cols['neuron_total_time_us']} insights={cols['neuron_insights']!r} "
@@ -91,11 +93,13 @@ job = work / f"d3-active{active}"
 job.mkdir(parents=True, exist_ok=True)
 cell = run_cell(CellSpec(cfg, lambda: NaiveRMSNorm(shape[-1]), run_id=f"d3-{active}", experiment="smoke",
                          module_name="rmsnorm_naive"), job).cells.iloc[0].to_dict()
-manifest = json.loads((job / "neuron_profile" / "manifest.json").read_text()) if (job / "neuron_profile" / "manifest.json").is_file() else {}
+manifest_path = job / "neuron_profile" / "manifest.json"
+manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
 keep = ("status", "error", "device_time_source", "device_time_us", "device_ops", "top_op", "neuron_explorer_status",
-        "neuron_explorer_ops_matched", "neuron_explorer_ops_unmatched_us", "neuron_explorer_op_steps", "neuron_debug_info",
-        "neuron_neff_cache_dir", "neuron_neff_files", "warnings")
-print("D3-RESULT", json.dumps({"cell": {k: cell.get(k) for k in keep}, "device_ops": manifest.get("explorer", {}).get("device_ops")}, default=str))
+        "neuron_explorer_ops_matched", "neuron_explorer_ops_unmatched_us", "neuron_explorer_op_steps",
+        "neuron_debug_info", "neuron_neff_cache_dir", "neuron_neff_files", "warnings")
+result = {"cell": {k: cell.get(k) for k in keep}, "device_ops": manifest.get("explorer", {}).get("device_ops")}
+print("D3-RESULT", json.dumps(result, default=str))
 """
 
 

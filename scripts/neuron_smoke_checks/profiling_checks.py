@@ -24,7 +24,8 @@ def b1_api(ctx: Context) -> tuple[str, str]:
     return ("PASS" if api.kind == neuron_api.DOCUMENTED else "INFO"), f"detected: {api.kind} ({api.version})\nmembers: {members}"
 
 
-@check("B2", "signatures: NeuronConfig keywords (is correlate_device_time one?), ProfileMode members, NeuronProfiler(config).export_trace")
+@check("B2", "signatures: NeuronConfig keywords (is correlate_device_time one?), ProfileMode members, "
+            "NeuronProfiler(config).export_trace")
 def b2_signatures(ctx: Context) -> tuple[str, str]:
     from torch._C._profiler import _ExperimentalConfig
 
@@ -120,7 +121,8 @@ def c2_layout(ctx: Context) -> tuple[str, str]:
                  "memory_snapshots": s.memory_snapshots, "ntff_schemes": sorted({n["scheme"] for n in s.ntffs}),
                  "neffs": len(s.neffs)} for s in index.sessions]
     ok = len(index.sessions) == 1 and index.sessions[0].has_framework_trace and sessions[0]["pid"] is not None
-    detail = (f"export_trace after neuronexp's own export: {seen.get('plain_export_after_own')}; via proxy: {seen.get('proxy_export')}\n"
+    detail = (f"export_trace after neuronexp's own export: {seen.get('plain_export_after_own')}; "
+              f"via proxy: {seen.get('proxy_export')}\n"
               f"NeuronConfig kwargs: {seen['NeuronConfig kwargs']}\n"
               f"sessions: {json.dumps(sessions, indent=1)}\nwarnings: {index.warnings}\ntree:\n{tree(out)}")
     return ("PASS" if ok else "FAIL"), detail
@@ -137,5 +139,6 @@ def c3_neffs(ctx: Context) -> tuple[str, str]:
     counts = {f: sum(1 for _ in Path(f).rglob("*.neff")) if f and Path(f).is_dir() else None for f in folders if f}
     chosen = neuron_api.neff_cache_dir(NeuronProfilerConfig())
     captured = len(index_capture(ctx.work / "c2", ["DEVICE", "RUNTIME"]).neffs)
-    detail = f"NEFFs per folder: {json.dumps(counts)}\nneuronexp would pass: {chosen}\n.neff files in the C2 capture: {captured}"
+    detail = (f"NEFFs per folder: {json.dumps(counts)}\nneuronexp would pass: {chosen}\n"
+              f".neff files in the C2 capture: {captured}")
     return ("PASS" if captured else "FAIL"), detail

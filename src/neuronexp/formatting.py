@@ -5,31 +5,36 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeGuard
 
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def _shown(value: Any) -> TypeGuard[float]:
+    """Not missing: a figure to print (a checker then reads it as a number, not None)."""
+    return not _missing(value)
+
+
 def fmt_us(value: float | None) -> str:
     """Three significant digits, in µs, ms or s."""
-    if _missing(value):
+    if not _shown(value):
         return "—"
     for scale, unit in ((1e6, "s"), (1e3, "ms"), (1.0, "µs")):
-        if abs(value) >= scale or unit == "µs":  # type: ignore[arg-type]
-            v = value / scale  # type: ignore[operator]
+        if abs(value) >= scale or unit == "µs":
+            v = value / scale
             return f"{v:.3g} {unit}" if v < 1000 else f"{v:,.0f} {unit}"
     raise AssertionError("unreachable")
 
 
 def fmt_pct(value: float | None) -> str:
-    return "—" if _missing(value) else f"{100 * value:.1f}%"  # type: ignore[operator]
+    return "—" if not _shown(value) else f"{100 * value:.1f}%"
 
 
 def fmt_speedup(value: float | None) -> str:
     """"×1.25"; "—" without a finite speedup."""
-    return "—" if value is None or _missing(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"
+    return "—" if not _shown(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"
 
 
 UNPAIRED_MARK = "†"  # after a speedup timed apart from its baseline (analysis.paired)
@@ -112,19 +117,19 @@ def yaml_error_line(exc: BaseException) -> str:
 
 def fmt_bytes(value: float | None) -> str:
     """Decimal units (1 MB = 1e6 B), like the GB/s beside them."""
-    if _missing(value):
+    if not _shown(value):
         return "—"
     for scale, unit in ((1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if abs(value) >= scale:  # type: ignore[arg-type]
-            return f"{value / scale:.3g} {unit}"  # type: ignore[operator]
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
     return f"{value:.0f} B"
 
 
 def fmt_flops(value: float | None) -> str:
     """A FLOP count: 67.1 MFLOP, 1.2 TFLOP."""
-    if _missing(value):
+    if not _shown(value):
         return "—"
     for scale, unit in ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP"), (1e3, "kFLOP")):
-        if abs(value) >= scale:  # type: ignore[arg-type]
-            return f"{value / scale:.3g} {unit}"  # type: ignore[operator]
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
     return f"{value:.0f} FLOP"

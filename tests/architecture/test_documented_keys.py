@@ -63,7 +63,7 @@ def _expand(key: str) -> list[str]:
 
 def _documented_keys() -> dict[str, str]:
     found = {}
-    pattern = re.compile(r"(?<![\w./$-])((?:%s)\.[\w.]*(?:\{[\w,]+\})?)" % "|".join(SECTIONS))
+    pattern = re.compile(r"(?<![\w./$-])((?:" + "|".join(SECTIONS) + r")\.[\w.]*(?:\{[\w,]+\})?)")
     for doc in DOCS:
         for raw in pattern.findall(_code(doc.read_text())):
             for key in _expand(raw.rstrip(".")):
@@ -93,7 +93,7 @@ def _set_by_a_test(key: str) -> bool:
     if key in SET_THROUGH_DATACLASSES:
         where = REPO / SET_THROUGH_DATACLASSES[key]
         return bool(re.search(rf"\b{key.rsplit('.', 1)[1]}\b", where.read_text()))
-    return bool(re.search(r"(?<![\w.])[~+]*%s(?:=|\.\w)" % re.escape(key), TEST_TEXT))
+    return bool(re.search(r"(?<![\w.])[~+]*" + re.escape(key) + r"(?:=|\.\w)", TEST_TEXT))
 
 
 def test_every_key_is_set_by_a_test() -> None:

@@ -151,7 +151,7 @@ def _output(out: Path) -> np.ndarray:
     return leaf.values
 
 
-@pytest.mark.parametrize("layer", ["torch.nn.Identity", "helpers.layers.WeightsOnly"])
+@pytest.mark.parametrize("layer", [pytest.param("torch.nn.Identity", marks=pytest.mark.slow), "helpers.layers.WeightsOnly"])  # 11 s / 5 s
 def test_input_seed_fixes_the_inputs_and_the_weights(layer: str, tmp_path: Path) -> None:
     # Identity returns its input, WeightsOnly its weights: each output shows one of the two seeded draws alone.
     args = ["profiler=quick", f"module._target_={layer}", "~module.hidden_size", "~module.eps"]

@@ -60,9 +60,9 @@ def test_short_paired_calls_are_timed_in_blocks_and_long_ones_call_by_call() -> 
         calls["long"] += 1
         return 100.0
 
-    s, l = time_calls([short, long], Clocked(), _cfg(iters=10, min_iters=10, rounds=1))
-    assert (s.block, l.block) == (4, 1)
-    assert len(s.samples_us) == len(l.samples_us) == 10
+    short_stats, long_stats = time_calls([short, long], Clocked(), _cfg(iters=10, min_iters=10, rounds=1))
+    assert (short_stats.block, long_stats.block) == (4, 1)
+    assert len(short_stats.samples_us) == len(long_stats.samples_us) == 10
     # Blocks are timed on the wall clock (the scripted figure sized them); each sample is one block's mean.
     assert calls["short"] == 1 + 4 * 10 and calls["long"] == 1 + 10
 

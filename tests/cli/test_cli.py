@@ -94,7 +94,8 @@ def test_cfg_job_introspection_works(cli) -> None:
 
 def test_a_layer_that_raises_is_an_error_row_not_a_traceback(cli, tmp_path: Path) -> None:
     (tmp_path / "broken.py").write_text(
-        "import torch\nclass Broken(torch.nn.Module):\n    def forward(self, x):\n        raise RuntimeError('boom at forward')\n"
+        "import torch\nclass Broken(torch.nn.Module):\n    def forward(self, x):\n"
+        "        raise RuntimeError('boom at forward')\n"
     )
     res = cli(*FAST, "module._target_=broken.Broken", "~module.hidden_size", "~module.eps")
     assert res.returncode == 1

@@ -59,8 +59,10 @@ def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Pa
 def test_inputs_are_rebuilt_as_specs_with_the_factories_of_a_llama_layer() -> None:
     specs = ('{"args": [], "kwargs": {"hidden_states": {"shape": [1, 8, 64], "dtype": "float32"}, '
              '"attention_mask": {"shape": [1, 1, 8, 8], "dtype": "float32", "causal_mask": true}, '
-             '"position_embeddings": [{"shape": [1, 8, 16], "dtype": "float32"}, {"shape": [1, 8, 16], "dtype": "float32"}], '
-             '"past_key_values": {"_unsupported_": "DynamicCache"}, "position_ids": {"shape": [1, 8], "dtype": "int64", "fill": "arange"}}}')
+             '"position_embeddings": [{"shape": [1, 8, 16], "dtype": "float32"}, '
+             '{"shape": [1, 8, 16], "dtype": "float32"}], '
+             '"past_key_values": {"_unsupported_": "DynamicCache"}, '
+             '"position_ids": {"shape": [1, 8], "dtype": "int64", "fill": "arange"}}}')
 
     class Layer(nn.Module):
         def forward(self, hidden_states, **kwargs):  # noqa: ANN001, ANN003

@@ -32,7 +32,7 @@ def _snapshot(root: Path) -> dict[str, bytes | str]:
     return out
 
 
-@pytest.mark.parametrize("behind_link", [False, True])
+@pytest.mark.parametrize("behind_link", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_a_run_into_a_directory_of_the_users_files_is_refused(cli, tmp_path: Path, behind_link: bool) -> None:
     project = tmp_path / "p"
     project.mkdir()
@@ -58,7 +58,8 @@ def test_a_run_with_hydra_run_dir_dot_in_a_project_is_refused(cli, tmp_path: Pat
     assert _snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("planted", ["jobs.json", "results/summary.md", "results/cells.csv", "0/config.yaml"])
+@pytest.mark.parametrize("planted", ["jobs.json", *(pytest.param(f, marks=pytest.mark.slow)  # 4 s each: CI runs them
+                                     for f in ("results/summary.md", "results/cells.csv", "0/config.yaml"))])
 def test_a_sweep_into_a_directory_of_the_users_files_is_refused(cli, tmp_path: Path, planted: str) -> None:
     sweep = tmp_path / "s"
     (sweep / planted).parent.mkdir(parents=True)
@@ -81,7 +82,7 @@ def test_a_sweep_never_writes_through_a_results_link(cli, tmp_path: Path) -> Non
     assert not list(elsewhere.iterdir())
 
 
-@pytest.mark.parametrize(("made_by", "then"), [("sweep", "run"), ("run", "sweep")])
+@pytest.mark.parametrize(("made_by", "then"), [("sweep", "run"), pytest.param("run", "sweep", marks=pytest.mark.slow)])
 def test_a_run_and_a_sweep_never_share_a_directory(cli, tmp_path: Path, made_by: str, then: str) -> None:
     where = tmp_path / "d"
     where.mkdir()
@@ -105,7 +106,7 @@ def test_an_earlier_run_dir_is_reusable_and_marked_but_a_sweep_there_is_refused(
     assert res.returncode == 2 and "holds the results of a single run" in _one_error_line(res.stderr)
 
 
-@pytest.mark.parametrize("kind", ["run", "sweep"])
+@pytest.mark.parametrize("kind", [pytest.param("run", marks=pytest.mark.slow), "sweep"])
 def test_a_lock_file_that_is_a_link_is_refused_and_its_target_untouched(cli, tmp_path: Path, kind: str) -> None:
     victim, where = tmp_path / "victim", tmp_path / "d"
     victim.write_text("precious\n")
@@ -127,7 +128,7 @@ def test_a_lock_file_that_is_a_fifo_is_refused_without_blocking(cli, tmp_path: P
     assert res.returncode == 2 and ".neuronexp.lock there is not a regular file" in _one_error_line(res.stderr)
 
 
-@pytest.mark.parametrize("mode", ["run", "sweep"])
+@pytest.mark.parametrize("mode", [pytest.param("run", marks=pytest.mark.slow), "sweep"])
 def test_an_unusable_lock_dir_is_refused_before_the_first_cell(cli, tmp_path: Path, mode: str) -> None:
     (tmp_path / "a-file").write_text("")
     bad = tmp_path / "a-file" / "locks"

@@ -60,7 +60,7 @@ def test_a_cell_records_threads_allocator_rounds_and_machine_activity(cli, tmp_p
     if GLIBC:
         assert cell["malloc"].startswith("glibc") and pd.isna(cell["allocator_note"])
         assert env["allocator"]["applied"]["mmap_threshold"] >= 32 << 20
-    assert "in 3 rounds" in res.stdout and "1 threads" in res.stdout
+    assert "in 3 rounds" in res.stdout and "· 1 thread\n" in res.stdout
 
 
 @pytest.mark.slow  # 5 s on the 2-core VM

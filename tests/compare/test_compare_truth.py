@@ -24,14 +24,19 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow  # 6 s: a copy of the sweep and two CLI runs
 def test_double_and_aa_report_what_compare_called(sweep: Path, tmp_path: Path) -> None:
     double = _run("double", str(sweep), "--out", str(tmp_path))
-    report = json.loads((tmp_path / "double.json").read_text())
-    cells = pd.read_csv(tmp_path / "double.csv")
+    report = json.loads(_one(tmp_path, "double-*.json").read_text())
+    cells = pd.read_csv(_one(tmp_path, "double-*.csv"))
     assert len(cells) == report["cells"] == 4 and (cells["ratio"] == 2.0).all(), double.stderr
     met = report["exit"] == 1 and (cells["verdict"] == "slower").all()
     assert report["goal_met"] == met and double.returncode == (0 if met else 1)
     assert set(cells["verdict"]) <= {"slower", "inconclusive"}  # never "faster", "no change", "noisy"
     aa = _run("aa", str(sweep), str(sweep), "--out", str(tmp_path))
-    assert aa.returncode == 0 and json.loads((tmp_path / "aa.json").read_text())["called"] == 0, aa.stdout
+    assert aa.returncode == 0 and json.loads(_one(tmp_path, "aa-*.json").read_text())["called"] == 0, aa.stdout
+
+
+def _one(folder: Path, pattern: str) -> Path:
+    (path,) = folder.glob(pattern)  # one file a check, stamped with its time
+    return path
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -180,7 +180,7 @@ def test_schedule_defaults_follow_the_design(hydra_conf) -> None:
 def test_schema_keys_are_known_inside_neuronexps_nodes_only() -> None:
     from neuronexp.config.validate import schema_keys
 
-    assert schema_keys("timing") == ["warmup", "iters", "max_seconds", "min_iters", "min_seconds", "rounds", "round_gap_s"]
+    assert schema_keys("timing") == ["warmup", "iters", "max_seconds", "min_iters", "min_seconds", "rounds", "round_gap_s", "relocate"]
     assert "kv_heads" in (schema_keys("dims") or [])
     assert "schedule" in (schema_keys("profiler") or [])
     assert schema_keys("module") is None and schema_keys("notes") is None and schema_keys("input.kwargs") is None

@@ -1,4 +1,5 @@
-"""Test helpers (plain functions and constants, not fixtures): the console script as a user runs it, and tiny fast configs."""
+"""Test helpers (plain functions and constants, not fixtures): the console script as a user runs it, and tiny fast
+configs."""
 
 from __future__ import annotations
 

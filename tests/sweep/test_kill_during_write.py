@@ -80,7 +80,8 @@ def test_a_kill_inside_a_result_write_leaves_no_partial_file_and_the_rerun_compl
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     try:
-        assert marker.exists(), f"the write was never blocked: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else 'timeout'}"
+        assert marker.exists(), "the write was never blocked: " + (
+            proc.stderr.read().decode()[-2000:] if proc.poll() is not None else "timeout")
         half = Path(marker.read_text())
         assert half.stat().st_size > 0  # the half-written file the kill lands on
     finally:

@@ -63,7 +63,8 @@ FAKE_SLURM = {
     # Stand-ins for Slurm's commands (no cluster here): sinfo names one partition of 64-CPU nodes; sbatch keeps
     # the script it is given and refuses it, so nothing runs; srun only has to exist (submitit looks for it).
     "sinfo": 'echo "trn1*|64"',
-    "sbatch": 'for last; do :; done\n/bin/cp "$last" "$NX_SBATCH_CAPTURE/"\necho "sbatch: error: refused by the stand-in" >&2\nexit 1',
+    "sbatch": 'for last; do :; done\n/bin/cp "$last" "$NX_SBATCH_CAPTURE/"\n'
+              'echo "sbatch: error: refused by the stand-in" >&2\nexit 1',
     "srun": "exit 1",
 }
 

@@ -38,7 +38,8 @@ class Sleepy(torch.nn.Module):
     def forward(self, x):
         park = os.environ.get("PARK")
         if park and x.shape[-1] == 32:
-            task = {"job": os.environ["SLURM_ARRAY_JOB_ID"], "task": os.environ["SLURM_ARRAY_TASK_ID"], "pid": os.getpid(), "worker": int(os.environ["NEURONEXP_SUPERVISOR_PID"])}
+            task = {"job": os.environ["SLURM_ARRAY_JOB_ID"], "task": os.environ["SLURM_ARRAY_TASK_ID"],
+                    "pid": os.getpid(), "worker": int(os.environ["NEURONEXP_SUPERVISOR_PID"])}
             Path(park, "task.json").write_text(json.dumps(task))
             time.sleep(float(os.environ.get("SLEEP_S", "300")))
         return x * 2

@@ -9,7 +9,7 @@ reused cells too (docs/methodology.md, "Noise").
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, TypeGuard
 
 # Before a noisy cell's latency wherever it is shown ("~1.31 ms"), and before its name in compare's table.
 NOISY_MARK = "~"
@@ -32,7 +32,7 @@ def noisy(cell: Mapping[str, Any]) -> bool:
     return bool(value) if value is not None and value == value else False
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 

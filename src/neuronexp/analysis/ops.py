@@ -105,9 +105,9 @@ def _median_step(ops: pd.DataFrame) -> pd.Series:
 
 
 def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    """Per input and variant: ops dispatched and executed per step, and which leaf ops disappeared or appeared compared with
-    the cell's baseline cell (`baseline_run_id`; the fusion finding, op by op). `compared` is false for a cell
-    without a usable baseline cell, whose removed/added lists say nothing."""
+    """Per input and variant: ops dispatched and executed per step, and which leaf ops disappeared or appeared
+    compared with the cell's baseline cell (`baseline_run_id`; the fusion finding, op by op). `compared` is false for
+    a cell without a usable baseline cell, whose removed/added lists say nothing."""
     ok = cells[cells["status"].map(usable)]
     _, variants, grid = comparison_grid(ok)
     host = leaf_ops(host_ops(ops)) if not ops.empty else ops

@@ -34,6 +34,8 @@ class Backend:
     # active step each: per-step figures are medians over them, so one slow step (the profiler's own
     # start-up, a page fault, another process) cannot make the profile (docs/methodology.md).
     default_schedule = ScheduleConfig(wait=1, warmup=1, active=1, repeat=5)
+    # Whether timing moves a cell's inputs between rounds (timing.relocate): measured on the host only.
+    relocates_inputs = False
 
     def __init__(self) -> None:
         self.device = torch.device("cpu")

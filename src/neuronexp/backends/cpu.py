@@ -22,6 +22,7 @@ def cpu_model_name() -> str:
 
 class CpuBackend(Backend):
     name = "cpu"
+    relocates_inputs = True  # a kernel's speed here depends on where its operands sit (cell.build.Built.relocate)
 
     def device_name(self) -> str:
         return cpu_model_name()

@@ -36,7 +36,7 @@ def snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
-def _init_params(cls: type) -> list[inspect.Parameter]:
+def _init_params(cls: type[nn.Module]) -> list[inspect.Parameter]:
     try:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
@@ -61,8 +61,9 @@ def _from_config(module: nn.Module) -> Recipe | None:
     if impl:
         keys["attn_implementation"] = impl
     node: dict[str, Any] = {"_target_": qualified(module), "config": {"_target_": qualified(config), **keys}}
-    if "layer_idx" in names and getattr(module, "layer_idx", None) is not None:
-        node["layer_idx"] = int(module.layer_idx)
+    layer_idx = getattr(module, "layer_idx", None)
+    if "layer_idx" in names and layer_idx is not None:
+        node["layer_idx"] = int(layer_idx)
     return Recipe(node, "config")
 
 
@@ -163,7 +164,8 @@ def _spec(name: str, spec: Any, notes: list[str]) -> Any:
 def input_node(module: nn.Module, specs_json: str) -> tuple[dict[str, Any], list[str]]:
     """The `input` node that calls `module` as the model called it first."""
     specs = json.loads(specs_json)
-    args, kwargs, notes = list(specs["args"]), dict(specs["kwargs"]), []
+    args, kwargs = list(specs["args"]), dict(specs["kwargs"])
+    notes: list[str] = []
     if not args and _first_param(module) in kwargs:  # called by keyword (HF attention: hidden_states=...)
         args = [kwargs.pop(str(_first_param(module)))]
     first = args[0] if args else None

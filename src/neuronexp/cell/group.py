@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -24,6 +25,7 @@ from neuronexp.cell.run import CellRun
 from neuronexp.cell.timing import time_calls
 from neuronexp.config import CellSpec
 from neuronexp.host import allocator
+from neuronexp.host.threads import default_threads
 from neuronexp.results import Results
 
 
@@ -39,6 +41,8 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     # caller, a warm worker) must start from it, not from these cells' `threads`.
     process_threads = torch.get_num_threads()
     threads = specs[0].config.threads
+    if threads is None:
+        threads = default_threads(process_threads)
     runs = [CellRun(spec, out_dir, host_alloc) for spec, out_dir in zip(specs, out_dirs)]
     try:
         if threads is not None:
@@ -63,7 +67,7 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     return [run.results for run in runs if run.results is not None]
 
 
-def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_note: str | None) -> None:
+def _time_and_finish(live: list[tuple[CellRun, Callable[[], object]]], asked: int, unpaired_note: str | None) -> None:
     first = live[0][0]
     backend = first.backend
     assert backend is not None
@@ -75,8 +79,10 @@ def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_no
         grad = contextlib.nullcontext()
         calls = [_in_grad(run, call) for run, call in live]
     group = uuid.uuid4().hex[:12] if len(live) > 1 else None
+    # Moving inputs between rounds is measured on the host only (cell.build.Built.relocate); a device keeps its own.
+    moves = [run.built.relocate for run, _ in live if run.built is not None] if backend.relocates_inputs else None
     with grad:
-        stats = time_calls(calls, backend, timing_config(first.spec, backend))  # type: ignore[arg-type]
+        stats = time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)
     for (run, _), latency in zip(live, stats):
         run.timing_group = group
         if len(live) < asked and asked > 1:
@@ -89,10 +95,10 @@ def _time_and_finish(live: list[tuple[CellRun, object]], asked: int, unpaired_no
     del calls
 
 
-def _in_grad(run: CellRun, call: object):  # noqa: ANN202
+def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:
     def timed() -> object:
         with run.grad():
-            return call()  # type: ignore[operator]
+            return call()
 
     return timed
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -70,7 +70,9 @@ def to_device(value: Any, device: Any) -> Any:
 def input_node(cfg: InputConfig) -> DictConfig:
     """The resolved, read-only `input` node factories receive. A copy: Hydra's instantiate detaches a config
     passed to it positionally, which would cut the live node from its root and break later interpolations."""
-    node = OmegaConf.create(OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
+    # A structured config's container is a dict (OmegaConf types it as any kind of node).
+    plain = cast(dict[str, Any], OmegaConf.to_container(OmegaConf.structured(cfg), resolve=True, enum_to_str=True))
+    node = OmegaConf.create(plain)
     OmegaConf.set_readonly(node, True)
     return node
 

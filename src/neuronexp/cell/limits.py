@@ -48,7 +48,8 @@ def host_peak(entry: dict[str, Any], dtype: str) -> Peak:
     they were measured (peak_source)."""
     stream, gemm = entry["stream"], entry.get("gemm", {}).get(dtype)
     figures = [stream, *([gemm] if gemm else [])]
-    source = (f"host probe, {entry['threads']} threads, {str(stream['probed_at'])[:16]}: copy {stream['copy_gbs']:.1f} / "
+    threads = f"{entry['threads']} thread{'s' if entry['threads'] != 1 else ''}"
+    source = (f"host probe, {threads}, {str(stream['probed_at'])[:16]}: copy {stream['copy_gbs']:.1f} / "
               f"triad {stream['triad_gbs']:.1f} GB/s" + (f", GEMM {gemm['tflops'] * 1e3:.3g} GFLOP/s" if gemm else ""))
     others = max((f.get("other_cpu") or 0.0) for f in figures)
     load = f", load {stream['load_1m']:g}" if stream.get("load_1m") is not None else ""

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.hooks import RemovableHandle
 
 from neuronexp.cell.modules import ModuleCycle, depth_of, parent_of, qualified_type
 
@@ -71,7 +72,8 @@ class _Inspect:
     """Hooks for one eager call: each module's first inputs, and its bytes per call."""
 
     def __init__(self, module: nn.Module) -> None:
-        self.module, self.handles = module, []
+        self.module = module
+        self.handles: list[RemovableHandle] = []
         self.specs: dict[str, dict[str, Any]] = {}
         self.bytes: dict[str, int] = {}
         self.weights = {path: _bytes([*sub.parameters(), *sub.buffers()]) for path, sub in module.named_modules()}

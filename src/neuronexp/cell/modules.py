@@ -138,5 +138,6 @@ def fill_module_device_times(cycles: list[ModuleCycle], per_op_us: dict[str, flo
         for ops in cycle.op_calls.values():
             totals.update(ops)
         for path, ops in cycle.op_calls.items():
-            cycle.self_device_us[path] = sum(per_op_us[op] * active * n / totals[op]
-                                             for op, n in ops.items() if op in per_op_us and totals[op])
+            share: float = sum(per_op_us[op] * active * n / totals[op]
+                               for op, n in ops.items() if op in per_op_us and totals[op])
+            cycle.self_device_us[path] = share  # type: ignore[assignment]  # µs; Counter's stub holds only ints

@@ -23,9 +23,9 @@ def _finite(x: Any) -> bool:
 
 
 def noise_columns(latency: LatencyStats, threads: int | None = None, cpus: str | None = None,
-                  limits: Thresholds = NoiseConfig()) -> dict[str, Any]:
+                  limits: Thresholds | None = None) -> dict[str, Any]:
     """Noise figures and machine activity of the timed pass, the `noisy` flag with its reasons (analysis.noise.judge),
-    and what would help (`noise_hint`, for the row's warning)."""
+    and what would help (`noise_hint`, for the row's warning). `limits`: NoiseConfig's defaults unless given."""
     spread = latency.round_spread
     ratio = latency.p90_us / latency.p10_us if latency.p10_us > 0 else math.nan
     act = latency.activity
@@ -37,6 +37,7 @@ def noise_columns(latency: LatencyStats, threads: int | None = None, cpus: str |
         "other_cpu": act.other_cpu if act else None,
         "cpu_steal": act.steal if act else None,
     }
+    limits = NoiseConfig() if limits is None else limits
     reasons, hint = judge({**figures, "threads": threads, "placement_cpus": cpus}, limits)
     return {**figures, "noisy": bool(reasons), "noise": "; ".join(reasons) or None, "noise_hint": hint}
 

@@ -25,6 +25,7 @@ import os
 import socket
 import time
 from contextlib import contextmanager
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -123,8 +124,8 @@ def stream_probe() -> dict[str, Any]:
     start = time.perf_counter()
     with _load_meter(record):
         a, b, c = torch.zeros(n), torch.ones(n), torch.full((n,), 2.0)  # written once: no first-touch faults later
-        copy_s = _best_seconds(lambda: a.copy_(b), 3, STREAM_BUDGET_S)
-        triad_s = _best_seconds(lambda: torch.add(b, c, alpha=3.0, out=a), 3, STREAM_BUDGET_S)
+        copy_s = _best_seconds(partial(a.copy_, b), 3, STREAM_BUDGET_S)
+        triad_s = _best_seconds(partial(torch.add, b, c, alpha=3.0, out=a), 3, STREAM_BUDGET_S)
         del a, b, c
     record.update(copy_gbs=2 * n * 4 / copy_s / 1e9, triad_gbs=3 * n * 4 / triad_s / 1e9,
                   seconds=round(time.perf_counter() - start, 3))
@@ -142,7 +143,7 @@ def gemm_probe(dtype: torch.dtype) -> dict[str, Any]:
             x, y = torch.randn(m, m).to(dtype), torch.randn(m, m).to(dtype)
             out = torch.empty(m, m, dtype=dtype)
             torch.mm(x, y, out=out)
-            seconds = _best_seconds(lambda: torch.mm(x, y, out=out), 3, 0.15)
+            seconds = _best_seconds(partial(torch.mm, x, y, out=out), 3, 0.15)
             if 2 * m**3 / seconds > best_rate:
                 best_rate, best_m = 2 * m**3 / seconds, m
             left = GEMM_BUDGET_S - (time.perf_counter() - start)
@@ -209,7 +210,8 @@ def host_roofs(dtype: torch.dtype, run: str, refresh: bool, cache_dir: Path) -> 
     with _locked(cache_dir):
         cache = _read(path)
         key = cache_key(threads)
-        entry = cache.get(key) if isinstance(cache.get(key), dict) else {}
+        found = cache.get(key)
+        entry = found if isinstance(found, dict) else {}
         entry = {"host": socket.gethostname(), "threads": threads, "torch": torch.__version__,
                  "stream": entry.get("stream"), "gemm": dict(entry.get("gemm") or {})}
         entry["stream"], stream_now = _figure(entry["stream"], stream_probe, lambda f: max(f["copy_gbs"], f["triad_gbs"]),

@@ -38,6 +38,13 @@ class ProfileResult:
     schedule: ScheduleConfig | None = None
     modules: list[ModuleCycle] = field(default_factory=list)  # profiler.modules=true: each cycle's attribution
 
+    @property
+    def active_steps(self) -> int:
+        """Steps profiled per cycle: a cycle's totals divided by this are the per-step figures."""
+        if self.schedule is None:
+            raise AttributeError("ProfileResult.active_steps: no schedule recorded")
+        return schedule_counts(self.schedule)[2]
+
 
 def resolve_schedule(cfg: ProfilerConfig, backend: Backend | type[Backend]) -> ScheduleConfig:
     """The schedule to run: the configured values, the backend's default for each one left null."""
@@ -46,10 +53,20 @@ def resolve_schedule(cfg: ProfilerConfig, backend: Backend | type[Backend]) -> S
                             for k in ("wait", "warmup", "active", "repeat")))
 
 
+def schedule_counts(s: ScheduleConfig) -> tuple[int, int, int, int]:
+    """(wait, warmup, active, repeat) of a resolved schedule: resolve_schedule leaves no null (every backend's
+    default sets all four)."""
+    wait, warmup, active, repeat = s.wait, s.warmup, s.active, s.repeat
+    if wait is None or warmup is None or active is None or repeat is None:
+        raise TypeError(f"{s}: a null count; resolve_schedule(cfg, backend) fills them from the backend's default")
+    return wait, warmup, active, repeat
+
+
 def steps_needed(cfg: ProfilerConfig | ScheduleConfig, backend: Backend | type[Backend] = Backend) -> int:
     """prof.step() calls the schedule takes (a ProfilerConfig's nulls resolved for `backend`)."""
     s = cfg if isinstance(cfg, ScheduleConfig) else resolve_schedule(cfg, backend)
-    return (s.wait + s.warmup + s.active) * s.repeat
+    wait, warmup, active, repeat = schedule_counts(s)
+    return (wait + warmup + active) * repeat
 
 
 def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree: StepTree) -> list[dict[str, Any]]:
@@ -83,7 +100,7 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
 
 
 def summarize_cycle(cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig, active: int | None = None) -> CycleProfile:
-    active = active or resolve_schedule(cfg, backend).active
+    active = active or schedule_counts(resolve_schedule(cfg, backend))[2]
     tree = step_tree(prof.events())
     rows = _op_rows(prof, backend, cfg, active, tree)
     cpu_time = sum(r["self_cpu_us"] for r in rows)
@@ -118,12 +135,13 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
     CUDA and Neuron, and a step that closes before its kernels finish would lose their time.
     """
     s = resolve_schedule(cfg, backend)
+    wait, warmup, active, repeat = schedule_counts(s)
     result = ProfileResult(schedule=s)
     extra_handlers = backend.trace_handlers(out_dir)
 
     def on_trace_ready(prof: Any) -> None:
         cycle = len(result.cycles)
-        result.cycles.append(summarize_cycle(cycle, prof, backend, cfg, s.active))
+        result.cycles.append(summarize_cycle(cycle, prof, backend, cfg, active))
         if spans is not None:
             result.modules.append(attribute_cycle(prof.events(), backend.device_row_type is None))
         if cfg.export_trace:
@@ -137,7 +155,7 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
     with ModuleSpans(spans) if spans is not None else contextlib.nullcontext(), profile(
         activities=backend.activities(),
-        schedule=schedule(wait=s.wait, warmup=s.warmup, active=s.active, repeat=s.repeat),
+        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
         on_trace_ready=on_trace_ready,
         record_shapes=cfg.record_shapes,
         with_stack=cfg.with_stack,

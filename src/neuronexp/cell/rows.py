@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,10 @@ def shape_label(shape: list[int]) -> str:
 class _NotStarted(Backend):
     """Labels of a cell whose process died: the backend it was placed on, never started by the writer."""
 
-    timing_method = device_time_source = None  # type: ignore[assignment]
+    timing_method = device_time_source = None  # type: ignore[assignment]  # it timed nothing: empty, not a method
 
     def __init__(self, name: str) -> None:
-        self.name, self.device = name, name  # type: ignore[assignment]
+        self.name, self.device = name, name  # type: ignore[assignment]  # labels only, no torch.device
 
     def device_name(self) -> str:
         return "unknown"
@@ -119,7 +120,7 @@ def cell_tables(
     samples: list[dict[str, Any]] = []
     if m is not None:
         cell.update(measured_columns(m, op_rows, spec))
-        pairs = m.latency.pairs or [None] * len(m.latency.samples_us)
+        pairs: Sequence[int | None] = m.latency.pairs or [None] * len(m.latency.samples_us)
         samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p, **who}
                    for i, (v, r, p) in enumerate(zip(m.latency.samples_us, m.latency.rounds, pairs))]
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))

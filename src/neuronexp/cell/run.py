@@ -150,7 +150,7 @@ class CellRun:
             fill_device_times(measured.profile, backend.device_op_times())
             if inspected:
                 fill_module_device_times(measured.profile.modules, backend.device_op_times(),
-                                         measured.profile.schedule.active)
+                                         measured.profile.active_steps)
         notes = [*self.notes, *limits.notes]
         if cfg.profiler.modules and cfg.compile.enabled:
             notes.append("profiler.modules: time per module is for eager cells; a compiled module runs as graphs, not "
@@ -169,7 +169,7 @@ class CellRun:
         if inspected and measured is not None and self.error is None:
             steps = [c.device_time_us for c in measured.profile.cycles]
             tables["modules"] = arrow_table("modules", module_rows(module_tree, measured.profile.modules,
-                                            measured.profile.schedule.active, steps, inspected,
+                                            measured.profile.active_steps, steps, inspected,
                                             {k: labels[k] for k in LABEL_COLUMNS}))
         del module_tree
         threads = measured.threads if measured else cfg.threads or torch.get_num_threads()
@@ -179,8 +179,8 @@ class CellRun:
         write_json(out_dir / "env.json", env)
         write_job_tables(out_dir, tables)
         backend.finish()
-        self.results = Results(*(tables[name].to_pandas() for name in TABLES),
-                               tables["modules"].to_pandas() if "modules" in tables else None)
+        self.results = Results.of((tables[name].to_pandas() for name in TABLES),
+                                  tables["modules"].to_pandas() if "modules" in tables else None)
         return self.results
 
 

@@ -12,6 +12,7 @@ import gc
 import math
 import time
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import numpy as np
@@ -86,8 +87,12 @@ def _sample(fn: Callable[[], Any], backend: Backend, block: int) -> float:
     return (time.perf_counter_ns() - start) / 1e3 / block
 
 
-def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig, seed: int | None = None
-               ) -> list[LatencyStats]:
+# relocate(): a spacer of 0 to 2 MiB in 64-byte steps moves the inputs across every cache set and 4K page offset.
+_SPACER_STEPS, _SPACER_STEP = 2**15, 64
+
+
+def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig, seed: int | None = None,
+               relocate: Sequence[Callable[[int], None]] | None = None) -> list[LatencyStats]:
     """Warm up, then take `rounds` rounds `round_gap_s` apart; with several calls, paired and interleaved.
 
     Several calls (the cells of one comparison group, cell.group) alternate call by call, in a fresh random order
@@ -99,7 +104,9 @@ def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConf
     The warm-up stops after `max_seconds`, once the backend's minimum (`min_warmup_calls`) is made: a warm-up
     count meant for a fast cell must not run for hours on a slow one. On asynchronous devices the clock sees
     calls queued, so the cut comes up to a queue's depth later. Each round stops early once it has used its
-    share of the budget and has min_iters/rounds samples. The garbage collector is off while samples are taken
+    share of the budget and has min_iters/rounds samples. With `relocate` (one per call) and timing.relocate, each
+    round starts with the inputs moved to a fresh place in memory (cell.build.Built.relocate says why), so the
+    rounds sample placements as they sample drift. The garbage collector is off while samples are taken
     (as timeit does): a collection would land on whichever call happened to trigger it. The machine's activity
     over the timed rounds is recorded with them.
     """
@@ -128,9 +135,14 @@ def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConf
     gc.disable()
     try:
         for r in range(cfg.rounds):
+            moved = bool(relocate) and cfg.relocate
             if r and cfg.round_gap_s > 0:
                 time.sleep(cfg.round_gap_s)
-                for fn in calls:  # one call after the pause, so a round starts warm (caches, thread pool)
+            if moved:
+                for move in relocate or ():
+                    move(int(rng.integers(_SPACER_STEPS)) * _SPACER_STEP)
+            if moved or (r and cfg.round_gap_s > 0):
+                for fn in calls:  # one call after the pause or the move, so a round starts warm (caches, threads)
                     fn()
                 backend.synchronize()
             started = time.perf_counter()

@@ -44,7 +44,7 @@ def _storage(t: torch.Tensor) -> int:
 
 def _unique_bytes(tensors: list[torch.Tensor]) -> int:
     """Bytes of each distinct tensor once (the same data passed twice, a tied weight)."""
-    seen: dict[tuple[int, int, int], int] = {}
+    seen: dict[tuple[int, int | torch.SymInt, int], int] = {}
     for t in tensors:
         size = t.numel() * t.element_size()
         seen[(_storage(t), t.storage_offset(), size)] = size

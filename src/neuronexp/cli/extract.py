@@ -56,7 +56,8 @@ def _standalone_us(node: dict[str, Any], inputs: dict[str, Any], dtype: str, cal
     torch.manual_seed(0)
     module = instantiate(node, _convert_="all").to(dtype=getattr(torch, dtype)).eval()
     cfg = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(InputConfig), inputs))
-    args, kwargs = make_inputs(cfg, module, torch.device("cpu"))  # type: ignore[arg-type]
+    assert isinstance(cfg, InputConfig), type(cfg)
+    args, kwargs = make_inputs(cfg, module, torch.device("cpu"))
     times = []
     with torch.inference_mode():
         for i in range(calls + 3):
@@ -89,7 +90,7 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
     run_id = str(modules["run_id"].iloc[0])
     cfg = OmegaConf.load(found.job_dir_of[run_id] / "config.yaml")
     model = _build_model(cfg)
-    dtype = compute_dtype(cfg.input)  # type: ignore[arg-type]
+    dtype = compute_dtype(cfg.input)
     lines, used = [], set()
     for rank, row in enumerate(hot_units(of_run(modules, run_id)).head(top).itertuples(), 1):
         path = row.paths[0]
@@ -143,8 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         lines = extract(args.dir, args.top, args.out)
     except Exception as exc:  # noqa: BLE001 - one line for whatever stopped it (no results, a module not rebuilt)
         text = str(exc).strip().splitlines()
-        print(f"neuronexp-extract: error: {type(exc).__name__ + ': ' if not isinstance(exc, (ExtractError, FileNotFoundError)) else ''}"
-              f"{text[0] if text else ''}", file=sys.stderr)
+        kind = "" if isinstance(exc, (ExtractError, FileNotFoundError)) else f"{type(exc).__name__}: "
+        print(f"neuronexp-extract: error: {kind}{text[0] if text else ''}", file=sys.stderr)
         return 2
     print("\n".join(lines))
     return 0

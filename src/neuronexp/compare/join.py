@@ -78,7 +78,7 @@ def environment_notes(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
 
 def statistics_notes(cells: pd.DataFrame, threshold: float) -> list[str]:
     """What the intervals rest on: a side of one run (its noise floor), one round on a side, noisy cells."""
-    notes = []
+    notes: list[str] = []
     if cells.empty:
         return notes
     floored = cells[(cells["runs_a"] < 2) | (cells["runs_b"] < 2)]
@@ -117,7 +117,8 @@ def _keyed(cells: pd.DataFrame, ignored: list[str], side: str) -> dict[tuple, pd
     for _, cell in cells.iterrows():
         key = tuple(sorted(join_labels(cell, ignored).items()))
         if key in keyed:
-            raise CompareError(f"two cells of {side} have the same labels once {', '.join(ignored) or 'nothing'} is ignored: {dict(key)}")
+            raise CompareError(f"two cells of {side} have the same labels once {', '.join(ignored) or 'nothing'} "
+                               f"is ignored: {dict(key)}")
         keyed[key] = cell
     return keyed
 

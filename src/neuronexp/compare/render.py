@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from rich import box
 from rich.console import Console
@@ -38,12 +39,16 @@ def _limit_rows(cmp: Comparison) -> list[list[str]]:
     """Per cell: % of peak (bandwidth, or FLOP/s when compute-bound) and the output check, in A and in B."""
     rows = []
     for r in cmp.cells.to_dict("records"):
-        def share(side: str) -> str:
-            compute = r.get(f"bound_{side}") == "compute"
-            pct = r.get(f"pct_peak_flops_{side}" if compute else f"pct_peak_bw_{side}")
-            return "—" if pct is None or pct != pct else f"{fmt_share(pct)} {'FLOP/s' if compute else 'BW'}"
-        rows.append([str(r["cell"]), share("a"), share("b"), str(r.get("output_check_a") or "—"), str(r.get("output_check_b") or "—")])
+        rows.append([str(r["cell"]), _share(r, "a"), _share(r, "b"), str(r.get("output_check_a") or "—"),
+                     str(r.get("output_check_b") or "—")])
     return rows
+
+
+def _share(r: dict[str, Any], side: str) -> str:
+    """One side's % of peak: FLOP/s when that side's cell was compute-bound, bandwidth otherwise."""
+    compute = r.get(f"bound_{side}") == "compute"
+    pct = r.get(f"pct_peak_flops_{side}" if compute else f"pct_peak_bw_{side}")
+    return "—" if pct is None or pct != pct else f"{fmt_share(pct)} {'FLOP/s' if compute else 'BW'}"
 
 
 def output_notes(cmp: Comparison) -> list[str]:
@@ -104,7 +109,7 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     rows = _rows(cmp)
     # Too narrow for the boxed table (80 columns, e.g. piped): no vertical rules, so the figures keep their room.
     boxed = sum(_natural_widths(rows)) + 3 * len(_HEADERS) + 1 <= console.width
-    narrow = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
+    narrow: dict[str, Any] = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
     table = Table(title="B vs A · median of round medians · ratio, bootstrap CI with each one-run side's noise floor (~ noisy)", title_justify="left", **narrow)
     widths = _fit_widths(rows, console.width - (len(_HEADERS) - 1 if narrow else 3 * len(_HEADERS) + 1))
     for h, width in zip(_HEADERS, widths):

@@ -6,7 +6,7 @@ import copy
 import hashlib
 import json
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from hydra.core.config_store import ConfigStore
 from hydra.utils import instantiate
@@ -34,7 +34,7 @@ def typed(value: Any) -> str:
     if isinstance(value, (list, tuple, ListConfig)):
         return "[" + ",".join(typed(v) for v in value) + "]"
     if isinstance(value, (dict, DictConfig)):
-        return "{" + ", ".join(f"{k}: {typed(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k!s}: {typed(v)}" for k, v in value.items()) + "}"
     return str(value)
 
 
@@ -85,6 +85,12 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     return run_cfg
 
 
+def _plain(node: DictConfig, resolve: bool, enum_to_str: bool = False) -> dict[str, Any]:
+    """A config node as plain data: a DictConfig always gives a dict keyed by str (OmegaConf's return type is the
+    union over every kind of node)."""
+    return cast(dict[str, Any], OmegaConf.to_container(node, resolve=resolve, enum_to_str=enum_to_str))
+
+
 def _check_shape_first(cfg: DictConfig) -> None:
     """`input.shape` on its own, before the rest resolves: module options computed from it
     (`${nx.last:${input.shape}}`) would otherwise report a bad shape as their own interpolation error."""
@@ -92,10 +98,10 @@ def _check_shape_first(cfg: DictConfig) -> None:
     if not isinstance(node, DictConfig) or "shape" not in node:
         return
     try:
-        shape = OmegaConf.to_container(node, resolve=True)["shape"]
+        shape = _plain(node, resolve=True)["shape"]
     except Exception as exc:  # an interpolation in the shape (or in input.*) that does not resolve
         key = str(getattr(exc, "key", None) or "shape")
-        raw = OmegaConf.to_container(node, resolve=False).get(key, "?")  # type: ignore[union-attr]
+        raw = _plain(node, resolve=False).get(key, "?")
         raise ConfigError(f"input.{key}", raw, str(exc).splitlines()[0]) from None
     if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
         check_shape("input.shape", shape)
@@ -119,7 +125,7 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
     else:
         validate_values(run_cfg)
     experiment, module = labels_from(cfg, choices, task_overrides)
-    resolved = OmegaConf.to_container(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
+    resolved = _plain(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
     drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.measured)
     module_node = run_cfg.module
     # What the cell runs, beside what it is configured with: a changed layer is a new cell (config.fingerprint).
@@ -148,7 +154,9 @@ def spec_from_sweep_config(cfg: DictConfig, check_code: bool = True) -> CellSpec
 
 def task_overrides(task: Any) -> list[str]:
     """The overrides as typed: unresolved, since `key=${x}` is text here, not an interpolation to resolve."""
-    return [str(o) for o in OmegaConf.to_container(task, resolve=False)] if OmegaConf.is_config(task) else list(task)
+    if not OmegaConf.is_config(task):
+        return list(task)
+    return [str(o) for o in cast(list[Any], OmegaConf.to_container(task, resolve=False))]
 
 
 def override_dirname(task_overrides: list[str]) -> str:

@@ -158,7 +158,7 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
         raise ConfigError(f"{path}.requires_grad", grad, f"only floating-point tensors can require grad (this one is {dtype})")
 
 
-def forward_check(cls: type, args: list[Any], kwargs: dict[str, Any]) -> list[str]:
+def forward_check(cls: type[Any], args: list[Any], kwargs: dict[str, Any]) -> list[str]:
     """Inputs against `cls.forward`: too many positional inputs, unknown or doubled keywords, missing required
     ones are errors; a keyword only `**kwargs` takes is a warning (Hugging Face layers ignore unknown ones)."""
     try:

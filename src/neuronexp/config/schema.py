@@ -59,7 +59,7 @@ class NeuronMode(str, Enum):
 class DimsConfig:
     """Dimensions of the model a study is sized after; the shipped layers and their inputs follow them (`${dims.seq}`),
     so a preset from conf/shapes/ (`shapes=llama3_70b`) resizes any of them. The defaults are Llama-3 8B's
-    (meta-llama/Meta-Llama-3-8B config.json) at 1,024 tokens: the default first input [1,1024,4096] is [batch, seq, hidden]."""
+    (meta-llama/Meta-Llama-3-8B config.json) at 1,024 tokens: default input [1,1024,4096] is [batch, seq, hidden]."""
 
     batch: int = 1
     seq: int = 1024  # tokens
@@ -114,11 +114,11 @@ class NeuronProfilerConfig:
     modes: list[NeuronMode] = field(default_factory=lambda: [NeuronMode.DEVICE, NeuronMode.RUNTIME])
     capture_enabled_for_nc: str | None = None  # NeuronCores to capture: "0", "0,1", "0,1,2-5"; null: all
     max_events_per_nc: int | None = None
-    # Not a documented NeuronConfig parameter: null never passes it, true/false do where NeuronConfig's signature has it.
+    # Not a documented NeuronConfig parameter: null never passes it; true/false do where its signature has it.
     correlate_device_time: bool | None = None
     # NeuronConfig(neff_cache_dir=...): the NEFFs land next to the NTFFs, so Explorer can open the capture.
     copy_neffs: bool = True
-    # NEFF cache; null: $TORCH_NEURONX_NEFF_CACHE_DIR, else whichever of /tmp/neff_cache, $TORCH_NEURONX_DEBUG_DIR has NEFFs.
+    # null: $TORCH_NEURONX_NEFF_CACHE_DIR, else whichever of /tmp/neff_cache, $TORCH_NEURONX_DEBUG_DIR has NEFFs.
     neff_cache_dir: str | None = None
     # Post-process the capture with `neuron-explorer view` (when on PATH) into neuron_* Summary columns.
     explorer: bool = True
@@ -143,13 +143,13 @@ class TimingConfig:
 
     warmup: int = 10
     iters: int = 100  # samples in all, split evenly over the rounds, and more until min_seconds have passed
-    # At most max_seconds in all (each round its share; min_iters still taken): large shapes must not dominate a sweep.
-    # At least min_seconds, however fast the call: a short window misses drift over seconds (docs/methodology.md).
+    # At most max_seconds (min_iters still taken): large shapes must not dominate; at least min_seconds: drift over seconds.
     max_seconds: float = 5.0
     min_iters: int = 5
     min_seconds: float = 0.5
     rounds: int = 5  # `round_gap_s` apart: latency = median of round medians, noise = their spread
     round_gap_s: float = 0.05
+    relocate: bool = True  # host cells: each round, the inputs move to a fresh place in memory (methodology.md)
 
 
 @dataclass

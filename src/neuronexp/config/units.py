@@ -30,7 +30,7 @@ def format_units(units: tuple[str, ...] | list[str] | list[int] | tuple[int, ...
         return ",".join(items)
     nums, parts = [int(u) for u in items], []
     start = prev = nums[0] if nums else 0
-    for n in nums[1:] + [None]:  # type: ignore[list-item]
+    for n in nums[1:] + [None]:
         if n is not None and n == prev + 1:
             prev = n
             continue

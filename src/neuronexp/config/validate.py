@@ -69,6 +69,7 @@ def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> N
         if key not in hints:
             if path:
                 node = cfg._get_node(key)
+                assert node is not None  # the key was just listed by cfg.keys()
                 value = ("[...]" if isinstance(node, ListConfig) else "{...}") if OmegaConf.is_config(node) else node._value()
                 raise ConfigError(full, value, f"not a key of neuronexp's schema; {path} takes {', '.join(hints)}")
             continue

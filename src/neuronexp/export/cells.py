@@ -10,6 +10,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Set
 from typing import Any
 
 import numpy as np
@@ -84,7 +85,7 @@ def labels_of(row: pd.Series, shape_col: str) -> dict[str, str]:
     return out
 
 
-def cell_name(row: pd.Series, overrides: dict[str, str], shape_col: str, swept: set[str]) -> str:
+def cell_name(row: pd.Series, overrides: dict[str, str], shape_col: str, swept: Set[str]) -> str:
     """`rmsnorm_fused [1,8,64] dims.seq=128`: the module (+compile), the shape, then any other key the sweep varied
     (keys every cell shares, such as timing.iters, name no cell apart and are left to the params)."""
     parts = [str(row.get("module", "?")) + (" +compile" if bool(row.get("compiled", False)) else "")]
@@ -110,7 +111,7 @@ def _overrides(row: pd.Series) -> dict[str, str]:
     return {safe_name(k): _text(v) for k, v in override_values(row.get("overrides")).items()}
 
 
-def cell_export(row: pd.Series, shape_col: str, swept: set[str] = frozenset()) -> CellExport:
+def cell_export(row: pd.Series, shape_col: str, swept: Set[str] = frozenset()) -> CellExport:
     overrides = _overrides(row)
     metrics = {}
     for col, _unit in METRICS:

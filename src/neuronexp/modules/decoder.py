@@ -64,7 +64,7 @@ class FusedDecoderBlock(NaiveDecoderBlock):
         self.attn_norm, self.mlp_norm = FusedRMSNorm(hidden_size, eps), FusedRMSNorm(hidden_size, eps)
         self.rotary = FusedRotary(self.head_dim, seq_len, rope_theta)
         self.attention = FusedAttention(seq_len)
-        self.mlp = FusedSwiGLU.fused_from(self.mlp)  # type: ignore[arg-type]
+        self.mlp = FusedSwiGLU.fused_from(self.mlp)  # type: ignore[arg-type]  # the naive block built a NaiveSwiGLU
 
     def qkv(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         q, k, v = F.linear(h, self.qkv_weight).split(self.split, dim=-1)

@@ -3,7 +3,8 @@ wrapper that keeps a layer's first output, so that two forms of one layer compar
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -38,13 +39,16 @@ class FusedGateUp(nn.Module):
 
     def __init__(self, module: nn.Module) -> None:
         super().__init__()
-        gate, up = module.gate_proj, module.up_proj
+        # Any layer's attributes (nn.Module.__getattr__), typed as what a gated MLP holds.
+        gate, up = cast(nn.Linear, module.gate_proj), cast(nn.Linear, module.up_proj)
         self.gate_up = nn.Linear(gate.in_features, gate.out_features + up.out_features, bias=gate.bias is not None)
         with torch.no_grad():
             self.gate_up.weight.copy_(torch.cat([gate.weight, up.weight]))
             if gate.bias is not None:
                 self.gate_up.bias.copy_(torch.cat([gate.bias, up.bias]))
-        self.down_proj, self.act_fn, self.split = module.down_proj, module.act_fn, gate.out_features
+        self.down_proj = cast(nn.Module, module.down_proj)
+        self.act_fn = cast(Callable[[torch.Tensor], torch.Tensor], module.act_fn)  # a module, or a function
+        self.split = gate.out_features
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up(x).split(self.split, dim=-1)

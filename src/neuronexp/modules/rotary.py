@@ -22,6 +22,9 @@ class NaiveRotary(nn.Module):
     Inputs [batch, heads, seq_len, head_dim] (k may have fewer heads); the tables cover `seq_len` positions.
     """
 
+    cos: torch.Tensor  # buffers, [seq_len, head_dim / 2]
+    sin: torch.Tensor
+
     def __init__(self, head_dim: int, seq_len: int, theta: float = 10000.0) -> None:
         super().__init__()
         angles = rope_angles(seq_len, head_dim, theta)
@@ -42,6 +45,8 @@ class FusedRotary(nn.Module):
     Computed in float32 (complex bfloat16 does not exist), like Meta's reference: a bfloat16 input costs a
     conversion each way.
     """
+
+    freqs: torch.Tensor  # buffer: (cos, sin) pairs, [seq_len, head_dim / 2, 2]
 
     def __init__(self, head_dim: int, seq_len: int, theta: float = 10000.0) -> None:
         super().__init__()

@@ -51,7 +51,7 @@ def concluded_line(cells: list[dict[str, Any]]) -> str | None:
     """What holds whatever the noise: operators per step and the output check, which no timing enters."""
     if not any(noisy(c) for c in cells):
         return None
-    ops = {}
+    ops: dict[str, str] = {}
     for c in cells:
         if c.get("device_ops") == c.get("device_ops") and c.get("device_ops") is not None:
             ops.setdefault(c["_variant"], ops_text(c))

@@ -121,10 +121,11 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
             continue
         tie_cells = [c for c in group if str(c["run_id"]) in tied.get(i, set())]
         ties = [c["_variant"] for c in tie_cells]
-        line += f" fastest ({fmt_us(best['latency_median_us'])})" if not ties else \
-            f" ({fmt_us(best['latency_median_us'])}) ties with {', '.join(ties)} (difference below {fmt_pct(threshold)} or not significant)"
+        line += (f" fastest ({fmt_us(best['latency_median_us'])})" if not ties else
+                 f" ({fmt_us(best['latency_median_us'])}) ties with {', '.join(ties)} "
+                 f"(difference below {fmt_pct(threshold)} or not significant)")
         interval = by_cell.get(str(best["run_id"])) if ref is not None and best is not ref else None
-        if interval is not None and not noisy(ref) and str(ref["run_id"]) not in tied.get(i, set()):
+        if interval is not None and ref is not None and not noisy(ref) and str(ref["run_id"]) not in tied.get(i, set()):
             line += f", ×{interval.speedup:.2f} vs {ref['_variant']} (95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f})"
         elif best is ref:
             line += " (the baseline)"

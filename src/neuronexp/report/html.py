@@ -24,16 +24,21 @@ h3{font-size:14px;margin:0 0 6px}.muted{color:#666}code{font:12px ui-monospace,M
 table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f5f5f7;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-tr:nth-child(even) td{background:#fafafa}.envs{display:flex;flex-wrap:wrap;gap:0 16px;align-items:flex-start}.env td:first-child{font-weight:600;white-space:nowrap}
+tr:nth-child(even) td{background:#fafafa}.envs{display:flex;flex-wrap:wrap;gap:0 16px;align-items:flex-start}
+.env td:first-child{font-weight:600;white-space:nowrap}
 .grid td{white-space:pre-line}td.op{overflow-wrap:anywhere;min-width:14em}.ops{white-space:normal;max-width:420px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}
 .card{border:1px solid #ddd;border-radius:6px;padding:10px;min-width:0}
 .card table{width:100%;table-layout:fixed;font-size:12px}.card th,.card td{padding:3px 5px}
-.card th:nth-child(1){width:46%}.card th:nth-child(2){width:13%}.card th:nth-child(4){width:16%}.card code{overflow-wrap:anywhere}
+.card th:nth-child(1){width:46%}.card th:nth-child(2){width:13%}.card th:nth-child(4){width:16%}
+.card code{overflow-wrap:anywhere}
 .bar{background:#4c78a8;height:8px;border-radius:2px}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:12px;align-items:start}
-figure{margin:0}figure.wide{grid-column:1/-1}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{color:#666;font-size:12px}
-.legend{margin:4px 0 10px}.legend span.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;margin:0 4px 0 12px}
+figure{margin:0}figure.wide{grid-column:1/-1}figure svg{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{color:#666;font-size:12px}
+.legend{margin:4px 0 10px}
+.legend span.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;
+margin:0 4px 0 12px}
 .findings li{margin:2px 0}.error{color:#b00020}
 """
 _NUMERIC = {"median", "p10–p90", "n", "ops/step", "first call", "calls", "share", "median latency", "% of peak",

@@ -4,6 +4,8 @@ so it reads the same at 80 columns and in a log."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from neuronexp.analysis.modules import by_type, children, hot_units, of_run, short_type
@@ -15,7 +17,7 @@ MAX_CHILDREN = 3  # and so are all but the top three (32 decoder layers are one 
 FIGURES = 28  # the right-hand columns: calls, total, share, self share
 
 
-def _line(name: str, calls: object, total: float, share: float, self_share: float, width: int) -> str:
+def _line(name: str, calls: Any, total: float, share: float, self_share: float, width: int) -> str:
     room = max(width - FIGURES, 20)
     name = name if len(name) <= room else name[: room - 1] + "…"
     calls_txt = f"{float(calls):g}" if not isinstance(calls, str) and pd.notna(calls) else ""

@@ -84,7 +84,7 @@ def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
         for op, share in zip(frame["op"], frame["share"]):
             if share >= _MIN_SHARE:
                 best[op] = max(best.get(op, 0.0), float(share))
-    ops = sorted(best, key=best.get, reverse=True)[:_MAX_OPS]
+    ops = sorted(best, key=lambda op: best[op], reverse=True)[:_MAX_OPS]
     palette = colormaps["Set3"]  # not the variants' palette: a colour means one variant throughout the report
     return {op: palette(i) for i, op in enumerate(ops)}
 

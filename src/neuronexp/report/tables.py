@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -73,7 +74,7 @@ def output_word(cell: pd.Series) -> str:
     return check
 
 
-def _fmt(value: object, spec: str, scale: float = 1.0) -> str:
+def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
     return "—" if value is None or pd.isna(value) else format(float(value) * scale, spec)
 
 
@@ -87,7 +88,7 @@ def roofline_table(report: Report) -> TextTable:
     """Per cell: the work, what it achieved, its roofs and share of them, the bound, peak memory, the check."""
     headers = ["variant", "input", "bytes_min", "FLOPs", "FLOP/B", "GB/s", "% peak BW", "GFLOP/s", "% peak FLOP/s",
                "bound", "peak memory", "output", "max abs / rel err"]
-    rows = []
+    rows: list[list[str]] = []
     cells = report.cells
     if "bytes_min" not in cells:
         return TextTable(headers, rows)

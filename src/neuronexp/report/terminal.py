@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -30,8 +30,10 @@ from neuronexp.results import Results
 
 def top_ops_table(results: Results, device: str, limit: int = 8) -> Table:
     table = Table(title=f"Top ops by self {device} time per step", title_justify="left")
-    for name, justify in (("op", "left"), ("calls", "right"), (f"self {device}", "right"), ("share", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns: list[tuple[str, JustifyMethod]] = [("op", "left"), ("calls", "right"), (f"self {device}", "right"),
+                                                ("share", "right")]
+    for name, justify in columns:
+        table.add_column(name, justify=justify)
     spots = hotspots(results.ops, top=limit).get(str(results.cells["run_id"].iloc[0]), pd.DataFrame())
     for row in spots.itertuples():
         table.add_row(escape(short_op(str(row.op), 60)), f"{row.calls:g}", fmt_us(row.self_device_us), fmt_pct(row.share))
@@ -42,7 +44,8 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
     console = console or Console(highlight=False)
     cell = results.cells.iloc[0]
     console.print(
-        f"[bold]{escape(str(cell['module']))}[/] · {escape(str(cell['backend']))} ({escape(str(cell['device_name']))}) · "
+        f"[bold]{escape(str(cell['module']))}[/] · {escape(str(cell['backend']))} "
+        f"({escape(str(cell['device_name']))}) · "
         f"{escape(str(cell['dtype']))} {escape(str(cell['input_shape']))}" + (" · compiled" if cell["compiled"] else "")
     )
     if cell["status"] == "cached":
@@ -64,7 +67,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             + (f" in {rounds} rounds" if rounds > 1 else "") + "): "
             f"median [bold]{fmt_us(cell['latency_median_us'])}[/] "
             f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])}{spread})"
-            + (f" · {int(threads)} threads" if threads == threads and threads else "")
+            + (f" · {int(threads)} thread{'s' if threads != 1 else ''}" if threads == threads and threads else "")
         )
         dispatched = cell.get("ops_dispatched")
         ops = (f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed" if dispatched == dispatched and dispatched
@@ -127,7 +130,8 @@ def print_sweep(cells: pd.DataFrame, failed: int, baseline: Baseline | None, swe
     console = console or Console(highlight=False)
     if not cells.empty:
         caption = speedup_caption(cells, baseline)
-        title = f"neuronexp sweep · {len(cells)} cells · median latency {caption} · profiled time/step · ops/step · hotspot · % of peak BW (or FLOP/s)"
+        title = (f"neuronexp sweep · {len(cells)} cells · median latency {caption} · profiled time/step · ops/step · "
+                 "hotspot · % of peak BW (or FLOP/s)")
         # At the terminal's width: side by side when that fits, else one line per cell (report.fit).
         short = f"neuronexp sweep · {len(cells)} cells · {caption}"
         for part in sweep_layout(console, cells, short, baseline, rich_table(cells, title, baseline)):
@@ -138,7 +142,8 @@ def print_sweep(cells: pd.DataFrame, failed: int, baseline: Baseline | None, swe
         for key, by_variant in grid.items():  # the table cuts an error's text; here it is whole
             for variant, cell in by_variant.items():
                 if cell["status"] == "error":
-                    console.print(f"[red]failed:[/] {escape(variant)} · {escape(' '.join(map(str, key)))}: {escape(str(cell['error']))}")
+                    console.print(f"[red]failed:[/] {escape(variant)} · {escape(' '.join(map(str, key)))}: "
+                                  f"{escape(str(cell['error']))}")
     counts = ([f"[red]{failed} failed[/]"] if failed else []) + ([f"[yellow]{not_run} not run[/]"] if not_run else [])
     tail = ", ".join(counts) or "all cells ok"
     where, files = escape(str(sweep_dir / "results")), "(summary.md, cells/ops/samples .parquet + .csv)"

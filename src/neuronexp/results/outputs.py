@@ -54,7 +54,7 @@ def write_outputs(path: Path, leaves: list[OutputLeaf]) -> None:
         arrays[f"index{i}"] = leaf.index
         arrays[f"stats{i}"] = np.asarray([leaf.stats[k] for k in STATS], dtype=np.float64)
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        np.savez(f, **arrays)
+        np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy types **kwds as if one could be allow_pickle
 
 
 def read_outputs(path: Path) -> list[OutputLeaf]:

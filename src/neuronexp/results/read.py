@@ -27,8 +27,8 @@ RENAMED = {"shape": "input_shape"}
 
 
 def read_job(job_dir: Path) -> Results:
-    return Results(*(read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES),
-                   _optional(job_dir / "modules.parquet"))
+    return Results.of((read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES),
+                      _optional(job_dir / "modules.parquet"))
 
 
 def _optional(path: Path) -> pd.DataFrame | None:
@@ -89,12 +89,12 @@ def load(*paths: str | os.PathLike[str]) -> Results:
     if not paths:
         raise TypeError("load() needs at least one directory or glob pattern")
     roots = [root for path in paths for root in _expand(path)]
-    parts = [Results(*(t.assign(source_dir=str(root)) for t in found), found.modules.assign(source_dir=str(root)))
+    parts = [Results.of((t.assign(source_dir=str(root)) for t in found), found.modules.assign(source_dir=str(root)))
              for root in roots for found in [_load(root)]]
     if len(parts) == 1:
-        return Results(*(whole_counts(t) for t in parts[0]), whole_counts(parts[0].modules))
-    return Results(*(whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))),
-                   whole_counts(pd.concat([p.modules for p in parts], ignore_index=True)))
+        return Results.of((whole_counts(t) for t in parts[0]), whole_counts(parts[0].modules))
+    return Results.of((whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))),
+                      whole_counts(pd.concat([p.modules for p in parts], ignore_index=True)))
 
 
 def _expand(path: str | os.PathLike[str]) -> list[Path]:
@@ -110,8 +110,8 @@ def _expand(path: str | os.PathLike[str]) -> list[Path]:
 def _load(root: Path) -> Results:
     """load() with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
-        return Results(*(read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES),
-                       _optional(root / "results" / "modules.parquet"))
+        return Results.of((read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES),
+                          _optional(root / "results" / "modules.parquet"))
     if (root / "cells.parquet").is_file():
         return read_job(root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
@@ -217,8 +217,8 @@ def read_any(root: Path) -> Found:
         results = _load(root)
     elif dirs:
         tables, _ = read_jobs(dirs)
-        results = Results(*(tables[name].to_pandas() for name in TABLES),
-                          tables["modules"].to_pandas() if "modules" in tables else None)
+        results = Results.of((tables[name].to_pandas() for name in TABLES),
+                             tables["modules"].to_pandas() if "modules" in tables else None)
     else:
         raise FileNotFoundError(f"{root}: no results here (no cells.parquet, no results/, no job directories); "
                                 "point at a run or a sweep directory")

@@ -5,6 +5,7 @@ Imports nothing else from neuronexp (every stage writes or reads these tables).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -142,11 +143,20 @@ class Results(_Tables):
     """cells, ops, samples — and `modules`, an attribute rather than a fourth element, so that
     `cells, ops, samples = neuronexp.load(d)` keeps working (empty unless profiler.modules=true)."""
 
+    _modules: pd.DataFrame | None  # set by __new__, absent from a tuple built without it (see modules)
+
     def __new__(cls, cells: pd.DataFrame, ops: pd.DataFrame, samples: pd.DataFrame,
                 modules: pd.DataFrame | None = None) -> "Results":
         self = super().__new__(cls, cells, ops, samples)
         self._modules = modules
         return self
+
+    @classmethod
+    def of(cls, tables: Iterable[pd.DataFrame], modules: pd.DataFrame | None = None) -> Results:
+        """From the three tables in TABLES' order (a generator over TABLES, say), and modules. A type checker
+        cannot count what a starred generator holds, so `Results(*gen, modules)` reads to it as too many."""
+        cells, ops, samples = tables
+        return cls(cells, ops, samples, modules)
 
     @property
     def modules(self) -> pd.DataFrame:

@@ -62,7 +62,7 @@ def enter_cell_process(request: dict[str, Any], template: int) -> None:
 
         os.sched_setaffinity(0, cpus)  # before the first parallel op starts the OpenMP pool: threads inherit it
         torch.set_num_threads(len(cpus))
-    inductor = sys.modules.get("torch._inductor.config")
+    inductor: Any = sys.modules.get("torch._inductor.config")  # a config module: attributes set at import
     if inductor is not None:  # decided when the template imported it, from the template's cores and environment
         inductor.compile_threads = inductor.decide_compile_threads()
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -51,7 +51,7 @@ def _thread_names() -> list[str]:
         tasks = os.listdir("/proc/self/task")
     except OSError:  # not Linux: no cheap way to ask; threading only sees Python's own threads
         return list(python_names.values())
-    names = []
+    names: list[str] = []
     for tid in sorted(tasks, key=lambda tid: (tid != str(threading.get_native_id()), tid)):
         try:
             with open(f"/proc/self/task/{tid}/comm") as f:

@@ -102,7 +102,7 @@ class ForkServer:
             # stopped), and it dies with the template (PR_SET_PDEATHSIG).
             self.proc.kill()
             self.proc.wait()
-            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.stdin.close()  # type: ignore[union-attr]  # opened with stdin=PIPE
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)  # made by __enter__ in this invocation
 

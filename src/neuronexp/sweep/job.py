@@ -46,7 +46,7 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, choices: dict[str, Any], task:
 
     slotted = bool(isolate) or launcher_target != BASIC_LAUNCHER
     config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
-    request = CellRequest(config, choices, task, spec.overrides, spec.run_id, str(out_dir),  # type: ignore[arg-type]
+    request = CellRequest(config, choices, task, spec.overrides, spec.run_id, str(out_dir),  # type: ignore[arg-type]  # cfg: a mapping
                           backend_kind(spec.config.backend), slotted)
     collector = collector_for(spec.run_id)
     if collector is not None and not slotted:  # one of a group timed together: the sweep runs the group (sweep.pairing)

@@ -157,12 +157,13 @@ def _cause(ended: Ended, timeout_s: float | None, out_dir: Path, log: Path | Non
 
 
 def _spec_of(request: CellRequest) -> Any:
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
     from neuronexp.config import RunConfig
     from neuronexp.config.compose import spec_from
 
     cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), request.config)
+    assert isinstance(cfg, DictConfig), type(cfg)  # merged into a structured config: a mapping
     spec = spec_from(cfg, request.choices, request.task, request.override_dirname)
     if spec.run_id != request.run_id:
         raise RuntimeError(f"the cell's config changed on its way to the cell process ({spec.run_id} != {request.run_id})")

@@ -73,5 +73,6 @@ def _holder(fd: int) -> str:
 
 def _why_not(path: Path) -> str:
     if path.is_symlink():
-        return f"{LOCK_FILE} there is a symbolic link; neuronexp never locks through one: remove it or choose another directory"
+        return (f"{LOCK_FILE} there is a symbolic link; neuronexp never locks through one: remove it or choose another "
+                "directory")
     return "choose a writable directory"

@@ -17,7 +17,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neuronexp.config import ConfigError
+from neuronexp.config import BackendName, ConfigError, LauncherConfig
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
 from neuronexp.sweep._hydra import apply_value_overrides, override_dirname
@@ -75,7 +75,8 @@ class CellComposer:
         group_overrides = [o for o in parsed if o.key_or_group.lstrip("+~") in self.groups or o.package is not None]
         values = [o for o in parsed if o not in group_overrides and not o.is_hydra_override()]
         hydra_values = [o for o in parsed if o.is_hydra_override()]
-        key = tuple(o.input_line for o in group_overrides + hydra_values)
+        # Parsed from text, so each has its input line.
+        key = tuple(o.input_line for o in group_overrides + hydra_values if o.input_line is not None)
         if key not in self.cache:
             self.cache[key] = self.loader.load_sweep_config(self.master, list(key))
         cfg = copy.deepcopy(self.cache[key])
@@ -110,7 +111,10 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         raise ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
                           "hydra/launcher=submitit_local runs the same path on this machine")
     composer = CellComposer(master, loader)
-    cells, specs, backends, by_dir, by_run, slot_asks, cpu_slots = [], [], set(), {}, {}, {}, set()
+    cells, specs, backends, cpu_slots = [], [], set(), set()
+    by_dir: dict[str, int] = {}  # job directory → the cell that has it
+    by_run: dict[str, int] = {}  # run_id → the cell that has it
+    slot_asks: dict[tuple[Any, ...], tuple[BackendName, LauncherConfig, str | None]] = {}  # one check per kind of slot
     varying = _varying_keys(jobs)
     for num, job in enumerate(jobs):
         cfg = composer.compose(job, num)

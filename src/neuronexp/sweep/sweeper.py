@@ -12,7 +12,7 @@ import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -25,6 +25,9 @@ from neuronexp.sweep.lock import locked
 from neuronexp.sweep.pairing import collecting, plan_units
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep
 from neuronexp.sweep.stopped import SweepStopped
+
+if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
+    from neuronexp.sweep.progress import SweepProgress
 
 log = logging.getLogger("neuronexp.sweep")
 

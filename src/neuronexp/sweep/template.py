@@ -68,7 +68,7 @@ class Server:
                     if not os.read(sys.stdin.fileno(), 4096):
                         return self._stop()
                 else:
-                    self._read(key.fileobj)  # type: ignore[arg-type]
+                    self._read(key.fileobj)  # type: ignore[arg-type]  # registered as the accepted socket
 
     def _read(self, conn: socket.socket) -> None:
         try:

@@ -110,7 +110,8 @@ def test_unset_optional_keys_are_not_passed(standin, tmp_path: Path, monkeypatch
 
 
 def test_without_a_named_cache_the_folder_holding_neffs_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two defaults are documented: /tmp/neff_cache (Explorer guides) and $TORCH_NEURONX_DEBUG_DIR (TorchNeuron 2.33)."""
+    """Two defaults are documented: /tmp/neff_cache (Explorer guides) and $TORCH_NEURONX_DEBUG_DIR
+    (TorchNeuron 2.33)."""
     old, debug = tmp_path / "neff_cache", tmp_path / "neuron_backend"
     monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
     monkeypatch.setattr(neuron_api, "OLD_NEFF_CACHE", str(old))

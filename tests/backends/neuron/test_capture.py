@@ -137,7 +137,8 @@ def test_framework_trace_is_copied_into_the_one_session_lacking_it(tmp_path: Pat
 
 
 def test_rank_named_framework_traces_and_memory_snapshots_are_recognised(tmp_path: Path) -> None:
-    """Troubleshooting page: neuron_framework_trace_rank_<N>.json; SDK 2.33: a system profile may hold a memory snapshot."""
+    """Troubleshooting page: neuron_framework_trace_rank_<N>.json; SDK 2.33: a system profile may hold a memory
+    snapshot."""
     session = _pytorch_session(tmp_path / "neuron_profile")
     (session / "trace.json").unlink()
     _write(session / "neuron_framework_trace_rank_0.json")

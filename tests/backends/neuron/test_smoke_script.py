@@ -38,7 +38,8 @@ def test_smoke_script_reports_every_check_and_flags_the_stand_in(tmp_path: Path,
     assert "**STAND-IN torch_neuronx (tests/helpers/neuron_standin): this report says nothing about Trainium.**" in text
     rows = _rows(text)
     assert set(rows) == {"A1", "A2", "A3", "A4", "A5", "B1", "B2", "C1", "C2", "C3", "D1", "D2", "D3", "E1", "E2", "F1"}
-    # What the stand-in can answer it answers as documented; what it cannot (device time, autoload, core lists) stays open.
+    # What the stand-in can answer it answers as documented; what it cannot (device time, autoload, core lists)
+    # stays open.
     assert {k for k, v in rows.items() if v == "PASS"} == {"A5", "B1", "B2", "C2", "C3", "D1", "D2", "D3", "F1"}, text
     assert rows["C1"] == "INFO" and rows["A4"] == rows["E1"] == rows["E2"] == "SKIP"
     assert "export_trace after neuronexp's own export: RuntimeError: Trace is already saved.; via proxy: ok" in text

@@ -115,7 +115,7 @@ class NeuronBackend(Backend):
 
     def device_name(self) -> str:
         try:
-            return str(torch.neuron.get_device_properties(0).name)
+            return str(torch.neuron.get_device_properties(0).name)  # type: ignore[attr-defined]  # torch-neuronx adds it
         except Exception:  # not every torch-neuronx version has device properties
             return "neuron"
 
@@ -138,7 +138,7 @@ class NeuronBackend(Backend):
 
     def synchronize(self) -> None:
         # Execution is asynchronous: without this the profiler step closes before the NEFFs ran.
-        torch.neuron.synchronize()
+        torch.neuron.synchronize()  # type: ignore[attr-defined]  # registered by torch-neuronx
 
     def activities(self) -> list[ProfilerActivity]:
         if self.api.kind == neuron_api.LEGACY:

@@ -139,7 +139,8 @@ def _pair(index: CaptureIndex) -> None:
 
 def _warnings(index: CaptureIndex, modes: list[str], neff_hint: str) -> list[str]:
     if not index.sessions:
-        return [f"no Neuron capture files under {index.root.name}/: profiling was not enabled, or nothing ran on a NeuronCore"]
+        return [f"no Neuron capture files under {index.root.name}/: profiling was not enabled, "
+                "or nothing ran on a NeuronCore"]
     out: list[str] = []
     ntffs, present = index.ntffs, {name for s in index.sessions for name in s.files}
     if "DEVICE" in modes and not ntffs:

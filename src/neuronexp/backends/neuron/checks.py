@@ -78,7 +78,7 @@ def memory_columns(tnx: ModuleType) -> dict[str, float]:
     """
     cols = {"neuron_max_memory_allocated_bytes": math.nan, "neuron_max_memory_reserved_bytes": math.nan}
     try:
-        torch.neuron.synchronize()  # type: ignore[attr-defined]
+        torch.neuron.synchronize()  # type: ignore[attr-defined]  # registered by torch-neuronx
     except Exception:
         return cols
     for name in ("max_memory_allocated", "max_memory_reserved"):
@@ -97,7 +97,7 @@ def hbm_note(tnx: ModuleType, modes: list[str], warnings: list[str]) -> None:
     neuron = getattr(torch, "neuron", None)
     peak_fn = getattr(tnx, "max_memory_reserved", None) or getattr(neuron, "max_memory_reserved", None)
     try:
-        total = int(neuron.get_device_properties(0).total_memory)  # type: ignore[union-attr]
+        total = int(neuron.get_device_properties(0).total_memory)  # type: ignore[union-attr]  # None: caught below
         peak = int(peak_fn()) if peak_fn is not None else None
     except Exception:  # memory queries differ between versions; the note is best effort
         return

@@ -124,7 +124,8 @@ def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, t
             "or export PATH=/opt/aws/neuron/bin:$PATH)"])
     plans = [(capture_dir, filters or [])] + ([(capture_dir, [])] if filters else [])
     plans += [(fallback_dir, [])] if fallback_dir is not None and fallback_dir != capture_dir else []
-    result, failures = ExplorerResult("failed", dict(empty)), []
+    result = ExplorerResult("failed", dict(empty))
+    failures: list[str] = []
     for i, (target, flags) in enumerate(plans):
         out = output_dir if i == 0 else output_dir.with_name(f"{output_dir.name}_retry{i}")
         out.mkdir(parents=True, exist_ok=True)

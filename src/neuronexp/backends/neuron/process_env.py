@@ -33,8 +33,10 @@ def inspect_conflict(environ: dict[str, str] | os._Environ[str] = os.environ) ->
 
 
 def _within(current: str | None, wanted: str) -> bool:
+    if not current:
+        return False
     try:
-        return bool(current) and unit_set(current) <= unit_set(wanted)  # type: ignore[arg-type]
+        return unit_set(current) <= unit_set(wanted)
     except ValueError:
         return False
 

@@ -93,9 +93,11 @@ def combine(reads: list[SummaryRead]) -> dict[str, float]:
         if name not in rows or rows[name].isna().all():
             continue
         values = rows[name]
-        if kind in _WEIGHTED:
-            mask = values.notna() & weights.notna() & (weights > 0) if weights is not None else values.notna() & False
+        if kind in _WEIGHTED and weights is not None:
+            mask = values.notna() & weights.notna() & (weights > 0)
             value = float((values[mask] * weights[mask]).sum() / weights[mask].sum()) if mask.any() else float(values.mean())
+        elif kind in _WEIGHTED:  # no total_time to weigh by
+            value = float(values.mean())
         else:
             value = float(values.sum())
         cols[column_name(name)] = value

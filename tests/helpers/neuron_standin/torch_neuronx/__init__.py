@@ -100,6 +100,6 @@ neuron.max_memory_allocated = max_memory_allocated
 # keeps the stand-in removable, and the test fixture deletes it again.
 torch.neuron = neuron  # type: ignore[attr-defined]
 
-from . import _device_events, profiling  # noqa: E402
+from . import _device_events, profiling  # noqa: E402, F401  (profiling: set by `import torch_neuronx`)
 
 _device_events.install()
