@@ -8,9 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neuronexp.analysis.correctness import DEFAULT_RTOL, add_output_checks, compare_outputs, default_rtol, what_keys
-from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, SAMPLE_ELEMENTS, OutputLeaf, read_outputs, sample_index, write_outputs
 from neuronexp.analysis.baseline import parse_baseline
+from neuronexp.analysis.correctness import DEFAULT_RTOL, add_output_checks, compare_outputs, default_rtol, what_keys
+from neuronexp.results.outputs import (
+    FLOAT32_OUTPUT_FILE,
+    OUTPUT_FILE,
+    SAMPLE_ELEMENTS,
+    OutputLeaf,
+    read_outputs,
+    sample_index,
+    write_outputs,
+)
 
 
 def leaf(values: np.ndarray, index: np.ndarray | None = None, numel: int | None = None) -> OutputLeaf:

@@ -7,7 +7,14 @@ import itertools
 import pytest
 
 from neuronexp.analysis.variants import (
-    add_speedups, baseline_run_ids, cell_labels, comparison_grid, describe_baseline, names, normalize, parse_baseline,
+    add_speedups,
+    baseline_run_ids,
+    cell_labels,
+    comparison_grid,
+    describe_baseline,
+    names,
+    normalize,
+    parse_baseline,
     split_overrides,
 )
 from neuronexp.results import frame

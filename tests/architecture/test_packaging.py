@@ -3,8 +3,9 @@ so a new subpackage or config group that is not listed works in a checkout and i
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from helpers import REPO
 

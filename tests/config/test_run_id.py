@@ -9,7 +9,6 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
-
 from omegaconf import OmegaConf, open_dict
 
 from neuronexp.config.compose import spec_from

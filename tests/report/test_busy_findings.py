@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.analysis.variants import add_speedups
 from neuronexp.report.busy import noise_line
 from neuronexp.report.findings import findings
 from neuronexp.results import frame
-from neuronexp.analysis.baseline import parse_baseline
 
 NOISE = {"rmsnorm_naive": "rounds spread 55%; other processes used 1.20 cores",
          "rmsnorm_compiled": "rounds spread ×510; other processes used 0.30 cores"}

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from helpers.svg import check_one_colour_per_variant
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import add_speedups
 from neuronexp.report.findings import findings, speedup_intervals
@@ -18,7 +19,6 @@ from neuronexp.report.html import render_html
 from neuronexp.report.model import build_report
 from neuronexp.report.plots import figures, variant_colours
 from neuronexp.results import frame
-from neuronexp.analysis.baseline import parse_baseline
 
 # Self time per op and per step (µs) and calls, per variant: the naive chain, the fused op, the compiled kernel.
 PROFILES = {

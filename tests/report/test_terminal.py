@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from helpers import FAST, run_cli
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.report.terminal import print_sweep
 from neuronexp.results import frame
-from neuronexp.analysis.baseline import parse_baseline
 
 # Six variants with names as long as real ones (Hugging Face layers, compiled): the case of issue 16.
 VARIANTS = ["llama_mlp", "llama_mlp +compile", "llama_decoder_layer", "llama_decoder_layer +compile",

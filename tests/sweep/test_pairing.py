@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-from neuronexp.sweep.pairing import plan_units, unpaired_reason
-from neuronexp.sweep.plan import PlannedCell
-
 from helpers import FAST, run_cli
 from neuronexp.analysis.baseline import parse_baseline
+from neuronexp.sweep.pairing import plan_units, unpaired_reason
+from neuronexp.sweep.plan import PlannedCell
 
 
 def _cell(num: int, overrides: list[str], backend: str = "cpu", process_key: str = "p", isolated: bool = False) -> PlannedCell:

@@ -14,11 +14,10 @@ import pandas as pd
 import pytest
 
 import neuronexp
-from neuronexp.formatting import short_op
-
 from helpers import FAST, console_script
 from helpers.layers import FAILING_LAYER
 from neuronexp.analysis.baseline import parse_baseline
+from neuronexp.formatting import short_op
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 

@@ -3,7 +3,8 @@ flags. Read by the report's tables, the terminal views and results/summary.md al
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 

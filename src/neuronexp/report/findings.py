@@ -9,14 +9,14 @@ import math
 
 import pandas as pd
 
-from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
+from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.paired import speedup_table
+from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
-from neuronexp.analysis.noise import noisy
-from neuronexp.report.cell_text import output_differs
 from neuronexp.report.busy import concluded_line, noise_line, only_quiet_line
+from neuronexp.report.cell_text import output_differs
 from neuronexp.report.why import explain
 from neuronexp.results import usable_cells
 

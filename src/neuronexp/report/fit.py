@@ -3,8 +3,8 @@ never cut and every cell has its line; only the hotspot column gives way (sweep_
 
 from __future__ import annotations
 
-import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 from rich import box
@@ -14,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 from neuronexp.analysis.baseline import Baseline
+from neuronexp.analysis.noise import NOISY_MARK, noisy
+from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, short_op
-from neuronexp.analysis.roofline import headline
-from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.report.cell_text import OUTPUT_FLAG, ops_text, output_differs
 
 OUTPUT_MARK = "✗"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from neuronexp.analysis.baseline import Baseline, describe_baseline, parse_baseline
 from neuronexp.analysis.correctness import add_output_checks
 from neuronexp.analysis.ops import fusion_table, hotspots
-from neuronexp.analysis.baseline import Baseline, describe_baseline, parse_baseline
 from neuronexp.analysis.variants import add_speedups, names
 from neuronexp.formatting import yaml_error_line
 from neuronexp.report.findings import INTERVAL_COLUMNS, findings, speedup_intervals

@@ -15,10 +15,10 @@ from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import fmt_us, short_op
+from neuronexp.report.distplots import roof_share_plot, rounds_plot
 from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, variant_colours
-from neuronexp.results import usable_cells
-from neuronexp.report.distplots import rounds_plot, roof_share_plot
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
+from neuronexp.results import usable_cells
 
 # The marks' ids: `nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
 # `nx-breakdown-<variant>-<bar>`, numbered by the variant's place in report_colours and the input's or bar's place

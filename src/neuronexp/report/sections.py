@@ -3,13 +3,21 @@ report.html both render this one list, so a section, its wording or its order ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from neuronexp.report.model import Report
 from neuronexp.report.tables import (
-    ROOFLINE_NOTE, TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, roof_notes,
-    roofline_table, summary_table,
+    ROOFLINE_NOTE,
+    TextTable,
+    cell_links,
+    failed_cells,
+    fusion_rows,
+    grid_table,
+    hotspot_sections,
+    roof_notes,
+    roofline_table,
+    summary_table,
 )
 
 

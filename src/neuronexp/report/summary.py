@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.analysis.baseline import Baseline, describe_baseline
+from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.analysis.variants import cell_labels, comparison_grid
 from neuronexp.formatting import fmt_word, md_cell
 from neuronexp.report.cell_text import cell_lines, composite_words, output_differs, roof_sources

@@ -15,15 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 from neuronexp.analysis.baseline import Baseline
+from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
 from neuronexp.analysis.ops import hotspots
-from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
+from neuronexp.analysis.variants import comparison_grid
+from neuronexp.formatting import UNPAIRED_LEGEND, device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
+from neuronexp.report.cell_text import cell_lines
 from neuronexp.report.fit import sweep_layout
 from neuronexp.report.modules import module_lines
-from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
-from neuronexp.formatting import UNPAIRED_LEGEND
-from neuronexp.report.cell_text import cell_lines
 from neuronexp.report.summary import speedup_caption
 from neuronexp.results import Results
 
