@@ -35,7 +35,11 @@ def read_table(path: Path, name: str) -> pa.Table:
     try:
         data = read_regular(path)
         buffer = pa.BufferReader(data)
-        table = pa.ipc.open_file(buffer).read_all() if path.suffix == ".arrow" else pq.read_table(buffer)
+        # One thread: a read that fails midway can leave an Arrow pool worker alive, and its destructor at exit
+        # aborts the process (apache/arrow#34314: a report that printed its one-line error then died with -6).
+        table = (
+            pa.ipc.open_file(buffer).read_all() if path.suffix == ".arrow" else pq.read_table(buffer, use_threads=False)
+        )
     except FileNotFoundError:
         raise
     except (OSError, pa.ArrowException) as exc:
