@@ -56,9 +56,10 @@ CHILD = """
 import resource, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.sweep.aggregate import aggregate
 t1 = time.perf_counter()
-out = aggregate(Path(sys.argv[1]), "rmsnorm_naive")
+out = aggregate(Path(sys.argv[1]), parse_baseline("rmsnorm_naive"))
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(out.cells), out.op_rows)
 """

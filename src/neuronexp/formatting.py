@@ -33,6 +33,7 @@ def fmt_pct(value: float | None) -> str:
 
 
 def fmt_speedup(value: float | None) -> str:
+    """"×1.25"; "—" without a finite speedup."""
     return "—" if not _shown(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"
 
 
@@ -46,7 +47,7 @@ def fmt_speedup_ci(cell: Any) -> str:
     if _missing(value) or not math.isfinite(float(value)):
         return ""
     low, high = cell.get("speedup_ci_low"), cell.get("speedup_ci_high")
-    text = f"×{float(value):.2f}"
+    text = fmt_speedup(value)
     if not (_missing(low) or _missing(high)) and math.isfinite(float(low)) and math.isfinite(float(high)):
         text += f" ({float(low):.2f}–{float(high):.2f})"
     return text + (UNPAIRED_MARK if cell.get("speedup_method") == "unpaired" else "")
@@ -93,6 +94,13 @@ def md_cell(text: object) -> str:
     an HTML tag (error messages and op names are data, never markup)."""
     return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
             .replace("\r", "").replace("\n", "<br>"))
+
+
+def first_line(text: object, limit: int | None = None) -> str:
+    """The first line of `text` that is not blank, stripped, at most `limit` characters; "" when there is none.
+    An exception's message can span many lines (Hydra's, OmegaConf's); a one-line message quotes the first."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    return line if limit is None else line[:limit]
 
 
 def yaml_error_line(exc: BaseException) -> str:

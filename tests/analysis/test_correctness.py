@@ -8,8 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.analysis.correctness import DEFAULT_RTOL, add_output_checks, compare_outputs, default_rtol, what_keys
-from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, SAMPLE_ELEMENTS, OutputLeaf, read_outputs, sample_index, write_outputs
+from neuronexp.results.outputs import (
+    FLOAT32_OUTPUT_FILE,
+    OUTPUT_FILE,
+    SAMPLE_ELEMENTS,
+    OutputLeaf,
+    read_outputs,
+    sample_index,
+    write_outputs,
+)
 
 
 def leaf(values: np.ndarray, index: np.ndarray | None = None, numel: int | None = None) -> OutputLeaf:
@@ -106,10 +115,10 @@ def test_a_missing_baseline_output_is_not_a_pass(tmp_path: Path, reference: np.n
 
 def test_a_rule_that_changes_what_is_computed_is_not_checked(tmp_path: Path, reference: np.ndarray) -> None:
     cells, dirs = _cells(tmp_path, {"a": reference, "b": reference * 3})
-    checked = add_output_checks(cells, dirs, {"module.intermediate_size": 32}).set_index("run_id")
+    checked = add_output_checks(cells, dirs, parse_baseline({"module.intermediate_size": 32})).set_index("run_id")
     assert checked.loc["b", "output_check"] == "n/a" and "module.intermediate_size" in checked.loc["b", "output_note"]
-    assert what_keys({"module": "x", "compile.enabled": False, "input.dtype": "float32", "backend": "cpu"}) == []
-    assert what_keys("input.seed=1,module=a") == ["input.seed"] and what_keys("dims.seq=64") == ["dims.seq"]
+    assert what_keys(parse_baseline({"module": "x", "compile.enabled": False, "input.dtype": "float32", "backend": "cpu"})) == []
+    assert what_keys(parse_baseline("input.seed=1,module=a")) == ["input.seed"] and what_keys(parse_baseline("dims.seq=64")) == ["dims.seq"]
 
 
 def test_a_bfloat16_cell_against_a_float32_baseline_gets_the_looser_tolerance(tmp_path: Path, reference: np.ndarray) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.report.summary import cell_lines
+from neuronexp.report.cell_text import cell_lines
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "neuronexp"
 

@@ -7,7 +7,14 @@ import itertools
 import pytest
 
 from neuronexp.analysis.variants import (
-    add_speedups, baseline_run_ids, cell_labels, comparison_grid, describe_baseline, names, normalize, parse_baseline,
+    add_speedups,
+    baseline_run_ids,
+    cell_labels,
+    comparison_grid,
+    describe_baseline,
+    names,
+    normalize,
+    parse_baseline,
     split_overrides,
 )
 from neuronexp.results import frame
@@ -86,7 +93,7 @@ def test_a_baseline_picks_one_reference_per_group_of_otherwise_identical_cells()
     by = dict(zip(cells["run_id"], zip(cells["module"], cells["compiled"], cells["input_shape"])))
 
     def refs(baseline):
-        return [by.get(r) for r in baseline_run_ids(cells, baseline)]
+        return [by.get(r) for r in baseline_run_ids(cells, parse_baseline(baseline))]
 
     # compiled vs eager, per module and shape
     assert refs({"compile.enabled": False}) == [(m, False, s) for m, _, s in by.values()]
@@ -101,13 +108,13 @@ def test_a_module_that_compiles_itself_is_compared_with_the_eager_baseline() -> 
     # rmsnorm_compiled turns compile on in its own option: no compile.enabled override tells it apart.
     cells = _cells([dict(module=m, compiled=m.endswith("compiled"), input_shape="[1,8]", over={"module": m})
                     for m in ("rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled")])
-    assert list(baseline_run_ids(cells, "rmsnorm_naive")) == ["r0"] * 3
-    assert list(baseline_run_ids(cells, {"compile.enabled": False})) == ["r0", "r1", None]
+    assert list(baseline_run_ids(cells, parse_baseline("rmsnorm_naive"))) == ["r0"] * 3
+    assert list(baseline_run_ids(cells, parse_baseline({"compile.enabled": False}))) == ["r0", "r1", None]
 
 
 def test_speedups_are_within_the_group_and_absent_without_a_baseline() -> None:
     cells = _compile_sweep()
-    out = add_speedups(cells, {"compile.enabled": False})
+    out = add_speedups(cells, parse_baseline({"compile.enabled": False}))
     lat = dict(zip(out["run_id"], out["latency_median_us"]))
     for _, row in out.iterrows():
         assert row["speedup_vs_baseline"] == pytest.approx(lat[row["baseline_run_id"]] / row["latency_median_us"])
@@ -115,7 +122,15 @@ def test_speedups_are_within_the_group_and_absent_without_a_baseline() -> None:
     assert none["speedup_vs_baseline"].isna().all() and none["baseline_run_id"].isna().all()
     failed = cells.assign(status=["error"] + ["ok"] * 7)
     # r0 failed: no speedup for it, nor for r2 (naive compiled at [1,8]), whose reference it is
-    assert list(add_speedups(failed, {"compile.enabled": False})["speedup_vs_baseline"].isna()) == [True, False, True] + [False] * 5
+    assert list(add_speedups(failed, parse_baseline({"compile.enabled": False}))["speedup_vs_baseline"].isna()) == [True, False, True] + [False] * 5
+
+
+def test_a_baseline_is_parsed_once_into_a_typed_value() -> None:
+    """Parsed where it comes in, then handed on as it is: a Baseline compares equal to its pairs."""
+    from neuronexp.analysis.baseline import Baseline
+
+    rule = parse_baseline({"module": "a", "compile.enabled": False})
+    assert isinstance(rule, Baseline) and set(rule) == {"module", "compile.enabled"} and rule.name == describe_baseline(rule)
 
 
 def test_a_baseline_is_written_three_ways() -> None:
@@ -123,8 +138,8 @@ def test_a_baseline_is_written_three_ways() -> None:
     assert parse_baseline("module=a,compile.enabled=False") == {"module": "a", "compile.enabled": "false"}
     assert parse_baseline({"compile.enabled": False}) == {"compile.enabled": "false"}
     assert parse_baseline("none") is None and parse_baseline(None) is None
-    assert describe_baseline({"module": "a"}) == "a"
-    assert describe_baseline({"module": "a", "compile.enabled": False}) == "module=a, compile.enabled=false"
+    assert describe_baseline(parse_baseline({"module": "a"})) == "a"
+    assert describe_baseline(parse_baseline({"module": "a", "compile.enabled": False})) == "module=a, compile.enabled=false"
 
 
 def test_a_baseline_is_never_taken_from_another_dtype() -> None:
@@ -133,8 +148,8 @@ def test_a_baseline_is_never_taken_from_another_dtype() -> None:
     rows = [dict(module=m, dtype=d, input_shape="[1,8]", over={"module": m})
             for d in ("float32", "bfloat16") for m in ("naive", "fused")]
     cells = _cells(rows)
-    assert list(baseline_run_ids(cells, "naive")) == ["r0", "r0", "r2", "r2"]
+    assert list(baseline_run_ids(cells, parse_baseline("naive"))) == ["r0", "r0", "r2", "r2"]
     without = cells[cells["run_id"] != "r2"]
-    assert list(baseline_run_ids(without, "naive")) == ["r0", "r0", None]
-    speedups = add_speedups(without, "naive")
+    assert list(baseline_run_ids(without, parse_baseline("naive"))) == ["r0", "r0", None]
+    speedups = add_speedups(without, parse_baseline("naive"))
     assert speedups["speedup_vs_baseline"].isna().tolist() == [False, False, True]

@@ -31,16 +31,22 @@ EXEMPT_CALLS = {("host/activity.py", "startswith")}
 
 
 def _files() -> list[Path]:
-    return sorted(p for p in [*PACKAGE.rglob("*.py"), *PLUGIN.rglob("*.py")]
-                  if p.relative_to(PACKAGE.parent).parts[1:2] != ("conf",)
-                  and not (p.is_relative_to(PACKAGE) and p.relative_to(PACKAGE).parts[0] in EXEMPT_STAGES))
+    return sorted(
+        p
+        for p in [*PACKAGE.rglob("*.py"), *PLUGIN.rglob("*.py")]
+        if p.relative_to(PACKAGE.parent).parts[1:2] != ("conf",)
+        and not (p.is_relative_to(PACKAGE) and p.relative_to(PACKAGE).parts[0] in EXEMPT_STAGES)
+    )
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
     kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
     nodes = [n for n in ast.walk(tree) if isinstance(n, kinds)]
-    return {id(n.body[0].value) for n in nodes
-            if n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return {
+        id(n.body[0].value)
+        for n in nodes
+        if n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+    }
 
 
 def _callee(call: ast.Call) -> str:
@@ -62,15 +68,26 @@ def backend_names_in_code(source: str, rel: str) -> list[str]:
     tree = ast.parse(source)
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     docs = _docstrings(tree)
-    found = [node for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in NAMES
-             and id(node) not in docs and not _exempt(node, parents.get(id(node)), rel)]
-    return [f"{node.lineno}: {ast.unparse(parents.get(id(node), node))[:120]}"
-            for node in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
+    found = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and node.value in NAMES
+        and id(node) not in docs
+        and not _exempt(node, parents.get(id(node)), rel)
+    ]
+    return [
+        f"{node.lineno}: {ast.unparse(parents.get(id(node), node))[:120]}"
+        for node in sorted(found, key=lambda n: (n.lineno, n.col_offset))
+    ]
 
 
 def test_no_stage_but_backends_names_a_backend() -> None:
-    found = [f"{path.relative_to(REPO)}:{line}" for path in _files()
-             for line in backend_names_in_code(path.read_text(), _rel(path))]
+    found = [
+        f"{path.relative_to(REPO)}:{line}"
+        for path in _files()
+        for line in backend_names_in_code(path.read_text(), _rel(path))
+    ]
     assert not found, "read the backend's row of backends.table instead:\n" + "\n".join(found)
 
 
@@ -79,12 +96,14 @@ def _rel(path: Path) -> str:
 
 
 def test_the_check_sees_a_name_in_a_comparison_a_lookup_and_a_default() -> None:
-    code = ('"""A docstring may say "cuda"."""\n'
-            'import torch\n'
-            'def f(kind: str = "cpu") -> object:\n'
-            '    if kind == "neuron" or line.startswith("cpu"):\n'
-            '        return {"cuda": 1}["cuda"]\n'
-            '    return torch.zeros(1).to("cpu")\n')
+    code = (
+        '"""A docstring may say "cuda"."""\n'
+        "import torch\n"
+        'def f(kind: str = "cpu") -> object:\n'
+        '    if kind == "neuron" or line.startswith("cpu"):\n'
+        '        return {"cuda": 1}["cuda"]\n'
+        '    return torch.zeros(1).to("cpu")\n'
+    )
     found = [line.split(":")[0] for line in backend_names_in_code(code, "sweep/x.py")]
     assert found == ["3", "4", "4", "5", "5"], found
     assert [line.split(":")[0] for line in backend_names_in_code(code, "host/activity.py")] == ["3", "4", "5", "5"]

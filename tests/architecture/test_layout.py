@@ -43,6 +43,15 @@ ALLOWED = {
     "__main__": {"cli"},
 }
 MAX_LINES = 250
+# A module docstring says what the module owns and why; the method belongs in docs/methodology.md.
+MAX_DOC_LINES = 6
+# Still longer, left to the parts of issue 24 that are moving or rewriting these modules (sweep/ split into
+# orchestration, cell processes and Slurm; cell/probe.py to host/; the timing work): shorten them there.
+LONG_DOCS_PENDING = {
+    "neuronexp.cell.group", "neuronexp.cell.limits", "neuronexp.host.probe",
+    "neuronexp.sweep._hydra", "neuronexp.cellprocess.forksafety", "neuronexp.cellprocess.forkserver",
+    "neuronexp.cellprocess.launch", "neuronexp.cellprocess.placement", "neuronexp.cellprocess.template",
+}
 
 
 def _modules() -> list[Path]:
@@ -169,3 +178,17 @@ def test_every_stage_says_what_it_holds() -> None:
     missing = [str(p.relative_to(REPO)) for p in PACKAGE.glob("*/__init__.py")
                if p.parent.name != "conf" and not (ast.get_docstring(ast.parse(p.read_text())) or "").strip()]
     assert not missing, missing
+
+
+def test_module_docstrings_say_why_in_a_few_lines() -> None:
+    long = [f"{_name(p)}: {n} lines" for p in _modules() + list(PLUGIN.rglob("*.py"))
+            if (n := len((ast.get_docstring(ast.parse(p.read_text())) or "").splitlines())) > MAX_DOC_LINES
+            and _name(p) not in LONG_DOCS_PENDING]
+    assert not long, "\n".join(long)
+
+
+def test_the_report_does_not_read_the_sweeps_summary_writer() -> None:
+    """report.summary writes results/summary.md for the sweep; the report's own pages share report.cell_text and
+    report.sections instead, so a change to the one never reaches the other."""
+    readers = [_name(p) for p in _modules() if "neuronexp.report.summary" in _imports(p)]
+    assert all(r == "neuronexp.report.terminal" or _stage(r) == "sweep" for r in readers), readers

@@ -3,8 +3,9 @@ so a new subpackage or config group that is not listed works in a checkout and i
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from helpers import REPO
 
@@ -27,3 +28,11 @@ def test_every_config_group_is_listed_with_its_yaml() -> None:
     assert groups <= set(SETUPTOOLS["packages"]), sorted(groups - set(SETUPTOOLS["packages"]))
     data = SETUPTOOLS["package-data"]
     assert all("*.yaml" in data.get(group, []) for group in groups), sorted(g for g in groups if g not in data)
+
+
+def test_every_typed_package_ships_its_marker() -> None:
+    """neuronexp and both Hydra plugins are typed (PEP 561): each marker exists and is package data, so the
+    wheel carries it and a type checker reads the installed package's annotations."""
+    for package in ("neuronexp", "hydra_plugins.neuronexp_sweeper", "hydra_plugins.neuronexp_slurm"):
+        assert (REPO / "src" / package.replace(".", "/") / "py.typed").is_file(), package
+        assert package in SETUPTOOLS["packages"] and "py.typed" in SETUPTOOLS["package-data"].get(package, []), package

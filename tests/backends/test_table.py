@@ -17,9 +17,11 @@ from neuronexp.cellprocess.placement import plan_slots
 
 def test_reading_the_table_imports_no_torch() -> None:
     # The sweep plans with it, and the fork server's template reads it before torch sets its environment up.
-    code = ("import sys\nimport neuronexp.backends.table, neuronexp.cellprocess.placement\n"
-            "import neuronexp.cellprocess.forksafety\n"
-            "print([m for m in ('torch', 'pandas') if m in sys.modules])")
+    code = (
+        "import sys\nimport neuronexp.backends.table, neuronexp.cellprocess.placement\n"
+        "import neuronexp.cellprocess.forksafety\n"
+        "print([m for m in ('torch', 'pandas') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr[-2000:]
 

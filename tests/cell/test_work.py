@@ -10,7 +10,7 @@ from torch import nn
 from neuronexp.backends.base import Backend
 from neuronexp.cell.work import count_work
 from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm
-from neuronexp.modules.attention import EagerAttention, SDPAAttention
+from neuronexp.modules.attention import NaiveAttention, FusedAttention
 
 
 @pytest.mark.parametrize("dtype, size", [(torch.bfloat16, 2), (torch.float32, 4)])
@@ -39,8 +39,8 @@ def test_attention_flops_match_with_and_without_the_fused_kernel() -> None:
     b, heads, kv_heads, seq, dim = 1, 8, 2, 64, 16
     q, kv = torch.randn(b, heads, seq, dim), torch.randn(b, kv_heads, seq, dim)
     with torch.inference_mode():
-        eager = count_work(EagerAttention(seq), (q, kv, kv), {})
-        fused = count_work(SDPAAttention(seq), (q, kv, kv), {})
+        eager = count_work(NaiveAttention(seq), (q, kv, kv), {})
+        fused = count_work(FusedAttention(seq), (q, kv, kv), {})
     assert eager.flops == fused.flops == 4 * b * heads * seq * seq * dim  # q·kᵀ and p·v
     assert eager.bytes_read == fused.bytes_read + seq * seq  # the eager one reads its [seq, seq] bool mask
     assert "aten.softmax" in eager.note and fused.note is None

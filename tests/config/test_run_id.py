@@ -9,7 +9,6 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
-
 from omegaconf import OmegaConf, open_dict
 
 from neuronexp.config.compose import spec_from
@@ -23,8 +22,9 @@ MEASUREMENT = ["timing.warmup=3", "timing.iters=7", "timing.max_seconds=2.5", "t
                "profiler.schedule.repeat=2", "profiler.record_shapes=true", "input.dtype=bfloat16",
                "compile.enabled=true", "correctness.enabled=false"]
 # Not measured: where the cell runs, what it is compared with, how roofs and tolerances are read.
-NOT_MEASURED = ["launcher.cell_timeout_s=60", "baseline={module: rmsnorm_naive}", "roofline.probe=refresh",
-                "correctness.rtol=0.5", "correctness.atol=0.1", "sweep.dry_run=true"]
+NOT_MEASURED_OVERRIDES = ["launcher.cell_timeout_s=60", "baseline={module: rmsnorm_naive}", "roofline.probe=refresh",
+                          "correctness.rtol=0.5", "correctness.atol=0.1", "sweep.dry_run=true", "noise.round_spread=0.5",
+                          "correctness.float32_reference=false"]
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +55,22 @@ def test_the_measurement_keys_are_distinct_cells(run_id) -> None:
     assert len({run_id(o) for o in MEASUREMENT}) == len(MEASUREMENT)
 
 
-@pytest.mark.parametrize("override", NOT_MEASURED)
+@pytest.mark.parametrize("override", NOT_MEASURED_OVERRIDES)
 def test_keys_that_change_no_measurement_keep_the_run_id(run_id, override: str) -> None:
     assert run_id(override) == run_id()
 
 
 def test_the_run_id_is_stable_across_compositions(run_id) -> None:
     assert run_id("timing.iters=7") == run_id("timing.iters=7")
+
+
+def test_one_list_says_what_a_cell_did_not_measure() -> None:
+    """run_id, the `overrides` label and the names read from it leave out the same keys."""
+    from neuronexp.analysis import overrides
+    from neuronexp.config.compose import override_dirname
+    from neuronexp.config.measured import NOT_MEASURED
+
+    assert overrides.NOT_MEASURED == NOT_MEASURED  # the copy the analysis stage keeps (it may not import config)
+    task = ["module=rmsnorm_fused", *NOT_MEASURED_OVERRIDES]
+    assert override_dirname(task) == "module=rmsnorm_fused"
+    assert overrides.override_values(",".join(task)) == {"module": "rmsnorm_fused"}

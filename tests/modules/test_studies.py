@@ -44,7 +44,7 @@ def test_softmax_variants_match_torch() -> None:
 
 
 def test_swiglu_fused_has_the_naive_weights_and_output() -> None:
-    naive, fused = _same_seed(M.SwiGLUNaive, M.SwiGLUFused, HIDDEN, INTER)
+    naive, fused = _same_seed(M.NaiveSwiGLU, M.FusedSwiGLU, HIDDEN, INTER)
     x = torch.randn(B, S, HIDDEN)
     expected = naive.down(F.silu(x @ naive.gate.weight.T) * (x @ naive.up.weight.T))
     torch.testing.assert_close(naive(x), expected)
@@ -76,7 +76,7 @@ def test_rotary_fused_keeps_working_in_bfloat16() -> None:
 
 def test_attention_variants_are_causal_grouped_query_attention() -> None:
     q, k, v = torch.randn(B, H, S, D), torch.randn(B, KV, S, D), torch.randn(B, KV, S, D)
-    eager, sdpa = M.EagerAttention(S), M.SDPAAttention(S)
+    eager, sdpa = M.NaiveAttention(S), M.FusedAttention(S)
     reference = F.scaled_dot_product_attention(q, k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1), is_causal=True)
     torch.testing.assert_close(eager(q, k, v), reference)
     torch.testing.assert_close(sdpa(q, k, v), reference)
@@ -116,3 +116,21 @@ def test_the_rotary_factory_gives_hugging_face_its_own_tables() -> None:
     assert torch.equal(cos, ref_cos) and torch.equal(sin, ref_sin) and cos.shape == (1, S, D)
     mask = causal_mask(layer, node)
     assert mask.shape == (B, 1, S, S) and mask[0, 0, 0, 1] == torch.finfo(torch.float32).min and mask[0, 0, 1, 0] == 0
+
+
+def test_each_study_names_its_classes_after_its_options() -> None:
+    """`<layer>_naive` and `<layer>_fused` build Naive<Layer> and Fused<Layer>: one scheme for every study."""
+    import yaml
+
+    from helpers import REPO
+
+    targets = {}
+    for path in sorted((REPO / "conf" / "module").glob("*_*.yaml")):
+        node = yaml.safe_load(path.read_text())
+        targets[path.stem] = (node.get("module") or node)["_target_"].rsplit(".", 1)[-1]
+    for option, cls in targets.items():
+        layer, _, variant = option.rpartition("_")
+        if variant in ("naive", "fused"):
+            assert cls.startswith(variant.capitalize()), (option, cls)
+            twin = targets.get(f"{layer}_{'fused' if variant == 'naive' else 'naive'}")
+            assert twin is not None and twin[5:] == cls[5:], (option, cls, twin)  # the same <Layer> after the variant

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.analysis.variants import add_speedups
 from neuronexp.report.busy import noise_line
 from neuronexp.report.findings import findings
@@ -30,7 +31,7 @@ def _tables(shapes=("[1,8,64]", "[1,64,512]")):
                               device_time_us=median, overrides=f"module={module}", noisy=module in NOISE,
                               noise=NOISE.get(module), output_check="baseline" if module == "rmsnorm_naive" else "pass"))
             samples += [dict(run_id=run, sample=i, latency_us=float(v), round=i // 5) for i, v in enumerate(lat)]
-    return add_speedups(frame("cells", cells), "rmsnorm_naive"), frame("samples", samples)
+    return add_speedups(frame("cells", cells), parse_baseline("rmsnorm_naive")), frame("samples", samples)
 
 
 def test_noise_is_said_once_and_the_only_quiet_cell_is_not_a_winner() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from neuronexp.report.cell_text import OUTPUT_FLAG, cell_lines
 from neuronexp.report.findings import findings
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
-from neuronexp.report.summary import OUTPUT_FLAG, cell_lines
 from neuronexp.results import frame
 
 

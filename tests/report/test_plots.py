@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from helpers.svg import check_one_colour_per_variant
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import add_speedups
 from neuronexp.report.findings import findings, speedup_intervals
@@ -91,14 +92,14 @@ def test_the_plotted_interval_is_the_one_the_finding_states(synthetic_sweep: Pat
         assert f"×{row.speedup:.2f} vs rmsnorm_naive (95% CI {row.ci_low:.2f}–{row.ci_high:.2f})" in line
     # The same figures whoever asks: the plot reads report.intervals, computed once by the same function.
     cells, _, samples = _tables()
-    again = speedup_intervals(add_speedups(cells, "rmsnorm_naive"), samples).set_index("run_id")
+    again = speedup_intervals(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples).set_index("run_id")
     assert np.allclose(again.loc[intervals.index, ["speedup", "ci_low", "ci_high"]], intervals[["speedup", "ci_low", "ci_high"]])
 
 
 def test_a_finding_says_why_the_winner_wins() -> None:
     cells, ops, samples = _tables()
     cells, ops, samples = (t[t["run_id"].str.endswith("-512")] if "run_id" in t else t for t in (cells, ops, samples))
-    fused_only = add_speedups(cells[cells["module"] != "rmsnorm_compiled"], "rmsnorm_naive")
+    fused_only = add_speedups(cells[cells["module"] != "rmsnorm_compiled"], parse_baseline("rmsnorm_naive"))
     every = hotspots(ops, top=100)
     (line,) = findings(fused_only, samples, {}, all_ops=every)
     assert line.startswith("[1,8,64]: rmsnorm_fused fastest")
@@ -116,7 +117,7 @@ def test_when_the_baseline_wins_the_finding_explains_it_against_the_runner_up() 
     keep = cells["run_id"].isin(["rmsnorm_naive-512", "rmsnorm_fused-512"])
     slow = samples["run_id"] == "rmsnorm_fused-512"
     samples = samples.assign(latency_us=samples["latency_us"].where(~slow, samples["latency_us"] * 5))
-    cells = add_speedups(cells[keep].assign(latency_median_us=[100.0, 200.0]), "rmsnorm_naive")
+    cells = add_speedups(cells[keep].assign(latency_median_us=[100.0, 200.0]), parse_baseline("rmsnorm_naive"))
     (line,) = findings(cells, samples, {}, all_ops=hotspots(ops, top=100))
     assert line.startswith("[1,8,64]: rmsnorm_naive fastest") and "(the baseline)" in line
     assert re.search(r"why: rmsnorm_fused spends .*; gone in rmsnorm_naive: aten::_fused_rms_norm", line), line
@@ -143,3 +144,23 @@ def test_every_section_is_in_the_html_and_the_markdown_with_content(synthetic_sw
     for part in re.split(r"^## .+$", text, flags=re.M)[1:]:
         assert re.search(r"^(\| |- )", part, re.M), part[:300]  # a table or a list, not a heading alone
     assert page.count('<table class="grid">') == 1 and page.count("<svg") + page.count("<img") >= len(figs)
+
+
+def test_both_renderers_show_one_list_of_sections_with_the_same_notes(synthetic_sweep: Path) -> None:
+    """report.md and report.html read report.sections: the same titles in the same order, each with its note."""
+    import html
+
+    from neuronexp.report.markdown import render_markdown
+    from neuronexp.report.sections import sections
+
+    report = build_report(synthetic_sweep)
+    figs = figures(report)
+    page, text = render_html(report, figs), render_markdown(report, figs)
+    shown = sections(report)
+    assert [s.title for s, _ in shown] == re.findall(r"<h2>([^<]+)</h2>", page)
+    assert [s.title for s, body in shown if body is not None] == re.findall(r"^## (.+)$", text, re.M)
+    notes = {s.title: s.note for s, _ in shown if s.note}
+    assert {"How far from the limit", "Fusion view", "Hotspots"} <= set(notes)
+    for title, note in notes.items():
+        assert f'<h2>{title}</h2><p class="muted">{html.escape(note)}</p>' in page, title
+        assert f"## {title}\n\n{note}\n" in text, title

@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from helpers import FAST, run_cli
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.report.terminal import print_sweep
 from neuronexp.results import frame
 
@@ -41,7 +42,7 @@ def _cells(variants: list[str] = VARIANTS, failed: str | None = None):
 
 def render(cells, width: int, baseline: str | None = "llama_mlp") -> str:
     out = io.StringIO()
-    print_sweep(cells, int((cells["status"] == "error").sum()), baseline, Path("sweep"),
+    print_sweep(cells, int((cells["status"] == "error").sum()), parse_baseline(baseline), Path("sweep"),
                 Console(file=out, width=width, highlight=False, color_system=None))
     return out.getvalue()
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuronexp.analysis.noise import fmt_spread
 from neuronexp.cell.noise import noise_columns
 from neuronexp.cell.timing import summarize_samples
-from neuronexp.analysis.noise import fmt_spread
-from neuronexp.report.summary import cell_lines, clip_reasons, composite_words, summary_markdown
+from neuronexp.report.cell_text import cell_lines, clip_reasons, composite_words
+from neuronexp.report.summary import summary_markdown
 from neuronexp.results import frame
 
 

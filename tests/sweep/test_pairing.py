@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import neuronexp
+from helpers import FAST, run_cli
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.sweep.pairing import plan_units, unpaired_reason
 from neuronexp.sweep.plan import PlannedCell
-
-from helpers import FAST, run_cli
 
 
 def _cell(num: int, overrides: list[str], backend: str = "cpu", process_key: str = "p", isolated: bool = False) -> PlannedCell:
@@ -27,7 +27,7 @@ def _grid() -> list[PlannedCell]:
 
 def test_each_group_of_the_baseline_runs_as_one_unit_where_its_first_cell_stands() -> None:
     cells = _grid()  # module-major: naive 8, naive 16, fused 8, fused 16, compiled 8, compiled 16
-    units, notes = plan_units(cells, {"module": "rmsnorm_naive"}, {c.run_id for c in cells})
+    units, notes = plan_units(cells, parse_baseline({"module": "rmsnorm_naive"}), {c.run_id for c in cells})
     assert [[c.num for c in u.cells] for u in units] == [[0, 2, 4], [1, 3, 5]]
     assert all(u.group for u in units) and not notes
 
@@ -41,7 +41,7 @@ def test_without_a_baseline_every_cell_runs_alone() -> None:
 def test_a_group_with_complete_cells_times_the_rest_together_and_says_so() -> None:
     cells = _grid()
     todo = {c.run_id for c in cells} - {"r0"}  # the naive [1,8,64] cell is cached
-    units, notes = plan_units(cells, {"module": "rmsnorm_naive"}, todo)
+    units, notes = plan_units(cells, parse_baseline({"module": "rmsnorm_naive"}), todo)
     assert [[c.num for c in u.cells] for u in units] == [[1, 3, 5], [2, 4]]
     assert len(notes) == 1 and "complete already" in notes[0] and "unpaired" in notes[0]
 
@@ -55,15 +55,15 @@ def test_cells_that_cannot_share_a_process_are_timed_alone_with_the_reason(chang
     cells = _grid()
     for k, v in change.items():
         setattr(cells[2], k, v)
-    units, notes = plan_units(cells, {"module": "rmsnorm_naive"}, {c.run_id for c in cells})
+    units, notes = plan_units(cells, parse_baseline({"module": "rmsnorm_naive"}), {c.run_id for c in cells})
     assert [len(u.cells) for u in units] == [1, 3, 1, 1]
     assert len(notes) == 1 and reason in notes[0]
 
 
 def test_a_baseline_on_a_process_key_is_never_paired() -> None:
     cells = [_cell(0, ["threads=1"]), _cell(1, ["threads=2"])]
-    assert "threads" in unpaired_reason({"threads": "1"}, cells)
-    units, notes = plan_units(cells, {"threads": "1"}, {"r0", "r1"})
+    assert "threads" in unpaired_reason(parse_baseline({"threads": "1"}), cells)
+    units, notes = plan_units(cells, parse_baseline({"threads": "1"}), {"r0", "r1"})
     assert [len(u.cells) for u in units] == [1, 1] and "threads" in notes[0]
 
 

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 import neuronexp
-from neuronexp.formatting import short_op
-
 from helpers import FAST, console_script
 from helpers.layers import FAILING_LAYER
+from neuronexp.analysis.baseline import parse_baseline
+from neuronexp.formatting import short_op
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 
@@ -174,7 +174,7 @@ def test_jobs_run_by_other_processes_aggregate_from_disk(cli, tmp_path: Path) ->
     for i, module in enumerate(("rmsnorm_naive", "rmsnorm_fused")):
         res = cli(*FAST, f"module={module}", f"hydra.run.dir={sweep / str(i)}")
         assert res.returncode == 0, res.stderr
-    outcome = aggregate(sweep, baseline="rmsnorm_naive")
+    outcome = aggregate(sweep, baseline=parse_baseline("rmsnorm_naive"))
     assert outcome.failed == 0 and len(outcome.cells) == 2
     assert json.loads((sweep / "0" / "env.json").read_text())["host"]
     assert outcome.cells.set_index("module").loc["rmsnorm_naive", "speedup_vs_baseline"] == 1.0

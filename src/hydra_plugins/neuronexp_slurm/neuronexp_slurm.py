@@ -1,15 +1,6 @@
-"""The launcher of `hydra/launcher=slurm` (conf/hydra/launcher/slurm.yaml): hydra-submitit-launcher's
-SlurmLauncher, extended where a sweep needs more than submitting and waiting (neuronexp.slurm.jobs):
-
-- before submitting, a preset's `cpus_per_task` is lowered to what the partition's nodes have (one note);
-- job states come from squeue where sacct fails (no accounting storage): one note instead of a warning per
-  poll, and a task that ends without its result stops being waited for;
-- every task is waited for, and the tasks that ended without a result are named at the end;
-- in a task, Slurm's time-limit warning stops the running cell and records it as timed out.
-
-Kept cheap to import (Hydra imports every plugin module at start-up); without the `slurm` extra there is
-nothing to extend and this module defines no launcher.
-"""
+"""The launcher of `hydra/launcher=slurm`: hydra-submitit-launcher's SlurmLauncher, extended where a sweep needs more
+than submitting and waiting (neuronexp.slurm.jobs, docs/slurm.md). Kept cheap to import (Hydra imports
+every plugin module at start-up); without the `slurm` extra there is nothing to extend and it defines no launcher."""
 
 from typing import Any, Sequence
 

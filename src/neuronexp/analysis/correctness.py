@@ -1,28 +1,6 @@
-"""The output check: each cell's output against its baseline cell's, from the files the cells saved.
-
-Every compared element must satisfy |variant − baseline| ≤ atol + rtol·|baseline| (torch.testing's rule), NaN
-and inf where the baseline has them and nowhere else. The columns:
-
-- `max_abs_err`: the largest |variant − baseline| over the compared elements;
-- `max_rel_err`: the largest |variant − baseline| / |baseline| over compared elements whose baseline is not 0;
-- `output_match`: True (pass), False (beyond tolerance: the row's warnings say so), null (not compared);
-- `output_check`: pass | FAIL | baseline (the reference itself) | no baseline | off | n/a, and `output_note` why.
-
-rtol by default suits the output's dtype (DEFAULT_RTOL, a few roundings of it; the looser of the two cells'
-dtypes when they differ); atol by default is rtol × the baseline output's root mean square, so an element near
-zero is held to the error its neighbours may carry.
-
-With those defaults, a cell beyond them still passes when it is no less accurate than its baseline: a 16-bit
-baseline cell saves its module evaluated in float32 on the same inputs (cell.reference), and a variant whose
-largest error against that evaluation is at most ACCURACY_FACTOR × the baseline's own (FlashAttention's test
-rule) computes the same function at least about as well; the note gives both errors. A tolerance the user set
-(`correctness.rtol`, `correctness.atol`) is applied as given.
-
-Outputs are compared only where the baseline rule changes how a function is computed (the module option,
-compile, backend, dtype, any key outside the layer's constructor and its inputs), never what: with a rule on
-`module.<argument>`, `input.*` (but dtype), `dims.*` or `shapes`, the cells compute different functions or on
-different inputs, and the check says n/a.
-"""
+"""The output check: each cell's output against its baseline cell's, from the files the cells saved (they ran in
+other processes). The rule, the tolerances by dtype, the float32 evaluation that keeps a more accurate variant from
+failing, and when outputs are not compared at all: docs/methodology.md, "Output check"."""
 
 from __future__ import annotations
 
@@ -35,7 +13,8 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from neuronexp.analysis.variants import parse_baseline, variant_label
+from neuronexp.analysis.baseline import Baseline
+from neuronexp.analysis.variants import variant_label
 from neuronexp.results import USABLE
 from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, OutputLeaf, read_outputs
 
@@ -74,7 +53,8 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
 
 
 def compare_outputs(variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None) -> dict[str, Any]:
-    """The check's columns for one cell (see the module docstring); `atol` None: rtol × the baseline's RMS."""
+    """The check's columns for one cell (docs/methodology.md, "Output check"); `atol` None: rtol × the
+    baseline's RMS."""
     if len(variant) != len(baseline):
         kind = "no tensor" if not variant else f"{len(variant)} tensor(s)"
         return _failed(f"returns {kind}, the baseline {len(baseline)}: not the same kind of output")
@@ -104,7 +84,8 @@ def _max_error(a: OutputLeaf, b: OutputLeaf) -> float:
 def as_accurate(variant: list[OutputLeaf], baseline: list[OutputLeaf], wide: list[OutputLeaf],
                 check: dict[str, Any]) -> dict[str, Any]:
     """`check` (a FAIL of the elementwise rule) turned into a pass when the variant is no less accurate than the
-    baseline against the baseline's float32 evaluation `wide`, up to ACCURACY_FACTOR (module docstring)."""
+    baseline against the baseline's float32 evaluation `wide`, up to ACCURACY_FACTOR (docs/methodology.md,
+    "Output check")."""
     if check["max_abs_err"] is None or len(wide) != len(baseline):
         return check
     errors = []
@@ -135,11 +116,10 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None and not (isinstance(value, float) and math.isnan(value)) else None
 
 
-def what_keys(baseline: Any) -> list[str]:
+def what_keys(baseline: Baseline | None) -> list[str]:
     """The baseline rule's keys that change what is computed (a constructor argument, an input, the model's
     dimensions) rather than how."""
-    pairs = parse_baseline(baseline) or {}
-    return [k for k in pairs if k.startswith(("module.", "input.", "dims.", "shapes")) and k != "input.dtype"]
+    return [k for k in baseline or {} if k.startswith(("module.", "input.", "dims.", "shapes")) and k != "input.dtype"]
 
 
 def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir_of: dict[str, Path],
@@ -183,7 +163,7 @@ def _with_warning(warnings: Any, check: dict[str, Any], ref_name: str) -> str | 
     return " | ".join(parts) or None
 
 
-def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline: Any = None) -> pd.DataFrame:
+def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline: Baseline | None = None) -> pd.DataFrame:
     """`cells` with the check's columns filled for every cell that saved its output, and a warning in the
     row of each cell beyond tolerance. Needs `baseline_run_id` (analysis.variants.add_speedups), computed from
     the rule `baseline`."""
@@ -196,8 +176,9 @@ def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline
         cells[col] = cells[col].astype(object)
     by_run = {str(r["run_id"]): r for r in cells.to_dict("records")}
     read = lru_cache(maxsize=16)(read_outputs)  # a baseline's file is read once for the cells of its group
+    other_function = what_keys(baseline)
     for idx, cell in zip(cells.index, cells.to_dict("records")):
-        check = _check_cell(cell, by_run, job_dir_of, what_keys(baseline), read)
+        check = _check_cell(cell, by_run, job_dir_of, other_function, read)
         if check is None:
             continue
         for col, value in check.items():

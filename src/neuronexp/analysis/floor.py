@@ -1,16 +1,8 @@
-"""The noise floor a cell measures itself: how far its level may sit from another process's of the same code.
+"""The noise floor a side of one run measures itself: how far its level may sit from another process's.
 
-One run a side cannot see what differs from one process to the next (the heap's placement, the cores its
-threads got, what else ran in those seconds). But a process that drifts over its own timing window shows
-what the machine was doing: the rounds are time slices of it, and a fresh process is another slice of the
-same machine, a few seconds later. So each side's floor is its drift, the between-slice standard deviation of
-the log medians of its time slices (its rounds; with one round, FLOOR_SLICES consecutive slices of its
-samples), times FLOOR_FACTOR; the interval adds a log-normal process term of that size to each side's
-bootstrap draws (analysis.stats), so the two are combined in log space by convolution, not by a veto.
-
-FLOOR_FACTOR is calibrated on the A/A and ×2 data of docs/methodology.md (bench/compare_truth.py): between
-fresh processes of one cell the median moved 1.0-4.8 times (median 2.3) as far, in sd of logs, as its rounds
-did within one process on that 2-vCPU VM, and 2 is where the A/A false calls stopped falling.
+One run cannot see what differs from one process to the next, but its drift over its own rounds shows what the
+machine was doing; FLOOR_FACTOR × that drift is added to its bootstrap draws as a log-normal process term, so
+noise widens the interval instead of vetoing the call (docs/methodology.md, "compare with one run a side").
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Reading the modules table (profiler.modules=true): the tree, modules summed by type, and the hotspots.
 
-A *hotspot* is a study unit: the module a layer study would take on its own. Ranking every module by total time
-would always name the root, then the model body, then a decoder layer — containers whose time is their children's.
-A unit is the first module, going down from the root, whose children are all leaves (LlamaMLP over its three
-Linear layers, LlamaAttention over its projections; children held in a ModuleList count as its own), or a leaf
-with no unit above it (LlamaRMSNorm, the embedding, lm_head); containers (ModuleList, Sequential) never are.
-Units of one type called with the same input shapes are alike and are merged ("all LlamaMLP"), and ranked by their
-summed total time, self plus children.
-"""
+A hotspot is a study unit, the module a layer study would take on its own, not whatever ranks first by total time
+(always the root, then its containers); what counts as a unit and when two are alike: docs/columns.md, "modules"."""
 
 from __future__ import annotations
 
@@ -39,7 +33,7 @@ def children(table: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def units(table: pd.DataFrame) -> list[str]:
-    """The study units of one run's table (module docstring), in tree order."""
+    """The study units of one run's table (docs/columns.md, "modules"), in tree order."""
     kids = children(table)
     found: list[str] = []
 

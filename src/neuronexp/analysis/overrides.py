@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 
-# Not labels of what a cell measured: Hydra's own keys, where it ran, what it is compared with.
-_NOT_LABELS = ("hydra.", "launcher.", "baseline")
+# The keys that are not what a cell measured: config.measured.NOT_MEASURED, which this stage may not import (a
+# test keeps the two equal). With Hydra's own keys, they are no label of a cell.
+NOT_MEASURED = ("launcher", "baseline", "sweep", "roofline", "noise", "correctness.rtol", "correctness.atol",
+                "correctness.float32_reference")
 _NEXT_OVERRIDE = re.compile(r"(?:[+~]{0,2}[\w.@/-]+=)|(?:~[\w.@/-]+(?:,|$))")
 
 
@@ -52,13 +54,17 @@ def normalize(value: Any) -> str:
     return str(int(text)) if re.fullmatch(r"[+-]?\d+", text) else repr(number)
 
 
+def _is_label(key: str) -> bool:
+    return not key.startswith("hydra.") and not any(key == k or key.startswith(k + ".") for k in NOT_MEASURED)
+
+
 def override_values(overrides: Any) -> dict[str, str]:
     """{key: normalized value} of one cell's overrides (`+`/`~` dropped; a deletion reads "(deleted)")."""
     out = {}
     for item in split_overrides(overrides):
         key, eq, value = item.partition("=")
         key = key.lstrip("+~")
-        if not key.startswith(_NOT_LABELS):
+        if _is_label(key):
             out[key] = normalize(value) if eq else "(deleted)"
     return out
 

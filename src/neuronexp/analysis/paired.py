@@ -1,16 +1,6 @@
-"""Speedups over the baseline with their intervals: paired where the cell and its baseline were timed together,
-unpaired otherwise, and which of the two in `speedup_method`.
-
-Paired (docs/methodology.md, "Paired timing"): the cells of a comparison group alternate call by call in one
-process (cell.timing.time_calls), so the samples with one pair index were taken within a few calls of each other
-and share the host's drift. The speedup is the median over the timing rounds of each round's median per-pair ratio
-(baseline ÷ cell); its interval resamples rounds, then pairs within them (paired_ratio says why). A single round
-falls back to a moving-block bootstrap over pairs (blocks of ⌈n^⅓⌉: neighbouring pairs share a drift; Künsch 1989).
-
-Unpaired (a cell and its baseline timed apart: another process, a cached baseline, a launcher that runs one cell a
-process): the ratio of medians of round medians with the hierarchical bootstrap over rounds (analysis.stats), which
-cannot cancel drift between the two cells' windows; the row says so in its warnings.
-"""
+"""Speedups over the baseline with their intervals: paired where the cell and its baseline were timed together
+(the median per-pair ratio, which cancels the host's drift), unpaired otherwise (the ratio of medians, whose
+row says so); which in `speedup_method`. The estimators and their intervals: docs/methodology.md, "Paired timing"."""
 
 from __future__ import annotations
 
@@ -22,7 +12,7 @@ import pandas as pd
 
 from neuronexp.analysis.samples import samples_by_run
 from neuronexp.analysis.stats import compare_rounds, hierarchical_medians, median_of_rounds
-from neuronexp.results import USABLE
+from neuronexp.results import usable_cells
 
 SPEEDUP_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high", "method"]
 UNPAIRED_NOTE = "speedup unpaired: this cell and its baseline were not timed together, so drift between their windows is in it"
@@ -76,7 +66,7 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
     if cells.empty or "baseline_run_id" not in cells:
         return pd.DataFrame(columns=SPEEDUP_COLUMNS)
     samples = samples if samples is not None else pd.DataFrame(columns=["run_id", "latency_us", "round"])
-    ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+    ok = usable_cells(cells)
     group = dict(zip(ok["run_id"].astype(str), ok.get("timing_group", pd.Series(None, index=ok.index))))
     latency = dict(zip(ok["run_id"].astype(str), ok["latency_median_us"].astype(float)))
     by_pair, by_round = _paired_samples(samples), samples_by_run(samples)

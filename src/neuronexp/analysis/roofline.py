@@ -1,15 +1,6 @@
-"""The roofline of one cell: what its work and median latency achieved, as a share of the device's roofs.
-
-    achieved GB/s     = bytes_min / median latency        (1 GB = 1e9 B)
-    achieved TFLOP/s  = flops / median latency
-    intensity         = flops / bytes_min                 (FLOP per byte)
-    ridge             = peak FLOP/s / peak bandwidth      (the intensity where the two roofs meet)
-    bound             = "memory" below the ridge, "compute" at or above it
-    pct_peak_bw       = 100 * achieved GB/s / peak GB/s   (and pct_peak_flops likewise, empty without counted FLOPs)
-
-bytes_min is a lower bound on traffic (cell.work), so achieved GB/s is a lower bound on what the memory
-system moved; above 100% means the data did not all come from memory (a cache held it).
-"""
+"""The roofline of one cell: what its work and median latency achieved, as a share of the device's roofs
+(achieved GB/s and TFLOP/s, intensity, the bound, % of each peak; docs/methodology.md, "How far from the limit").
+bytes_min is a lower bound on traffic, so achieved GB/s is too: above 100% means a cache held the data."""
 
 from __future__ import annotations
 

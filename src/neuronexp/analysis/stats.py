@@ -1,25 +1,7 @@
-"""A/B statistics on latency samples taken in rounds: ratio of medians of round medians, a hierarchical
-bootstrap CI and p-value, Benjamini–Hochberg across cells.
-
-Rounds are the unit of repetition (Kalibera & Jones 2013): samples within a round are not independent of
-each other (the host drifts over seconds), so an interval over pooled samples only measures scatter within
-one run and calls any run-to-run difference significant. The bootstrap resamples rounds, then samples within
-each drawn round.
-
-Rounds within one process do not see what differs from one process to the next (where the allocator placed
-its heap, which core the threads landed on, what else ran in those seconds). Two ways in:
-- Several runs of a side (compare_runs): the bootstrap resamples runs, then rounds within each drawn run, then
-  samples; a side's figure is the median over its runs of their medians of round medians.
-- A side of one run carries a noise floor it measures itself (analysis.floor): its drift, the between-slice
-  sd of the log medians of its time slices (rounds, or slices of one round's samples) less their own
-  sampling error, times FLOOR_FACTOR (calibrated on the real A/A data, docs/methodology.md). Each bootstrap
-  draw of that side's median is multiplied by exp(N(0, floor²)): in log space the process term is added to
-  the bootstrap's, so the interval and the p-value inverted from it widen with the noise. That is how noise
-  enters a verdict: a difference whose widened interval still lies beyond the threshold is called, noisy or
-  not; one whose interval reaches beyond `inconclusive` either way is "inconclusive".
-
-numpy only and vectorised: a few ms a cell with 5 rounds of 20 samples a side.
-"""
+"""A/B statistics on latency samples taken in rounds: ratio of medians of round medians, a hierarchical bootstrap
+CI and p-value, Benjamini–Hochberg across cells. Rounds, not samples, are the unit of repetition, and a side of
+one run carries a noise floor (analysis.floor): why, and how it was calibrated, in docs/methodology.md,
+"Comparing runs: intervals over rounds". numpy only and vectorised: a few ms a cell."""
 
 from __future__ import annotations
 

@@ -1,20 +1,9 @@
 """Cells named, laid out per input, and compared with their baseline: the one place that names variants.
 
-A cell's name has two parts, both read from the cells themselves (their label columns and the `overrides`
-each ran with), never from a config file:
-
-- its variant: the module ("+compile" when compiled), then every other swept key that is not about the input,
-  as key=value (`intermediate_size=256`);
-- its input: the shape, then dtype and backend when they vary, then the swept input keys (`input.*`, `dims.*`,
-  `shapes`) the shape does not already tell apart.
-
-Two cells never share a name: where those rules leave two alike, the keys still differing, then the run id, are
-added.
-
-A baseline is a set of key=value pairs (`{module: rmsnorm_naive}`, `{compile.enabled: false}`). Cells equal in
-everything but those keys form a group, and the group's cell matching the pairs is its reference (its
-`baseline_run_id`). Speedups and findings compare cells within their group only; no baseline, no speedups.
-"""
+A name is read from the cells themselves (label columns and `overrides`), never from a config file: the variant
+(the module, "+compile", other swept keys) and the input (shape, then what else varies), made unique. A baseline
+(analysis.baseline) picks one reference per group of cells equal in all but its keys; speedups and findings
+compare within a group only."""
 
 from __future__ import annotations
 
@@ -24,10 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from neuronexp.analysis.baseline import Baseline, describe_baseline, parse_baseline
 from neuronexp.analysis.overrides import normalize, override_values, split_overrides
 from neuronexp.results import USABLE
 
-__all__ = ["add_speedups", "baseline_run_ids", "cell_labels", "comparison_grid", "describe_baseline", "names",
+__all__ = ["Baseline", "add_speedups", "baseline_run_ids", "cell_labels", "comparison_grid", "describe_baseline", "names",
            "normalize", "override_values", "parse_baseline", "split_overrides", "variant_label", "variant_labels"]
 
 # Config keys that label columns carry (the column is the truth: `module` is the option's name).
@@ -36,8 +26,6 @@ _COLUMN_KEYS = {"module": "module", "compile.enabled": "compiled", "input.shape"
 _INPUT_KEYS = ("input.", "dims.", "shapes")
 _ROW_AXES = ["backend", "dtype", "input_shape"]
 _RESERVED = {"module", "backend", "dtype", "input_shape", "experiment", "device", "variant"}
-
-Baseline = dict[str, str]
 
 
 def _overrides(cells: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +60,7 @@ def variant_label(cell: Mapping[str, Any]) -> str:
 
 
 def names(cells: pd.DataFrame) -> tuple[pd.Series, list[str], pd.DataFrame]:
-    """(variant per cell, input axes, input values per cell with one column per axis): see the module doc."""
+    """(variant per cell, input axes, input values per cell with one column per axis): docs/layers.md says how."""
     if cells.empty:
         return pd.Series([], dtype=str), ["input_shape"], pd.DataFrame(columns=["input_shape"])
     ov = _overrides(cells)
@@ -101,7 +89,7 @@ def names(cells: pd.DataFrame) -> tuple[pd.Series, list[str], pd.DataFrame]:
 
 
 def variant_labels(cells: pd.DataFrame) -> pd.Series:
-    """Every cell's variant name, told apart from the others in `cells` (see the module doc)."""
+    """Every cell's variant name, told apart from the others in `cells` (docs/layers.md)."""
     return names(cells)[0]
 
 
@@ -114,7 +102,7 @@ def cell_labels(cells: pd.DataFrame) -> pd.Series:
 Grid = dict[tuple, dict[str, dict[str, Any]]]
 
 
-def comparison_grid(cells: pd.DataFrame, baseline: Any = None) -> tuple[list[str], list[str], Grid]:
+def comparison_grid(cells: pd.DataFrame, baseline: Baseline | None = None) -> tuple[list[str], list[str], Grid]:
     """(input axes, variants, {input: {variant: cell}}), inputs by size, reference variants first.
 
     Reference cells are those that are their own `baseline_run_id` (computed from `baseline` when the
@@ -134,29 +122,7 @@ def comparison_grid(cells: pd.DataFrame, baseline: Any = None) -> tuple[list[str
     return axes, variants, grid
 
 
-def parse_baseline(value: Any) -> Baseline | None:
-    """{key: value} from a config mapping, a "key=value,key=value" string, or a bare module name; None for
-    null, "" or "none"."""
-    if isinstance(value, Mapping):
-        pairs = {str(k): normalize(v) for k, v in value.items()}
-    elif value is None or str(value).strip().lower() in ("", "none", "null"):
-        return None
-    elif "=" not in str(value):
-        pairs = {"module": str(value).strip()}
-    else:
-        pairs = {k.strip(): normalize(v) for k, _, v in (p.partition("=") for p in split_overrides(str(value)))}
-    return pairs or None
-
-
-def describe_baseline(value: Any) -> str | None:
-    """How titles name a baseline: the module for {module: X}, else "key=value, ..."."""
-    pairs = parse_baseline(value)
-    if not pairs:
-        return None
-    return pairs["module"] if list(pairs) == ["module"] else ", ".join(f"{k}={v}" for k, v in pairs.items())
-
-
-def baseline_run_ids(cells: pd.DataFrame, baseline: Any) -> pd.Series:
+def baseline_run_ids(cells: pd.DataFrame, baseline: Baseline | None) -> pd.Series:
     """Each cell's reference: the run_id of the cell of its group that matches `baseline` (None where the group
     has none, or there is no baseline). A usable reference is preferred over a failed one.
 
@@ -164,18 +130,17 @@ def baseline_run_ids(cells: pd.DataFrame, baseline: Any) -> pd.Series:
     own keys left out. The basis for speedups, findings, the fusion view, and checks against the reference.
     """
     out = pd.Series([None] * len(cells), index=cells.index, dtype=object)
-    pairs = parse_baseline(baseline)
-    if not pairs or cells.empty:
+    if not baseline or cells.empty:
         return out
     ov = _overrides(cells)
-    identity = ov.drop(columns=[k for k in pairs if k in ov.columns])
+    identity = ov.drop(columns=[k for k in baseline if k in ov.columns])
     for key, col in (("experiment", "experiment"), ("backend", "backend"), ("device", "device"), ("input.dtype", "dtype"),
                      ("input.shape", "input_shape"), ("module", "module")):
-        if key not in pairs and col in cells:
+        if key not in baseline and col in cells:
             identity[f"_{key}"] = cells[col].astype(str)
     group = identity.astype(str).agg("\x1f".join, axis=1)
     match = pd.Series(True, index=cells.index)
-    for key, want in pairs.items():
+    for key, want in baseline.items():
         if key in _COLUMN_KEYS:
             have = cells[_COLUMN_KEYS[key]].map(normalize)
         else:
@@ -188,7 +153,7 @@ def baseline_run_ids(cells: pd.DataFrame, baseline: Any) -> pd.Series:
     return found.astype(object).where(found.notna(), None)
 
 
-def add_speedups(cells: pd.DataFrame, baseline: Any, samples: pd.DataFrame | None = None) -> pd.DataFrame:
+def add_speedups(cells: pd.DataFrame, baseline: Baseline | None, samples: pd.DataFrame | None = None) -> pd.DataFrame:
     """`baseline_run_id`, `speedup_vs_baseline` with `speedup_ci_low`/`_high` and `speedup_method` (analysis.paired:
     the median per-pair ratio where the cell and its reference were timed together, else the reference's median
     latency ÷ the cell's); the reference cell itself is ×1 with no method. Without samples, no intervals."""

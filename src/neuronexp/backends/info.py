@@ -3,8 +3,9 @@ of a backend without building it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from neuronexp.backends.base import Backend
 from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig, RunConfig

@@ -26,6 +26,7 @@ def _collect() -> None:
 
 # --- the host CPU -------------------------------------------------------------------------------------------------
 
+
 def host_cpus() -> list[int]:
     """The cores this process may run on (its affinity: a Slurm job sees only its allocation)."""
     if hasattr(os, "sched_getaffinity"):
@@ -42,13 +43,18 @@ def _build_cpu(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfi
 # No clean-up after a cell: on the host, reference counting frees what a cell held, and a full collection would
 # cost ~0.2 s a cell.
 CPU = BackendInfo(
-    name="cpu", unit="CPU cores", build=_build_cpu, present=lambda: True,
-    count_units=lambda: [str(c) for c in host_cpus()], on_host=True,
+    name="cpu",
+    unit="CPU cores",
+    build=_build_cpu,
+    present=lambda: True,
+    count_units=lambda: [str(c) for c in host_cpus()],
+    on_host=True,
     placement=lambda device: f"cpu:{format_units(host_cpus())}",
 )
 
 
 # --- NVIDIA GPUs ----------------------------------------------------------------------------------------------------
+
 
 def visible_cuda_devices() -> list[str] | None:
     """CUDA_VISIBLE_DEVICES as a list (set by Slurm --gpus, submitit, a launcher slot), None when unset."""
@@ -72,8 +78,9 @@ def _cuda_present() -> bool:
     return bool(torch.cuda.is_available())  # counts devices; creates no CUDA context
 
 
-def _build_cuda(device_cfg: NeuronDeviceConfig | None = None,
-                profiler_cfg: NeuronProfilerConfig | None = None) -> Backend:
+def _build_cuda(
+    device_cfg: NeuronDeviceConfig | None = None, profiler_cfg: NeuronProfilerConfig | None = None
+) -> Backend:
     from neuronexp.backends.cuda import CudaBackend
 
     return CudaBackend()
@@ -105,15 +112,26 @@ def _cuda_started() -> bool:
 
 
 CUDA = BackendInfo(
-    name="cuda", unit="GPUs", build=_build_cuda, present=_cuda_present, check=_cuda_check, count_units=_cuda_units,
-    visible_devices="CUDA_VISIBLE_DEVICES", placement=_cuda_placement, clean_up=_cuda_clean_up, peaks_key="cuda",
+    name="cuda",
+    unit="GPUs",
+    build=_build_cuda,
+    present=_cuda_present,
+    check=_cuda_check,
+    count_units=_cuda_units,
+    visible_devices="CUDA_VISIBLE_DEVICES",
+    placement=_cuda_placement,
+    clean_up=_cuda_clean_up,
+    peaks_key="cuda",
     runtime_started=_cuda_started,
-    fork_refusal=("CUDA was initialised in neuronexp's fork-server template, and a process forked after that cannot "
-                  "use CUDA; please report this with your torch version"),
+    fork_refusal=(
+        "CUDA was initialised in neuronexp's fork-server template, and a process forked after that cannot "
+        "use CUDA; please report this with your torch version"
+    ),
 )
 
 
 # --- AWS Trainium (NeuronCores) -------------------------------------------------------------------------------------
+
 
 def _build_neuron(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig) -> Backend:
     from neuronexp.backends.neuron import NeuronBackend
@@ -163,14 +181,27 @@ def _neuron_started() -> bool:
 
 
 NEURON = BackendInfo(
-    name="neuron", unit="NeuronCores", build=_build_neuron, present=_neuron_present, check=_neuron_check,
-    count_units=lambda: None, assumed_units=_neuron_units,
+    name="neuron",
+    unit="NeuronCores",
+    build=_build_neuron,
+    present=_neuron_present,
+    check=_neuron_check,
+    count_units=lambda: None,
+    assumed_units=_neuron_units,
     # An index or an inclusive range (Neuron runtime configuration guide); the slot's range says how many cores too.
-    visible_devices="NEURON_RT_VISIBLE_CORES", unit_ranges=True, slot_overrides=("NEURON_RT_NUM_CORES",),
-    drop_config_selection=_neuron_unpin, placement=_neuron_placement, inference_mode=False, clean_up=_collect,
-    peaks_key="neuron", runtime_started=_neuron_started,
-    fork_refusal=("the Neuron runtime started in neuronexp's fork-server template, so a forked cell would not get its "
-                  "slot's NeuronCores; please report this with your torch-neuronx version"),
+    visible_devices="NEURON_RT_VISIBLE_CORES",
+    unit_ranges=True,
+    slot_overrides=("NEURON_RT_NUM_CORES",),
+    drop_config_selection=_neuron_unpin,
+    placement=_neuron_placement,
+    inference_mode=False,
+    clean_up=_collect,
+    peaks_key="neuron",
+    runtime_started=_neuron_started,
+    fork_refusal=(
+        "the Neuron runtime started in neuronexp's fork-server template, so a forked cell would not get its "
+        "slot's NeuronCores; please report this with your torch-neuronx version"
+    ),
     unpaired="the Neuron backend's capture is set up once per process",
 )
 

@@ -1,20 +1,7 @@
-"""From a hot module of a profiled model to the config nodes that rebuild it alone (neuronexp-extract).
-
-A module is rebuilt, in this order of preference:
-
-1. *from its config*: a Hugging Face layer holds its `config` (a PretrainedConfig); the node names the layer's
-   class with that config's non-default keys and, where the class takes one, its `layer_idx`;
-2. *from constructor arguments*: each parameter of `__init__` recovered from an attribute of the same name (or a
-   known alias: `eps` from `variance_epsilon`, a norm's width from its weight), kept only when a module built from
-   them has the very parameter and buffer shapes of the original;
-3. *from a saved copy*: the instance pickled with its weights (`torch.save`), loaded by
-   `neuronexp.modules.extracted.load_module` — works for anything, but ties the config to that file.
-
-Weights are the seeded random ones neuronexp gives every module (1 and 2) or the model's own (3): timing does not
-depend on their values. The inputs come from the modules table's `input_specs` (the first call's), with the two
-non-tensor inputs a Llama layer takes made by the factories that rebuild them (an additive causal mask, the
-rotary `(cos, sin)`); an input neuronexp cannot describe (a cache object) becomes null, and the note says so.
-"""
+"""From a hot module of a profiled model to the config nodes that rebuild it alone (neuronexp-extract): from its
+Hugging Face config, else from constructor arguments recovered from its attributes (kept only when they rebuild
+the same parameter shapes), else from a pickled copy; its inputs from the first call the model made. Timing does
+not depend on the weights' values, so the seeded random ones do (docs/layers.md, "From a model to a layer study")."""
 
 from __future__ import annotations
 

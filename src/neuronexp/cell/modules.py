@@ -1,16 +1,8 @@
 """Time per module (profiler.modules=true): the profiled step attributed to every submodule by its path.
 
-torch.profiler names eager modules only by class ("nn.Module: LlamaMLP_0", with_stack) and `with_modules` is
-TorchScript-only, so neuronexp opens a span of its own around every submodule's forward: forward pre/post hooks
-enter and leave a `record_function` named `module:<path>` (`module:model.layers.0.mlp`; the root is
-`module:(root)`). The spans are profiler ranges around the ops the module dispatches: they show by path in the
-Chrome trace (and, on Trainium, around the device ops as any range does).
-
-The times are the op table's: each op call's self time goes to the nearest enclosing module span, so a module's
-self time is its own ops' and its total that plus its children's totals (a child's total never exceeds its
-parent's, and the shares at each depth add up to the step). The spans' own duration — Python between the ops,
-the hooks themselves — is left out, as the op table leaves it out.
-"""
+torch.profiler names eager modules only by class and `with_modules` is TorchScript-only, so forward hooks open a
+`record_function` span `module:<path>` around every submodule (the root is `module:(root)`); each op call's self
+time goes to the nearest span around it, so the times are the op table's (docs/columns.md, "modules")."""
 
 from __future__ import annotations
 

@@ -1,19 +1,7 @@
-"""The profiled step as a tree of operator calls: what the module dispatched, what executed, which ops lead.
-
-Read from `prof.events()` (each call with its parent and children), never from names alone:
-
-- Python frames (`with_stack`/`profiler=detailed`: "module.py(1782): _call_impl", "nn.Module: X") and user
-  annotations are transparent: their children belong to the frame's parent, and they are never op rows.
-- *dispatched*: calls whose nearest op ancestor is the profiler step, i.e. what the module itself called
-  (naive RMSNorm 6, `torch.rms_norm` 1, a compiled module 1).
-- *executed*: calls that do work and hold no other working call: leaf ATen ops and compiled-graph calls.
-  Allocation, view and dtype-dispatch ops do no work of their own; the output fill, scalar copy and
-  dtype conversion an op runs inside itself are part of that op's work, not operations of their own
-  (so `aten::mean` executes as `aten::sum` and `aten::div_`). naive and `torch.rms_norm` both execute 7 on
-  a CPU (the fused op is a composite there), a compiled module 1.
-- *leaf* op rows: names none of whose calls held a working call; the hotspot is chosen among them, so a
-  wrapper (`aten::rms_norm`, `Torch-Compiled Region`) is never the hotspot.
-"""
+"""The profiled step as a tree of operator calls, read from `prof.events()` (each call with its parent and
+children), never from names alone: what the module dispatched, what executed (leaf work, not wrappers), and which
+op names are leaves the hotspot may be chosen among (docs/methodology.md, "The profile").
+Python frames and user annotations are transparent."""
 
 from __future__ import annotations
 

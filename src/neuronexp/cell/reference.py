@@ -1,11 +1,6 @@
-"""A 16-bit cell's module evaluated once more in float32, on the CPU, with the same parameters and inputs (its
-bfloat16 or float16 values, widened exactly): what the output check judges accuracy against.
-
-Two correct 16-bit implementations of a layer can differ by more than a few roundings of their output: the eager
-attention rounds its scores and probabilities to bfloat16 on the way, SDPA keeps them in float32, and at 512 tokens
-their outputs differ by 0.015-0.02 where the output's own rounding is 0.004. Which one is right, the difference
-alone cannot say; a float32 evaluation of the same function can (docs/methodology.md, "Output check").
-"""
+"""A 16-bit cell's module evaluated once more in float32, on the CPU, with the same parameters and inputs widened
+exactly: what the output check judges accuracy against, since two correct 16-bit implementations can differ by
+more than a few roundings and the difference alone cannot say which is right (docs/methodology.md, "Output check")."""
 
 from __future__ import annotations
 

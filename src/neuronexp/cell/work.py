@@ -1,19 +1,6 @@
-"""The work one call of a cell needs: the fewest bytes it must move and the FLOPs it does.
-
-bytes_min is a lower bound on memory traffic, from the cell's real tensors:
-- every input tensor the call reads, once (args and kwargs; one passed twice counts once);
-- every parameter and buffer of the module the call reads, once;
-- every output tensor, written once (an output that shares its storage with an input or a parameter is a
-  pass-through and not counted).
-"Reads" means the call passed the tensor (or a view of it) to at least one operator; a tensor it never
-touches is not counted, and one it reads a slice of counts whole. Intermediates count nothing: they are what
-a fused kernel avoids, and what makes a naive variant's achieved bandwidth low.
-
-flops is torch.utils.flop_counter.FlopCounterMode's count for one call of the eager module (a compiled cell
-does the same arithmetic): matmuls, convolutions and attention have formulas; every other operator counts 0,
-and the note names them. CPU flash attention, which FlopCounterMode has no formula for in torch <= 2.13, is
-counted with its own attention formula (the same as for the CUDA kernels).
-"""
+"""The work one call of a cell needs: the fewest bytes it must move (from its real tensors, intermediates counting
+nothing: they are what a fused kernel avoids) and the FLOPs it does (FlopCounterMode's count; operators without a
+formula count 0, and the note names them). The rules: docs/methodology.md, "How far from the limit"."""
 
 from __future__ import annotations
 
@@ -124,7 +111,8 @@ def listed_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Work:
-    """bytes_min and FLOPs of one eager call `module(*args, **kwargs)` (see the module docstring)."""
+    """bytes_min and FLOPs of one eager call `module(*args, **kwargs)` (the rules: docs/methodology.md, "How far
+    from the limit")."""
     counter = FlopCounterMode(display=False, custom_mapping=_custom_formulas())
     reads = _Reads(counter)
     with counter, reads:  # `reads` on top: it sees the operators the module called

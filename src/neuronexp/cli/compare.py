@@ -1,14 +1,8 @@
 """`neuronexp-compare A B`: is B faster or slower than A, cell by cell, and is the difference real?
 
-Several runs a side (`--also-a A2 --also-b B2`, repeatable) put the variance between processes into every
-cell's interval (analysis.stats.compare_runs); with one run a side, each side's interval carries a noise floor
-measured from its own drift over its rounds (analysis.floor). Noisy cells are called like any other: their
-noise widens the interval. A cell whose interval is too wide to tell is "inconclusive".
-
-Exit status: 0 compared (and, with --fail-on-regression, nothing regressed); 1 with
---fail-on-regression, a cell is slower or ran in A and fails in B; 2 bad input (a directory without
-results, nothing to match).
-"""
+Intervals carry the variance between processes (several runs a side, or a noise floor from one), so a cell too
+noisy to tell is "inconclusive" (docs/reports.md). Exit status: 0 compared; 1 with --fail-on-regression, a
+regression; 2 bad input."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from neuronexp.config import ConfigError
 from neuronexp.config.validate import schema_keys
-from neuronexp.formatting import yaml_error_line
+from neuronexp.formatting import first_line, yaml_error_line
 
 # Launchers of optional extras, named when they are not installed (hydra/launcher=parallel builds on joblib).
 LAUNCHER_PLUGINS = {name: f"; install it with pip install 'neuronexp[{extra}]'" for name, extra in
@@ -48,7 +48,7 @@ def _unparsable(argv: list[str]) -> str | None:
         try:
             parsed = parser.parse_overrides([arg])
         except OverrideParseException as exc:
-            detail = _first_line(str(exc).replace(f"Error parsing override '{arg}'", "")) or "bad syntax"
+            detail = first_line(str(exc).replace(f"Error parsing override '{arg}'", "")) or "bad syntax"
             hint = "; quote values with commas, e.g. 'key=\"0,1\"'" if "," in arg else ""
             return f"{arg}: cannot parse ({detail}){hint}"
         if parsed and not parsed[0].key_or_group.lstrip("+~"):
@@ -67,7 +67,7 @@ def _yaml_error(exc: BaseException | None) -> yaml.YAMLError | None:
 
 
 def _hydra_error_line(text: str, cause: BaseException | None) -> str:
-    detail = _first_line(str(cause)) if cause is not None else ""
+    detail = first_line(str(cause)) if cause is not None else ""
     if m := re.match(r"Error merging override (.+)", text):
         return f"{m.group(1)}: {detail or 'cannot be applied'}"
     if (m := re.match(r"Could not override '([^']+)'", text)) and m.group(1) == "baseline":
@@ -81,12 +81,8 @@ def _hydra_error_line(text: str, cause: BaseException | None) -> str:
             return f"{typed.group(1) if typed else key}: no such key; {key.rpartition('.')[0]} takes {', '.join(allowed)}"
         return f"{key}: no such key ({detail}); add a new key with +{key}=..."
     if m := re.match(r"Error parsing override '([^']+)'\s*(.*)", text, re.S):
-        return f"{m.group(1)}: cannot parse ({_first_line(m.group(2))}); quote values with commas, e.g. 'key=\"0,1\"'"
+        return f"{m.group(1)}: cannot parse ({first_line(m.group(2))}); quote values with commas, e.g. 'key=\"0,1\"'"
     return _one_line(f"{text}; {detail}" if detail else text)
-
-
-def _first_line(text: str) -> str:
-    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
 def _missing_option_line(text: str, exc: BaseException) -> str:

@@ -1,11 +1,6 @@
 """`neuronexp-extract RUN_DIR --top K --out DIR`: the K hottest modules of a run profiled with profiler.modules=true,
-each as a layer study of its own — `DIR/module/<name>.yaml` (the module alone, with the inputs the model called
-it with), `DIR/module/<name>_fused.yaml` where a fused form is known, and `DIR/experiment/<name>.yaml`, which runs
-them eager and compiled with the module itself, eager, as the baseline. Prints the command for each, and the
-module's share in the model beside its standalone time (a quick wall-clock timing of the rebuilt module).
-
-Exit status: 0 written; 2 bad input (no results or no modules table there, a module that cannot be rebuilt).
-"""
+each as a layer study of its own (module and experiment YAML; docs/layers.md), with the command for each and
+the module's share in the model beside its standalone time. Exit status: 0 written; 2 bad input."""
 
 from __future__ import annotations
 

@@ -13,7 +13,9 @@ OP_CHANGE_COLUMNS = ["cell", "op", "change", "a_us", "b_us", "delta_us", "a_call
 _ORDER = {"appeared": 0, "disappeared": 1, "changed": 2}
 
 
-def op_changes(ops_a: pd.DataFrame, ops_b: pd.DataFrame, pairs: list[tuple[str, str, str]], top: int = 5) -> pd.DataFrame:
+def op_changes(
+    ops_a: pd.DataFrame, ops_b: pd.DataFrame, pairs: list[tuple[str, str, str]], top: int = 5
+) -> pd.DataFrame:
     """Per (run_id in A, run_id in B, cell label) pair: every op that appeared or disappeared, plus the
     `top` ops whose self time changed most (unchanged ops are left out)."""
     if not pairs:

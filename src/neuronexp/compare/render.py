@@ -19,9 +19,19 @@ _STYLE = {"slower": "bold red", "faster": "bold green", "no change": "dim", "n/a
 
 
 def _rows(cmp: Comparison) -> list[list[str]]:
-    return [[(NOISY_MARK if getattr(r, "noisy", False) else "") + str(r.cell), fmt_us(r.median_a_us), fmt_us(r.median_b_us),
-             fmt_ratio(r.ratio), fmt_ci(r.ci_low, r.ci_high), fmt_q(r.q_value), f"{r.rounds_a}/{r.rounds_b}",
-             str(r.verdict)] for r in cmp.cells.itertuples()]
+    return [
+        [
+            (NOISY_MARK if getattr(r, "noisy", False) else "") + str(r.cell),
+            fmt_us(r.median_a_us),
+            fmt_us(r.median_b_us),
+            fmt_ratio(r.ratio),
+            fmt_ci(r.ci_low, r.ci_high),
+            fmt_q(r.q_value),
+            f"{r.rounds_a}/{r.rounds_b}",
+            str(r.verdict),
+        ]
+        for r in cmp.cells.itertuples()
+    ]
 
 
 # "rounds": the timing rounds on each side, the unit the interval resamples (one: pooled samples, see the notes).
@@ -30,8 +40,13 @@ _HEADERS = ["cell", "A median", "B median", "B/A", "95% CI", "q (BH)", "rounds A
 
 def cell_lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
     """The cells that were not compared, by reason (label, names), leaving out empty lists."""
-    pairs = [("failed in B, ran in A", cmp.broken), ("failed in A, ran in B", cmp.fixed), ("failed in both", cmp.failed),
-             ("only in A", cmp.only_a), ("only in B", cmp.only_b)]
+    pairs = [
+        ("failed in B, ran in A", cmp.broken),
+        ("failed in A, ran in B", cmp.fixed),
+        ("failed in both", cmp.failed),
+        ("only in A", cmp.only_a),
+        ("only in B", cmp.only_b),
+    ]
     return [(label, names) for label, names in pairs if names]
 
 
@@ -39,8 +54,15 @@ def _limit_rows(cmp: Comparison) -> list[list[str]]:
     """Per cell: % of peak (bandwidth, or FLOP/s when compute-bound) and the output check, in A and in B."""
     rows = []
     for r in cmp.cells.to_dict("records"):
-        rows.append([str(r["cell"]), _share(r, "a"), _share(r, "b"), str(r.get("output_check_a") or "—"),
-                     str(r.get("output_check_b") or "—")])
+        rows.append(
+            [
+                str(r["cell"]),
+                _share(r, "a"),
+                _share(r, "b"),
+                str(r.get("output_check_a") or "—"),
+                str(r.get("output_check_b") or "—"),
+            ]
+        )
     return rows
 
 
@@ -56,8 +78,10 @@ def output_notes(cmp: Comparison) -> list[str]:
     if "output_check_b" not in cmp.cells:
         return []
     failing = cmp.cells[cmp.cells["output_check_b"] == "FAIL"]
-    return [f"{r.cell}: B's output differs from its baseline's beyond tolerance (A: {r.output_check_a or '—'})"
-            for r in failing.itertuples()]
+    return [
+        f"{r.cell}: B's output differs from its baseline's beyond tolerance (A: {r.output_check_a or '—'})"
+        for r in failing.itertuples()
+    ]
 
 
 def regressed(cmp: Comparison) -> bool:
@@ -69,19 +93,25 @@ def verdict_line(cmp: Comparison) -> str:
     counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change", "inconclusive") if cmp.count(w))
     line = f"{counts} (threshold {fmt_pct(cmp.threshold)}, BH q < {cmp.alpha:g})"
     if cmp.unresolved:
-        line += (f"; {cmp.unresolved} 'no change' cell(s) have a CI wider than ±{fmt_pct(cmp.threshold)}: "
-                 "more samples (timing.iters) would be needed to rule out a change that size")
+        line += (
+            f"; {cmp.unresolved} 'no change' cell(s) have a CI wider than ±{fmt_pct(cmp.threshold)}: "
+            "more samples (timing.iters) would be needed to rule out a change that size"
+        )
     if cmp.count("inconclusive"):
-        line += (f"; {cmp.count('inconclusive')} inconclusive cell(s): the interval still allows a change beyond "
-                 f"±{fmt_pct(cmp.inconclusive)}, so compare cannot tell: rerun on a quieter machine, or add runs "
-                 "(--also-a/--also-b)")
+        line += (
+            f"; {cmp.count('inconclusive')} inconclusive cell(s): the interval still allows a change beyond "
+            f"±{fmt_pct(cmp.inconclusive)}, so compare cannot tell: rerun on a quieter machine, or add runs "
+            "(--also-a/--also-b)"
+        )
     return line
 
 
 def _op_rows(cmp: Comparison, limit: int) -> list[list[str]]:
     ops = cmp.ops.reindex(cmp.ops["delta_us"].abs().sort_values(ascending=False).index).head(limit)
-    return [[str(r.cell), short_op(str(r.op), 48), str(r.change), fmt_us(r.a_us), fmt_us(r.b_us), fmt_delta(r.delta_us)]
-            for r in ops.itertuples()]
+    return [
+        [str(r.cell), short_op(str(r.op), 48), str(r.change), fmt_us(r.a_us), fmt_us(r.b_us), fmt_delta(r.delta_us)]
+        for r in ops.itertuples()
+    ]
 
 
 def _natural_widths(rows: list[list[str]]) -> list[int]:
@@ -98,8 +128,11 @@ def _fit_widths(rows: list[list[str]], room: int) -> list[int | None]:
     ratio = _HEADERS.index("B/A")
     natural[ratio] = max([len(_HEADERS[ratio]), *(len(r[ratio].split()[0]) for r in rows if r[ratio].split())])
     # Headers wrap at their spaces ("rounds A/B" over two lines) before a cell name is cut inside a word.
-    natural[1:] = [max([*(len(w) for w in h.split()), *(len(r[i]) for r in rows)]) if i != ratio else natural[i]
-                   for i, h in enumerate(_HEADERS) if i > 0]
+    natural[1:] = [
+        max([*(len(w) for w in h.split()), *(len(r[i]) for r in rows)]) if i != ratio else natural[i]
+        for i, h in enumerate(_HEADERS)
+        if i > 0
+    ]
     rest = sum(natural[1:])
     longest_word = max([12, *(len(w) for r in rows for w in r[0].split())])
     return [max(min(longest_word, 30), min(natural[0], room - rest)), *natural[1:]]
@@ -110,7 +143,11 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     # Too narrow for the boxed table (80 columns, e.g. piped): no vertical rules, so the figures keep their room.
     boxed = sum(_natural_widths(rows)) + 3 * len(_HEADERS) + 1 <= console.width
     narrow: dict[str, Any] = {} if boxed else {"box": box.SIMPLE_HEAD, "show_edge": False, "padding": 0}
-    table = Table(title="B vs A · median of round medians · ratio, bootstrap CI with each one-run side's noise floor (~ noisy)", title_justify="left", **narrow)
+    table = Table(
+        title="B vs A · median of round medians · ratio, bootstrap CI with each one-run side's noise floor (~ noisy)",
+        title_justify="left",
+        **narrow,
+    )
     widths = _fit_widths(rows, console.width - (len(_HEADERS) - 1 if narrow else 3 * len(_HEADERS) + 1))
     for h, width in zip(_HEADERS, widths):
         table.add_column(h, justify="left" if h in ("cell", "verdict") else "right", width=width, overflow="fold")
@@ -121,8 +158,9 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     if not cmp.ops.empty:
         ops = Table(title="Op tables: largest changes in self device time per step", title_justify="left", **narrow)
         for h in ("cell", "op", "change", "A", "B", "Δ"):
-            ops.add_column(h, justify="right" if h in ("A", "B", "Δ") else "left", no_wrap=h not in ("cell", "op"),
-                           overflow="fold")
+            ops.add_column(
+                h, justify="right" if h in ("A", "B", "Δ") else "left", no_wrap=h not in ("cell", "op"), overflow="fold"
+            )
         for row in _op_rows(cmp, op_limit):
             ops.add_row(*map(escape, row))
         console.print(ops)
@@ -141,13 +179,23 @@ def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
 
     # Every text from the results goes through md_cell, the one escape of report, summary.md and this file: a
     # layer's error text or a cell name is data, never markup (`<script>` in an exception must stay text).
-    lines = ["# neuronexp compare", "", f"A: {_code(a)}  ", f"B: {_code(b)}", "", row(_HEADERS), "|" + "---|" * len(_HEADERS)]
+    lines = [
+        "# neuronexp compare",
+        "",
+        f"A: {_code(a)}  ",
+        f"B: {_code(b)}",
+        "",
+        row(_HEADERS),
+        "|" + "---|" * len(_HEADERS),
+    ]
     lines += [row(r) for r in _rows(cmp)]
     lines += ["", md_cell(verdict_line(cmp)), ""]
     limits = _limit_rows(cmp)
     if any(row[1:] != ["—"] * 4 for row in limits):
         heads = ["cell", "% of peak A", "% of peak B", "output A", "output B"]
-        lines += ["## How far from the limit", "", row(heads), "|" + "---|" * len(heads)] + [row(r) for r in limits] + [""]
+        lines += (
+            ["## How far from the limit", "", row(heads), "|" + "---|" * len(heads)] + [row(r) for r in limits] + [""]
+        )
     lines += [f"Output: {md_cell(n)}" for n in output_notes(cmp)] + ([""] if output_notes(cmp) else [])
     if not cmp.ops.empty:
         heads = ["cell", "op", "change", "A", "B", "Δ"]

@@ -13,6 +13,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from neuronexp.config.fingerprint import code_fingerprint
+from neuronexp.config.measured import drop_unmeasured, measured
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.spec import CellSpec
@@ -125,17 +126,7 @@ def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str
         validate_values(run_cfg)
     experiment, module = labels_from(cfg, choices, task_overrides)
     resolved = _plain(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
-    # Not what a cell measures: where it runs (same run_id under any launcher), and what it is compared with.
-    resolved.pop("launcher", None)
-    resolved.pop("baseline", None)
-    resolved.pop("sweep", None)  # how the sweep is carried out (sweep.dry_run)
-    # How the roofs are found and the output check's tolerances are applied when results are read, not measured;
-    # the float32 evaluation adds a file beside the output, not a figure.
-    resolved.pop("roofline", None)
-    resolved.pop("noise", None)  # the thresholds judge what was measured; a sweep applies its own at gathering
-    for key in ("rtol", "atol", "float32_reference"):
-        resolved.get("correctness", {}).pop(key, None)
-    resolved.pop("sweep", None)  # whether to reuse cells, not what a cell is
+    drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.measured)
     # What the cell runs, beside what it is configured with: a changed layer is a new cell (config.fingerprint).
     resolved["code"] = code_fingerprint(run_cfg.module.get("_target_"))
     return CellSpec(
@@ -163,9 +154,6 @@ def task_overrides(task: Any) -> list[str]:
 
 
 def override_dirname(task_overrides: list[str]) -> str:
-    """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree.
-
-    `launcher.*` is left out: where cells run is not a label of the cell (it is recorded in `placement`); so is
-    `baseline`, which says what a cell is compared with, not what it measured.
-    """
-    return ",".join(sorted(o for o in task_overrides if not o.lstrip("+~").startswith(("launcher.", "baseline=", "sweep."))))
+    """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree; the keys that are not
+    what a cell measured (config.measured: where it ran, what it is compared with) are left out."""
+    return ",".join(sorted(o for o in task_overrides if measured(o.partition("=")[0])))

@@ -1,19 +1,7 @@
-"""What a cell's code was: a fingerprint of the module's source, part of its run_id (config.compose).
-
-Without it, editing a layer and rerunning into the same sweep directory would reuse every cell with the old
-code's numbers. The fingerprint hashes:
-
-- the source file of the `_target_`'s module (wherever it lives: yours, neuronexp's, an installed package's);
-- every file of your own that it imports, followed import by import: modules found under the working
-  directory, `--config-dir` or a `PYTHONPATH` entry (what neuronexp puts on the path for your layers), or in
-  neuronexp's own package; installed packages (site-packages) and the standard library are not followed;
-- the installed versions of neuronexp and torch.
-
-Found from the files alone (their import statements, read with `ast`), never by importing them: a sweep's
-values are checked before torch is imported. What it cannot see is in docs/guarantees.md: code reached
-other than by an import statement (importlib, exec, a file read at run time), an installed package's other
-files, a C extension, and environment variables.
-"""
+"""What a cell's code was: a fingerprint of the module's source and of your files it imports, part of its run_id,
+so editing a layer makes its cells new cells instead of reusing the old code's numbers. Read from the files'
+import statements, never by importing them (values are checked before torch is imported). What it hashes and
+what it cannot see: docs/guarantees.md."""
 
 from __future__ import annotations
 
@@ -28,7 +16,7 @@ from typing import Iterable
 
 
 def code_fingerprint(target: object) -> str:
-    """A short hash of the code behind `module._target_` (the module docstring says what it covers)."""
+    """A short hash of the code behind `module._target_` (what it covers: docs/guarantees.md)."""
     if not isinstance(target, str) or "." not in target:
         return _hash([], _versions())
     return _fingerprint(target.rsplit(".", 1)[0], tuple(_user_roots()), _versions())

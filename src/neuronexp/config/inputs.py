@@ -1,17 +1,6 @@
-"""The input specs of `input.args` / `input.kwargs`, checked before any cell runs.
-
-A value spec is one of:
-
-- a literal: null, a bool, an int, a float, a string — passed as it is;
-- a list `[a, b]` — passed as a tuple of its resolved elements (a Hugging Face `(cos, sin)` pair);
-- a tensor: a mapping with `shape` (and optionally `dtype`, `fill`, `low`, `high`, `value`, `requires_grad`);
-- a factory: a mapping with `_target_`, called as `target(module, input, **params)` once the module is built
-  and on its device (neuronexp.modules.inputs has `rotary` and `causal_mask`);
-- `{_value_: X}`: X verbatim (a literal dict or list).
-
-The checks need no module instance: keys, fills, dtypes, bounds, factories that import, and — for a module
-given by its class — the keyword names and positional count against `forward`'s signature.
-"""
+"""The input specs of `input.args` / `input.kwargs` (literals, tuples, tensors, factories, `_value_`: docs/layers.md),
+checked before any cell runs and without a module instance: keys, fills, dtypes, bounds, factories that import,
+and, for a module given by its class, keyword names and positional count against `forward`'s signature."""
 
 from __future__ import annotations
 

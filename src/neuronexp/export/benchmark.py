@@ -1,13 +1,6 @@
-"""The PyTorch OSS benchmark database's JSON records: one per cell and metric, as PyTorch's own benchmark scripts
-write them, so the dashboards that read that format (PyTorch's HUD, vLLM's, TorchAO's) read neuronexp's cells.
-
-The shape follows `output_json` in pytorch/pytorch benchmarks/gpt_fast/benchmark.py (the record with every field
-the format names: benchmark{name, mode, dtype, extra_info}, model{name, type, origins}, metric{name,
-benchmark_values, target_value}) and `_write_to_json` in benchmarks/dynamo/pr_time_benchmarks/benchmarks/
-benchmark_base.py (a JSON list of records in one file). Those scripts put no unit field in `metric`: a metric's unit
-is in its name there (`latency_us`) and here (`latency_median_us`), and is repeated in `metric.extra_info.unit`,
-the format's place for anything more about a metric. docs/columns.md has the mapping.
-"""
+"""The PyTorch OSS benchmark database's JSON records: one per cell and metric, in the shape PyTorch's own benchmark
+scripts write (`output_json` in benchmarks/gpt_fast/benchmark.py), so the dashboards that read that format
+(PyTorch's HUD, vLLM's, TorchAO's) read neuronexp's cells. The mapping: docs/columns.md."""
 
 from __future__ import annotations
 

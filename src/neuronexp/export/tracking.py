@@ -1,14 +1,6 @@
-"""A run or a sweep as MLflow runs, through MLflow's own client: a sweep is one parent run and one nested child run
-per cell (the parent's id in the `mlflow.parentRunId` tag, which is what nests a run in MLflow); a single run is a
-run without a parent.
-
-Idempotent: every run carries `neuronexp.export_key` (cells.export_key: the cell's run_id and start time; for a
-parent, the sweep directory's name and planned cells), and a run already holding that key is not logged again: only
-what it lacks is added (figures aggregation wrote since, or what an export killed half-way never logged, after which
-the run is ended). Nothing is ever deleted, in MLflow or on disk.
-
-mlflow is imported here only, inside the functions: neuronexp's default path never imports it.
-"""
+"""A run or a sweep as MLflow runs, through MLflow's own client: a sweep is a parent run with one nested run per cell.
+Idempotent (docs/export.md): a run already holding a cell's export key only gains what it lacks, and nothing is
+ever deleted. mlflow is imported here only, inside the functions: neuronexp's default path never imports it."""
 
 from __future__ import annotations
 

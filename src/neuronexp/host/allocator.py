@@ -1,17 +1,7 @@
-"""Host allocation that behaves the same in every process that runs a cell (`allocator` key).
-
-Why: glibc's malloc serves large blocks from fresh mmaps or gives the top of its heap back to the kernel
-(its mmap threshold rises dynamically, its trim threshold follows), depending on the process's heap
-layout. In some processes every call then faults its tensors' pages in again (measured: ~5,000 faults a
-call, 8x slower, in about a third of fresh processes for an 8 MiB RMSNorm). Fixing both thresholds makes
-freed memory stay in the process, so every process measures the warm case (docs/methodology.md).
-
-Modes:
-    stable: glibc only. mallopt(M_MMAP_THRESHOLD, 1 GiB; 32 MiB where glibc refuses more) and
-        mallopt(M_TRIM_THRESHOLD, never). Setting either also turns glibc's dynamic threshold off.
-    system: change nothing, record what serves malloc.
-    preloaded: the user LD_PRELOADed jemalloc, tcmalloc or mimalloc; checked and recorded, nothing set.
-"""
+"""Host allocation that behaves the same in every process that runs a cell (`allocator` key): glibc's dynamic
+mmap and trim thresholds make some processes fault every tensor in again on each call (8x slower in about a third
+of fresh processes, docs/methodology.md, "Host allocation"). Modes: stable (fix both thresholds: freed memory
+stays), system (change nothing, record it), preloaded (a user's LD_PRELOADed allocator, checked and recorded)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """How many threads a cell uses when `threads` is null: torch's own count, less one where that would take every CPU.
 
-Why: an OpenMP team that needs every CPU the process may run on waits at each barrier for whichever of its threads
-another process has preempted. On a 2-vCPU VM one other busy process (a type checker at nice 19) made a 1.5 ms
-RMSNorm take 32 ms with two threads; with one, the other CPU absorbs the rest of the machine (docs/methodology.md,
-"Threads"). Where torch already leaves CPUs free (its default is the physical cores, fewer than the CPUs on an SMT
-host), or OMP_NUM_THREADS says how many (a user, a sweep slot), nothing changes.
+Why: a team that needs every CPU waits at each barrier for whichever thread another process preempted (a 1.5 ms
+cell took 32 ms beside one other busy process here); with one CPU spare the rest of the machine runs there.
+Measured and explained in docs/methodology.md, "Threads".
 """
 
 from __future__ import annotations

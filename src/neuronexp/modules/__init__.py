@@ -1,16 +1,16 @@
 """Built-in modules: the naive and fused variants of each study (RMSNorm, LayerNorm, softmax, SwiGLU MLP,
 rotary embedding, attention, a Llama-style decoder block). Input factories for YAML are in modules.inputs."""
 
-from neuronexp.modules.attention import EagerAttention, SDPAAttention
+from neuronexp.modules.attention import FusedAttention, NaiveAttention
 from neuronexp.modules.decoder import FusedDecoderBlock, NaiveDecoderBlock
 from neuronexp.modules.layernorm import FusedLayerNorm, NaiveLayerNorm
-from neuronexp.modules.mlp import SwiGLUFused, SwiGLUNaive
+from neuronexp.modules.mlp import FusedSwiGLU, NaiveSwiGLU
 from neuronexp.modules.rmsnorm import FusedRMSNorm, NaiveRMSNorm
 from neuronexp.modules.rotary import FusedRotary, NaiveRotary
 from neuronexp.modules.softmax import FusedSoftmax, NaiveSoftmax
 
+# Each study's pair, named <Variant><Layer> after its module options (`<layer>_naive`, `<layer>_fused`).
 __all__ = [
-    "EagerAttention", "FusedDecoderBlock", "FusedLayerNorm", "FusedRMSNorm", "FusedRotary", "FusedSoftmax",
-    "NaiveDecoderBlock", "NaiveLayerNorm", "NaiveRMSNorm", "NaiveRotary", "NaiveSoftmax", "SDPAAttention",
-    "SwiGLUFused", "SwiGLUNaive",
+    "FusedAttention", "FusedDecoderBlock", "FusedLayerNorm", "FusedRMSNorm", "FusedRotary", "FusedSoftmax", "FusedSwiGLU",
+    "NaiveAttention", "NaiveDecoderBlock", "NaiveLayerNorm", "NaiveRMSNorm", "NaiveRotary", "NaiveSoftmax", "NaiveSwiGLU",
 ]

@@ -16,7 +16,7 @@ def repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
     return x[:, :, None].expand(b, kv, groups, s, d).reshape(b, kv * groups, s, d)
 
 
-class EagerAttention(nn.Module):
+class NaiveAttention(nn.Module):
     """softmax(q·kᵀ/√d + causal mask)·v step by step, as Hugging Face's eager attention: key/value heads
     repeated for grouped-query attention, the [seq, seq] scores materialised, softmax in float32.
 
@@ -38,7 +38,7 @@ class EagerAttention(nn.Module):
         return torch.matmul(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), v)
 
 
-class SDPAAttention(EagerAttention):
+class FusedAttention(NaiveAttention):
     """The same attention in one `F.scaled_dot_product_attention` call (is_causal, enable_gqa): the backend
     picks a fused kernel (flash attention where it has one) and never builds the mask or repeats heads."""
 

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neuronexp.modules.attention import EagerAttention, SDPAAttention
-from neuronexp.modules.mlp import SwiGLUFused, SwiGLUNaive
+from neuronexp.modules.attention import FusedAttention, NaiveAttention
+from neuronexp.modules.mlp import FusedSwiGLU, NaiveSwiGLU
 from neuronexp.modules.rmsnorm import FusedRMSNorm, NaiveRMSNorm
 from neuronexp.modules.rotary import FusedRotary, NaiveRotary
 
@@ -33,9 +33,9 @@ class NaiveDecoderBlock(nn.Module):
         self.v = nn.Linear(hidden_size, kv_width, bias=False)
         self.o = nn.Linear(hidden_size, hidden_size, bias=False)
         self.rotary: nn.Module = NaiveRotary(self.head_dim, seq_len, rope_theta)
-        self.attention: nn.Module = EagerAttention(seq_len)
+        self.attention: nn.Module = NaiveAttention(seq_len)
         self.mlp_norm = NaiveRMSNorm(hidden_size, eps)
-        self.mlp: nn.Module = SwiGLUNaive(hidden_size, intermediate_size)
+        self.mlp: nn.Module = NaiveSwiGLU(hidden_size, intermediate_size)
 
     def qkv(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return self.q(h), self.k(h), self.v(h)
@@ -63,8 +63,8 @@ class FusedDecoderBlock(NaiveDecoderBlock):
         del self.q, self.k, self.v
         self.attn_norm, self.mlp_norm = FusedRMSNorm(hidden_size, eps), FusedRMSNorm(hidden_size, eps)
         self.rotary = FusedRotary(self.head_dim, seq_len, rope_theta)
-        self.attention = SDPAAttention(seq_len)
-        self.mlp = SwiGLUFused.fused_from(self.mlp)  # type: ignore[arg-type]  # the naive block built a SwiGLUNaive
+        self.attention = FusedAttention(seq_len)
+        self.mlp = FusedSwiGLU.fused_from(self.mlp)  # type: ignore[arg-type]  # the naive block built a NaiveSwiGLU
 
     def qkv(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         q, k, v = F.linear(h, self.qkv_weight).split(self.split, dim=-1)

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 
-class SwiGLUNaive(nn.Module):
+class NaiveSwiGLU(nn.Module):
     """down(silu(gate(x)) * up(x)): gate and up are two matmuls over the same input."""
 
     def __init__(self, hidden_size: int, intermediate_size: int) -> None:
@@ -20,7 +20,7 @@ class SwiGLUNaive(nn.Module):
         return self.down(F.silu(self.gate(x)) * self.up(x))
 
 
-class SwiGLUFused(nn.Module):
+class FusedSwiGLU(nn.Module):
     """The same MLP with gate and up stacked in one [2 × intermediate, hidden] weight: one matmul, then a split.
 
     Its weights are the naive variant's (drawn in the same order, then stacked), so with the same seed both
@@ -29,17 +29,17 @@ class SwiGLUFused(nn.Module):
 
     def __init__(self, hidden_size: int, intermediate_size: int) -> None:
         super().__init__()
-        self._take(SwiGLUNaive(hidden_size, intermediate_size))
+        self._take(NaiveSwiGLU(hidden_size, intermediate_size))
 
     @classmethod
-    def fused_from(cls, naive: SwiGLUNaive) -> SwiGLUFused:
+    def fused_from(cls, naive: NaiveSwiGLU) -> FusedSwiGLU:
         """The fused MLP with `naive`'s weights (no new random draws)."""
         fused = cls.__new__(cls)
         nn.Module.__init__(fused)
         fused._take(naive)
         return fused
 
-    def _take(self, naive: SwiGLUNaive) -> None:
+    def _take(self, naive: NaiveSwiGLU) -> None:
         self.gate_up_weight = nn.Parameter(torch.cat([naive.gate.weight, naive.up.weight]).detach())
         self.down = naive.down
 

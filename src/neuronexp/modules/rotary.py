@@ -1,11 +1,6 @@
-"""Rotary position embedding (RoPE) on q and k: written out, and as one complex multiplication.
-
-Both rotate interleaved pairs (x[2i], x[2i+1]) by position × theta^(-2i/head_dim), as Meta's Llama reference
-does (Hugging Face's rotate_half pairs x[i] with x[i + head_dim/2] instead; its checkpoints permute q/k weights
-to match). PyTorch has no fused rotary operator: the fused variant is the complex form, one `aten::mul` on
-complex numbers in place of slices, four products, a sum, a difference and a stack; torch.compile (a sweep
-axis of the study) is the real fusion.
-"""
+"""Rotary position embedding (RoPE) on q and k: written out, and as one complex multiplication, both rotating
+interleaved pairs as Meta's Llama reference does (docs/layers.md). PyTorch has no fused rotary operator: the
+complex form is the fused variant, and torch.compile (a sweep axis of the study) the real fusion."""
 
 from __future__ import annotations
 

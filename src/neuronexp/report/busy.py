@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from neuronexp.analysis.noise import noisy
-from neuronexp.report.summary import ops_text, output_differs
+from neuronexp.report.cell_text import ops_text, output_differs
 
 _FIGURE = re.compile(r"^(.*?)\s*([×]?[\d.]+%?)(?:\s*(cores))?$")
 

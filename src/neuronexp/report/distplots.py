@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, usable_cells
+from neuronexp.report.plotkit import MAX_BARS, input_labels, svg
+from neuronexp.results import usable_cells
 
 
 def _largest(cells: pd.DataFrame) -> pd.DataFrame:

@@ -1,12 +1,7 @@
 """The report's headline lines: per group of comparable cells, which is fastest, and whether that is more than noise.
 
-A group is a baseline cell and the cells compared with it (analysis.variants.baseline_run_ids): the same input
-and the same everything else, only the baseline's keys differing. Cells of different groups are never ranked
-against each other; without a baseline each cell stands alone. The same statistics as neuronexp-compare
-(analysis.stats): a cell within the practical threshold of the fastest, or not significantly slower after
-Benjamini–Hochberg, is reported as a tie, not a loss; intervals are over timing rounds (compare_rounds). A cell
-flagged `noisy` is not a finding: it is named as noisy and left out of the ranking.
-"""
+Cells of different groups are never ranked against each other. The statistics are neuronexp-compare's, so a
+cell within the threshold of the fastest, or not significantly slower, is a tie; a noisy cell is named, not ranked."""
 
 from __future__ import annotations
 
@@ -14,16 +9,16 @@ import math
 
 import pandas as pd
 
-from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
+from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.paired import speedup_table
+from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.formatting import fmt_pct, fmt_us
-from neuronexp.analysis.noise import noisy
-from neuronexp.report.summary import output_differs
 from neuronexp.report.busy import concluded_line, noise_line, only_quiet_line
+from neuronexp.report.cell_text import output_differs
 from neuronexp.report.why import explain
-from neuronexp.results import USABLE
+from neuronexp.results import usable_cells
 
 INTERVAL_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high"]
 
@@ -88,7 +83,7 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
     95% CI, and why it wins (report.why, from `all_ops`: every op of each cell as analysis.ops.hotspots gives them;
     `spots` when absent), else a hotspot; a cell without a group gets its latency and hotspot only.
     `intervals`: speedup_intervals' table when the caller has it already."""
-    ok = cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
+    ok = usable_cells(cells)
     if ok.empty:
         return []
     variant, _, rows = names(ok)

@@ -1,16 +1,10 @@
-"""The sweep's comparison laid out for the terminal's width (80 columns when piped to a file).
-
-Three layouts, the first that fits wins: the variants side by side (report.terminal.rich_table); one line per
-cell with the variants as rows; the same with each variant shortened to a key ("A", "B", ...) explained in a
-legend above the table. A variant name is never cut and every cell has its line; only the hotspot column gives
-way (its op name is cut with "…", then the column is left out with a note; the full name is in results/ and the
-report).
-"""
+"""The sweep's comparison laid out for the terminal's width (80 columns when piped to a file): a variant name is
+never cut and every cell has its line; only the hotspot column gives way (sweep_layout says how)."""
 
 from __future__ import annotations
 
-import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 from rich import box
@@ -19,11 +13,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from neuronexp.analysis.baseline import Baseline
+from neuronexp.analysis.noise import NOISY_MARK, noisy
+from neuronexp.analysis.roofline import headline
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, short_op
-from neuronexp.analysis.roofline import headline
-from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.report.summary import OUTPUT_FLAG, ops_text, output_differs
+from neuronexp.report.cell_text import OUTPUT_FLAG, ops_text, output_differs
 
 OUTPUT_MARK = "✗"
 
@@ -68,7 +63,7 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     return [median, _speedup(cell), time, ops_field, _limit(cell), hotspot]
 
 
-def _rows(cells: pd.DataFrame, baseline: Any) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
+def _rows(cells: pd.DataFrame, baseline: Baseline | None) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
     """(variants, [(input, variant, fields)] in grid order, the device word when every cell shares it)."""
     _, variants, grid = comparison_grid(cells, baseline)
     words = {device_word(c) for c in cells.to_dict("records")}
@@ -132,8 +127,11 @@ def _fitted(console: Console, title: str, rows: list, device: str | None, names:
     return _table(title, rows, device, names, speedups, longest - excess)
 
 
-def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: Any, wide: Table) -> list[RenderableType]:
-    """What to print for the sweep's comparison at this console's width (see the module doc)."""
+def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: Baseline | None, wide: Table) -> list[RenderableType]:
+    """What to print for the sweep's comparison at this console's width: the first of three layouts that fits.
+    The variants side by side (`wide`, report.terminal.rich_table); one line per cell with the variants as rows;
+    the same with each variant shortened to a key ("A", "B", ...) explained in a legend above the table. The
+    hotspot's op name is cut with "…", then the column is left out with a note (the full name is in results/)."""
     if natural_width(console, wide) <= console.width:
         return [wide]
     variants, rows, device = _rows(cells, baseline)

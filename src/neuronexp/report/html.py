@@ -11,12 +11,10 @@ from datetime import datetime, timezone
 from urllib.parse import quote
 
 from neuronexp import __version__
-from neuronexp.report.plots import Plot, report_colours
 from neuronexp.report.model import Report
-from neuronexp.report.tables import (
-    ROOFLINE_NOTE, TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, roof_notes,
-    roofline_table, status_line, summary_table,
-)
+from neuronexp.report.plots import Plot, report_colours
+from neuronexp.report.sections import Body, Card, Section, sections
+from neuronexp.report.tables import TextTable, status_line
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;
@@ -74,15 +72,15 @@ def render_table(table: TextTable, cls: str = "") -> str:
     return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _hotspot_card(heading: str, cell, table: TextTable) -> str:
+def _card(card: Card) -> str:
     rows = []
-    for op, calls, time, share in table.rows:
+    for op, calls, time, share in card.table.rows:
         width = share.rstrip("%") if share.endswith("%") else "0"
         rows.append(f'<tr><td><code>{esc(op)}</code><div class="bar" style="width:{esc(min(float(width), 100.0))}%"></div></td>'
                     f'<td class="num">{esc(calls)}</td><td class="num">{esc(time)}</td><td class="num">{esc(share)}</td></tr>')
-    head = "".join(f"<th>{esc(h)}</th>" for h in table.headers)
-    links = " · ".join(_link(label, path) for label, path in cell_links(cell))
-    return (f'<div class="card"><h3>{esc(heading)}</h3><div class="muted">{links}</div>'
+    head = "".join(f"<th>{esc(h)}</th>" for h in card.table.headers)
+    links = " · ".join(_link(label, path) for label, path in card.links)
+    return (f'<div class="card"><h3>{esc(card.heading)}</h3><div class="muted">{links}</div>'
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
 
@@ -100,39 +98,43 @@ def _legend(colours: dict[str, str]) -> str:
     return f'<div class="legend">Variants:{items}</div>'
 
 
+def _pairs(pairs: list[tuple[str, str]]) -> str:
+    half = (len(pairs) + 1) // 2  # two tables side by side: the page is wide, the list is long
+    return '<div class="envs">' + "".join(
+        '<table class="env">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part) + "</table>"
+        for part in (pairs[:half], pairs[half:]) if part) + "</div>"
 
+
+def _body(section: Section, body: Body) -> str:
+    ul = f'<ul class="{esc(section.css)}">' if section.css else "<ul>"
+    parts = [ul + "".join(f"<li>{esc(item)}</li>" for item in body.items) + "</ul>" if body.items else "",
+             _pairs(body.pairs) if body.pairs else "",
+             render_table(body.table, section.css) if body.table is not None else "",
+             "<ul>" + "".join(f'<li class="muted">{esc(n)}</li>' for n in body.notes) + "</ul>" if body.notes else "",
+             f'<div class="{esc(section.css)}">' + "".join(_card(c) for c in body.cards) + "</div>" if body.cards else "",
+             "<ul>" + "".join(f'<li><b>{esc(name)}</b>: <span class="error">{esc(err)}</span></li>'
+                              for name, err in body.errors) + "</ul>" if body.errors else ""]
+    return "".join(parts)
+
+
+def _plots(report: Report, figures: list[Plot]) -> str:
+    return _legend(report_colours(report)) + '<div class="figs">' + "".join(_figure(f) for f in figures) + "</div>"
 
 
 def render_html(report: Report, figures: list[Plot]) -> str:
-    half = (len(report.environment) + 1) // 2  # two tables side by side: the page is wide, the list is long
-    env = "".join('<table class="env">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part) + "</table>"
-                  for part in (report.environment[:half], report.environment[half:]) if part)
-    findings = "".join(f"<li>{esc(line)}</li>" for line in report.findings)
-    cards = "".join(_hotspot_card(*section) for section in hotspot_sections(report))
-    failed = "".join(f'<li><b>{esc(name)}</b>: <span class="error">{esc(err)}</span></li>' for name, err in failed_cells(report))
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [
         f"<h1>{esc(report.title)}</h1>",
         f'<p class="muted">{esc(report.kind)} <code>{esc(report.source)}</code> · {esc(status_line(report))} · '
         f"baseline {esc(report.baseline or '—')} · generated {esc(generated)} by neuronexp {esc(__version__)}</p>",
-        f'<h2>Findings</h2><ul class="findings">{findings}</ul>' if findings else "",
-        f'<h2>Experiment and environment</h2><div class="envs">{env}</div>',
-        "<h2>Cells</h2>", render_table(summary_table(report), "summary"),
-        "<h2>Variants side by side</h2>", render_table(grid_table(report), "grid"),
-        "<h2>How far from the limit</h2><p class=\"muted\">" + esc(ROOFLINE_NOTE) + "</p>",
-        render_table(roofline_table(report), "roofline"),
-        "<ul>" + "".join(f"<li class=\"muted\">{esc(n)}</li>" for n in roof_notes(report)) + "</ul>",
-        '<h2>Plots</h2>' + _legend(report_colours(report)) + '<div class="figs">' + "".join(_figure(f) for f in figures) + "</div>"
-        if figures else "",
-        "<h2>Fusion view</h2><p class=\"muted\">Operators dispatched per profiled step, and which operators of the "
-        "baseline are gone (fused away) or new in each variant, on the same input.</p>",
-        render_table(fusion_rows(report), "fusion"),
-        "<h2>Hotspots</h2><p class=\"muted\">Top operators by self time per profiled step, for every cell. "
-        "Traces open in ui.perfetto.dev or chrome://tracing.</p>",
-        f'<div class="cards">{cards}</div>',
-        f"<h2>Failed cells</h2><ul>{failed}</ul>" if failed else "",
     ]
+    for section, body in sections(report):
+        if body is None and not figures:
+            continue
+        note = f'<p class="muted">{esc(section.note)}</p>' if section.note else ""
+        parts.append(f"<h2>{esc(section.title)}</h2>{note}" + (_body(section, body) if body is not None
+                                                             else _plots(report, figures)))
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width,initial-scale=1">'
             f"<title>{esc(report.title)}</title><style>{_CSS}</style></head>\n<body>\n"
-            + "\n".join(p for p in parts if p) + "\n</body></html>\n")
+            + "\n".join(parts) + "\n</body></html>\n")

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from neuronexp.formatting import md_cell as md
-from neuronexp.report.plots import Plot
 from neuronexp.report.model import Report
-from neuronexp.report.tables import (
-    ROOFLINE_NOTE, TextTable, cell_links, failed_cells, fusion_rows, grid_table, hotspot_sections, roof_notes,
-    roofline_table, status_line, summary_table,
-)
+from neuronexp.report.plots import Plot
+from neuronexp.report.sections import Body, sections
+from neuronexp.report.tables import TextTable, status_line
 
 
 def _link(label: str, path: str) -> str:
@@ -25,26 +23,26 @@ def render_table(table: TextTable) -> list[str]:
     return lines + [""]
 
 
+def _body(body: Body) -> list[str]:
+    lines = [f"- {md(item)}" for item in body.items] + ([""] if body.items else [])
+    if body.pairs:
+        lines += ["| | |", "|---|---|"] + [f"| {md(k)} | {md(v)} |" for k, v in body.pairs] + [""]
+    lines += render_table(body.table) if body.table is not None else []
+    lines += [f"- {md(n)}" for n in body.notes] + ([""] if body.notes else [])
+    for card in body.cards:
+        links = " · ".join(_link(label, path) for label, path in card.links)
+        lines += [f"### {md(card.heading)}", ""] + ([links, ""] if links else []) + render_table(card.table)
+    lines += [f"- **{md(name)}**: {md(err)}" for name, err in body.errors] + ([""] if body.errors else [])
+    return lines
+
+
 def render_markdown(report: Report, figures: list[Plot] | None = None) -> str:
     lines = [f"# {md(report.title)}", "",
              f"{md(report.kind)} `{report.source}` · {md(status_line(report))} · baseline {md(report.baseline or '—')}", ""]
-    if report.findings:
-        lines += ["## Findings", ""] + [f"- {md(f)}" for f in report.findings] + [""]
-    lines += ["## Experiment and environment", "", "| | |", "|---|---|"]
-    lines += [f"| {md(k)} | {md(v)} |" for k, v in report.environment] + [""]
-    lines += ["## Cells", ""] + render_table(summary_table(report))
-    lines += ["## Variants side by side", ""] + render_table(grid_table(report))
-    lines += ["## How far from the limit", "", md(ROOFLINE_NOTE), ""] + render_table(roofline_table(report))
-    lines += [f"- {md(n)}" for n in roof_notes(report)] + [""]
-    lines += ["## Fusion view", "", "Operators dispatched per profiled step; baseline operators gone or new per variant.", ""]
-    lines += render_table(fusion_rows(report))
-    lines += ["## Hotspots", "", "Top operators by self time per profiled step.", ""]
-    for heading, cell, table in hotspot_sections(report):
-        links = " · ".join(_link(label, path) for label, path in cell_links(cell))
-        lines += [f"### {md(heading)}", ""] + ([links, ""] if links else []) + render_table(table)
-    failed = failed_cells(report)
-    if failed:
-        lines += ["## Failed cells", ""] + [f"- **{md(name)}**: {md(err)}" for name, err in failed] + [""]
+    for section, body in sections(report):
+        if body is None:  # the plots: pictures, in report.html; named below
+            continue
+        lines += [f"## {md(section.title)}", ""] + ([md(section.note), ""] if section.note else []) + _body(body)
     if figures:
         lines += [f"Plots ({', '.join(p.title for p in figures)}) are in report.html.", ""]
     return "\n".join(lines)

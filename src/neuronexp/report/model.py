@@ -15,9 +15,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from neuronexp.analysis.baseline import Baseline, describe_baseline, parse_baseline
 from neuronexp.analysis.correctness import add_output_checks
 from neuronexp.analysis.ops import fusion_table, hotspots
-from neuronexp.analysis.variants import add_speedups, describe_baseline, names, parse_baseline
+from neuronexp.analysis.variants import add_speedups, names
 from neuronexp.formatting import yaml_error_line
 from neuronexp.report.findings import INTERVAL_COLUMNS, findings, speedup_intervals
 from neuronexp.results import Results, read_any
@@ -44,7 +45,7 @@ class Report:
     out_dir: Path
     kind: str  # "sweep" or "run"
     title: str
-    baseline: str | None  # as titles name it (describe_baseline); None: no cell matched it, or none was set
+    baseline: str | None  # its name (Baseline.name); None: no cell matched it, or none was set
     results: Results  # cells gain: variant, input, trace_link, profile_link (relative to out_dir)
     environment: list[tuple[str, str]] = field(default_factory=list)
     hotspots: dict[str, pd.DataFrame] = field(default_factory=dict)  # run_id → op, calls, self_device_us, share
@@ -59,7 +60,7 @@ class Report:
         return self.results.cells
 
 
-def configured_baseline(job_dirs: list[Path]) -> dict[str, str] | None:
+def configured_baseline(job_dirs: list[Path]) -> Baseline | None:
     """The `baseline` the sweep was run with (from a job's config.yaml), as key: value pairs."""
     for d in job_dirs[:1]:
         if (d / "config.yaml").is_file():

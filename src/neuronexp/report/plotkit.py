@@ -1,5 +1,4 @@
-"""What every report figure shares: the SVG encoding, one colour per variant, which cells can be plotted, how an
-input is named."""
+"""What every report figure shares: the SVG encoding, one colour per variant, how an input is named."""
 
 from __future__ import annotations
 
@@ -10,8 +9,6 @@ from matplotlib import colormaps, rc_context
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
-
-from neuronexp.results import USABLE
 
 DPI = 100
 # Beyond this many bars a figure keeps the largest inputs only: a readable figure beats a complete one.
@@ -32,11 +29,6 @@ def variant_colours(variants: list[str]) -> dict[str, str]:
     """One colour per variant for the whole report, in the report's variant order (baseline first)."""
     palette = colormaps["tab10" if len(variants) <= 10 else "tab20"]
     return {v: to_hex(palette(i % palette.N)) for i, v in enumerate(variants)}
-
-
-def usable_cells(cells: pd.DataFrame) -> pd.DataFrame:
-    """Cells with a measured latency (ran now or reused)."""
-    return cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]
 
 
 def input_labels(cells: pd.DataFrame) -> pd.Series:

@@ -1,12 +1,6 @@
 """Report figures as SVG text: latency vs input size, op-time breakdown, speedup vs baseline, and the roofline
-figures (report.roofplots).
-
-One colour per variant across every figure (variant_colours; the op-time breakdown colours ops from another
-palette and writes each bar's label in its variant's colour). Marks carry ids the report can be checked by:
-`nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
-`nx-breakdown-<variant>-<bar>` (numbers: the variant's place in report_colours, the input's or bar's place in its
-plot). Matplotlib's object API with the SVG canvas: no pyplot state, no display.
-"""
+figures (report.roofplots). One colour per variant across every figure; marks carry ids the tests check them by
+(below). Matplotlib's object API with the SVG canvas: no pyplot state, no display."""
 
 from __future__ import annotations
 
@@ -21,10 +15,14 @@ from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.formatting import fmt_us, short_op
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, usable_cells, variant_colours
-from neuronexp.report.distplots import rounds_plot, roof_share_plot
+from neuronexp.report.distplots import roof_share_plot, rounds_plot
+from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, variant_colours
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
+from neuronexp.results import usable_cells
 
+# The marks' ids: `nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
+# `nx-breakdown-<variant>-<bar>`, numbered by the variant's place in report_colours and the input's or bar's place
+# in its plot. The op-time breakdown colours ops from another palette and writes each bar's label in its variant's.
 _OTHER = "other"
 # An op gets its own colour when it takes at least this share of some cell's step.
 _MIN_SHARE = 0.05

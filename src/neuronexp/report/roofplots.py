@@ -8,7 +8,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, usable_cells
+from neuronexp.report.plotkit import MAX_BARS, input_labels, svg
+from neuronexp.results import usable_cells
 
 
 def _roofs(cells: pd.DataFrame) -> pd.DataFrame:

@@ -5,18 +5,17 @@ Text only: each renderer escapes it for its own format, so nothing here is trust
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from neuronexp.analysis.roofline import fmt_share, headline
-from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_speedup_ci, fmt_us, short_op
-from neuronexp.report.model import Report
-from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.noise import NOISY_MARK, noisy
-from neuronexp.report.summary import cell_lines, composite_words, ops_text, roof_sources
+from neuronexp.analysis.roofline import fmt_share, headline
+from neuronexp.analysis.variants import comparison_grid
+from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_speedup_ci, fmt_us, short_op
+from neuronexp.report.cell_text import cell_lines, composite_words, ops_text, roof_sources
+from neuronexp.report.model import Report
 
 
 @dataclass

@@ -14,15 +14,16 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from neuronexp.analysis.baseline import Baseline
+from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
 from neuronexp.analysis.ops import hotspots
-from neuronexp.analysis.variants import comparison_grid
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.formatting import device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
+from neuronexp.analysis.variants import comparison_grid
+from neuronexp.formatting import UNPAIRED_LEGEND, device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
+from neuronexp.report.cell_text import cell_lines
 from neuronexp.report.fit import sweep_layout
 from neuronexp.report.modules import module_lines
-from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, noisy
-from neuronexp.formatting import UNPAIRED_LEGEND
-from neuronexp.report.summary import cell_lines, speedup_caption
+from neuronexp.report.summary import speedup_caption
 from neuronexp.results import Results
 
 
@@ -109,7 +110,7 @@ def limit_lines(cell: pd.Series) -> list[str]:
     return lines
 
 
-def rich_table(cells: pd.DataFrame, title: str, baseline: object = None) -> Table:
+def rich_table(cells: pd.DataFrame, title: str, baseline: Baseline | None = None) -> Table:
     axes, variants, grid = comparison_grid(cells, baseline)
     table = Table(title=escape(title), show_lines=True, title_justify="left")
     for a in axes:
@@ -121,7 +122,7 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: object = None) -> Tabl
     return table
 
 
-def print_sweep(cells: pd.DataFrame, failed: int, baseline: object, sweep_dir: Path, console: Console | None = None,
+def print_sweep(cells: pd.DataFrame, failed: int, baseline: Baseline | None, sweep_dir: Path, console: Console | None = None,
                 not_run: int = 0) -> None:
     """The comparison, each failed cell's whole error, and a last line: `failed` error rows, `not_run` planned cells
     with no row (interrupted: not failures), where the results are (never wrapped: a path is pasted back)."""

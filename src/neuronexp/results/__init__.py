@@ -6,11 +6,11 @@ from neuronexp.results.read import (
 )
 from neuronexp.results.schema import (
     CELL_SCHEMA, LABEL_COLUMNS, MODULE_SCHEMA, OP_SCHEMA, OPTIONAL_TABLES, SAMPLE_SCHEMA, SCHEMAS, TABLES, USABLE, Results, arrow_table, frame,
-    to_arrow, usable,
+    to_arrow, usable, usable_cells,
 )
 
 __all__ = [
     "CELL_SCHEMA", "MODULE_SCHEMA", "OPTIONAL_TABLES", "DamagedResults", "Found", "JOBS_MANIFEST", "LABEL_COLUMNS", "OP_SCHEMA", "Results", "SAMPLE_SCHEMA", "SCHEMAS",
     "TABLES", "USABLE", "arrow_table", "frame", "job_dirs_of", "load", "read_any", "read_job", "read_jobs",
-    "run_dirs", "to_arrow", "usable",
+    "run_dirs", "to_arrow", "usable", "usable_cells",
 ]

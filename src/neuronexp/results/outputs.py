@@ -1,17 +1,6 @@
-"""A cell's output, kept in its job directory for the output check (`output.npz`): numpy only, no torch.
-
-Cells run in separate processes, so a variant's output is compared with its baseline's from these files when
-results are gathered. Per output tensor (in the order the module returned them), the file holds:
-
-- `shape{i}`: its shape;
-- `values{i}`: its elements as float32 (float64 for float64 outputs; complex as real pairs), all of them when
-  it has at most SAMPLE_ELEMENTS, else a sample of that many positions;
-- `index{i}`: the flat positions sampled: one drawn at random in each of SAMPLE_ELEMENTS equal blocks of the
-  flattened tensor (a stratified sample, so every region of the output is looked at), by a fixed-seed generator
-  from the element count alone, so two cells with outputs of the same shape sample the same positions (empty
-  when nothing was sampled);
-- `stats{i}`: over the whole tensor: element count, root mean square, largest magnitude, NaN count, inf count.
-"""
+"""A cell's output, kept in its job directory for the output check (`output.npz`): numpy only, no torch. Cells run
+in separate processes, so outputs are compared from these files when results are gathered; what is kept and
+why a sample suffices: docs/methodology.md, "Output check" (the file's keys: write_outputs)."""
 
 from __future__ import annotations
 
@@ -53,6 +42,11 @@ def sample_index(numel: int) -> np.ndarray:
 
 
 def write_outputs(path: Path, leaves: list[OutputLeaf]) -> None:
+    """Per output tensor `i`, in the order the module returned them: `shape{i}`; `values{i}`, its elements as
+    float32 (float64 for float64 outputs; complex as real pairs), all of them up to SAMPLE_ELEMENTS, else a sample;
+    `index{i}`, the flat positions sampled, one drawn at random in each of SAMPLE_ELEMENTS equal blocks by a
+    generator seeded from the element count alone, so outputs of one shape sample the same positions (empty when
+    nothing was sampled); `stats{i}`: element count, root mean square, largest magnitude, NaN and inf counts."""
     arrays: dict[str, np.ndarray] = {}
     for i, leaf in enumerate(leaves):
         arrays[f"shape{i}"] = np.asarray(leaf.shape, dtype=np.int64)

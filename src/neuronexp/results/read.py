@@ -12,66 +12,24 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from neuronexp.results.files import read_regular
 from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, Results, to_arrow, whole_counts
+from neuronexp.results.table_file import DamagedResults, read_table
 
 # The sweep's planned cells, written before the first one runs: what "missing" is measured against.
 JOBS_MANIFEST = "jobs.json"
 
 
-# Renamed columns, old name → new: results written before the rename read back under today's names (`shape`
-# collided with DataFrame.shape: `cells[cells.shape == "[1,8]"]` compared a tuple and matched nothing).
-RENAMED = {"shape": "input_shape"}
-
-
 def read_job(job_dir: Path) -> Results:
-    return Results.of((read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES),
-                      _optional(job_dir / "modules.parquet"))
+    return Results.of(
+        (read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES),
+        _optional(job_dir / "modules.parquet"),
+    )
 
 
 def _optional(path: Path) -> pd.DataFrame | None:
     """An optional table (modules, with profiler.modules=true) where it was written, else None."""
     return read_table(path, path.stem).to_pandas() if path.is_file() else None
-
-
-class DamagedResults(ValueError):
-    """A file neuronexp wrote cannot be read back as written (changed or damaged since, another tool's table, or
-    one of an older layout)."""
-
-
-def read_table(path: Path, name: str) -> pa.Table:
-    """The `name` table ("cells", "ops", "samples") at `path` (`.parquet` or `.arrow`), checked against the contract.
-
-    Read from the bytes of a regular file: a FIFO or device under a table's name is refused, never opened
-    blocking. A table without every column of the contract (another tool's, or an older neuronexp's) is refused
-    here in one line, rather than as a KeyError deep in a report.
-
-    Raises:
-        FileNotFoundError: no file there.
-        DamagedResults: not a regular file, not a readable table, or not of this layout.
-    """
-    try:
-        data = read_regular(path)
-        buffer = pa.BufferReader(data)
-        table = pa.ipc.open_file(buffer).read_all() if path.suffix == ".arrow" else pq.read_table(buffer)
-    except FileNotFoundError:
-        raise
-    except (OSError, pa.ArrowException) as exc:
-        lines = str(exc).splitlines()
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else (lines[0] if lines else type(exc).__name__)
-        raise DamagedResults(f"{path}: cannot be read as a table ({why}); neuronexp reads only the regular files it "
-                             "wrote: rerun the cell or sweep into this directory to write it again") from None
-    names = table.column_names  # results written before a column was renamed read back under its new name
-    table = table.rename_columns([RENAMED[n] if n in RENAMED and RENAMED[n] not in names else n for n in names])
-    lacking = [c for c in SCHEMAS[name].names if c not in table.column_names]
-    if lacking:
-        shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
-        raise DamagedResults(f"{path}: not a {name} table of this neuronexp's layout (no column {shown}); it was "
-                             "written by another tool or an older neuronexp: rerun it with this version, or read it "
-                             "with the version that wrote it")
-    return table
 
 
 def load(*paths: str | os.PathLike[str]) -> Results:
@@ -89,12 +47,17 @@ def load(*paths: str | os.PathLike[str]) -> Results:
     if not paths:
         raise TypeError("load() needs at least one directory or glob pattern")
     roots = [root for path in paths for root in _expand(path)]
-    parts = [Results.of((t.assign(source_dir=str(root)) for t in found), found.modules.assign(source_dir=str(root)))
-             for root in roots for found in [_load(root)]]
+    parts = [
+        Results.of((t.assign(source_dir=str(root)) for t in found), found.modules.assign(source_dir=str(root)))
+        for root in roots
+        for found in [_load(root)]
+    ]
     if len(parts) == 1:
         return Results.of((whole_counts(t) for t in parts[0]), whole_counts(parts[0].modules))
-    return Results.of((whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))),
-                      whole_counts(pd.concat([p.modules for p in parts], ignore_index=True)))
+    return Results.of(
+        (whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))),
+        whole_counts(pd.concat([p.modules for p in parts], ignore_index=True)),
+    )
 
 
 def _expand(path: str | os.PathLike[str]) -> list[Path]:
@@ -110,8 +73,10 @@ def _expand(path: str | os.PathLike[str]) -> list[Path]:
 def _load(root: Path) -> Results:
     """load() with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
-        return Results.of((read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES),
-                          _optional(root / "results" / "modules.parquet"))
+        return Results.of(
+            (read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES),
+            _optional(root / "results" / "modules.parquet"),
+        )
     if (root / "cells.parquet").is_file():
         return read_job(root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
@@ -124,8 +89,10 @@ def job_dirs_of(sweep_dir: Path) -> list[Path]:
         try:
             return [sweep_dir / str(job["dir"]) for job in json.loads(manifest.read_text())]
         except (ValueError, TypeError, KeyError) as exc:
-            raise DamagedResults(f"{manifest}: not the list of planned cells neuronexp writes ({type(exc).__name__}: "
-                                 f"{exc}); rerun the sweep into this directory to rewrite it") from None
+            raise DamagedResults(
+                f"{manifest}: not the list of planned cells neuronexp writes ({type(exc).__name__}: "
+                f"{exc}); rerun the sweep into this directory to rewrite it"
+            ) from None
     return sorted((p.parent for p in sweep_dir.glob("*/cells.parquet")), key=lambda p: _natural_key(p.name))
 
 
@@ -217,17 +184,23 @@ def read_any(root: Path) -> Found:
         results = _load(root)
     elif dirs:
         tables, _ = read_jobs(dirs)
-        results = Results.of((tables[name].to_pandas() for name in TABLES),
-                             tables["modules"].to_pandas() if "modules" in tables else None)
+        results = Results.of(
+            (tables[name].to_pandas() for name in TABLES),
+            tables["modules"].to_pandas() if "modules" in tables else None,
+        )
     else:
-        raise FileNotFoundError(f"{root}: no results here (no cells.parquet, no results/, no job directories); "
-                                "point at a run or a sweep directory")
+        raise FileNotFoundError(
+            f"{root}: no results here (no cells.parquet, no results/, no job directories); "
+            "point at a run or a sweep directory"
+        )
     return Found(results, "sweep", {_job_run_id(d): d for d in dirs}, missing)
 
 
 def _job_run_id(job_dir: Path) -> str:
     run_ids = read_table(job_dir / "cells.parquet", "cells").column("run_id").to_pylist()
     if len(run_ids) != 1:
-        raise DamagedResults(f"{job_dir / 'cells.parquet'}: {len(run_ids)} rows where a job's table holds one; "
-                             "rerun the sweep into this directory to run that cell again")
+        raise DamagedResults(
+            f"{job_dir / 'cells.parquet'}: {len(run_ids)} rows where a job's table holds one; "
+            "rerun the sweep into this directory to run that cell again"
+        )
     return str(run_ids[0])

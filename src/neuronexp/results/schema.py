@@ -217,3 +217,8 @@ USABLE = ("ok", "cached")
 
 def usable(status: Any) -> bool:
     return status in USABLE
+
+
+def usable_cells(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells with a measured latency (run now or reused): what speedups, findings and plots are made of."""
+    return cells[cells["status"].isin(USABLE) & cells["latency_median_us"].notna()]

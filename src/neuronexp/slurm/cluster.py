@@ -1,12 +1,7 @@
-"""What a Slurm sweep checks and fits before anything is submitted, from the cluster's own answers (sinfo,
-scontrol, squeue), and the exception a task raises when its time limit is near. No submitit here: the submitting
-side of `hydra/launcher=slurm` is neuronexp's launcher plugin (hydra_plugins/neuronexp_slurm, slurm.jobs).
-
-Why up front: a Slurm array that asks more CPUs than a node has is accepted by sbatch (EnforcePartLimits=NO, the
-default) and then pends forever; a time limit shorter than submitit's warning signal kills every task as it
-starts; on clusters that bind each task to its cores, more CPU slots than the task has cores fail in every task.
-Each is one line here, before a job is written or submitted.
-"""
+"""What a Slurm sweep checks and fits before anything is submitted, from the cluster's own answers (sinfo, scontrol,
+squeue), and the exception a task raises when its time limit is near. Up front because sbatch accepts an array
+that then pends forever or dies in every task (more CPUs than a node has, a limit shorter than submitit's warning,
+more slots than a task's cores; docs/slurm.md). No submitit here."""
 
 from __future__ import annotations
 

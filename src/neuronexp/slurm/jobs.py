@@ -1,17 +1,8 @@
-"""The Slurm array of a sweep, submitted and waited for through submitit, by neuronexp's launcher plugin
-(hydra_plugins/neuronexp_slurm): hydra-submitit-launcher's submission, with job states that also work on a
-cluster without accounting storage, every task waited for, and Slurm's time-limit warning turned into the
-running cell's row. Imports submitit: only the Slurm launcher imports this module.
-
-Why not submitit's own watcher: it asks `sacct` for job states and, where sacct fails (no slurmdbd, common on
-small clusters), logs a warning at every poll and never learns that a task ended. A task that ends without
-writing its result (cancelled, killed, past its time limit) then keeps the sweep waiting forever. Ours asks
-`squeue` instead once sacct has failed, saying so once.
-
-Written against submitit 1.5 (pyproject pins the minor version): it extends SlurmInfoWatcher (its poll
-schedule and sacct parser) and uses its bookkeeping attributes, and SlurmExecutor (which builds an array's jobs
-as plain SlurmJob).
-"""
+"""The Slurm array of a sweep, submitted and waited for through submitit, by neuronexp's launcher plugin: job states
+that also work without accounting storage (submitit's sacct watcher never learns that a task ended there, and a
+task that ends without its result would keep the sweep waiting forever), every task waited for, and Slurm's
+time-limit warning turned into the running cell's row. Imports submitit: only the Slurm launcher imports it.
+Written against submitit 1.5: it extends SlurmInfoWatcher and SlurmExecutor and uses their bookkeeping."""
 
 from __future__ import annotations
 

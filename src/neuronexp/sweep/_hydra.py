@@ -18,6 +18,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neuronexp.config import ConfigError
+from neuronexp.formatting import first_line
 
 BASIC_LAUNCHER = "hydra._internal.core_plugins.basic_launcher.BasicLauncher"
 
@@ -77,7 +78,7 @@ def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:
             try:
                 OmegaConf.update(cfg, key, value, merge=True)
             except Exception as exc:  # unknown key, or a value of the wrong type for the schema
-                raise ConfigError(line.split("=", 1)[0], line.split("=", 1)[-1], _first_line(exc)) from None
+                raise ConfigError(line.split("=", 1)[0], line.split("=", 1)[-1], first_line(exc) or type(exc).__name__) from None
 
 
 def override_dirname(cfg: DictConfig, task_overrides: list[Any]) -> str:
@@ -85,10 +86,6 @@ def override_dirname(cfg: DictConfig, task_overrides: list[Any]) -> str:
     conf = cfg.hydra.job.config.override_dirname
     lines = sorted(o.input_line for o in task_overrides if o.key_or_group not in conf.exclude_keys)
     return conf.item_sep.join(lines).replace("=", conf.kv_sep)
-
-
-def _first_line(exc: BaseException) -> str:
-    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
 
 
 def subdir_override(subdir: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.correctness import add_output_checks
 from neuronexp.analysis.noise import Thresholds, judge_cells
 from neuronexp.analysis.variants import add_speedups
@@ -23,7 +24,7 @@ from neuronexp.results.files import atomic_write_text, write_csv, write_table
 class SweepOutcome:
     cells: pd.DataFrame
     missing: list[str] = field(default_factory=list)
-    baseline: str | None = None
+    baseline: Baseline | None = None
     op_rows: int = 0
     sample_rows: int = 0
 
@@ -32,7 +33,7 @@ class SweepOutcome:
         return int((self.cells["status"] == "error").sum()) + len(self.missing)
 
 
-def aggregate(sweep_dir: Path, baseline: str | None, cached: set[str] | frozenset[str] = frozenset(),
+def aggregate(sweep_dir: Path, baseline: Baseline | None, cached: set[str] | frozenset[str] = frozenset(),
               noise: Thresholds | None = None,
               tolerances: dict[str, tuple[float | None, float | None]] | None = None) -> SweepOutcome:
     """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep.

@@ -1,13 +1,7 @@
-"""One writer per run or sweep directory: an exclusive lock held for the whole invocation.
-
-The lock is `fcntl.flock` on `<dir>/.neuronexp.lock`; the kernel drops it when the holding process dies, so
-a killed run never leaves its directory locked. The file says who holds it, for the refusal message. It is
-never deleted (removing a lock file another process waits on would let two writers in).
-
-It is opened without following a link and without blocking: a link planted as `.neuronexp.lock` would have the
-lock truncate and rewrite whatever it points to, and a FIFO would hang the open forever; both, and anything
-else that is not a regular file, are refused.
-"""
+"""One writer per run or sweep directory: an exclusive `fcntl.flock` on `<dir>/.neuronexp.lock` for the whole
+invocation, which the kernel drops when the holder dies (a killed run never leaves its directory locked). The
+file is never deleted, since removing a lock file another process waits on would let two writers in, and it is
+opened without following a link or blocking, so a planted link or FIFO is refused (docs/guarantees.md)."""
 
 from __future__ import annotations
 

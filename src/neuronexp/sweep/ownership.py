@@ -1,11 +1,6 @@
-"""Whose directory this is: neuronexp writes only into a directory it may prove is its own.
-
-A run or sweep directory neuronexp writes gets a marker, `.neuronexp-dir.json`, saying which kind it is (a
-single run or a sweep). A directory may be written to when it does not exist, is empty, or holds that marker
-with the same kind. Anything else holds files neuronexp did not write (a user's `config.yaml` under
-`hydra.run.dir=.`), or the other kind's results (a single run's tables mixed into a finished sweep, which no
-reader would see): refused before any work. File names prove nothing; the marker's content does.
-"""
+"""Whose directory this is: neuronexp writes only into a directory it may prove is its own, one that does not
+exist, is empty, or holds its marker (`.neuronexp-dir.json`) of the same kind, run or sweep. File names prove
+nothing; the marker's content does. Anything else is refused before any work (docs/guarantees.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Which cells of a sweep are timed together: the comparison groups of its baseline, planned before any cell runs,
-and the collector that gathers a group's jobs so that one process runs them (cell.group).
-
-A group is what analysis.variants compares: cells equal in every override but the baseline's keys. Its cells are
-paired only where one process can run them as they would run alone: the same backend (not Neuron, whose capture
-is set up per process), threads, malloc mode, timing keys and launcher keys, and a launcher that runs the cells on
-this host one at a time (Hydra's basic launcher); elsewhere they are timed unpaired, and the sweep says why.
-"""
+and the collector that gathers a group's jobs so that one process runs them (cell.group). Cells are paired only
+where one process can run them as they would run alone; elsewhere they are timed unpaired, and the sweep says why
+(docs/methodology.md, "Paired timing")."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.overrides import override_values
 from neuronexp.backends.table import named_backend
 
@@ -38,13 +35,11 @@ def process_key(config: Any) -> str:
     return repr([getattr(config, name) for name in _PROCESS_KEYS])
 
 
-def _baseline_keys(baseline: Any) -> set[str]:
-    from neuronexp.analysis.variants import parse_baseline  # pandas: only once the cells are planned and checked
-
-    return set(parse_baseline(baseline) or {})
+def _baseline_keys(baseline: Baseline | None) -> set[str]:
+    return set(baseline or {})
 
 
-def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
+def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
     """Why a group of these planned cells cannot be timed together, or None when it can."""
     keys = _baseline_keys(baseline)
     clash = sorted(k for k in keys if k.split(".", 1)[0] in _PROCESS_KEYS)
@@ -61,7 +56,7 @@ def unpaired_reason(baseline: Any, cells: list[Any]) -> str | None:
     return None
 
 
-def plan_units(cells: list[Any], baseline: Any, todo: set[str]) -> tuple[list[Unit], list[str]]:
+def plan_units(cells: list[Any], baseline: Baseline | None, todo: set[str]) -> tuple[list[Unit], list[str]]:
     """The cells still to run (`todo` run_ids) as units in sweep order, each group where its first cell stands;
     and one line per group that is not paired, saying why (the sweep logs them)."""
     keys = _baseline_keys(baseline)

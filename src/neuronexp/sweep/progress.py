@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -25,10 +24,9 @@ from rich.table import Column
 from neuronexp.formatting import fmt_us
 from neuronexp.results.files import PHASE_FILE, read_phase
 from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.watch import CellWatcher
+from neuronexp.sweep.watch import CellWatcher, finished_row, stamp
 
 log = logging.getLogger("neuronexp.sweep")
-_COLUMNS = ["status", "error", "latency_median_us", "placement"]
 # Hydra's log prefix, "[12:00:00][HYDRA] ", which the log line must leave room for.
 _LOG_PREFIX = 18
 # cells, the bar, n/N, elapsed and the estimate take about this much of the bar's line.
@@ -53,13 +51,6 @@ def eta_text(elapsed_s: float, done: int, left: int) -> str:
     return "eta —" if done == 0 else f"eta {clock(elapsed_s / done * left)}"
 
 
-def _stamp(path: Path) -> int | None:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return None
-
-
 class SweepProgress:
     def __init__(self, sweep_dir: Path, cells: list[PlannedCell], reused: set[str], interval_s: float = 0.5) -> None:
         self.sweep_dir, self.cells = sweep_dir, cells
@@ -68,7 +59,7 @@ class SweepProgress:
         self.done_now = 0  # finished in this invocation: the pace the estimate is based on
         self.started = time.perf_counter()
         # A phase file already there (an earlier run of a resumed sweep) says nothing until rewritten.
-        self.phase_before = {c.dir: _stamp(sweep_dir / c.dir / PHASE_FILE) for c in self.todo}
+        self.phase_before = {c.dir: stamp(sweep_dir / c.dir / PHASE_FILE) for c in self.todo}
         self.finished_dirs: set[str] = set()
         self.in_process: PlannedCell | None = None
         self.interval_s = interval_s
@@ -99,7 +90,7 @@ class SweepProgress:
 
     def finished(self, cell: PlannedCell) -> None:
         self.in_process = None
-        self._report(cell, _row(self.sweep_dir / cell.dir))
+        self._report(cell, finished_row(self.sweep_dir / cell.dir))
 
     @contextmanager
     def watching(self) -> Iterator[None]:
@@ -121,7 +112,7 @@ class SweepProgress:
             if cell.dir in self.finished_dirs:
                 continue
             path = self.sweep_dir / cell.dir / PHASE_FILE
-            if _stamp(path) not in (None, self.phase_before[cell.dir]):
+            if stamp(path) not in (None, self.phase_before[cell.dir]):
                 out.append((cell, read_phase(path.parent) or "?"))
         return out
 
@@ -161,14 +152,6 @@ class SweepProgress:
             line += f": {detail}" if detail else ""
             log.info("%s", fit(line, shutil.get_terminal_size((80, 24)).columns - _LOG_PREFIX))
             self.bar.update(self.task, completed=self.done, eta=self._eta())
-
-
-def _row(job_dir: Path) -> dict[str, Any] | None:
-    try:
-        names = pq.read_schema(job_dir / "cells.parquet").names
-        return pq.read_table(job_dir / "cells.parquet", columns=[c for c in _COLUMNS if c in names]).to_pylist()[0]
-    except Exception:  # no row: the cell's process died without one
-        return None
 
 
 def _outcome(row: dict[str, Any] | None) -> tuple[str, str]:

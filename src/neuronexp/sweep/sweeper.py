@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from neuronexp.analysis.baseline import Baseline, parse_baseline
+from neuronexp.formatting import first_line
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, LauncherKind, job_exception, launcher_kind, subdir_override
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode
@@ -69,8 +71,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     from neuronexp.sweep.resume import assign
 
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
-    baseline: Any = OmegaConf.select(ctx.master, "baseline", default=None)  # as typed: a name, a list or a mapping
-    baseline = OmegaConf.to_container(baseline) if OmegaConf.is_config(baseline) else baseline
+    baseline = _baseline(ctx.master)
     with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
         invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
         reused = assign(cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
@@ -91,13 +92,13 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
             except JobFailed as exc:
                 stopped = SweepStopped(1, f"{exc}; rerun with hydra.sweep.dir={sweep_dir} to resume the sweep")
             except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
-                stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {_first_line(exc)}); "
+                stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
                                           f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
         try:
             outcome = aggregate(sweep_dir, baseline, cached=reused, noise=_noise_limits(ctx.master),
                                 tolerances={c.run_id: (c.rtol, c.atol) for c in cells})
         except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
-            why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {_first_line(exc)})"
+            why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {first_line(exc, 200)})"
             if stopped is not None:
                 raise SweepStopped(stopped.code, f"{stopped.message}; {why} too") from exc
             raise SweepStopped(1, f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
@@ -111,7 +112,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
 
 
 def _launch(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress,
-            baseline: Any) -> list[Any]:
+            baseline: Baseline | None) -> list[Any]:
     """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid; under
     the basic launcher, each comparison group's cells in one process, timed together (sweep.pairing)."""
     jobs = {c.run_id: [*c.overrides, subdir_override(c.dir)] for c in todo}
@@ -119,9 +120,7 @@ def _launch(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell]
         return []
     launcher = ctx.launcher
     if launcher_kind(ctx.master) != LauncherKind.basic:
-        from neuronexp.analysis.variants import parse_baseline
-
-        if parse_baseline(baseline):
+        if baseline:
             log.info("speedups are unpaired: %s runs each cell in a process of its own (docs/methodology.md, "
                      "\"Paired timing\")", type(launcher).__name__)
         with progress.watching():  # cells finish in other processes: seen on disk
@@ -154,7 +153,7 @@ def _check(job_return: Any, cell: PlannedCell) -> None:
     failure = job_exception(job_return)
     if failure is not None:  # not the cell's own failure (that is its error row): neuronexp could not go on
         raise JobFailed(f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: "
-                        f"{_first_line(failure)}") from failure
+                        f"{first_line(failure, 200)}") from failure
 
 
 def _cell_processes(master: DictConfig) -> AbstractContextManager[Any]:
@@ -165,12 +164,14 @@ def _cell_processes(master: DictConfig) -> AbstractContextManager[Any]:
     return ForkServer(warm=None, allocator=allocator_mode(master))
 
 
+def _baseline(master: DictConfig) -> Baseline | None:
+    """The sweep's `baseline`, parsed once: every stage after this one takes it as it is."""
+    node = OmegaConf.select(master, "baseline", default=None)
+    return parse_baseline(OmegaConf.to_container(node) if OmegaConf.is_config(node) else node)
+
+
 def _noise_limits(master: DictConfig) -> Any:
     from neuronexp.config.noise import NoiseConfig
 
     node = OmegaConf.select(master, "noise", default=None)
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node)) if node is not None else NoiseConfig()
-
-
-def _first_line(exc: BaseException) -> str:
-    return next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")[:200]

@@ -12,13 +12,25 @@ from typing import Any, Callable
 
 import pyarrow.parquet as pq
 
+# What the progress line says of a finished cell.
 _COLUMNS = ["status", "error", "latency_median_us", "placement"]
 
 
-def _stamp(path: Path) -> int | None:
+def stamp(path: Path) -> int | None:
+    """The file's modification time in ns, None when it is not there."""
     try:
         return path.stat().st_mtime_ns
     except OSError:
+        return None
+
+
+def finished_row(job_dir: Path) -> dict[str, Any] | None:
+    """The progress columns of the job's one cells.parquet row; None when there is none (yet, or the cell's
+    process died without one, or the file is being replaced)."""
+    try:
+        names = pq.read_schema(job_dir / "cells.parquet").names
+        return pq.read_table(job_dir / "cells.parquet", columns=[c for c in _COLUMNS if c in names]).to_pylist()[0]
+    except Exception:
         return None
 
 
@@ -30,8 +42,9 @@ class CellWatcher:
     """
 
     def __init__(self, job_dirs: list[Path], on_done: Callable[[int, dict[str, Any]], None], interval_s: float = 0.5) -> None:
+        self.dirs = job_dirs
         self.files = [d / "cells.parquet" for d in job_dirs]
-        self.before = [_stamp(f) for f in self.files]
+        self.before = [stamp(f) for f in self.files]
         self.pending = set(range(len(self.files)))
         self.on_done, self.interval_s = on_done, interval_s
         self._stop = threading.Event()
@@ -43,13 +56,11 @@ class CellWatcher:
 
     def poll(self) -> None:
         for i in sorted(self.pending):
-            stamp = _stamp(self.files[i])
-            if stamp is None or stamp == self.before[i]:
+            now = stamp(self.files[i])
+            if now is None or now == self.before[i]:
                 continue
-            try:
-                names = pq.read_schema(self.files[i]).names
-                row = pq.read_table(self.files[i], columns=[c for c in _COLUMNS if c in names]).to_pylist()[0]
-            except Exception:  # replaced while reading: next poll
+            row = finished_row(self.dirs[i])
+            if row is None:  # replaced while reading: next poll
                 continue
             self.pending.discard(i)
             self.on_done(i, row)

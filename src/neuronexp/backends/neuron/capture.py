@@ -1,14 +1,6 @@
-"""Index what a Neuron capture wrote: per-process session folders, NEFF/NTFF pairs, system traces.
-
-Layout per the Neuron Explorer capture guide (SDK 2.31+), PyTorch session mode:
-`<profile_output_dir>/<instance-id>_pid_<pid>/<timestamp>/{trace.json, ntrace.pb, trace_info.pb, cpu_util.pb,
-host_mem.pb, neff_<hash>_vnc_<n>.neff, profile_nc_<n>_session_<k>.ntff}`. The env-var/model-mode naming
-(`<hash>_instid_<i>_vnc_<n>.ntff` next to `neff_<hash>.neff`) and vLLM's `neffs/graph_<hash>.neff` are read too,
-and so are the troubleshooting page's framework trace name `neuron_framework_trace_rank_<N>.json` and a memory
-snapshot (SDK 2.33 "Neuron Explorer profile files": a system profile may hold one; its file name is not
-documented, so `*.pickle` and `*snapshot*` files count). Nothing here assumes exactly that nesting: any folder
-holding capture files is a session.
-"""
+"""Index what a Neuron capture wrote: per-process session folders, NEFF/NTFF pairs, system traces, framework traces
+and memory snapshots, under every naming the Neuron docs show (docs/neuron.md, "What a Neuron cell writes"). Nothing
+here assumes one nesting: any folder holding capture files is a session."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Device time per op from Neuron Explorer's op-level tables, for when key_averages() carries none.
-
-FrameworkInstruction rows are named by the framework's debug info ("NeuronLlamaDecoderLayer[1]/function[2]/
-aten.add", schema 7.4.0) and hold `time_intervals`, the merged device intervals of their instructions; an
-op's device time is the union of its rows' intervals. HloInstruction (by HLO op kind) and OpcodeSummary (by
-engine and opcode) are kept as breakdowns for the manifest: their names cannot be matched to PyTorch ops.
-Matching `aten.add` to key_averages()'s `aten::add` is neuronexp's reading of the documented example, not a
-documented rule; the names need the compile-time debug variables (neuron.debug_info).
-"""
+"""Device time per op from Neuron Explorer's op-level tables, for when key_averages() carries none: an op's device
+time is the union of its FrameworkInstruction rows' intervals (HloInstruction and OpcodeSummary are kept as
+breakdowns; their names cannot be matched to PyTorch ops). Matching `aten.add` to `aten::add` is neuronexp's
+reading of the documented example, not a documented rule (docs/neuron.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Device-level metrics: run `neuron-explorer view` on a capture and read its Parquet tables into the cell row.
-
-The command follows the documented examples: `view -d <capture root> --output-format parquet --output-file
-OUT`, plus the documented processing filters for what was not captured (`--ignore-device-profile`,
-`--ignore-system-profile`, `--system-trace-filter-neuron-core`). A tool that rejects those, or the root, is
-retried plainly and then on the one session folder. What is read: tables.py (versions, units), summary.py
-(the Summary columns), insights.py (the Summary Viewer rules), device_ops.py (device time per op).
-"""
+"""Device-level metrics: run `neuron-explorer view` on a capture, as the documented examples do, and read its
+Parquet tables into the cell row; a tool that rejects the filters or the root is retried plainly, then on the one
+session folder. What is read: tables.py, summary.py, insights.py, device_ops.py."""
 
 from __future__ import annotations
 

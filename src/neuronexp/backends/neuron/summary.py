@@ -1,11 +1,6 @@
-"""Neuron Explorer's `Summary` table as `neuron_*` cell columns, with units taken from the profile itself.
-
-Column names are pinned by the kind of quantity, not by the unit a schema version happens to use: a time is
-`neuron_<field>_us` (microseconds), everything else `neuron_<field>` (percent on a 0-100 scale, bytes, counts,
-FLOPs, cycles, ratios). Each field's unit comes from the profile's SchemaFields table; the documented 7.4.0
-unit is used only when that table is missing. A unit that does not fit the field's kind leaves the column
-NaN and says so, rather than mislabel a number.
-"""
+"""Neuron Explorer's `Summary` table as `neuron_*` cell columns. Names are pinned by the kind of quantity (a time is
+`neuron_<field>_us`), not by the unit a schema version happens to use; units come from the profile itself, and a
+unit that does not fit the field's kind leaves the column NaN and says so rather than mislabel a number."""
 
 from __future__ import annotations
 

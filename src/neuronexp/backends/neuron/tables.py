@@ -1,12 +1,6 @@
-"""Reading Neuron Explorer's Parquet output without assuming one schema version.
-
-"Each processed profile is a directory of Parquet files, named after the table they hold"; large tables are
-split as `Name_0.parquet`, `Name_1.parquet` (how-to-analyze-profile-output). Every profile carries its schema
-version (`Metadata.profile_schema_version`, MAJOR.MINOR.PATCH: a MAJOR bump removes, renames or retypes a
-field, a PATCH bump may change a field's unit) and a `SchemaFields` table with one row per (table, field):
-type, unit, minimum, maximum (profile schema reference, 7.4.0 and 12.0.1). So units are read from there, and
-the documented 7.4.0 units are only the fallback for a profile without that table.
-"""
+"""Reading Neuron Explorer's Parquet output without assuming one schema version: a MAJOR bump may remove or retype
+a field and a PATCH bump change its unit, so units are read from each profile's `SchemaFields` table, and the
+documented 7.4.0 units are only the fallback for a profile without one (docs/neuron.md)."""
 
 from __future__ import annotations
 
@@ -25,7 +19,8 @@ KNOWN_MAJORS = (7, 12)
 
 @dataclass
 class Profile:
-    """One folder of Explorer's output: its tables, each a list of Parquet parts."""
+    """One folder of Explorer's output: its tables, each a list of Parquet parts (a large table is split as
+    `Name_0.parquet`, `Name_1.parquet`: how-to-analyze-profile-output)."""
 
     folder: Path
     files: dict[str, list[Path]] = field(default_factory=dict)
