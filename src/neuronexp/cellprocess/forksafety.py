@@ -1,18 +1,8 @@
 """What a process forked from the fork server's template inherits, and what it must not: threads, thread pools,
-device runtimes. The checks (`template_state`, `refusal`) and the compile warm-up the template runs.
-
-Fork safety, as found on Linux with torch 2.13 (docs/performance.md lists the measurements):
-- numpy's OpenBLAS starts a worker thread when imported, pyarrow's jemalloc a background thread: both are off
-  in the template's environment (TEMPLATE_ENV). A child gets its supervisor's environment back, but
-  numpy's BLAS stays single-threaded in it (neuronexp uses numpy only for statistics).
-- torch's OpenMP pool starts at the first parallel op. None runs here (the compile warm-up uses tiny tensors),
-  so each child starts its pool after taking its affinity and `torch.set_num_threads`.
-- tqdm (installed with transformers) starts a monitor thread with its first progress bar, and Inductor opens one
-  while it compiles: the warm-up keeps tqdm's monitor off.
-- CUDA: `torch.cuda.is_available()` loads the driver unless PYTORCH_NVML_BASED_CUDA_CHECK=1 (TEMPLATE_ENV); a
-  process forked after that cannot use CUDA, so CUDA cells are refused with that reason if it ever happens.
-- Neuron: the runtime starts at a process's first device use and reads NEURON_RT_VISIBLE_CORES then, which is
-  in the child, after the slot's environment is set. A runtime started here refuses Neuron cells.
+device runtimes. The checks (`template_state`, `refusal`) and the compile warm-up the template runs. A thread
+alive at the fork leaves its locks held forever in the child, and a device runtime started in the template would
+hand every child its device selection; so the template's environment keeps the libraries' pools off
+(TEMPLATE_ENV) and a runtime found started refuses its cells (docs/performance.md, "Cell processes").
 """
 
 from __future__ import annotations

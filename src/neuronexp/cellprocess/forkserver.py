@@ -1,11 +1,7 @@
-"""The fork server, seen from its users: start one for a sweep, and run a function in a process forked from it
-under a time limit. The template process itself is neuronexp.cellprocess.template.
-
-One template serves every supervisor of a sweep on this host. The sweep process starts it (`ForkServer`) and
-names its socket in the environment (ADDRESS_ENV): the basic launcher's jobs run in that process, and the
-workers of parallel launchers (joblib's loky workers, submitit's local jobs) inherit the variable. A supervisor
-that finds no server, or one on another host (a Slurm task: the variable travels, the socket does not), starts a
-private one for its cell, which costs what a fresh process does.
+"""The fork server, seen from its users: start one for a sweep, and run a ForkRequest in a process forked from it
+under a time limit (the template itself is cellprocess.template). One template serves every supervisor of a
+sweep on this host, named in the environment (ADDRESS_ENV) so that launcher workers find it; a supervisor that
+finds none here (a Slurm task) starts a private one, which costs what a fresh process does.
 """
 
 from __future__ import annotations

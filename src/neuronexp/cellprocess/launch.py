@@ -1,13 +1,8 @@
-"""A cell in a process of its own, supervised. Every cell of a sweep (and a single run with launcher.isolate=true)
-runs in a process forked from the fork server's template (neuronexp.cellprocess.forkserver), on a device slot of its own
-under parallel and Slurm launchers. Its supervisor (the sweep process under the basic launcher, else the
-launcher's worker) waits for it and writes the cell's error row when it ends without one: killed by a signal (a
-segfault, the out-of-memory killer), an exit from inside the layer (`os._exit`), or past `launcher.cell_timeout_s`.
-The sweep goes on.
-
-Why a process per cell: a crash, a hang or the leaked device state of one cell cannot take the sweep or the next
-cell with it; and a device runtime reads its device selection (NEURON_RT_VISIBLE_CORES, CUDA_VISIBLE_DEVICES) once,
-when it starts, which is in the cell's process, after the slot's environment is set there.
+"""A cell in a supervised process of its own, on a device slot of its own under parallel and Slurm launchers. The
+supervisor (the sweep process under the basic launcher, else the launcher's worker) writes the cell's error row
+when its process ends without one: a signal, an exit from inside the layer, its time limit. Why a process per
+cell: a crash, a hang or leaked device state cannot take the sweep with it, and a device runtime reads its slot's
+selection (the visible-devices variable) once, when it starts, in the cell's own process.
 """
 
 from __future__ import annotations

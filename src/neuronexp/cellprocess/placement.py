@@ -1,10 +1,7 @@
-"""Device slots for parallel sweeps: which NeuronCores / GPU / CPU cores a cell owns, and the locks that keep
-two concurrent cells off the same device. Plain Python (no Hydra, no torch at import).
-
-A host's devices are split into `launcher.devices` slots. A cell holds its slot's lock files (one per device
-unit, `fcntl.flock`) for as long as it runs; the kernel drops the locks when the holding process dies, so a
-killed worker never leaves a slot taken. The locks live in a node-local directory and are named after the
-device, not the sweep: two sweeps on one host, or two Slurm jobs sharing a node, cannot share a device either.
+"""Device slots for parallel sweeps: which device units and CPU cores a cell owns, and the locks that keep two
+concurrent cells off the same device. A slot's lock files (`fcntl.flock`, one per unit) are dropped by the
+kernel when their holder dies, so a killed worker never leaves a slot taken; they live in a node-local directory
+and are named after the device, so two sweeps (or two Slurm jobs on one node) cannot share a device either.
 """
 
 from __future__ import annotations

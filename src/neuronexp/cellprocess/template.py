@@ -1,12 +1,8 @@
-"""The fork server's template process: it imports torch and neuronexp's cell stack once, starts no device runtime
-and no thread pool, and forks one process per cell (neuronexp.cellprocess.forkserver is its client side).
-
-Why fork from a template: a fresh `python -c` per cell pays an interpreter start, `import torch` and a cold
-TorchInductor, about 3 s a cell on a 2-core VM; a fork of a process that has paid them costs milliseconds
-(docs/performance.md, "Cell processes"). Why a process of its own rather than forking the sweep or a launcher
-worker: those have threads (rich's refresh, the progress watcher, BLAS and allocator pools), and a thread that
-holds a lock when another forks leaves it held forever in the child. This process stays single-threaded.
-neuronexp.cellprocess.forksafety says what must not exist in it when it forks, and checks.
+"""The fork server's template process: it imports torch and the cell stack once, starts no device runtime and no
+thread pool, and forks one process per cell (cellprocess.forkserver is its client side). Why: a fresh interpreter
+costs about 3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md, "Cell processes"); and it is a
+process of its own, single-threaded, because forking a threaded process (the sweep, a launcher worker) can leave a
+lock held forever in the child. cellprocess.forksafety says what must not exist here when it forks.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
-"""The host's roofs, measured: a short STREAM-like probe (copy and triad) and a GEMM, on the cell's threads.
-
-Nothing is published for a CPU, so a CPU cell is measured against what this host sustained:
-
-- bandwidth: copy `a = b` (2 × 4 bytes per element) and triad `a = b + 3·c` (3 × 4 bytes), float32 arrays of
-  4× the last-level cache (64–512 MiB each), the best of at least 3 runs each (more while 0.3 s allow); bytes
-  counted the STREAM way (what the loop names: a store's write-allocate read is not counted), the same way a
-  cell's bytes_min is. The roof is the faster of the two.
-- FLOP/s: the best rate of square matmuls in the cell's dtype, sizes from 256 doubling within half a second.
-
-Measured once per host, thread count and torch version, and cached in a JSON file (roofline.cache_dir) under a
-file lock, so that cells running side by side probe once. Each figure records the load while it was measured:
-the 1-minute load average and the cores' worth of CPU other processes used (/proc/stat). Best-of-N resists a busy
-neighbour only so far (a thread another process keeps off its core stalls the others at their next barrier), so a
-figure measured while others used more than QUIET_OTHERS cores is measured again, at most every RETRY_S seconds,
-and the higher of the two kept: disturbance only ever lowers a roof, and STREAM, too, reports the best run.
-roofline.probe=refresh measures again once per run (a sweep, or a single run) and keeps the new figures.
+"""The host's roofs, measured: a short STREAM-like probe (copy and triad) and a GEMM, on the cell's threads. Nothing
+is published for a CPU, so a CPU cell is held against what this host sustained, measured once per host, thread
+count and torch version and cached under a file lock (roofline.cache_dir). Each figure records the load it was
+measured under; a disturbed one is measured again and the higher kept, since disturbance only lowers a roof
+(docs/methodology.md, "How far from the limit", has the method).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3
-and tested against Hydra's own composition (tests/sweep/test_hydra_compat.py).
-
-- `apply_value_overrides` repeats what Hydra's config loader does with `key=value`, `+key=value`,
-  `++key=value` and `~key` overrides after composing, so a sweep composes once per choice of config
-  groups and applies the plain values itself (a full composition costs ~60 ms a cell).
-- `override_dirname` repeats how Hydra names `${hydra.job.override_dirname}`.
-- `launcher_kind` tells launchers apart by their `_target_` (the one place neuronexp does);
-  `job_exception` reads what one of its jobs raised without Hydra's extra stderr line.
+"""What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3 and
+tested against Hydra's own composition (tests/sweep/test_hydra_compat.py): value overrides applied to a copy of a
+composition (a sweep composes once per choice of config groups: ~60 ms a cell saved), Hydra's override_dirname,
+the one test of which launcher runs a sweep (`launcher_kind`), and what a basic-launcher job raised.
 """
 
 from __future__ import annotations
