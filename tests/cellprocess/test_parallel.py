@@ -16,15 +16,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 import neuronexp
+from helpers import FAST, console_script
 from neuronexp.cell.environment import describe_placement as describe
+from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.config import format_units, parse_units
 from neuronexp.host import allocator
-from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
+from neuronexp.host.threads import default_threads
 from neuronexp.sweep.watch import CellWatcher
-
-from helpers import FAST, console_script
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPU cores for 2 slots")
@@ -183,7 +184,8 @@ def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
     res = run_cli([*PROBE_ARGS, SHAPES, f"hydra.sweep.dir={root / 'sweep'}"], cwd=root)
     assert res.returncode == 0, res.stderr
     results = neuronexp.load(root / "sweep")
-    _host_columns(results.cells, len(os.sched_getaffinity(0)))
+    # The basic launcher's cells: torch's count less the CPU it leaves spare where it would take them all.
+    _host_columns(results.cells, default_threads(torch.get_num_threads()) or torch.get_num_threads())
     return results
 
 
