@@ -32,19 +32,64 @@ def make_sweep(root: Path, n_cells: int, n_ops: int, n_samples: int) -> None:
     jobs = []
     for i in range(n_cells):
         module, shape = modules[i % 3], f"[1,{(i // 3) + 1},4096]"
-        labels = dict(run_id=f"{i:016x}", experiment="synthetic", module=module, compiled=module.endswith("compiled"),
-                      backend="cpu", device="cpu", dtype="bfloat16", shape=shape)
+        labels = dict(
+            run_id=f"{i:016x}",
+            experiment="synthetic",
+            module=module,
+            compiled=module.endswith("compiled"),
+            backend="cpu",
+            device="cpu",
+            dtype="bfloat16",
+            shape=shape,
+        )
         lat = rng.lognormal(7, 0.1, n_samples)
-        cells = frame("cells", [dict(labels, device_name="cpu", numel=4096 * ((i // 3) + 1), status="ok",
-                                     overrides=f"input.shape={shape},module={module}", latency_median_us=float(np.median(lat)),
-                                     latency_p10_us=float(np.percentile(lat, 10)), latency_p90_us=float(np.percentile(lat, 90)),
-                                     latency_samples=n_samples, timing_method="wallclock", first_call_s=0.01, device_time_us=900.0,
-                                     cpu_time_us=900.0, device_ops=6.0, device_time_source="cpu_self_time", top_op="aten::mul",
-                                     top_op_share=0.5, torch_version="2.13.0", started_at="2026-11-29T00:00:00+00:00")])
-        ops = frame("ops", [dict(labels, cycle=0, op=f"aten::op{j}", device_type="CPU", calls=1.0, self_cpu_us=30.0,
-                                 cpu_total_us=30.0, self_device_us=30.0, device_total_us=30.0, device_share=1 / n_ops)
-                            for j in range(n_ops)])
-        samples = frame("samples", [{"run_id": labels["run_id"], "sample": k, "latency_us": float(v)} for k, v in enumerate(lat)])
+        cells = frame(
+            "cells",
+            [
+                dict(
+                    labels,
+                    device_name="cpu",
+                    numel=4096 * ((i // 3) + 1),
+                    status="ok",
+                    overrides=f"input.shape={shape},module={module}",
+                    latency_median_us=float(np.median(lat)),
+                    latency_p10_us=float(np.percentile(lat, 10)),
+                    latency_p90_us=float(np.percentile(lat, 90)),
+                    latency_samples=n_samples,
+                    timing_method="wallclock",
+                    first_call_s=0.01,
+                    device_time_us=900.0,
+                    cpu_time_us=900.0,
+                    device_ops=6.0,
+                    device_time_source="cpu_self_time",
+                    top_op="aten::mul",
+                    top_op_share=0.5,
+                    torch_version="2.13.0",
+                    started_at="2026-11-29T00:00:00+00:00",
+                )
+            ],
+        )
+        ops = frame(
+            "ops",
+            [
+                dict(
+                    labels,
+                    cycle=0,
+                    op=f"aten::op{j}",
+                    device_type="CPU",
+                    calls=1.0,
+                    self_cpu_us=30.0,
+                    cpu_total_us=30.0,
+                    self_device_us=30.0,
+                    device_total_us=30.0,
+                    device_share=1 / n_ops,
+                )
+                for j in range(n_ops)
+            ],
+        )
+        samples = frame(
+            "samples", [{"run_id": labels["run_id"], "sample": k, "latency_us": float(v)} for k, v in enumerate(lat)]
+        )
         job = root / str(i)
         job.mkdir(parents=True, exist_ok=True)
         write_job_tables(job, {"cells": cells, "ops": ops, "samples": samples})
@@ -79,14 +124,20 @@ def main() -> None:
     print(f"synthetic sweep ready in {time.perf_counter() - t:.1f} s: {root}")
     runs = []
     for _ in range(args.repeats):
-        out = subprocess.run([sys.executable, "-c", CHILD, str(root)], capture_output=True, text=True, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(root)], capture_output=True, text=True, check=True
+        ).stdout.split()
         imp, agg, rss, n_cells, n_ops = float(out[0]), float(out[1]), float(out[2]), int(out[3]), int(out[4])
         runs.append((agg, rss))
-        print(f"aggregate: {agg:.2f} s (+{imp:.2f} s imports), peak RSS {rss:.0f} MiB, {n_cells} cells, {n_ops} op rows")
+        print(
+            f"aggregate: {agg:.2f} s (+{imp:.2f} s imports), peak RSS {rss:.0f} MiB, {n_cells} cells, {n_ops} op rows"
+        )
     aggs = sorted(r[0] for r in runs)
-    print(f"median {aggs[len(aggs) // 2]:.2f} s, max peak RSS {max(r[1] for r in runs):.0f} MiB "
-          f"({platform.processor() or platform.machine()}, {resource.getpagesize()} B pages, "
-          f"Python {platform.python_version()})")
+    print(
+        f"median {aggs[len(aggs) // 2]:.2f} s, max peak RSS {max(r[1] for r in runs):.0f} MiB "
+        f"({platform.processor() or platform.machine()}, {resource.getpagesize()} B pages, "
+        f"Python {platform.python_version()})"
+    )
     pd.set_option("display.width", 120)
 
 

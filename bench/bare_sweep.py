@@ -56,7 +56,11 @@ def run_cell(variant: str, shape: list[int], out: Path, iters: int = 100, warmup
             tables.append(prof.key_averages())
             prof.export_chrome_trace(str(out / f"{variant}_{'x'.join(map(str, shape))}.json"))
 
-        with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=2, warmup=1, active=1, repeat=1), on_trace_ready=ready) as prof:
+        with profile(
+            activities=[ProfilerActivity.CPU],
+            schedule=schedule(wait=2, warmup=1, active=1, repeat=1),
+            on_trace_ready=ready,
+        ) as prof:
             for _ in range(4):
                 module(x)
                 prof.step()

@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-FRESH = ("import sys, time; import torch; import neuronexp.cell.run, neuronexp.config.compose; "
-         "sys.path.insert(0, {here!r}); import cell_startup; cell_startup.{target}({payload!r})")
+FRESH = (
+    "import sys, time; import torch; import neuronexp.cell.run, neuronexp.config.compose; "
+    "sys.path.insert(0, {here!r}); import cell_startup; cell_startup.{target}({payload!r})"
+)
 
 
 def started(payload: dict[str, Any]) -> int:
@@ -84,8 +86,16 @@ def _forked(target: str, payload: dict[str, Any]) -> float:
     from neuronexp.cellprocess.forkserver import run_forked
 
     t = time.monotonic()
-    request = ForkRequest.to_run(getattr(cell_startup, target), payload, kind="cpu", env=dict(os.environ),
-                                 cwd=os.getcwd(), sys_path=[str(HERE), *sys.path], cpus=None, log=os.devnull)
+    request = ForkRequest.to_run(
+        getattr(cell_startup, target),
+        payload,
+        kind="cpu",
+        env=dict(os.environ),
+        cwd=os.getcwd(),
+        sys_path=[str(HERE), *sys.path],
+        cpus=None,
+        log=os.devnull,
+    )
     ended = run_forked(request, 120)
     assert ended.code == 0, ended
     return t
@@ -128,8 +138,13 @@ def _sweep(args: list[str], src: str | None, work: Path) -> float:
         env["PYTHONPATH"] = src
     exe = Path(sys.executable).parent / "neuronexp"
     t = time.perf_counter()
-    subprocess.run([str(exe), "-m", *args, f"hydra.sweep.dir={run / 'sweep'}", f"launcher.lock_dir={run / 'locks'}"],
-                   cwd=run, env=env, check=True, capture_output=True)
+    subprocess.run(
+        [str(exe), "-m", *args, f"hydra.sweep.dir={run / 'sweep'}", f"launcher.lock_dir={run / 'locks'}"],
+        cwd=run,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - t
 
 
@@ -142,7 +157,8 @@ def end_to_end(before: str, reps: int, work: Path) -> dict[str, Any]:
                 for n in (1, 6):
                     loads.append(os.getloadavg()[0])
                     walls.setdefault(f"{code} | {name} | {n}", []).append(
-                        _sweep([*TRIVIAL, f"input.shape={','.join(SHAPES[:n])}", *extra], src, work))
+                        _sweep([*TRIVIAL, f"input.shape={','.join(SHAPES[:n])}", *extra], src, work)
+                    )
     out: dict[str, Any] = {"walls_s": walls, "load_1min_before_each": loads}
     for code in ("before", "after"):
         for name in LAUNCHERS:
@@ -159,9 +175,15 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "cell_startup.json")
     opts = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="nx-startup-"))
-    report: dict[str, Any] = {"machine": {"cores": len(os.sched_getaffinity(0)), "platform": platform.platform(),
-                                          "python": platform.python_version()},
-                              "load_before": os.getloadavg(), "processes": startup_and_compute(opts.rounds, work)}
+    report: dict[str, Any] = {
+        "machine": {
+            "cores": len(os.sched_getaffinity(0)),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "load_before": os.getloadavg(),
+        "processes": startup_and_compute(opts.rounds, work),
+    }
     print(json.dumps({k: v for k, v in report["processes"].items()}, indent=1, default=str)[:2000], flush=True)
     if opts.before:
         report["end_to_end"] = end_to_end(opts.before, opts.sweep_reps, work)

@@ -31,8 +31,20 @@ BIN = Path(sys.executable).parent
 
 def _results(root: Path, samples: int) -> tuple[Path, Path]:
     a = root / "a"
-    subprocess.run([str(BIN / "neuronexp"), "-m", "module=rmsnorm_naive", "input.shape=[1,8,64]", "backend=cpu",
-                    "timing.iters=20", f"hydra.sweep.dir={a}"], check=True, capture_output=True, cwd=root)
+    subprocess.run(
+        [
+            str(BIN / "neuronexp"),
+            "-m",
+            "module=rmsnorm_naive",
+            "input.shape=[1,8,64]",
+            "backend=cpu",
+            "timing.iters=20",
+            f"hydra.sweep.dir={a}",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=root,
+    )
     b = root / "b"
     shutil.copytree(a, b, ignore=shutil.ignore_patterns(".neuronexp.lock"))
     rng = np.random.default_rng(0)
@@ -40,8 +52,12 @@ def _results(root: Path, samples: int) -> tuple[Path, Path]:
     for side, factor in ((a, 1.0), (b, 1.03)):
         res = load(side)
         run_id = str(res.cells["run_id"].iloc[0])
-        table = {"run_id": [run_id] * samples, "sample": np.arange(samples), "latency_us": latency * factor,
-                 "round": np.arange(samples) * 5 // samples}
+        table = {
+            "run_id": [run_id] * samples,
+            "sample": np.arange(samples),
+            "latency_us": latency * factor,
+            "round": np.arange(samples) * 5 // samples,
+        }
         import pandas as pd
 
         write_table(side / "results" / "samples.parquet", to_arrow("samples", pd.DataFrame(table)))
@@ -55,8 +71,23 @@ def _timed(a: Path, b: Path, pythonpath: str | None) -> tuple[float, float, str]
         env["PYTHONPATH"] = pythonpath
     rss_file = a.parent / "rss.txt"
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), sys.executable, "-m",
-                           "neuronexp.cli.compare", str(a), str(b)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [
+            "/usr/bin/time",
+            "-f",
+            "%M",
+            "-o",
+            str(rss_file),
+            sys.executable,
+            "-m",
+            "neuronexp.cli.compare",
+            str(a),
+            str(b),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0 or "slower" not in proc.stdout:
         raise SystemExit(f"compare failed ({proc.returncode}): {proc.stderr[-500:]}{proc.stdout[-500:]}")
@@ -82,9 +113,15 @@ def main() -> None:
                 runs[name].append(wall)
                 peaks[name].append(rss)
                 print(f"{name}: {wall:.2f} s, peak RSS {rss:.0f} MiB")
-    out = {"samples": args.samples, "load_before": load_before, "load_after": os.getloadavg()[0], "verdict": verdict,
-           **{f"{k}_s": v for k, v in runs.items()}, **{f"{k}_median_s": statistics.median(v) for k, v in runs.items()},
-           **{f"{k}_peak_rss_mib": max(v) for k, v in peaks.items()}}
+    out = {
+        "samples": args.samples,
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+        "verdict": verdict,
+        **{f"{k}_s": v for k, v in runs.items()},
+        **{f"{k}_median_s": statistics.median(v) for k, v in runs.items()},
+        **{f"{k}_peak_rss_mib": max(v) for k, v in peaks.items()},
+    }
     print(json.dumps(out, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))

@@ -73,16 +73,22 @@ def fail(message: str) -> None:
 
 def summary(cells: pd.DataFrame) -> dict:
     counts = cells["verdict"].value_counts().to_dict()
-    return {"cells": len(cells), "verdicts": counts, "noisy": int(cells["noisy"].sum()),
-            "called": int(cells["verdict"].isin(["slower", "faster"]).sum()),
-            "floor_median": round(float(np.median(np.r_[cells["floor_a"], cells["floor_b"]])), 3),
-            "ci_width_median": round(float((cells["ci_high"] - cells["ci_low"]).median()), 3)}
+    return {
+        "cells": len(cells),
+        "verdicts": counts,
+        "noisy": int(cells["noisy"].sum()),
+        "called": int(cells["verdict"].isin(["slower", "faster"]).sum()),
+        "floor_median": round(float(np.median(np.r_[cells["floor_a"], cells["floor_b"]])), 3),
+        "ci_width_median": round(float((cells["ci_high"] - cells["ci_low"]).median()), 3),
+    }
 
 
 def check_double(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         copy = doubled_copy(args.sweeps[0], Path(tmp) / "doubled")
-        rc, cells, out = run_compare(args.sweeps[0], copy, args.out / f"double-{args.stamp}.csv", ["--fail-on-regression", *args.extra])
+        rc, cells, out = run_compare(
+            args.sweeps[0], copy, args.out / f"double-{args.stamp}.csv", ["--fail-on-regression", *args.extra]
+        )
     report = {"check": "double", "sweep": str(args.sweeps[0]), "exit": rc, **summary(cells)}
     met = rc == 1 and report["verdicts"].get("slower", 0) == len(cells)
     return finish(report, met, out, args.out / f"double-{args.stamp}.json")
@@ -115,12 +121,20 @@ def round_calls(tags: dict[str, list[np.ndarray]], factor: float) -> dict:
 
     def called(stats: list) -> tuple[int, int]:
         q = benjamini_hochberg([s.p_value for s in stats])
-        words = [verdict(s.ratio, qv, ALPHA, THRESHOLD, True, s.ci_low, s.ci_high, INCONCLUSIVE) for s, qv in zip(stats, q)]
+        words = [
+            verdict(s.ratio, qv, ALPHA, THRESHOLD, True, s.ci_low, s.ci_high, INCONCLUSIVE) for s, qv in zip(stats, q)
+        ]
         return sum(w in ("slower", "faster") for w in words), sum(w == "inconclusive" for w in words)
 
     (aa_called, aa_inconclusive), (x2_called, _) = called(aa), called(doubled)
-    return {"factor": factor, "aa_pairs": len(aa), "aa_called": aa_called, "aa_inconclusive": aa_inconclusive,
-            "x2_cells": len(doubled), "x2_called": x2_called}
+    return {
+        "factor": factor,
+        "aa_pairs": len(aa),
+        "aa_called": aa_called,
+        "aa_inconclusive": aa_inconclusive,
+        "x2_cells": len(doubled),
+        "x2_called": x2_called,
+    }
 
 
 def check_rounds(args) -> int:
@@ -139,8 +153,10 @@ def check_rounds(args) -> int:
 def bootstrap_sd_per_unit(rounds: int = 5, trials: int = 400) -> float:
     """c: sd of the log bootstrap median of `rounds` rounds (one value each) per unit sd of their logs."""
     rng = np.random.default_rng(0)
-    sds = [np.std(np.log(hierarchical_medians(list(np.exp(rng.standard_normal(rounds))[:, None]), rng, 2000)))
-           for _ in range(trials)]
+    sds = [
+        np.std(np.log(hierarchical_medians(list(np.exp(rng.standard_normal(rounds))[:, None]), rng, 2000)))
+        for _ in range(trials)
+    ]
     return float(np.mean(sds))
 
 
@@ -158,24 +174,49 @@ def check_csv(args) -> int:
         after = int(((low > 1 + THRESHOLD) | (high < 1 / (1 + THRESHOLD))).sum())
         # A doubled copy drifts as its original: ×2 with the pair's widened half-width (upper one, the larger).
         x2 = int((np.log(2) - scale * (np.log(cells["ci_high"]) - log_r) > np.log1p(THRESHOLD)).sum())
-        print(json.dumps({"csv": path.name, "cells": len(cells), "called_before": before, "called_after_est": after,
-                          "x2_called_est": x2}))
-        total, called_before, called_after, x2_called = (total + len(cells), called_before + before,
-                                                         called_after + after, x2_called + x2)
-    print(json.dumps({"cells": total, "called_before": called_before, "called_after_est": called_after,
-                      "x2_called_est": x2_called}))
+        print(
+            json.dumps(
+                {
+                    "csv": path.name,
+                    "cells": len(cells),
+                    "called_before": before,
+                    "called_after_est": after,
+                    "x2_called_est": x2,
+                }
+            )
+        )
+        total, called_before, called_after, x2_called = (
+            total + len(cells),
+            called_before + before,
+            called_after + after,
+            x2_called + x2,
+        )
+    print(
+        json.dumps(
+            {
+                "cells": total,
+                "called_before": called_before,
+                "called_after_est": called_after,
+                "x2_called_est": x2_called,
+            }
+        )
+    )
     return 0 if called_after == 0 and x2_called == total else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("check", choices=["double", "aa", "rounds", "csv"])
     p.add_argument("sweeps", nargs="+", type=Path, help="sweep directories (double, aa) or files (rounds, csv)")
-    p.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "compare",
-                   help="where the CSV and JSON report go (default bench/results/compare)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).parent / "results" / "compare",
+        help="where the CSV and JSON report go (default bench/results/compare)",
+    )
     p.add_argument("--factor", type=float, default=FLOOR_FACTOR, help=f"floor factor (default {FLOOR_FACTOR})")
     args = p.parse_args(argv)
     args.extra = extra

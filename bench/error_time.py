@@ -50,7 +50,9 @@ def _wall(argv: list[str], env: dict[str, str], cwd: str, code: int, expect: str
 
 def _where(env: dict[str, str]) -> str:
     code = "import neuronexp, os; print(os.path.dirname(neuronexp.__file__))"
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def main() -> None:
@@ -84,17 +86,25 @@ def main() -> None:
         assert not os.listdir(cwd), os.listdir(cwd)
     load_after = os.getloadavg()
     torch_walls = walls[runs[0][0]]
-    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in load_before)} before, "
-          f"{' '.join(f'{x:.2f}' for x in load_after)} after; {args.rounds} rounds, {os.cpu_count()} CPUs")
+    print(
+        f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in load_before)} before, "
+        f"{' '.join(f'{x:.2f}' for x in load_after)} after; {args.rounds} rounds, {os.cpu_count()} CPUs"
+    )
     print("| command | median wall | range | ÷ import torch (median of paired ratios) |")
     print("|---|---|---|---|")
     for name, values in walls.items():
         ratios = [v / t for v, t in zip(values, torch_walls)]
-        print(f"| {name} | {statistics.median(values):.2f} s | {min(values):.2f}–{max(values):.2f} s | "
-              f"{statistics.median(ratios):.2f} |")
+        print(
+            f"| {name} | {statistics.median(values):.2f} s | {min(values):.2f}–{max(values):.2f} s | "
+            f"{statistics.median(ratios):.2f} |"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"load_before": load_before, "load_after": load_after, "rounds": args.rounds, "walls": walls}, f, indent=1)
+            json.dump(
+                {"load_before": load_before, "load_after": load_after, "rounds": args.rounds, "walls": walls},
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

@@ -29,9 +29,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     neuronexp = shutil.which("neuronexp") or os.path.join(os.path.dirname(sys.executable), "neuronexp")
-    commands = {"neuronexp --help": [neuronexp, "--help"],
-                "python -c 'import torch'": [sys.executable, "-c", "import torch"],
-                "python -c 'import hydra'": [sys.executable, "-c", "import hydra"]}
+    commands = {
+        "neuronexp --help": [neuronexp, "--help"],
+        "python -c 'import torch'": [sys.executable, "-c", "import torch"],
+        "python -c 'import hydra'": [sys.executable, "-c", "import hydra"],
+    }
     times: dict[str, list[float]] = {name: [] for name in commands}
     load_before = os.getloadavg()[0]
     _wall(commands["neuronexp --help"])  # warm the page cache once

@@ -32,8 +32,13 @@ NAIVE = "neuronexp.modules.NaiveRMSNorm"
 
 def sweep(args: list[str], out: Path, cwd: Path) -> tuple[float, pd.DataFrame]:
     start = time.perf_counter()
-    proc = subprocess.run([str(BIN / "neuronexp"), *args, f"hydra.sweep.dir={out}"], cwd=cwd, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(LAYERS)})
+    proc = subprocess.run(
+        [str(BIN / "neuronexp"), *args, f"hydra.sweep.dir={out}"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(LAYERS)},
+    )
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"neuronexp {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -42,10 +47,19 @@ def sweep(args: list[str], out: Path, cwd: Path) -> tuple[float, pd.DataFrame]:
 
 def _rows(cells: pd.DataFrame, name_col: str = "module") -> list[dict]:
     keep = cells[cells["speedup_method"].notna()]
-    return [{"variant": str(r[name_col]), "shape": r["input_shape"], "speedup": r["speedup_vs_baseline"],
-             "ci_low": r["speedup_ci_low"], "ci_high": r["speedup_ci_high"], "method": r["speedup_method"],
-             "baseline_us": float(cells.set_index("run_id").loc[r["baseline_run_id"], "latency_median_us"]),
-             "noisy": bool(r["noisy"])} for _, r in keep.iterrows()]
+    return [
+        {
+            "variant": str(r[name_col]),
+            "shape": r["input_shape"],
+            "speedup": r["speedup_vs_baseline"],
+            "ci_low": r["speedup_ci_low"],
+            "ci_high": r["speedup_ci_high"],
+            "method": r["speedup_method"],
+            "baseline_us": float(cells.set_index("run_id").loc[r["baseline_run_id"], "latency_median_us"]),
+            "noisy": bool(r["noisy"]),
+        }
+        for _, r in keep.iterrows()
+    ]
 
 
 def study(args, work: Path) -> dict:
@@ -56,18 +70,37 @@ def study(args, work: Path) -> dict:
         runs.append({"wall_s": round(wall, 1), "load_before": before, "load_after": load(), "cells": _rows(cells)})
         print({k: v for k, v in runs[-1].items() if k != "cells"}, flush=True)
     table = pd.DataFrame([{**c, "run": i} for i, r in enumerate(runs) for c in r["cells"]])
-    spread = table.groupby(["variant", "shape"]).agg(
-        min=("speedup", "min"), max=("speedup", "max"), baseline_us=("baseline_us", "median"),
-        methods=("method", lambda m: ",".join(sorted(set(m))))).reset_index()
+    spread = (
+        table.groupby(["variant", "shape"])
+        .agg(
+            min=("speedup", "min"),
+            max=("speedup", "max"),
+            baseline_us=("baseline_us", "median"),
+            methods=("method", lambda m: ",".join(sorted(set(m)))),
+        )
+        .reset_index()
+    )
     spread["max_over_min"] = spread["max"] / spread["min"]
-    return {"runs": runs, "spread": spread.to_dict("records"),
-            "worst_max_over_min_50us": float(spread.loc[spread["baseline_us"] >= 50, "max_over_min"].max())}
+    return {
+        "runs": runs,
+        "spread": spread.to_dict("records"),
+        "worst_max_over_min_50us": float(spread.loc[spread["baseline_us"] >= 50, "max_over_min"].max()),
+    }
 
 
 def _pair_sweep(args, work: Path, target: str) -> dict:
     before = wait_quiet(args.max_load, args.wait_s)
-    wall, cells = sweep(["-m", f"module._target_={NAIVE},{target}", SHAPES, f"baseline='module=NaiveRMSNorm,module._target_={NAIVE}'",
-                         *args.set], work / "sweep", LAYERS)
+    wall, cells = sweep(
+        [
+            "-m",
+            f"module._target_={NAIVE},{target}",
+            SHAPES,
+            f"baseline='module=NaiveRMSNorm,module._target_={NAIVE}'",
+            *args.set,
+        ],
+        work / "sweep",
+        LAYERS,
+    )
     cells["variant"] = cells["overrides"].str.extract(r"module\._target_=([\w.]+)")[0]
     rows = _rows(cells, "variant")
     if len(rows) != 4:  # one paired speedup per shape, or the check says nothing
@@ -91,12 +124,27 @@ def extra(args, work: Path) -> dict:
 def order(args, work: Path) -> dict:
     """Five variants that cost the same (the twin layer under five scale keys that do not change the work)."""
     before = wait_quiet(args.max_load, args.wait_s)
-    wall, cells = sweep(["-m", "module._target_=twin.TwinRMSNorm", "module.eps=1e-6,2e-6,3e-6,4e-6,5e-6",
-                         "input.shape=[1,8,64]", "baseline='module.eps=1e-6'", *args.set], work / "sweep", LAYERS)
+    wall, cells = sweep(
+        [
+            "-m",
+            "module._target_=twin.TwinRMSNorm",
+            "module.eps=1e-6,2e-6,3e-6,4e-6,5e-6",
+            "input.shape=[1,8,64]",
+            "baseline='module.eps=1e-6'",
+            *args.set,
+        ],
+        work / "sweep",
+        LAYERS,
+    )
     cells["variant"] = cells["overrides"].str.extract(r"module\.eps=([\w.+-]+)")[0]
     rows = _rows(cells, "variant")
-    return {"load_before": before, "wall_s": round(wall, 1), "load_after": load(), "cells": rows,
-            "speedup_range": [min(c["speedup"] for c in rows), max(c["speedup"] for c in rows)]}
+    return {
+        "load_before": before,
+        "wall_s": round(wall, 1),
+        "load_after": load(),
+        "cells": rows,
+        "speedup_range": [min(c["speedup"] for c in rows), max(c["speedup"] for c in rows)],
+    }
 
 
 def main() -> None:

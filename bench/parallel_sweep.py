@@ -51,7 +51,11 @@ LAUNCHERS = {
 
 
 def neuronexp() -> str:
-    return str(Path(sys.executable).parent / "neuronexp") if (Path(sys.executable).parent / "neuronexp").exists() else "neuronexp"
+    return (
+        str(Path(sys.executable).parent / "neuronexp")
+        if (Path(sys.executable).parent / "neuronexp").exists()
+        else "neuronexp"
+    )
 
 
 CACHES = "fresh"
@@ -75,8 +79,14 @@ def run(args: list[str], src: str | None = None) -> dict:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
     cells = pd.read_parquet(work / "sweep" / "results" / "cells.parquet")
     shutil.rmtree(work, ignore_errors=True)
-    return {"wall_s": wall, "load_1min_before": load, "cells": len(cells), "ok": int((cells["status"] == "ok").sum()),
-            "placements": sorted(set(cells["placement"])), "first_call_s_median": float(cells["first_call_s"].median())}
+    return {
+        "wall_s": wall,
+        "load_1min_before": load,
+        "cells": len(cells),
+        "ok": int((cells["status"] == "ok").sum()),
+        "placements": sorted(set(cells["placement"])),
+        "first_call_s_median": float(cells["first_call_s"].median()),
+    }
 
 
 def alternated(rows: dict[str, list[str]], reps: int, codes: dict[str, str | None]) -> dict[str, dict]:
@@ -97,8 +107,12 @@ def main() -> None:
     parser.add_argument("--caches", choices=["fresh", "off"], default="fresh")
     parser.add_argument("--only", choices=["speedup", "overhead"])
     parser.add_argument("--launchers", nargs="*", choices=list(LAUNCHERS), help="a subset of the rows")
-    parser.add_argument("--measure-s", type=float, default=0.0,
-                        help="give each compiled cell a timing pass of this many seconds (timing.max_seconds)")
+    parser.add_argument(
+        "--measure-s",
+        type=float,
+        default=0.0,
+        help="give each compiled cell a timing pass of this many seconds (timing.max_seconds)",
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "parallel_sweep.json")
     parser.add_argument("--before", help="src/ of an older checkout: every row runs with it too, alternated")
     parser.add_argument("--after", help="src/ of the checkout to measure (default: the installed neuronexp)")
@@ -107,11 +121,21 @@ def main() -> None:
     CACHES = opts.caches
     codes = {"before": opts.before, "after": opts.after} if opts.before else {"after": opts.after}
     report: dict = {
-        "machine": {"cpu": _cpu(), "cores": len(os.sched_getaffinity(0)), "platform": platform.platform(),
-                    "python": platform.python_version()},
-        "versions": {p: version(p) for p in ("torch", "hydra-core", "hydra-joblib-launcher", "hydra-submitit-launcher",
-                                              "joblib", "submitit")},
-        "caches": opts.caches, "reps": opts.reps, "codes": codes, "speedup": {}, "overhead": {},
+        "machine": {
+            "cpu": _cpu(),
+            "cores": len(os.sched_getaffinity(0)),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "versions": {
+            p: version(p)
+            for p in ("torch", "hydra-core", "hydra-joblib-launcher", "hydra-submitit-launcher", "joblib", "submitit")
+        },
+        "caches": opts.caches,
+        "reps": opts.reps,
+        "codes": codes,
+        "speedup": {},
+        "overhead": {},
     }
     compiled = ["module=rmsnorm_compiled", f"input.shape={','.join(COMPILED_SHAPES)}", *QUICK]
     if opts.measure_s:
@@ -125,21 +149,43 @@ def main() -> None:
             one, two = (report["speedup"].get(f"{code} | parallel, {n}") for n in ("1 slot", "2 slots"))
             if one and two:
                 pairs = [a["wall_s"] / b["wall_s"] for a, b in zip(one["runs"], two["runs"])]
-                report["speedup"][f"{code} | 1 -> 2 slots"] = {"ratio_of_medians": one["wall_s_median"] / two["wall_s_median"],
-                                                              "ratio_per_rep": pairs}
-                print(f"{code}: 1 -> 2 slots {one['wall_s_median'] / two['wall_s_median']:.2f}x (per rep: "
-                      f"{', '.join(f'{p:.2f}' for p in pairs)})", flush=True)
+                report["speedup"][f"{code} | 1 -> 2 slots"] = {
+                    "ratio_of_medians": one["wall_s_median"] / two["wall_s_median"],
+                    "ratio_per_rep": pairs,
+                }
+                print(
+                    f"{code}: 1 -> 2 slots {one['wall_s_median'] / two['wall_s_median']:.2f}x (per rep: "
+                    f"{', '.join(f'{p:.2f}' for p in pairs)})",
+                    flush=True,
+                )
     if opts.only != "speedup":
         for name in [n for n in ("basic", "parallel, 1 slot", "submitit_local, 1 slot") if n in keep]:
             trivial = ["module=rmsnorm_naive", *QUICK] + LAUNCHERS[name]
-            sweeps = alternated({"1 cell": trivial + [f"input.shape={TRIVIAL_SHAPES[0]}"],
-                                 "6 cells": trivial + [f"input.shape={','.join(TRIVIAL_SHAPES)}"]}, opts.reps, codes)
+            sweeps = alternated(
+                {
+                    "1 cell": trivial + [f"input.shape={TRIVIAL_SHAPES[0]}"],
+                    "6 cells": trivial + [f"input.shape={','.join(TRIVIAL_SHAPES)}"],
+                },
+                opts.reps,
+                codes,
+            )
             for code in codes:
                 one, six = sweeps[f"{code} | 1 cell"], sweeps[f"{code} | 6 cells"]
-                report["overhead"][f"{code} | {name}"] = {"one_cell": one, "six_cells": six,
-                                                        "per_cell_s": (six["wall_s_median"] - one["wall_s_median"]) / 5}
-                print(code, name, "1 cell", round(one["wall_s_median"], 1), "s; per extra cell",
-                      round(report["overhead"][f"{code} | {name}"]["per_cell_s"], 2), "s", flush=True)
+                report["overhead"][f"{code} | {name}"] = {
+                    "one_cell": one,
+                    "six_cells": six,
+                    "per_cell_s": (six["wall_s_median"] - one["wall_s_median"]) / 5,
+                }
+                print(
+                    code,
+                    name,
+                    "1 cell",
+                    round(one["wall_s_median"], 1),
+                    "s; per extra cell",
+                    round(report["overhead"][f"{code} | {name}"]["per_cell_s"], 2),
+                    "s",
+                    flush=True,
+                )
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written {opts.out}")

@@ -25,15 +25,21 @@ from neuronexp.config import BackendName, CellSpec, CompileConfig, DType, InputC
 from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm
 
 SHAPES = [[1, 128, 1024], [1, 512, 2048], [1, 1024, 4096], [1, 2048, 4096]]
-VARIANTS = {"rmsnorm_naive": (NaiveRMSNorm, False), "rmsnorm_fused": (FusedRMSNorm, False),
-            "rmsnorm_compiled": (NaiveRMSNorm, True)}
+VARIANTS = {
+    "rmsnorm_naive": (NaiveRMSNorm, False),
+    "rmsnorm_fused": (FusedRMSNorm, False),
+    "rmsnorm_compiled": (NaiveRMSNorm, True),
+}
 
 
 def spec(module: str, shape: list[int]) -> CellSpec:
     layer, compiled = VARIANTS[module]
-    cfg = RunConfig(module={"_target_": f"neuronexp.modules.{layer.__name__}", "hidden_size": shape[-1]},
-                    input=InputConfig(shape=shape, dtype=DType.bfloat16), backend=BackendName.cpu,
-                    compile=CompileConfig(enabled=compiled))
+    cfg = RunConfig(
+        module={"_target_": f"neuronexp.modules.{layer.__name__}", "hidden_size": shape[-1]},
+        input=InputConfig(shape=shape, dtype=DType.bfloat16),
+        backend=BackendName.cpu,
+        compile=CompileConfig(enabled=compiled),
+    )
     return CellSpec(config=cfg, run_id=f"{module}-{shape}", experiment="bench", module_name=module)
 
 
@@ -64,9 +70,17 @@ def main() -> None:
                     start = time.perf_counter()
                     cell = cell_run.run_cell(spec(module, shape), out).cells.iloc[0]
                     total = time.perf_counter() - start
-                    rows.append({"round": r, "module": module, "shape": shape, "cell_s": round(total, 3),
-                                 "limits_s": round(spent[-1], 3), "status": cell["status"],
-                                 "load_1m": round(os.getloadavg()[0], 2)})
+                    rows.append(
+                        {
+                            "round": r,
+                            "module": module,
+                            "shape": shape,
+                            "cell_s": round(total, 3),
+                            "limits_s": round(spent[-1], 3),
+                            "status": cell["status"],
+                            "load_1m": round(os.getloadavg()[0], 2),
+                        }
+                    )
                     print(json.dumps(rows[-1]), flush=True)
     later = [row for row in rows[1:]]
     summary = {
@@ -75,7 +89,9 @@ def main() -> None:
         "median_share_after_first": statistics.median(r["limits_s"] / r["cell_s"] for r in later),
         "total_limits_s_per_round_after_first": sum(r["limits_s"] for r in later) / args.rounds,
         "total_cell_s_per_round": sum(r["cell_s"] for r in rows) / args.rounds,
-        "torch": torch.__version__, "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
     }
     print(json.dumps(summary, indent=1))
     args.out.parent.mkdir(parents=True, exist_ok=True)

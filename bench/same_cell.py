@@ -44,11 +44,18 @@ def run_once(overrides: list[str], out_dir: Path, env: dict[str, str]) -> dict:
     samples = pd.read_parquet(out_dir / "samples.parquet")
     row = cells.iloc[0]
     return {
-        "median_us": float(row["latency_median_us"]), "pooled_median_us": float(samples["latency_us"].median()),
+        "median_us": float(row["latency_median_us"]),
+        "pooled_median_us": float(samples["latency_us"].median()),
         "round_medians_us": [float(x) for x in samples.groupby("round")["latency_us"].median()],
-        "round_spread": float(row["round_spread"]), "p90_p10": float(row["p90_p10"]), "noisy": bool(row["noisy"]),
-        "noise": row["noise"], "threads": int(row["threads"]), "allocator": row["allocator"], "malloc": row["malloc"],
-        "load_avg_1m": float(row["load_avg_1m"]), "other_cpu": float(row["other_cpu"]),
+        "round_spread": float(row["round_spread"]),
+        "p90_p10": float(row["p90_p10"]),
+        "noisy": bool(row["noisy"]),
+        "noise": row["noise"],
+        "threads": int(row["threads"]),
+        "allocator": row["allocator"],
+        "malloc": row["malloc"],
+        "load_avg_1m": float(row["load_avg_1m"]),
+        "other_cpu": float(row["other_cpu"]),
     }
 
 
@@ -66,20 +73,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="nx-same-cell-") as work:
         for i in range(args.runs):
             load_before = wait_quiet(args.max_load, args.wait_s)
-            rec = {"tag": args.tag, "run": i, "overrides": args.overrides, "load_before": load_before,
-                   **run_once(args.overrides, Path(work) / f"run{i}", env)}
+            rec = {
+                "tag": args.tag,
+                "run": i,
+                "overrides": args.overrides,
+                "load_before": load_before,
+                **run_once(args.overrides, Path(work) / f"run{i}", env),
+            }
             records.append(rec)
-            print(f"run {i}: median {rec['median_us']:9.1f} us (pooled {rec['pooled_median_us']:9.1f})  rounds "
-                  + " ".join(f"{m:.0f}" for m in rec["round_medians_us"])
-                  + f"  spread {rec['round_spread']:.0%}  load {load_before:.2f}  other {rec['other_cpu']:.2f}"
-                  + ("  NOISY: " + str(rec["noise"]) if rec["noisy"] else ""), flush=True)
+            print(
+                f"run {i}: median {rec['median_us']:9.1f} us (pooled {rec['pooled_median_us']:9.1f})  rounds "
+                + " ".join(f"{m:.0f}" for m in rec["round_medians_us"])
+                + f"  spread {rec['round_spread']:.0%}  load {load_before:.2f}  other {rec['other_cpu']:.2f}"
+                + ("  NOISY: " + str(rec["noise"]) if rec["noisy"] else ""),
+                flush=True,
+            )
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(json.dumps(rec) + "\n")
     meds = [r["median_us"] for r in records]
     pooled = [r["pooled_median_us"] for r in records]
-    print(f"max/min of medians: {max(meds) / min(meds):.3f} (median of round medians); "
-          f"{max(pooled) / min(pooled):.3f} (pooled samples)")
+    print(
+        f"max/min of medians: {max(meds) / min(meds):.3f} (median of round medians); "
+        f"{max(pooled) / min(pooled):.3f} (pooled samples)"
+    )
 
 
 if __name__ == "__main__":

@@ -56,34 +56,58 @@ def main() -> None:
         rows.append((nx, bare, nx / bare))
         print(f"round {i}: neuronexp {nx:.1f} s, bare {bare:.1f} s, ratio {nx / bare:.3f}", flush=True)
     ratios = [r[2] for r in rows]
-    print(f"median ratio {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
-          f"median wall neuronexp {statistics.median(r[0] for r in rows):.1f} s, "
-          f"bare {statistics.median(r[1] for r in rows):.1f} s")
-    print(f"cells: 3 variants x {shapes}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"Python {platform.python_version()}, {platform.machine()}")
+    print(
+        f"median ratio {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f}); "
+        f"median wall neuronexp {statistics.median(r[0] for r in rows):.1f} s, "
+        f"bare {statistics.median(r[1] for r in rows):.1f} s"
+    )
+    print(
+        f"cells: 3 variants x {shapes}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"Python {platform.python_version()}, {platform.machine()}"
+    )
     decompose(neuronexp, work, args.rounds)
     shutil.rmtree(work, ignore_errors=True)
 
 
 def decompose(neuronexp: str, work: Path, rounds: int) -> None:
     """Fixed and per-cell cost of each runner, from 2- and 24-cell sweeps of near-empty cells."""
+
     def tiny(n: int) -> list[str]:
         return [f"[1,8,{64 + i}]" for i in range(n // 2)]
 
     def nx(n: int, i: int) -> list[str]:
-        return [neuronexp, "-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=" + ",".join(tiny(n)),
-                "timing.iters=5", "timing.warmup=1", f"hydra.sweep.dir={work / f'tiny{n}_{i}'}"]
+        return [
+            neuronexp,
+            "-m",
+            "module=rmsnorm_naive,rmsnorm_fused",
+            "input.shape=" + ",".join(tiny(n)),
+            "timing.iters=5",
+            "timing.warmup=1",
+            f"hydra.sweep.dir={work / f'tiny{n}_{i}'}",
+        ]
 
     def bare(n: int, i: int) -> list[str]:
-        return [sys.executable, str(REPO / "bench" / "bare_sweep.py"), str(work / f"baretiny{n}_{i}"), *tiny(n),
-                "--variants", "naive,fused", "--iters", "5", "--warmup", "1"]
+        return [
+            sys.executable,
+            str(REPO / "bench" / "bare_sweep.py"),
+            str(work / f"baretiny{n}_{i}"),
+            *tiny(n),
+            "--variants",
+            "naive,fused",
+            "--iters",
+            "5",
+            "--warmup",
+            "1",
+        ]
 
     for name, cmd in (("neuronexp", nx), ("bare", bare)):
         t2 = statistics.median(timed(cmd(2, i), work) for i in range(rounds))
         t24 = statistics.median(timed(cmd(24, i), work) for i in range(rounds))
         per_cell = (t24 - t2) / 22
-        print(f"{name}: 2 cells {t2:.2f} s, 24 cells {t24:.2f} s -> {per_cell * 1000:.0f} ms per cell, "
-              f"{t2 - 2 * per_cell:.2f} s fixed")
+        print(
+            f"{name}: 2 cells {t2:.2f} s, 24 cells {t24:.2f} s -> {per_cell * 1000:.0f} ms per cell, "
+            f"{t2 - 2 * per_cell:.2f} s fixed"
+        )
 
 
 if __name__ == "__main__":

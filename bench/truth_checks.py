@@ -55,9 +55,25 @@ def compare_counts(a: Path, b: Path, work: Path, *extra: str) -> dict:
     csv = work / f"cmp-{a.name}-{b.name}.csv"
     _, out = run([str(BIN / "neuronexp-compare"), str(a), str(b), "--csv", str(csv), *extra], cwd=work)
     cells = pd.read_csv(csv)
-    return {"verdicts": cells["verdict"].value_counts().to_dict(), "output": out,
-            "cells": cells[["cell", "median_a_us", "median_b_us", "ratio", "ci_low", "ci_high", "q_value", "verdict",
-                            "rounds_a", "rounds_b", "noisy"]].to_dict("records")}
+    return {
+        "verdicts": cells["verdict"].value_counts().to_dict(),
+        "output": out,
+        "cells": cells[
+            [
+                "cell",
+                "median_a_us",
+                "median_b_us",
+                "ratio",
+                "ci_low",
+                "ci_high",
+                "q_value",
+                "verdict",
+                "rounds_a",
+                "rounds_b",
+                "noisy",
+            ]
+        ].to_dict("records"),
+    }
 
 
 def noisy_cells(sweep: Path) -> list[str]:
@@ -72,7 +88,9 @@ def walltime(args, work: Path) -> dict:
     runs = []
     for i in range(args.runs):
         before = wait_quiet(args.max_load, args.wait_s)
-        wall, _ = run([str(BIN / "neuronexp"), *STUDY, *args.set, f"hydra.sweep.dir={work / f'study{i}'}"], cwd=work, env=env)
+        wall, _ = run(
+            [str(BIN / "neuronexp"), *STUDY, *args.set, f"hydra.sweep.dir={work / f'study{i}'}"], cwd=work, env=env
+        )
         runs.append({"wall_s": round(wall, 1), "load_before": before, "load_after": load()})
         print(runs[-1], flush=True)
     return {"src": args.src or str(REPO), "runs": runs, "median_wall_s": statistics.median(r["wall_s"] for r in runs)}
@@ -99,8 +117,11 @@ def ab(args, work: Path) -> dict:
         cmd = [str(BIN / "neuronexp"), "-m", *module, SHAPES, *args.set, f"hydra.sweep.dir={work / name}"]
         wall, _ = run(cmd, cwd=REPO / "bench" / "layers")
         sweeps.append({"name": name, "wall_s": round(wall, 1), "load_after": load(), "noisy": noisy_cells(work / name)})
-    return {"load_before": before, "sweeps": sweeps,
-            **compare_counts(work / "A", work / "B", work, "--ignore", "module,module._target_")}
+    return {
+        "load_before": before,
+        "sweeps": sweeps,
+        **compare_counts(work / "A", work / "B", work, "--ignore", "module,module._target_"),
+    }
 
 
 TIMER_SCRIPT = """
@@ -127,16 +148,32 @@ def timer(args, work: Path) -> dict:
     for i in range(args.runs):
         before = wait_quiet(args.max_load, args.wait_s)
         out = work / f"nx{i}"
-        run([str(BIN / "neuronexp"), *TIMER_CELL, f"threads={args.threads}", *args.set, f"hydra.run.dir={out}"], cwd=work)
+        run(
+            [str(BIN / "neuronexp"), *TIMER_CELL, f"threads={args.threads}", *args.set, f"hydra.run.dir={out}"],
+            cwd=work,
+        )
         cell = pd.read_parquet(out / "cells.parquet").iloc[0]
         _, text = run([sys.executable, "-c", TIMER_SCRIPT, str(args.threads)], cwd=work)
         t = json.loads(text.strip().splitlines()[-1])
-        pairs.append({"load_before": before, "neuronexp_us": float(cell["latency_median_us"]), "timer_us": t["median_us"],
-                      "neuronexp_noisy": bool(cell["noisy"]), "round_spread": float(cell["round_spread"])})
+        pairs.append(
+            {
+                "load_before": before,
+                "neuronexp_us": float(cell["latency_median_us"]),
+                "timer_us": t["median_us"],
+                "neuronexp_noisy": bool(cell["noisy"]),
+                "round_spread": float(cell["round_spread"]),
+            }
+        )
         print(pairs[-1], flush=True)
     nx, tm = statistics.median(p["neuronexp_us"] for p in pairs), statistics.median(p["timer_us"] for p in pairs)
-    return {"cell": TIMER_CELL, "threads": args.threads, "pairs": pairs, "neuronexp_median_us": nx, "timer_median_us": tm,
-            "ratio": nx / tm}
+    return {
+        "cell": TIMER_CELL,
+        "threads": args.threads,
+        "pairs": pairs,
+        "neuronexp_median_us": nx,
+        "timer_median_us": tm,
+        "ratio": nx / tm,
+    }
 
 
 def common_args(parser: argparse.ArgumentParser, out: Path) -> None:
@@ -145,15 +182,23 @@ def common_args(parser: argparse.ArgumentParser, out: Path) -> None:
     parser.add_argument("--wait-s", type=float, default=600)
     parser.add_argument("--out", type=Path, default=out)
     parser.add_argument("--tag", default="")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override for every neuronexp run")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override for every neuronexp run"
+    )
 
 
 def run_check(args: argparse.Namespace, check, hidden: tuple[str, ...]) -> dict:
     """Run `check(args, workdir)` in a temporary directory, write its JSON to --out, print it less `hidden`."""
     with tempfile.TemporaryDirectory(prefix=f"nx-{args.check}-") as tmp:
         started = time.strftime("%Y-%m-%dT%H:%M:%S")
-        result = {"check": args.check, "started": started, "load_start": load(), "overrides": args.set,
-                  **check(args, Path(tmp)), "load_end": load()}
+        result = {
+            "check": args.check,
+            "started": started,
+            "load_start": load(),
+            "overrides": args.set,
+            **check(args, Path(tmp)),
+            "load_end": load(),
+        }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{args.check}{'-' + args.tag if args.tag else ''}-{started.replace(':', '')}.json"
     path.write_text(json.dumps(result, indent=1, default=str))

@@ -20,8 +20,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from neuron_smoke_checks import Context, Report, run_checks
-from neuron_smoke_checks import compile_checks, env_checks, explorer_checks, profiling_checks  # noqa: F401  (they register)
+from neuron_smoke_checks import (  # noqa: F401  (they register)
+    Context,
+    Report,
+    compile_checks,
+    env_checks,
+    explorer_checks,
+    profiling_checks,
+    run_checks,
+)
 
 
 def torch_neuronx_problem() -> str | None:
@@ -30,18 +37,29 @@ def torch_neuronx_problem() -> str | None:
         import torch_neuronx  # noqa: F401
     except Exception as exc:  # ImportError, or a broken install raising anything at import
         text = str(exc).strip().splitlines()
-        return (f"neuron_smoke: torch-neuronx cannot be imported by {sys.executable} ({type(exc).__name__}: "
-                f"{text[0] if text else ''}); run this on a Trn2/Trn3 instance after installing TorchNeuron "
-                "(pip install -e .[neuron], see docs/neuron.md)")
+        return (
+            f"neuron_smoke: torch-neuronx cannot be imported by {sys.executable} ({type(exc).__name__}: "
+            f"{text[0] if text else ''}); run this on a Trn2/Trn3 instance after installing TorchNeuron "
+            "(pip install -e .[neuron], see docs/neuron.md)"
+        )
     return None
 
 
 def render(report: Report, standin: bool) -> str:
-    head = ["# neuronexp Neuron smoke report", "", f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
-            f"- command: `{' '.join(sys.argv)}`"]
+    head = [
+        "# neuronexp Neuron smoke report",
+        "",
+        f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
+        f"- command: `{' '.join(sys.argv)}`",
+    ]
     if standin:
-        head += ["", "**STAND-IN torch_neuronx (tests/helpers/neuron_standin): this report says nothing about Trainium.**"]
-    table = ["", "| id | assumption | result |", "|---|---|---|"] + [f"| {c} | {a} | {r} |" for c, a, r, _ in report.rows]
+        head += [
+            "",
+            "**STAND-IN torch_neuronx (tests/helpers/neuron_standin): this report says nothing about Trainium.**",
+        ]
+    table = ["", "| id | assumption | result |", "|---|---|---|"] + [
+        f"| {c} | {a} | {r} |" for c, a, r, _ in report.rows
+    ]
     details = [f"\n### {c} — {r}\n\n{a}\n\n```\n{d.strip()}\n```" for c, a, r, d in report.rows]
     return "\n".join(head + table + details) + "\n"
 
@@ -49,12 +67,22 @@ def render(report: Report, standin: bool) -> str:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="neuron_smoke_report.md", help="where to write the Markdown report")
-    parser.add_argument("--workdir", default=None, help="captures and Explorer output go here (default: a temp dir, kept)")
+    parser.add_argument(
+        "--workdir", default=None, help="captures and Explorer output go here (default: a temp dir, kept)"
+    )
     parser.add_argument("--shape", default="1,128,4096", help="input shape for the RMSNorm checks")
-    parser.add_argument("--skip-compile", action="store_true", help="leave out the torch.compile(backend='neuron') checks")
-    parser.add_argument("--explorer-timeout", type=float, default=900,
-                        help="seconds to wait for each neuron-explorer run (big captures take minutes)")
-    parser.add_argument("--device", default="neuron", help=argparse.SUPPRESS)  # "cpu": only to test this script on the stand-in
+    parser.add_argument(
+        "--skip-compile", action="store_true", help="leave out the torch.compile(backend='neuron') checks"
+    )
+    parser.add_argument(
+        "--explorer-timeout",
+        type=float,
+        default=900,
+        help="seconds to wait for each neuron-explorer run (big captures take minutes)",
+    )
+    parser.add_argument(
+        "--device", default="neuron", help=argparse.SUPPRESS
+    )  # "cpu": only to test this script on the stand-in
     return parser.parse_args(argv)
 
 

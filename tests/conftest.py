@@ -23,7 +23,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         import importlib.util
 
         if importlib.util.find_spec("torch_neuronx") is None or "neuron_standin" in str(
-                importlib.util.find_spec("torch_neuronx").origin):
+            importlib.util.find_spec("torch_neuronx").origin
+        ):
             pytest.skip("needs a Trainium instance with torch-neuronx (not installed here)")
 
 

@@ -29,10 +29,15 @@ def e1_compile(ctx: Context) -> tuple[str, str]:
             torch.neuron.synchronize()
     keys = [e.key for e in p.key_averages()]
     region = [k for k in keys if "Compiled" in k]
-    return ("PASS" if region else "INFO"), f"first call {first:.1f} s; compiled-region rows: {region}; all rows: {keys[:25]}"
+    return (
+        "PASS" if region else "INFO"
+    ), f"first call {first:.1f} s; compiled-region rows: {region}; all rows: {keys[:25]}"
 
 
-@check("E2", "torch.compile(backend='neuron') rejects dynamic=True and falls back, with a warning, from mode='max-autotune'")
+@check(
+    "E2",
+    "torch.compile(backend='neuron') rejects dynamic=True and falls back, with a warning, from mode='max-autotune'",
+)
 def e2_compile_options(ctx: Context) -> tuple[str, str]:
     import torch
 
@@ -59,24 +64,54 @@ def e2_compile_options(ctx: Context) -> tuple[str, str]:
 @check("F1", "neuronexp's run_cell on backend=neuron: the row's neuron_* columns and warnings")
 def f1_run_cell(ctx: Context) -> tuple[str, str]:
     from neuronexp.cell.run import run_cell
-    from neuronexp.config import BackendName, CellSpec, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
+    from neuronexp.config import (
+        BackendName,
+        CellSpec,
+        DType,
+        InputConfig,
+        ProfilerConfig,
+        RunConfig,
+        ScheduleConfig,
+        TimingConfig,
+    )
     from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm
 
     shape = [int(d) for d in ctx.args.shape.split(",")]
     out_lines, ok = [], True
     for name, cls in (("rmsnorm_naive", NaiveRMSNorm), ("rmsnorm_fused", FusedRMSNorm)):
-        cfg = RunConfig(module={"_target_": f"neuronexp.modules.{cls.__name__}", "hidden_size": shape[-1]},
-                        input=InputConfig(shape=shape, dtype=DType.bfloat16), backend=BackendName.neuron,
-                        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=1, warmup=1, active=1, repeat=1)),
-                        timing=TimingConfig(warmup=3, iters=20, max_seconds=10))
+        cfg = RunConfig(
+            module={"_target_": f"neuronexp.modules.{cls.__name__}", "hidden_size": shape[-1]},
+            input=InputConfig(shape=shape, dtype=DType.bfloat16),
+            backend=BackendName.neuron,
+            profiler=ProfilerConfig(schedule=ScheduleConfig(wait=1, warmup=1, active=1, repeat=1)),
+            timing=TimingConfig(warmup=3, iters=20, max_seconds=10),
+        )
         job = ctx.work / f"f1-{name}"
         job.mkdir(parents=True, exist_ok=True)
-        spec = CellSpec(cfg, lambda cls=cls: cls(shape[-1]), run_id=f"smoke-{name}", experiment="smoke", module_name=name)
+        spec = CellSpec(
+            cfg, lambda cls=cls: cls(shape[-1]), run_id=f"smoke-{name}", experiment="smoke", module_name=name
+        )
         cell = run_cell(spec, job).cells.iloc[0].to_dict()
         ok = ok and cell["status"] == "ok"
-        keep = {k: v for k, v in cell.items() if (k.startswith("neuron_") and v == v) or k in (
-            "status", "error", "device", "device_name", "latency_median_us", "first_call_s", "device_time_us",
-            "device_time_source", "device_ops", "top_op", "warnings")}
+        keep = {
+            k: v
+            for k, v in cell.items()
+            if (k.startswith("neuron_") and v == v)
+            or k
+            in (
+                "status",
+                "error",
+                "device",
+                "device_name",
+                "latency_median_us",
+                "first_call_s",
+                "device_time_us",
+                "device_time_source",
+                "device_ops",
+                "top_op",
+                "warnings",
+            )
+        }
         empty = [k for k, v in cell.items() if k.startswith("neuron_") and v != v]  # NaN
         out_lines.append(f"## {name}\n{json.dumps(keep, indent=1, default=str)}\nNaN neuron_* columns: {empty}")
     return ("PASS" if ok else "FAIL"), "\n".join(out_lines)

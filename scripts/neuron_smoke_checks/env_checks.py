@@ -31,20 +31,32 @@ def a1_versions(ctx: Context) -> tuple[str, str]:
     version = neuron_api.installed_version(torch_neuronx)
     problem = neuron_api.family_problem(torch_neuronx, version, torch.__version__)
     info = {
-        "python": sys.version.split()[0], "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
         "instance": product.read_text().strip() if product.exists() else "unknown",
         **{p: ver(p) for p in ("torch", "torch-neuronx", "neuronx-cc", "libneuronxla", "neuronexp")},
-        "torch_neuronx version used": version, "family problem": problem,
-        "neuron-explorer --version": sh(["neuron-explorer", "--version"], 30)[1][:200] if shutil.which("neuron-explorer") else "not on PATH",
-        "env": {k: v for k, v in os.environ.items() if k.startswith(("NEURON_RT_", "TORCH_NEURONX_", "TORCH_DEVICE_BACKEND"))},
+        "torch_neuronx version used": version,
+        "family problem": problem,
+        "neuron-explorer --version": sh(["neuron-explorer", "--version"], 30)[1][:200]
+        if shutil.which("neuron-explorer")
+        else "not on PATH",
+        "env": {
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith(("NEURON_RT_", "TORCH_NEURONX_", "TORCH_DEVICE_BACKEND"))
+        },
     }
     return ("FAIL" if problem else "INFO"), json.dumps(info, indent=2)
 
 
 @check("A2", "`import torch` alone loads torch_neuronx (torch.backends entry point) and registers torch.neuron")
 def a2_autoload(ctx: Context) -> tuple[str, str]:
-    rc, out = sh([sys.executable, "-c", "import sys, torch; print('torch_neuronx' in sys.modules, hasattr(torch, 'neuron'))"])
-    return ("PASS" if out.endswith("True True") else "INFO"), f"rc={rc}: (torch_neuronx loaded, torch.neuron) = {out[-200:]}"
+    rc, out = sh(
+        [sys.executable, "-c", "import sys, torch; print('torch_neuronx' in sys.modules, hasattr(torch, 'neuron'))"]
+    )
+    return (
+        "PASS" if out.endswith("True True") else "INFO"
+    ), f"rc={rc}: (torch_neuronx loaded, torch.neuron) = {out[-200:]}"
 
 
 _PROBE = r"""
@@ -85,7 +97,10 @@ def a3_runtime(ctx: Context) -> tuple[str, str]:
     return verdict, f"without: {json.dumps(base)}\nNEURON_RT_NUM_CORES=1 after import: {json.dumps(one)}"
 
 
-@check("A4", "NEURON_RT_VISIBLE_CORES takes a contiguous comma list (\"0,1\"), not a gapped one (\"0,2\"), per the developer guide")
+@check(
+    "A4",
+    'NEURON_RT_VISIBLE_CORES takes a contiguous comma list ("0,1"), not a gapped one ("0,2"), per the developer guide',
+)
 def a4_visible_cores(ctx: Context) -> tuple[str, str]:
     base = _probe(ctx)
     if isinstance(base, str) or base["device_count"] < 3:
@@ -101,12 +116,31 @@ def a5_surface(ctx: Context) -> tuple[str, str]:
     import torch_neuronx as tnx
 
     memory = ["max_memory_allocated", "max_memory_reserved", "reset_peak_memory_stats", "memory_stats"]
-    names = {"torch.neuron": ["is_available", "device_count", "synchronize", "current_device", "get_device_properties", *memory],
-             "torch_neuronx": ["get_fallback_ops", "clear_op_tracking", "is_neuron_runtime_initialized", "synchronize",
-                               "__version__", *memory]}
-    have = {mod: {n: hasattr(torch.neuron if mod == "torch.neuron" else tnx, n) for n in ns} for mod, ns in names.items()}
+    names = {
+        "torch.neuron": [
+            "is_available",
+            "device_count",
+            "synchronize",
+            "current_device",
+            "get_device_properties",
+            *memory,
+        ],
+        "torch_neuronx": [
+            "get_fallback_ops",
+            "clear_op_tracking",
+            "is_neuron_runtime_initialized",
+            "synchronize",
+            "__version__",
+            *memory,
+        ],
+    }
+    have = {
+        mod: {n: hasattr(torch.neuron if mod == "torch.neuron" else tnx, n) for n in ns} for mod, ns in names.items()
+    }
     props = torch.neuron.get_device_properties(0)
-    detail = json.dumps(have, indent=1) + f"\nget_device_properties(0): name={getattr(props, 'name', '?')!r} " \
+    detail = (
+        json.dumps(have, indent=1) + f"\nget_device_properties(0): name={getattr(props, 'name', '?')!r} "
         f"total_memory={getattr(props, 'total_memory', '?')}"
+    )
     core = ["is_available", "device_count", "synchronize"]
     return ("PASS" if all(have["torch.neuron"][n] for n in core) else "FAIL"), detail

@@ -10,8 +10,11 @@ import time
 from neuron_smoke_checks import Context, check, sh, tree
 
 
-@check("D1", "the schema prints with `neuron-explorer view --show-profile-schema` (2.33), "
-            "else `neuron-explorer --show-profile-schema`")
+@check(
+    "D1",
+    "the schema prints with `neuron-explorer view --show-profile-schema` (2.33), "
+    "else `neuron-explorer --show-profile-schema`",
+)
 def d1_schema_print(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron.explorer import find_explorer
 
@@ -24,13 +27,18 @@ def d1_schema_print(ctx: Context) -> tuple[str, str]:
         lines.append(f"{' '.join(cmd[1:])}: rc={rc}, {len(text)} characters")
         if rc == 0 and text:
             (ctx.work / "profile-schema.yaml").write_text(text)
-            lines.append(f"saved to {ctx.work / 'profile-schema.yaml'}; first lines:\n" + "\n".join(text.splitlines()[:8]))
+            lines.append(
+                f"saved to {ctx.work / 'profile-schema.yaml'}; first lines:\n" + "\n".join(text.splitlines()[:8])
+            )
             return ("PASS" if cmd[1] == "view" else "INFO"), "\n".join(lines)
     return "FAIL", "\n".join(lines)
 
 
-@check("D2", "`view -d <capture root> --output-format parquet --output-file OUT` writes Summary, Metadata and SchemaFields; "
-       "units come from SchemaFields; the filters are accepted")
+@check(
+    "D2",
+    "`view -d <capture root> --output-format parquet --output-file OUT` writes Summary, Metadata and SchemaFields; "
+    "units come from SchemaFields; the filters are accepted",
+)
 def d2_explorer(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron.capture import index_capture
     from neuronexp.backends.neuron.explorer import explorer_command, find_explorer, read_output
@@ -43,8 +51,11 @@ def d2_explorer(ctx: Context) -> tuple[str, str]:
     index = index_capture(ctx.work / "c2", ["DEVICE", "RUNTIME"])
     if not index.sessions:
         return "SKIP", "no capture from C2"
-    plans = [("root", index.root, []), ("root + core filter", index.root, ["--system-trace-filter-neuron-core", "0"]),
-             ("session folder", index.root / index.sessions[0].dir, [])]
+    plans = [
+        ("root", index.root, []),
+        ("root + core filter", index.root, ["--system-trace-filter-neuron-core", "0"]),
+        ("session folder", index.root / index.sessions[0].dir, []),
+    ]
     lines, ok = [], False
     for i, (label, target, flags) in enumerate(plans):
         out = ctx.work / f"d2-{i}"
@@ -56,19 +67,37 @@ def d2_explorer(ctx: Context) -> tuple[str, str]:
             continue
         cols, warnings, schema, ops, files = read_output(out)
         units = read_units(profiles[0])
-        changed = {f: units.unit("Summary", f) for f in SUMMARY_FIELDS
-                   if units.unit("Summary", f) not in (None, DOCUMENTED_UNIT[SUMMARY_FIELDS[f]])}
-        lines.append(f"schema {cols['neuron_profile_schema_version']}, units from {cols['neuron_units_source']}; "
-                     f"Summary files {files}\n"
-                     f"units differing from 7.4.0: {changed}\nmissing pinned fields: {schema.get('missing_fields')}\n"
-                     f"fields not read: {schema.get('unread_fields')}\nunit problems: {schema.get('unit_problems')}\n"
-                     f"warnings: {warnings}\ntotal_time_us={cols['neuron_total_time_us']} insights={cols['neuron_insights']!r} "
-                     f"checked={cols['neuron_insights_checked']}\nper-op breakdown: {json.dumps(ops.to_json())[:600]}")
+        changed = {
+            f: units.unit("Summary", f)
+            for f in SUMMARY_FIELDS
+            if units.unit("Summary", f) not in (None, DOCUMENTED_UNIT[SUMMARY_FIELDS[f]])
+        }
+        lines.append(
+            f"schema {cols['neuron_profile_schema_version']}, units from {cols['neuron_units_source']}; "
+            f"Summary files {files}\n"
+            f"units differing from 7.4.0: {changed}\nmissing pinned fields: {schema.get('missing_fields')}\n"
+            f"fields not read: {schema.get('unread_fields')}\nunit problems: {schema.get('unit_problems')}\n"
+            f"warnings: {warnings}\ntotal_time_us={cols['neuron_total_time_us']} insights={cols['neuron_insights']!r} "
+            f"checked={cols['neuron_insights_checked']}\nper-op breakdown: {json.dumps(ops.to_json())[:600]}"
+        )
         for p in profiles[:1]:
             lines.append(f"all tables: {sorted(p.files)}")
-            lines.append("columns: " + ", ".join(f"{t}({','.join(p.columns(t)[:40])})" for t in sorted(p.files)
-                                                 if t in ("Metadata", "FrameworkInstruction", "HloInstruction", "OpcodeSummary",
-                                                          "ThrottleSummary", "Instruction")))
+            lines.append(
+                "columns: "
+                + ", ".join(
+                    f"{t}({','.join(p.columns(t)[:40])})"
+                    for t in sorted(p.files)
+                    if t
+                    in (
+                        "Metadata",
+                        "FrameworkInstruction",
+                        "HloInstruction",
+                        "OpcodeSummary",
+                        "ThrottleSummary",
+                        "Instruction",
+                    )
+                )
+            )
         lines.append(f"tree:\n{tree(out, 40)}")
         ok = ok or (i == 0 and bool(files) and not schema.get("unit_problems"))
     return ("PASS" if ok else "FAIL"), "\n".join(lines)
@@ -103,8 +132,11 @@ print("D3-RESULT", json.dumps(result, default=str))
 """
 
 
-@check("D3", "with neuron.debug_info, Explorer's FrameworkInstruction names match key_averages() ops, and its totals "
-       "divided by the profiled steps agree for active=1 and active=2 (fresh processes)")
+@check(
+    "D3",
+    "with neuron.debug_info, Explorer's FrameworkInstruction names match key_averages() ops, and its totals "
+    "divided by the profiled steps agree for active=1 and active=2 (fresh processes)",
+)
 def d3_per_op(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron.explorer import find_explorer
 
@@ -112,8 +144,10 @@ def d3_per_op(ctx: Context) -> tuple[str, str]:
         return "SKIP", "neuron-explorer not found"
     runs = {}
     for active in (1, 2):
-        rc, text = sh([sys.executable, "-c", _D3, str(ctx.work), ctx.args.device, ctx.args.shape, str(active)],
-                      timeout=2 * ctx.args.explorer_timeout + 900)
+        rc, text = sh(
+            [sys.executable, "-c", _D3, str(ctx.work), ctx.args.device, ctx.args.shape, str(active)],
+            timeout=2 * ctx.args.explorer_timeout + 900,
+        )
         found = [ln.split(" ", 1)[1] for ln in text.splitlines() if ln.startswith("D3-RESULT ")]
         if rc != 0 or not found:
             return "FAIL", f"active={active}: rc={rc}: {text.splitlines()[-1][:300] if text else ''}"

@@ -6,8 +6,9 @@ import inspect
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from neuron_smoke_checks import Context, check, tree
 
@@ -21,11 +22,16 @@ def b1_api(ctx: Context) -> tuple[str, str]:
     mod = __import__("torch_neuronx.profiling", fromlist=["x"])
     members = sorted(n for n in dir(mod) if not n.startswith("_"))
     api = neuron_api.detect(tnx)
-    return ("PASS" if api.kind == neuron_api.DOCUMENTED else "INFO"), f"detected: {api.kind} ({api.version})\nmembers: {members}"
+    return (
+        "PASS" if api.kind == neuron_api.DOCUMENTED else "INFO"
+    ), f"detected: {api.kind} ({api.version})\nmembers: {members}"
 
 
-@check("B2", "signatures: NeuronConfig keywords (is correlate_device_time one?), ProfileMode members, "
-            "NeuronProfiler(config).export_trace")
+@check(
+    "B2",
+    "signatures: NeuronConfig keywords (is correlate_device_time one?), ProfileMode members, "
+    "NeuronProfiler(config).export_trace",
+)
 def b2_signatures(ctx: Context) -> tuple[str, str]:
     from torch._C._profiler import _ExperimentalConfig
 
@@ -81,7 +87,9 @@ def profile_once(model: Callable[[], Any], out: Path, correlate: bool | None, ex
     for _ in range(3):
         model()
     torch.neuron.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], experimental_config=cfg, on_trace_ready=ready) as p:
+    with profile(
+        activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1], experimental_config=cfg, on_trace_ready=ready
+    ) as p:
         model()
         torch.neuron.synchronize()
     rows = p.key_averages()
@@ -101,13 +109,18 @@ def c1_device_time(ctx: Context) -> tuple[str, str]:
     runs = {"correlate_device_time not passed": profile_once(ctx.model, ctx.work / "c1-without", None, False)}
     if api.correlate_supported is not False:
         runs["correlate_device_time=True"] = profile_once(ctx.model, ctx.work / "c1-correlate", True, False)
-    detail = "\n\n".join(f"## {k}\n{json.dumps({x: y for x, y in v.items() if x != 'table_head'})}\n{v['table_head']}"
-                         for k, v in runs.items())
+    detail = "\n\n".join(
+        f"## {k}\n{json.dumps({x: y for x, y in v.items() if x != 'table_head'})}\n{v['table_head']}"
+        for k, v in runs.items()
+    )
     return ("PASS" if any(r["any_self_device_time"] for r in runs.values()) else "INFO"), detail
 
 
-@check("C2", "capture layout <dir>/<instance>_pid_<pid>/<timestamp>/: framework trace name, .pb, .neff/.ntff, memory "
-       "snapshot; export_trace after neuronexp's own save")
+@check(
+    "C2",
+    "capture layout <dir>/<instance>_pid_<pid>/<timestamp>/: framework trace name, .pb, .neff/.ntff, memory "
+    "snapshot; export_trace after neuronexp's own save",
+)
 def c2_layout(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron import api as neuron_api
     from neuronexp.backends.neuron.capture import index_capture
@@ -117,19 +130,34 @@ def c2_layout(ctx: Context) -> tuple[str, str]:
     out = ctx.work / "c2"
     seen = profile_once(ctx.model, out, None, True)
     index = index_capture(out, ["DEVICE", "RUNTIME"])
-    sessions = [{"dir": s.dir, "pid": s.pid, "timestamp": s.timestamp, "files": s.files, "unrecognized": s.unrecognized,
-                 "memory_snapshots": s.memory_snapshots, "ntff_schemes": sorted({n["scheme"] for n in s.ntffs}),
-                 "neffs": len(s.neffs)} for s in index.sessions]
+    sessions = [
+        {
+            "dir": s.dir,
+            "pid": s.pid,
+            "timestamp": s.timestamp,
+            "files": s.files,
+            "unrecognized": s.unrecognized,
+            "memory_snapshots": s.memory_snapshots,
+            "ntff_schemes": sorted({n["scheme"] for n in s.ntffs}),
+            "neffs": len(s.neffs),
+        }
+        for s in index.sessions
+    ]
     ok = len(index.sessions) == 1 and index.sessions[0].has_framework_trace and sessions[0]["pid"] is not None
-    detail = (f"export_trace after neuronexp's own export: {seen.get('plain_export_after_own')}; "
-              f"via proxy: {seen.get('proxy_export')}\n"
-              f"NeuronConfig kwargs: {seen['NeuronConfig kwargs']}\n"
-              f"sessions: {json.dumps(sessions, indent=1)}\nwarnings: {index.warnings}\ntree:\n{tree(out)}")
+    detail = (
+        f"export_trace after neuronexp's own export: {seen.get('plain_export_after_own')}; "
+        f"via proxy: {seen.get('proxy_export')}\n"
+        f"NeuronConfig kwargs: {seen['NeuronConfig kwargs']}\n"
+        f"sessions: {json.dumps(sessions, indent=1)}\nwarnings: {index.warnings}\ntree:\n{tree(out)}"
+    )
     return ("PASS" if ok else "FAIL"), detail
 
 
-@check("C3", "where NEFFs are after a compile ($TORCH_NEURONX_NEFF_CACHE_DIR, /tmp/neff_cache, $TORCH_NEURONX_DEBUG_DIR), "
-       "and that neff_cache_dir brought them into the capture")
+@check(
+    "C3",
+    "where NEFFs are after a compile ($TORCH_NEURONX_NEFF_CACHE_DIR, /tmp/neff_cache, $TORCH_NEURONX_DEBUG_DIR), "
+    "and that neff_cache_dir brought them into the capture",
+)
 def c3_neffs(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron import api as neuron_api
     from neuronexp.backends.neuron.capture import index_capture
@@ -139,6 +167,8 @@ def c3_neffs(ctx: Context) -> tuple[str, str]:
     counts = {f: sum(1 for _ in Path(f).rglob("*.neff")) if f and Path(f).is_dir() else None for f in folders if f}
     chosen = neuron_api.neff_cache_dir(NeuronProfilerConfig())
     captured = len(index_capture(ctx.work / "c2", ["DEVICE", "RUNTIME"]).neffs)
-    detail = (f"NEFFs per folder: {json.dumps(counts)}\nneuronexp would pass: {chosen}\n"
-              f".neff files in the C2 capture: {captured}")
+    detail = (
+        f"NEFFs per folder: {json.dumps(counts)}\nneuronexp would pass: {chosen}\n"
+        f".neff files in the C2 capture: {captured}"
+    )
     return ("PASS" if captured else "FAIL"), detail

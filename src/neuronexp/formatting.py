@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, TypeGuard
+from collections.abc import Mapping
+from typing import Any, TypeGuard
 
 
 def _missing(value: Any) -> bool:
@@ -33,7 +34,7 @@ def fmt_pct(value: float | None) -> str:
 
 
 def fmt_speedup(value: float | None) -> str:
-    """"×1.25"; "—" without a finite speedup."""
+    """ "×1.25"; "—" without a finite speedup."""
     return "—" if not _shown(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"
 
 
@@ -92,8 +93,15 @@ def fmt_word(value: object) -> str:
 def md_cell(text: object) -> str:
     """Text safe inside a Markdown table cell: a pipe would split the cell, a newline end the row, '<' open
     an HTML tag (error messages and op names are data, never markup)."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\r", "").replace("\n", "<br>"))
+    return (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("\r", "")
+        .replace("\n", "<br>")
+    )
 
 
 def first_line(text: object, limit: int | None = None) -> str:

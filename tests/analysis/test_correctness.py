@@ -23,9 +23,13 @@ from neuronexp.results.outputs import (
 
 def leaf(values: np.ndarray, index: np.ndarray | None = None, numel: int | None = None) -> OutputLeaf:
     finite = values[np.isfinite(values)]
-    stats = {"numel": float(numel or values.size), "rms": float(np.sqrt(np.mean(finite**2))) if finite.size else np.nan,
-             "abs_max": float(np.abs(finite).max()) if finite.size else np.nan,
-             "nan": float(np.isnan(values).sum()), "inf": float(np.isinf(values).sum())}
+    stats = {
+        "numel": float(numel or values.size),
+        "rms": float(np.sqrt(np.mean(finite**2))) if finite.size else np.nan,
+        "abs_max": float(np.abs(finite).max()) if finite.size else np.nan,
+        "nan": float(np.isnan(values).sum()),
+        "inf": float(np.isinf(values).sum()),
+    }
     return OutputLeaf(values.shape, values.astype(np.float32), np.empty(0, np.int64) if index is None else index, stats)
 
 
@@ -59,7 +63,9 @@ def test_nan_inf_shape_and_count_mismatches(reference: np.ndarray) -> None:
     with_nan = reference.copy()
     with_nan[7] = np.nan
     assert compare_outputs([leaf(with_nan)], [leaf(reference)], 1e-2, None)["output_match"] is False
-    assert compare_outputs([leaf(with_nan)], [leaf(with_nan.copy())], 1e-2, None)["output_match"] is True  # NaN where the baseline has it
+    assert (
+        compare_outputs([leaf(with_nan)], [leaf(with_nan.copy())], 1e-2, None)["output_match"] is True
+    )  # NaN where the baseline has it
     shape = compare_outputs([leaf(reference.reshape(64, 64))], [leaf(reference)], 1e-2, None)
     assert shape["output_check"] == "FAIL" and "shape [64, 64]" in shape["output_note"]
     two = compare_outputs([leaf(reference), leaf(reference)], [leaf(reference)], 1e-2, None)
@@ -87,10 +93,21 @@ def _cells(tmp_path: Path, outputs: dict[str, np.ndarray | None], baseline: str 
         if values is not None:
             write_outputs(job / OUTPUT_FILE, [leaf(values)])
         dirs[run_id] = job
-        rows.append({"run_id": run_id, "module": f"m_{run_id}", "compiled": False, "dtype": "float32", "status": "ok",
-                     "baseline_run_id": baseline, "output_tensors": 1 if values is not None else None,
-                     "output_rtol": None, "output_atol": None, "warnings": None,
-                     "output_check": "no baseline" if values is not None else "off"})
+        rows.append(
+            {
+                "run_id": run_id,
+                "module": f"m_{run_id}",
+                "compiled": False,
+                "dtype": "float32",
+                "status": "ok",
+                "baseline_run_id": baseline,
+                "output_tensors": 1 if values is not None else None,
+                "output_rtol": None,
+                "output_atol": None,
+                "warnings": None,
+                "output_check": "no baseline" if values is not None else "off",
+            }
+        )
     return pd.DataFrame(rows), dirs
 
 
@@ -117,11 +134,18 @@ def test_a_rule_that_changes_what_is_computed_is_not_checked(tmp_path: Path, ref
     cells, dirs = _cells(tmp_path, {"a": reference, "b": reference * 3})
     checked = add_output_checks(cells, dirs, parse_baseline({"module.intermediate_size": 32})).set_index("run_id")
     assert checked.loc["b", "output_check"] == "n/a" and "module.intermediate_size" in checked.loc["b", "output_note"]
-    assert what_keys(parse_baseline({"module": "x", "compile.enabled": False, "input.dtype": "float32", "backend": "cpu"})) == []
-    assert what_keys(parse_baseline("input.seed=1,module=a")) == ["input.seed"] and what_keys(parse_baseline("dims.seq=64")) == ["dims.seq"]
+    assert (
+        what_keys(parse_baseline({"module": "x", "compile.enabled": False, "input.dtype": "float32", "backend": "cpu"}))
+        == []
+    )
+    assert what_keys(parse_baseline("input.seed=1,module=a")) == ["input.seed"] and what_keys(
+        parse_baseline("dims.seq=64")
+    ) == ["dims.seq"]
 
 
-def test_a_bfloat16_cell_against_a_float32_baseline_gets_the_looser_tolerance(tmp_path: Path, reference: np.ndarray) -> None:
+def test_a_bfloat16_cell_against_a_float32_baseline_gets_the_looser_tolerance(
+    tmp_path: Path, reference: np.ndarray
+) -> None:
     cells, dirs = _cells(tmp_path, {"a": reference, "b": reference * (1 + 2.0**-7)})
     cells.loc[cells["run_id"] == "b", "dtype"] = "bfloat16"
     assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "pass"
@@ -145,7 +169,8 @@ def test_the_cells_own_rtol_and_atol_decide(tmp_path: Path, reference: np.ndarra
 
 
 def test_a_variant_no_less_accurate_than_its_baseline_passes_against_the_float32_evaluation(
-        tmp_path: Path, reference: np.ndarray) -> None:
+    tmp_path: Path, reference: np.ndarray
+) -> None:
     """The elementwise rule fails b (it and a differ by up to 0.07), but b is closer than a to a's float32
     evaluation: pass, with both errors in the note. c is off by half: still FAIL. A tolerance the user set
     is applied as given."""
@@ -166,7 +191,9 @@ def test_a_variant_no_less_accurate_than_its_baseline_passes_against_the_float32
     assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"
     # Twice the baseline's error is the limit: a variant off by 0.11 against a baseline off by 0.05 fails.
     (tmp_path / "far").mkdir()
-    cells, dirs = _cells(tmp_path / "far", {"a": a, "d": reference + rng.choice([-0.11, 0.11], reference.size).astype(np.float32)})
+    cells, dirs = _cells(
+        tmp_path / "far", {"a": a, "d": reference + rng.choice([-0.11, 0.11], reference.size).astype(np.float32)}
+    )
     cells["dtype"] = "bfloat16"
     write_outputs(dirs["a"] / FLOAT32_OUTPUT_FILE, [leaf(reference)])
     assert add_output_checks(cells, dirs).set_index("run_id").loc["d", "output_check"] == "FAIL"

@@ -23,15 +23,30 @@ def test_the_flag_as_read_back_from_any_results() -> None:
 
 
 def test_no_view_keeps_its_own_copy_of_the_flag_or_the_mark() -> None:
-    copies = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
-              if p.name != "noise.py" and re.search(r"^def _?noisy\(|^NOISY_MARK\s*=|== \"~\"|\"~\" if", p.read_text(), re.M)]
+    copies = [
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if p.name != "noise.py" and re.search(r"^def _?noisy\(|^NOISY_MARK\s*=|== \"~\"|\"~\" if", p.read_text(), re.M)
+    ]
     assert copies == []
 
 
 def test_summary_marks_the_cell_the_flag_names() -> None:
-    base = {"status": "ok", "latency_median_us": 1300.0, "speedup_vs_baseline": math.nan, "device_time_us": 1200.0,
-            "device_ops": 7.0, "ops_dispatched": 6.0, "top_op": None, "top_op_share": math.nan, "backend": "cpu",
-            "device_time_source": "cpu_self_time"}
-    quiet, loud = cell_lines({**base, "noisy": False}), cell_lines({**base, "noisy": True, "noise": "rounds spread 34%"})
+    base = {
+        "status": "ok",
+        "latency_median_us": 1300.0,
+        "speedup_vs_baseline": math.nan,
+        "device_time_us": 1200.0,
+        "device_ops": 7.0,
+        "ops_dispatched": 6.0,
+        "top_op": None,
+        "top_op_share": math.nan,
+        "backend": "cpu",
+        "device_time_source": "cpu_self_time",
+    }
+    quiet, loud = (
+        cell_lines({**base, "noisy": False}),
+        cell_lines({**base, "noisy": True, "noise": "rounds spread 34%"}),
+    )
     assert not quiet[0].startswith(NOISY_MARK)
     assert loud[0].startswith(NOISY_MARK) and loud[-1] == "noisy: rounds spread 34%"

@@ -7,13 +7,19 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from neuronexp.analysis.noise import judge, judge_cells, fmt_spread
+from helpers import FAST, run_cli
+from neuronexp.analysis.noise import fmt_spread, judge, judge_cells
 from neuronexp.config.noise import NoiseConfig
 
-from helpers import FAST, run_cli
-
-QUIET = {"latency_rounds": 5, "round_spread": 0.05, "p90_p10": 1.2, "other_cpu": 0.0, "cpu_steal": 0.0,
-         "threads": 2, "placement_cpus": "0-1"}
+QUIET = {
+    "latency_rounds": 5,
+    "round_spread": 0.05,
+    "p90_p10": 1.2,
+    "other_cpu": 0.0,
+    "cpu_steal": 0.0,
+    "threads": 2,
+    "placement_cpus": "0-1",
+}
 
 
 @pytest.mark.parametrize("spread, flagged", [(0.12, False), (0.20, False), (0.30, True), (0.60, True)])
@@ -54,15 +60,25 @@ def test_a_huge_spread_reads_as_a_factor_not_a_percentage() -> None:
 
 
 def test_thresholds_are_keys_and_a_sweep_judges_its_cells_again_with_its_own() -> None:
-    cells = pd.DataFrame([{**QUIET, "round_spread": 0.3, "noisy": True, "noise": "rounds spread 30%",
-                           "warnings": "noisy: rounds spread 30% (x) | other note"},
-                          {**QUIET, "latency_rounds": None, "noisy": None, "noise": None, "warnings": "error row"}])
+    cells = pd.DataFrame(
+        [
+            {
+                **QUIET,
+                "round_spread": 0.3,
+                "noisy": True,
+                "noise": "rounds spread 30%",
+                "warnings": "noisy: rounds spread 30% (x) | other note",
+            },
+            {**QUIET, "latency_rounds": None, "noisy": None, "noise": None, "warnings": "error row"},
+        ]
+    )
     lenient = judge_cells(cells, NoiseConfig(round_spread=0.5))
     assert not lenient.loc[0, "noisy"] and pd.isna(lenient.loc[0, "noise"])
     assert lenient.loc[0, "warnings"] == "other note"
     assert lenient.loc[1, "warnings"] == "error row"  # nothing timed: left as it was
-    strict = judge_cells(cells.assign(round_spread=0.1, noisy=False, noise=None, warnings=None),
-                         NoiseConfig(round_spread=0.05))
+    strict = judge_cells(
+        cells.assign(round_spread=0.1, noisy=False, noise=None, warnings=None), NoiseConfig(round_spread=0.05)
+    )
     assert strict.loc[0, "noisy"] and strict.loc[0, "warnings"].startswith("noisy: rounds spread 10% (")
 
 

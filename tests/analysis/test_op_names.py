@@ -12,21 +12,26 @@ from helpers import FAST, run_cli, run_dirs
 from neuronexp.analysis.ops import normalize_op, op_key
 
 
-@pytest.mark.parametrize("raw, grouped", [
-    ("## Call CompiledFxGraph fuhtly57cgpykzjt5sfixcbtsovexapcx3flgfficsgu4ybswftc ##", "CompiledFxGraph call"),
-    ("## Call CompiledFxGraph fb5ld7xhm2oas5zw2nmt5eewhfchf7uq5vvrfbivb3lm3oitafay ##", "CompiledFxGraph call"),
-    ("graph_0_cpp_fused_add_mean_mul_rsqrt_0", "cpp_fused_add_mean_mul_rsqrt_0"),
-    ("graph_12_triton_red_fused_add_mean_mul_pow_rsqrt_0", "triton_red_fused_add_mean_mul_pow_rsqrt_0"),
-    ("triton_per_fused_mul_0_c4x5rpdbtk6o2ejqlw6ds4s3dwo5fi2a", "triton_per_fused_mul_0"),
-    # Left alone: names without a run-specific part, long words, numbers, C++ signatures.
-    ("aten::mul", "aten::mul"),
-    ("Torch-Compiled Region: 0/0", "Torch-Compiled Region: 0/0"),
-    ("ampere_sgemm_128x64_tn", "ampere_sgemm_128x64_tn"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int)",
-     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int)"),
-    ("abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz"),
-    ("12345678901234567890123", "12345678901234567890123"),
-])
+@pytest.mark.parametrize(
+    "raw, grouped",
+    [
+        ("## Call CompiledFxGraph fuhtly57cgpykzjt5sfixcbtsovexapcx3flgfficsgu4ybswftc ##", "CompiledFxGraph call"),
+        ("## Call CompiledFxGraph fb5ld7xhm2oas5zw2nmt5eewhfchf7uq5vvrfbivb3lm3oitafay ##", "CompiledFxGraph call"),
+        ("graph_0_cpp_fused_add_mean_mul_rsqrt_0", "cpp_fused_add_mean_mul_rsqrt_0"),
+        ("graph_12_triton_red_fused_add_mean_mul_pow_rsqrt_0", "triton_red_fused_add_mean_mul_pow_rsqrt_0"),
+        ("triton_per_fused_mul_0_c4x5rpdbtk6o2ejqlw6ds4s3dwo5fi2a", "triton_per_fused_mul_0"),
+        # Left alone: names without a run-specific part, long words, numbers, C++ signatures.
+        ("aten::mul", "aten::mul"),
+        ("Torch-Compiled Region: 0/0", "Torch-Compiled Region: 0/0"),
+        ("ampere_sgemm_128x64_tn", "ampere_sgemm_128x64_tn"),
+        (
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int)",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >(int)",
+        ),
+        ("abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz"),
+        ("12345678901234567890123", "12345678901234567890123"),
+    ],
+)
 def test_run_specific_parts_are_removed(raw: str, grouped: str) -> None:
     assert normalize_op(raw) == grouped
     assert op_key(raw, "CPU") == grouped and op_key(raw, "CUDA") == f"{grouped} [CUDA]"

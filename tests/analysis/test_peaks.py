@@ -30,12 +30,25 @@ def test_every_row_is_sourced_and_the_docs_list_every_row() -> None:
                 assert row[name] is None, row["key"]
 
 
-@pytest.mark.parametrize("name, key", [
-    ("NVIDIA H200", "h200_sxm"), ("NVIDIA H200 NVL", "h200_nvl"), ("NVIDIA H100 80GB HBM3", "h100_sxm"),
-    ("NVIDIA H100 PCIe", "h100_pcie"), ("NVIDIA H100", "h100_unknown"), ("NVIDIA A100-SXM4-80GB", "a100_sxm4_80gb"),
-    ("NVIDIA A10G", "a10g"), ("NVIDIA A10", "a10"), ("NVIDIA L40S", "l40s"), ("NVIDIA L4", "l4"), ("Tesla T4", "t4"),
-    ("Tesla V100-SXM2-32GB", "v100_sxm2"), ("NVIDIA GH200 480GB", "gh200_96gb"), ("NVIDIA B200", "b200"),
-])
+@pytest.mark.parametrize(
+    "name, key",
+    [
+        ("NVIDIA H200", "h200_sxm"),
+        ("NVIDIA H200 NVL", "h200_nvl"),
+        ("NVIDIA H100 80GB HBM3", "h100_sxm"),
+        ("NVIDIA H100 PCIe", "h100_pcie"),
+        ("NVIDIA H100", "h100_unknown"),
+        ("NVIDIA A100-SXM4-80GB", "a100_sxm4_80gb"),
+        ("NVIDIA A10G", "a10g"),
+        ("NVIDIA A10", "a10"),
+        ("NVIDIA L40S", "l40s"),
+        ("NVIDIA L4", "l4"),
+        ("Tesla T4", "t4"),
+        ("Tesla V100-SXM2-32GB", "v100_sxm2"),
+        ("NVIDIA GH200 480GB", "gh200_96gb"),
+        ("NVIDIA B200", "b200"),
+    ],
+)
 def test_cuda_names_pick_their_row_in_file_order(name: str, key: str) -> None:
     assert match_row("cuda", {"device_name": name})["key"] == key
 
@@ -81,7 +94,9 @@ def test_neuron_rows_are_one_logical_core_by_instance_type_and_lnc() -> None:
 def test_roofs_the_user_gives_replace_the_table() -> None:
     table = published_peak("cuda", {"device_name": "NVIDIA H200"}, "bfloat16")
     mine = given_peak(table, 4000.0, None)
-    assert (mine.bandwidth_gbs, mine.tflops) == (4000.0, 989.5) and mine.source.startswith("given: roofline.peak_bw_gbs")
+    assert (mine.bandwidth_gbs, mine.tflops) == (4000.0, 989.5) and mine.source.startswith(
+        "given: roofline.peak_bw_gbs"
+    )
     assert given_peak(table, None, None) is table
 
 

@@ -25,8 +25,11 @@ from neuronexp.config.schema import RunConfig
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 TESTS = [p for p in (REPO / "tests").rglob("*.py") if p.name != Path(__file__).name]
 # The schema's nodes (input, timing, noise, ...): a new one is audited as soon as it exists.
-SECTIONS = tuple(f.name for f in dataclasses.fields(RunConfig) if f.default_factory is not dataclasses.MISSING
-                 and dataclasses.is_dataclass(f.default_factory()))
+SECTIONS = tuple(
+    f.name
+    for f in dataclasses.fields(RunConfig)
+    if f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory())
+)
 
 # Keys whose tests set them through the schema's dataclasses rather than as an override, and where.
 SET_THROUGH_DATACLASSES = {
@@ -37,16 +40,33 @@ SET_THROUGH_DATACLASSES = {
 # Misspelt on purpose in the docs, as the example of a mistake neuronexp refuses.
 MISTAKES_SHOWN = {"timing.itres"}
 # Flags of other programs that the docs quote: Hydra's own, pip, Slurm, nvidia-smi, neuron-explorer, torch.compile.
-OTHER_PROGRAMS = {"--cfg", "--config-dir", "--help", "--extra-index-url", "--cpus-per-task", "--exclusive", "--purge",
-                  "--query-gpu", "--output-format", "--ignore-device-profile", "--ignore-system-profile",
-                  "--show-profile-schema", "--system-trace-filter-neuron-core", "--auto-cast"}
+OTHER_PROGRAMS = {
+    "--cfg",
+    "--config-dir",
+    "--help",
+    "--extra-index-url",
+    "--cpus-per-task",
+    "--exclusive",
+    "--purge",
+    "--query-gpu",
+    "--output-format",
+    "--ignore-device-profile",
+    "--ignore-system-profile",
+    "--show-profile-schema",
+    "--system-trace-filter-neuron-core",
+    "--auto-cast",
+}
 
 
 def _schema_keys(cls: type = RunConfig, prefix: str = "") -> list[str]:
     keys = []
     for f in dataclasses.fields(cls):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
-        keys += _schema_keys(type(default), f"{prefix}{f.name}.") if dataclasses.is_dataclass(default) else [prefix + f.name]
+        keys += (
+            _schema_keys(type(default), f"{prefix}{f.name}.")
+            if dataclasses.is_dataclass(default)
+            else [prefix + f.name]
+        )
     return keys
 
 
@@ -77,9 +97,14 @@ NODES = {k.rsplit(".", i)[0] for k in SCHEMA_KEYS for i in range(1, k.count(".")
 
 
 def test_every_documented_key_is_a_key_of_the_schema() -> None:
-    unknown = {key: doc for key, doc in _documented_keys().items()
-               if key not in SCHEMA_KEYS and key not in NODES and key not in MISTAKES_SHOWN
-               and not key.startswith(("input.args.", "input.kwargs.", "input.shape[", "module."))}
+    unknown = {
+        key: doc
+        for key, doc in _documented_keys().items()
+        if key not in SCHEMA_KEYS
+        and key not in NODES
+        and key not in MISTAKES_SHOWN
+        and not key.startswith(("input.args.", "input.kwargs.", "input.shape[", "module."))
+    }
     assert not unknown, f"keys the docs name that the schema does not have: {unknown}"
 
 
@@ -109,21 +134,30 @@ def _script_flags(path: Path) -> set[str]:
     return set(re.findall(r"add_argument\(\s*\"(--[\w-]+)\"", path.read_text()))
 
 
-COMMAND_FLAGS = {"neuronexp-report": _flags(report_cli._parser()), "neuronexp-compare": _flags(compare_cli._parser()),
-                 "neuronexp-export": _flags(export_cli._parser()),
-                 "neuronexp-extract": _flags(extract_cli._parser()),
-                 "scripts/neuron_smoke.py": _script_flags(REPO / "scripts" / "neuron_smoke.py")}
+COMMAND_FLAGS = {
+    "neuronexp-report": _flags(report_cli._parser()),
+    "neuronexp-compare": _flags(compare_cli._parser()),
+    "neuronexp-export": _flags(export_cli._parser()),
+    "neuronexp-extract": _flags(extract_cli._parser()),
+    "scripts/neuron_smoke.py": _script_flags(REPO / "scripts" / "neuron_smoke.py"),
+}
 
 
 def test_every_flag_is_used_by_a_test() -> None:
-    unused = sorted(f"{command} {flag}" for command, flags in COMMAND_FLAGS.items() for flag in flags
-                    if f'"{flag}"' not in TEST_TEXT)
+    unused = sorted(
+        f"{command} {flag}"
+        for command, flags in COMMAND_FLAGS.items()
+        for flag in flags
+        if f'"{flag}"' not in TEST_TEXT
+    )
     assert not unused, f"flags no test passes: {unused}"
 
 
 def test_every_documented_flag_exists() -> None:
     bench = set().union(*(_script_flags(p) for p in (REPO / "bench").glob("*.py")))
     known = set().union(*COMMAND_FLAGS.values()) | bench | OTHER_PROGRAMS
-    documented = {(flag, doc.name) for doc in DOCS for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", _code(doc.read_text()))}
+    documented = {
+        (flag, doc.name) for doc in DOCS for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", _code(doc.read_text()))
+    }
     unknown = sorted((flag, doc) for flag, doc in documented if flag not in known)
     assert not unknown, f"flags the docs name that no neuronexp command, script or benchmark has: {unknown}"

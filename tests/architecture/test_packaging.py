@@ -23,8 +23,11 @@ def test_every_python_package_is_listed() -> None:
 
 
 def test_every_config_group_is_listed_with_its_yaml() -> None:
-    groups = {"neuronexp." + _dotted(d, REPO) for d in [REPO / "conf", *(REPO / "conf").rglob("*")]
-              if d.is_dir() and any(d.glob("*.yaml"))}
+    groups = {
+        "neuronexp." + _dotted(d, REPO)
+        for d in [REPO / "conf", *(REPO / "conf").rglob("*")]
+        if d.is_dir() and any(d.glob("*.yaml"))
+    }
     assert groups <= set(SETUPTOOLS["packages"]), sorted(groups - set(SETUPTOOLS["packages"]))
     data = SETUPTOOLS["package-data"]
     assert all("*.yaml" in data.get(group, []) for group in groups), sorted(g for g in groups if g not in data)

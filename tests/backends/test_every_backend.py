@@ -13,13 +13,28 @@ import torch
 
 from neuronexp.backends import resolve_backend
 from neuronexp.cell.run import run_cell
-from neuronexp.config import BackendName, CellSpec, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
+from neuronexp.config import (
+    BackendName,
+    CellSpec,
+    DType,
+    InputConfig,
+    ProfilerConfig,
+    RunConfig,
+    ScheduleConfig,
+    TimingConfig,
+)
 from neuronexp.results import CELL_SCHEMA, OP_SCHEMA, SAMPLE_SCHEMA, read_job
 
 
 # cuda and neuron (a real torch-neuronx on Trainium) skip where their hardware is absent (tests/conftest.py).
-@pytest.fixture(params=["cpu", "neuron-standin", pytest.param("cuda", marks=pytest.mark.cuda),
-                        pytest.param("neuron", marks=pytest.mark.neuron)])
+@pytest.fixture(
+    params=[
+        "cpu",
+        "neuron-standin",
+        pytest.param("cuda", marks=pytest.mark.cuda),
+        pytest.param("neuron", marks=pytest.mark.neuron),
+    ]
+)
 def backend_name(request: pytest.FixtureRequest) -> str:
     if request.param == "neuron-standin":
         request.getfixturevalue("standin")
@@ -36,8 +51,7 @@ def _spec(backend: str) -> CellSpec:
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=2)),
         timing=TimingConfig(min_seconds=0, warmup=1, iters=5, min_iters=5, max_seconds=5.0),
     )
-    return CellSpec(config=cfg, run_id=f"suite-{backend}", experiment="suite",
-                    module_name="rmsnorm_naive")
+    return CellSpec(config=cfg, run_id=f"suite-{backend}", experiment="suite", module_name="rmsnorm_naive")
 
 
 def test_the_backend_names_its_device_and_profiles_the_host(backend_name: str) -> None:
@@ -62,6 +76,8 @@ def test_a_cell_on_the_backend_is_a_complete_row_of_the_contract(backend_name: s
     assert set(results.ops["cycle"]) == {0, 1}  # repeat=2: one set of op rows per profiler cycle
     assert "aten::mul" in set(results.ops["op"])  # the naive module's host ops, on every backend
     # Device time is either measured or said to be missing, never a silent zero.
-    assert cell["device_time_us"] > 0 or (math.isnan(cell["device_time_us"]) and cell["device_time_source"] == "not_correlated")
+    assert cell["device_time_us"] > 0 or (
+        math.isnan(cell["device_time_us"]) and cell["device_time_source"] == "not_correlated"
+    )
     on_disk = read_job(tmp_path).cells.iloc[0]
     assert on_disk["run_id"] == cell["run_id"] and on_disk["status"] == "ok"

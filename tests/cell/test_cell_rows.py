@@ -11,15 +11,25 @@ import torch
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
+from helpers.layers import ThreadsSeen
 from neuronexp.cell.run import run_cell
 from neuronexp.config.compose import spec_from
 from neuronexp.results import Results
 
-from helpers.layers import ThreadsSeen
-
-SMALL = ["input.shape=[1,8,64]", "input.dtype=float32", "backend=cpu", "timing.warmup=1", "timing.iters=9", "timing.min_seconds=0",
-         "timing.min_iters=9", "timing.rounds=3", "timing.round_gap_s=0", "profiler=quick", "roofline.probe=off",
-         "correctness.enabled=false"]
+SMALL = [
+    "input.shape=[1,8,64]",
+    "input.dtype=float32",
+    "backend=cpu",
+    "timing.warmup=1",
+    "timing.iters=9",
+    "timing.min_seconds=0",
+    "timing.min_iters=9",
+    "timing.rounds=3",
+    "timing.round_gap_s=0",
+    "profiler=quick",
+    "roofline.probe=off",
+    "correctness.enabled=false",
+]
 
 
 def _run(tmp_path: Path, *overrides: str) -> Results:
@@ -37,8 +47,9 @@ def test_the_thread_count_is_applied_to_the_calls_and_restored_after(tmp_path: P
     before = torch.get_num_threads()
     asked = 3 if before != 3 else 2  # a count this process would not have by itself
     ThreadsSeen.seen.clear()
-    results = _run(tmp_path, "module._target_=helpers.layers.ThreadsSeen", "~module.hidden_size", "~module.eps",
-                   f"threads={asked}")
+    results = _run(
+        tmp_path, "module._target_=helpers.layers.ThreadsSeen", "~module.hidden_size", "~module.eps", f"threads={asked}"
+    )
     row = results.cells.iloc[0]
     assert row["status"] == "ok", row["error"]
     assert ThreadsSeen.seen and set(ThreadsSeen.seen) == {asked}

@@ -11,13 +11,23 @@ from neuronexp.cell.profiling import CycleProfile, ProfileResult
 
 
 def _row(op: str, calls: float, device_type: str = "CPU", us: float = 0.0) -> dict:
-    return {"op": op, "device_type": device_type, "calls": calls, "self_cpu_us": 5.0, "cpu_total_us": 5.0,
-            "self_device_us": us, "device_total_us": us, "device_share": math.nan}
+    return {
+        "op": op,
+        "device_type": device_type,
+        "calls": calls,
+        "self_cpu_us": 5.0,
+        "cpu_total_us": 5.0,
+        "self_device_us": us,
+        "device_total_us": us,
+        "device_share": math.nan,
+    }
 
 
 def test_host_rows_get_the_time_shared_by_calls_and_the_cycle_sums_follow() -> None:
     # record_shapes splits aten::mul over two rows (1 and 2 calls per step); aten::sum has no Explorer time.
-    cycle = CycleProfile(0, [_row("aten::mul", 1), _row("aten::mul", 2), _row("aten::mean", 1), _row("aten::sum", 1)], 0.0, 20.0, 0.0)
+    cycle = CycleProfile(
+        0, [_row("aten::mul", 1), _row("aten::mul", 2), _row("aten::mean", 1), _row("aten::sum", 1)], 0.0, 20.0, 0.0
+    )
     result = ProfileResult([cycle])
     fill_device_times(result, {"aten::mul": 90.0, "aten::mean": 12.0, "aten::gone": 5.0})
     assert [r["self_device_us"] for r in cycle.ops] == pytest.approx([30.0, 60.0, 12.0, 0.0])

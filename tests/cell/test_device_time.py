@@ -16,18 +16,30 @@ from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
 from helpers.neuron_standin.synthetic_kernels import attach_kernels
-
 from neuronexp.backends.cpu import CpuBackend
 from neuronexp.cell import run as cell_run
 from neuronexp.cell.profiling import profile_callable
-from neuronexp.config import (CellSpec, DType, InputConfig, ProbeMode, ProfilerConfig, RooflineConfig, RunConfig,
-                              ScheduleConfig, TimingConfig)
+from neuronexp.config import (
+    CellSpec,
+    DType,
+    InputConfig,
+    ProbeMode,
+    ProfilerConfig,
+    RooflineConfig,
+    RunConfig,
+    ScheduleConfig,
+    TimingConfig,
+)
 from neuronexp.modules import NaiveRMSNorm
 
 KERNEL = "cuda_kernel::"
 # Microseconds of device time per call, per profiler cycle. NaiveRMSNorm calls, per step: mul ×3, mean, add, rsqrt.
-KERNEL_US = {"aten::mul": [4.0, 8.0, 100.0], "aten::mean": [3.0, 3.0, 3.0], "aten::add": [1.0, 1.0, 1.0],
-             "aten::rsqrt": [1.0, 1.0, 1.0]}
+KERNEL_US = {
+    "aten::mul": [4.0, 8.0, 100.0],
+    "aten::mean": [3.0, 3.0, 3.0],
+    "aten::add": [1.0, 1.0, 1.0],
+    "aten::rsqrt": [1.0, 1.0, 1.0],
+}
 CALLS = {"aten::mul": 3, "aten::mean": 1, "aten::add": 1, "aten::rsqrt": 1}
 PER_STEP = [sum(CALLS[op] * us[c] for op, us in KERNEL_US.items()) for c in range(3)]  # 17, 29, 305
 
@@ -77,16 +89,18 @@ def test_per_step_device_sums_shares_and_op_counts(cuda_kernels, tmp_path: Path,
     assert cycle.cpu_time_us == pytest.approx(sum(r["self_cpu_us"] for r in cycle.ops))
 
 
-def test_the_cell_reports_the_median_cycle_not_the_first_or_last(cuda_kernels, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cell_reports_the_median_cycle_not_the_first_or_last(
+    cuda_kernels, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(cell_run, "resolve_backend", lambda *args, **kwargs: CudaShapedBackend())
-    cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64},
-                    input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
-                    profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=3)),
-                    timing=TimingConfig(min_seconds=0, warmup=1, iters=3, min_iters=3, max_seconds=5.0),
-                    roofline=RooflineConfig(probe=ProbeMode.off))
-    spec = CellSpec(config=cfg, run_id="cuda-shaped", experiment="synthetic",
-                    module_name="rmsnorm_naive")
+    cfg = RunConfig(
+        module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64},
+        input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
+        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=3)),
+        timing=TimingConfig(min_seconds=0, warmup=1, iters=3, min_iters=3, max_seconds=5.0),
+        roofline=RooflineConfig(probe=ProbeMode.off),
+    )
+    spec = CellSpec(config=cfg, run_id="cuda-shaped", experiment="synthetic", module_name="rmsnorm_naive")
     results = cell_run.run_cell(spec, tmp_path)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from neuronexp.cell.group import run_cells
 from neuronexp.config import CellSpec
-from neuronexp.config.schema import BackendName, CorrectnessConfig, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
+from neuronexp.config.schema import (
+    BackendName,
+    CorrectnessConfig,
+    DType,
+    InputConfig,
+    ProfilerConfig,
+    RunConfig,
+    ScheduleConfig,
+    TimingConfig,
+)
 
 RMSNORM = {"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64}
 GREEDY = {"_target_": "helpers.layers.Greedy"}
@@ -16,8 +24,10 @@ GREEDY = {"_target_": "helpers.layers.Greedy"}
 
 def _spec(name: str, module: dict[str, object]) -> CellSpec:
     cfg = RunConfig(
-        module=module, input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
-        backend=BackendName.cpu, correctness=CorrectnessConfig(enabled=False),
+        module=module,
+        input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
+        backend=BackendName.cpu,
+        correctness=CorrectnessConfig(enabled=False),
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)),
         timing=TimingConfig(min_seconds=0, warmup=1, iters=10, min_iters=10, rounds=2, round_gap_s=0.0),
     )
@@ -57,4 +67,7 @@ def test_a_cell_that_does_not_fit_beside_its_group_is_timed_alone_and_says_so(tm
     assert first.cells["status"].iloc[0] == second.cells["status"].iloc[0] == "ok"
     assert second.cells["timing_group"].isna().all() and second.samples["pair"].isna().all()
     assert "ran out of memory while the other cells of its group were loaded" in second.cells["warnings"].iloc[0]
-    assert not (tmp_path / "second" / "error.log").exists() or "MemoryError" in (tmp_path / "second" / "error.log").read_text()
+    assert (
+        not (tmp_path / "second" / "error.log").exists()
+        or "MemoryError" in (tmp_path / "second" / "error.log").read_text()
+    )

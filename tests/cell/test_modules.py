@@ -19,8 +19,15 @@ from neuronexp.cell.profiling import profile_callable
 from neuronexp.config import ProfilerConfig, ScheduleConfig
 from neuronexp.report.modules import module_lines
 
-MODULE_ARGS = ["module=mynet", "backend=cpu", "profiler.modules=true", "profiler=quick", "timing.warmup=1",
-               "timing.iters=3", "timing.min_iters=1"]
+MODULE_ARGS = [
+    "module=mynet",
+    "backend=cpu",
+    "profiler.modules=true",
+    "profiler=quick",
+    "timing.warmup=1",
+    "timing.iters=3",
+    "timing.min_iters=1",
+]
 
 
 def check_invariants(table: pd.DataFrame) -> None:
@@ -68,8 +75,10 @@ def test_every_module_is_attributed_by_path_and_the_hotspot_ranks_first(user_mod
     t = rows.set_index("module_path")
     assert t.at["hot", "flops"] == pytest.approx(8 * 2 * 4 * 64 * 64 * 512)  # 8 projections, 2 FLOPs a MAC
     assert t.at["hot.up.0", "input_shapes"] == "[4,64,64]" and t.at["", "input_shapes"] == "[4,64,64]"
-    assert json.loads(t.at["", "input_specs"]) == {"args": [{"shape": [4, 64, 64], "dtype": "float32"}],
-                                                   "kwargs": {"scale": 0.5}}
+    assert json.loads(t.at["", "input_specs"]) == {
+        "args": [{"shape": [4, 64, 64], "dtype": "float32"}],
+        "kwargs": {"scale": 0.5},
+    }
     assert t.at["hot.up", "calls"] == 0 and t.at["hot.up.0", "calls"] == 1
     linear = by_type(of_run(rows)).set_index("module_type").loc["torch.nn.modules.linear.Linear"]
     assert linear["instances"] == 10 and linear["calls"] == 10
@@ -78,7 +87,9 @@ def test_every_module_is_attributed_by_path_and_the_hotspot_ranks_first(user_mod
 
 
 @pytest.mark.slow
-def test_a_user_model_from_its_own_config_dir_gets_a_modules_table_trace_spans_and_a_tree(user_model, cli, tmp_path) -> None:
+def test_a_user_model_from_its_own_config_dir_gets_a_modules_table_trace_spans_and_a_tree(
+    user_model, cli, tmp_path
+) -> None:
     import neuronexp
 
     conf, _ = user_model
@@ -95,7 +106,7 @@ def test_a_user_model_from_its_own_config_dir_gets_a_modules_table_trace_spans_a
     assert {"module:(root)", "module:hot", "module:hot.up.3", "module:cheap.proj"} <= names
     out = result.stdout
     assert "Time per module" in out and "1. Hot hot" in out and "all Linear ×10" in out
-    block = out[out.index("Time per module"):out.index("latency (")]
+    block = out[out.index("Time per module") : out.index("latency (")]
     assert max(len(line) for line in block.splitlines()) <= 80
 
 
@@ -105,16 +116,22 @@ def test_a_sweep_aggregates_the_modules_tables_and_a_run_without_the_key_has_non
 
     conf, _ = user_model
     sweep = tmp_path / "sweep"
-    result = cli("--config-dir", str(conf), "-m", *MODULE_ARGS, "input.shape=[2,16,64],[2,32,64]",
-                 f"hydra.sweep.dir={sweep}")
+    result = cli(
+        "--config-dir", str(conf), "-m", *MODULE_ARGS, "input.shape=[2,16,64],[2,32,64]", f"hydra.sweep.dir={sweep}"
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     loaded = neuronexp.load(sweep)
     assert (sweep / "results" / "modules.parquet").is_file() and (sweep / "results" / "modules.csv").is_file()
     assert loaded.modules.groupby("run_id").size().tolist() == [15, 15]
     assert set(loaded.modules["run_id"]) == set(loaded.cells["run_id"])
     plain = tmp_path / "plain"
-    result = cli("--config-dir", str(conf), *[a for a in MODULE_ARGS if a != "profiler.modules=true"],
-                 "profiler.modules=false", f"hydra.run.dir={plain}")
+    result = cli(
+        "--config-dir",
+        str(conf),
+        *[a for a in MODULE_ARGS if a != "profiler.modules=true"],
+        "profiler.modules=false",
+        f"hydra.run.dir={plain}",
+    )
     assert result.returncode == 0 and not (plain / "modules.parquet").exists()
     assert neuronexp.load(plain).modules.empty and "Time per module" not in result.stdout
 
@@ -124,10 +141,13 @@ def test_a_compiled_cell_says_it_has_no_time_per_module(tmp_path: Path) -> None:
     from neuronexp.cell.run import run_cell
     from neuronexp.config import CellSpec, CompileConfig, DType, InputConfig, RunConfig, TimingConfig
 
-    cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 16},
-                    input=InputConfig(shape=[1, 4, 16], dtype=DType.float32), compile=CompileConfig(enabled=True),
-                    profiler=ProfilerConfig(schedule=ScheduleConfig(0, 1, 1, 1), modules=True),
-                    timing=TimingConfig(warmup=1, iters=2, min_iters=1, rounds=1))
+    cfg = RunConfig(
+        module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 16},
+        input=InputConfig(shape=[1, 4, 16], dtype=DType.float32),
+        compile=CompileConfig(enabled=True),
+        profiler=ProfilerConfig(schedule=ScheduleConfig(0, 1, 1, 1), modules=True),
+        timing=TimingConfig(warmup=1, iters=2, min_iters=1, rounds=1),
+    )
     spec = CellSpec(config=cfg, run_id="c", experiment="t", module_name="m")
     results = run_cell(spec, tmp_path)
     cell = results.cells.iloc[0]

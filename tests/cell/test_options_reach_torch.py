@@ -15,16 +15,22 @@ import torch
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
+from helpers.layers import ScaledSum
 from neuronexp.cell import profiling
 from neuronexp.cell.run import run_cell
 from neuronexp.config.compose import spec_from
 from neuronexp.results import Results
 from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, read_outputs
 
-from helpers.layers import ScaledSum
-
-SMALL = ["input.shape=[1,8,64]", "input.dtype=float32", "backend=cpu", "timing.warmup=1", "timing.iters=3",
-         "timing.min_iters=3", "roofline.probe=off"]
+SMALL = [
+    "input.shape=[1,8,64]",
+    "input.dtype=float32",
+    "backend=cpu",
+    "timing.warmup=1",
+    "timing.iters=3",
+    "timing.min_iters=3",
+    "roofline.probe=off",
+]
 
 
 def _run(tmp_path: Path, *overrides: str) -> Results:
@@ -86,13 +92,25 @@ def test_each_profiler_preset_reaches_torch_profiler(preset: str, tmp_path: Path
 
 
 def test_schedule_keys_record_shapes_and_export_trace_set_one_by_one(tmp_path: Path, profiler_calls) -> None:
-    results = _run(tmp_path, "profiler.schedule.wait=0", "profiler.schedule.warmup=2", "profiler.schedule.active=2",
-                   "profiler.schedule.repeat=2", "profiler.record_shapes=true", "profiler.export_trace=false")
+    results = _run(
+        tmp_path,
+        "profiler.schedule.wait=0",
+        "profiler.schedule.warmup=2",
+        "profiler.schedule.active=2",
+        "profiler.schedule.repeat=2",
+        "profiler.record_shapes=true",
+        "profiler.export_trace=false",
+    )
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
     (call,) = [c for c in profiler_calls if "record_shapes" in c]
-    assert call == {"schedule": {"wait": 0, "warmup": 2, "active": 2, "repeat": 2}, "record_shapes": True,
-                    "with_stack": False, "profile_memory": False, "with_flops": False}
+    assert call == {
+        "schedule": {"wait": 0, "warmup": 2, "active": 2, "repeat": 2},
+        "record_shapes": True,
+        "with_stack": False,
+        "profile_memory": False,
+        "with_flops": False,
+    }
     assert cell["profile_schedule"] == "0/2/2/2" and cell["profile_cycles"] == 2
     assert sorted(results.ops["cycle"].unique()) == [0, 1]
     assert results.ops["input_shapes"].notna().any() and results.ops["flops"].isna().all()
@@ -119,7 +137,9 @@ def test_with_stack_and_profile_memory_on_their_own(tmp_path: Path) -> None:
 GRAPH_BREAK_LAYER = "helpers.layers.GraphBreak"
 
 
-def test_compile_backend_mode_and_fullgraph_reach_torch_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compile_backend_mode_and_fullgraph_reach_torch_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen: list[dict[str, Any]] = []
     real_compile = torch.compile
 
@@ -128,8 +148,14 @@ def test_compile_backend_mode_and_fullgraph_reach_torch_compile(tmp_path: Path, 
         return real_compile(model, **kwargs)
 
     monkeypatch.setattr(torch, "compile", spy)
-    results = _run(tmp_path / "a", "profiler=quick", "compile.enabled=true", "compile.backend=eager",
-                   "compile.mode=default", "compile.fullgraph=true")
+    results = _run(
+        tmp_path / "a",
+        "profiler=quick",
+        "compile.enabled=true",
+        "compile.backend=eager",
+        "compile.mode=default",
+        "compile.fullgraph=true",
+    )
     assert results.cells.iloc[0]["status"] == "ok", results.cells.iloc[0]["error"]
     assert seen == [{"backend": "eager", "mode": "default", "fullgraph": True, "dynamic": False}]
     seen.clear()
@@ -138,8 +164,14 @@ def test_compile_backend_mode_and_fullgraph_reach_torch_compile(tmp_path: Path, 
 
 
 def test_fullgraph_makes_a_graph_break_fail_the_cell(tmp_path: Path) -> None:
-    args = ["profiler=quick", f"module._target_={GRAPH_BREAK_LAYER}", "~module.hidden_size", "~module.eps",
-            "compile.enabled=true", "compile.backend=eager"]
+    args = [
+        "profiler=quick",
+        f"module._target_={GRAPH_BREAK_LAYER}",
+        "~module.hidden_size",
+        "~module.eps",
+        "compile.enabled=true",
+        "compile.backend=eager",
+    ]
     broken = _run(tmp_path / "full", *args, "compile.fullgraph=true").cells.iloc[0]
     assert broken["status"] == "error" and broken["error"].startswith("Unsupported: "), broken["error"]
     allowed = _run(tmp_path / "partial", *args, "compile.fullgraph=false").cells.iloc[0]
@@ -151,7 +183,9 @@ def _output(out: Path) -> np.ndarray:
     return leaf.values
 
 
-@pytest.mark.parametrize("layer", [pytest.param("torch.nn.Identity", marks=pytest.mark.slow), "helpers.layers.WeightsOnly"])  # 11 s / 5 s
+@pytest.mark.parametrize(
+    "layer", [pytest.param("torch.nn.Identity", marks=pytest.mark.slow), "helpers.layers.WeightsOnly"]
+)  # 11 s / 5 s
 def test_input_seed_fixes_the_inputs_and_the_weights(layer: str, tmp_path: Path) -> None:
     # Identity returns its input, WeightsOnly its weights: each output shows one of the two seeded draws alone.
     args = ["profiler=quick", f"module._target_={layer}", "~module.hidden_size", "~module.eps"]

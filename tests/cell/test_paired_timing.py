@@ -22,8 +22,18 @@ class Clocked(CpuBackend):
 
 
 def _cfg(**kw) -> TimingConfig:
-    return TimingConfig(**{"min_seconds": 0, "warmup": 1, "iters": 60, "min_iters": 60, "rounds": 3, "round_gap_s": 0.0,
-                           "max_seconds": 60, **kw})
+    return TimingConfig(
+        **{
+            "min_seconds": 0,
+            "warmup": 1,
+            "iters": 60,
+            "min_iters": 60,
+            "rounds": 3,
+            "round_gap_s": 0.0,
+            "max_seconds": 60,
+            **kw,
+        }
+    )
 
 
 def test_each_pair_calls_every_variant_once_in_a_fresh_random_order() -> None:
@@ -34,7 +44,7 @@ def test_each_pair_calls_every_variant_once_in_a_fresh_random_order() -> None:
 
     stats = time_calls([call(0), call(1), call(2)], Clocked(), _cfg(), seed=1)
     timed = order[3:]  # after one warm-up pass
-    pairs = [tuple(timed[i:i + 3]) for i in range(0, len(timed), 3)]
+    pairs = [tuple(timed[i : i + 3]) for i in range(0, len(timed), 3)]
     assert len(pairs) == 60 and all(sorted(p) == [0, 1, 2] for p in pairs)
     assert len(set(pairs)) > 3  # not one fixed order: every permutation position is taken by each variant
     firsts = [p[0] for p in pairs]

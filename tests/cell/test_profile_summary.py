@@ -23,14 +23,30 @@ class CudaShaped(Backend):
 
 
 def _avg(key: str, device: DeviceType, count: int, self_cpu: float, self_dev: float) -> SimpleNamespace:
-    return SimpleNamespace(key=key, device_type=device, count=count, self_cpu_time_total=self_cpu, cpu_time_total=self_cpu,
-                           self_device_time_total=self_dev, device_time_total=self_dev, input_shapes=[], flops=0,
-                           self_cpu_memory_usage=0, self_device_memory_usage=0)
+    return SimpleNamespace(
+        key=key,
+        device_type=device,
+        count=count,
+        self_cpu_time_total=self_cpu,
+        cpu_time_total=self_cpu,
+        self_device_time_total=self_dev,
+        device_time_total=self_dev,
+        input_shapes=[],
+        flops=0,
+        self_cpu_memory_usage=0,
+        self_device_memory_usage=0,
+    )
 
 
 def _event(name: str, parent=None) -> SimpleNamespace:
-    evt = SimpleNamespace(name=name, device_type=DeviceType.CPU, cpu_parent=parent, cpu_children=[],
-                          is_python_function=False, is_user_annotation=False)
+    evt = SimpleNamespace(
+        name=name,
+        device_type=DeviceType.CPU,
+        cpu_parent=parent,
+        cpu_children=[],
+        is_python_function=False,
+        is_user_annotation=False,
+    )
     if parent is not None:
         parent.cpu_children.append(evt)
     return evt
@@ -76,14 +92,27 @@ def test_device_time_path_known_answer() -> None:
 
 
 def _cycle(i: int, device_us: float, ops: float, dispatched: float) -> CycleProfile:
-    row = {"run_id": "r", "op": "aten::mul", "device_type": "CPU", "calls": ops, "self_device_us": device_us,
-           "device_share": 1.0, "cycle": i, "leaf": True}
+    row = {
+        "run_id": "r",
+        "op": "aten::mul",
+        "device_type": "CPU",
+        "calls": ops,
+        "self_device_us": device_us,
+        "device_share": 1.0,
+        "cycle": i,
+        "leaf": True,
+    }
     return CycleProfile(i, [row], device_us, device_us, ops, dispatched)
 
 
 def test_profile_columns_are_the_median_over_cycles_not_the_first_or_last() -> None:
-    cycles = [_cycle(0, 900.0, 9, 9), _cycle(1, 100.0, 6, 5), _cycle(2, 120.0, 6, 5), _cycle(3, 110.0, 6, 5),
-              _cycle(4, 50.0, 3, 1)]
+    cycles = [
+        _cycle(0, 900.0, 9, 9),
+        _cycle(1, 100.0, 6, 5),
+        _cycle(2, 120.0, 6, 5),
+        _cycle(3, 110.0, 6, 5),
+        _cycle(4, 50.0, 3, 1),
+    ]
     latency = summarize_samples([100.0, 102.0, 98.0, 101.0], [0, 0, 1, 1])
     m = Measured(0.1, latency, ProfileResult(cycles, [], ScheduleConfig(1, 1, 1, 5)), threads=1)
     cols = measured_columns(m, [row for c in cycles for row in c.ops])

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from neuronexp.backends.cpu import CpuBackend
+from neuronexp.cell.profiling import profile_callable, resolve_schedule, steps_needed
 from neuronexp.config import ProfilerConfig, ScheduleConfig
 from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm
-from neuronexp.cell.profiling import profile_callable, resolve_schedule, steps_needed
 
 ONE_CYCLE = ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)
 
@@ -48,7 +48,9 @@ def test_off_neuron_the_default_schedule_profiles_five_cycles_of_one_step(tmp_pa
     result = _profile(NaiveRMSNorm(128), tmp_path, schedule=ScheduleConfig(), export_trace=False)
     assert [c.cycle for c in result.cycles] == [0, 1, 2, 3, 4]
     # A value that is set wins over the backend's default; the others still come from it.
-    assert resolve_schedule(ProfilerConfig(schedule=ScheduleConfig(repeat=2)), CpuBackend()) == ScheduleConfig(1, 1, 1, 2)
+    assert resolve_schedule(ProfilerConfig(schedule=ScheduleConfig(repeat=2)), CpuBackend()) == ScheduleConfig(
+        1, 1, 1, 2
+    )
 
 
 def test_naive_rmsnorm_dispatches_six_calls_and_executes_seven(tmp_path: Path) -> None:

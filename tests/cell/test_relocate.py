@@ -60,15 +60,19 @@ def test_the_host_backend_alone_relocates() -> None:
     assert CpuBackend.relocates_inputs and not Backend.relocates_inputs
 
 
-@pytest.mark.parametrize(("cpus", "torch_threads", "omp", "expected"), [
-    (2, 2, None, 1),  # every CPU: one left spare
-    (8, 8, None, 7),
-    (8, 4, None, None),  # torch already leaves CPUs free (physical cores on an SMT host)
-    (1, 1, None, None),  # nothing to spare
-    (2, 2, "2", None),  # OMP_NUM_THREADS said how many: a user's or a sweep slot's word stands
-])
+@pytest.mark.parametrize(
+    ("cpus", "torch_threads", "omp", "expected"),
+    [
+        (2, 2, None, 1),  # every CPU: one left spare
+        (8, 8, None, 7),
+        (8, 4, None, None),  # torch already leaves CPUs free (physical cores on an SMT host)
+        (1, 1, None, None),  # nothing to spare
+        (2, 2, "2", None),  # OMP_NUM_THREADS said how many: a user's or a sweep slot's word stands
+    ],
+)
 def test_default_threads_leave_a_cpu_spare_only_where_torch_takes_them_all(
-        monkeypatch: pytest.MonkeyPatch, cpus: int, torch_threads: int, omp: str | None, expected: int | None) -> None:
+    monkeypatch: pytest.MonkeyPatch, cpus: int, torch_threads: int, omp: str | None, expected: int | None
+) -> None:
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cpus)))
     if omp is None:
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

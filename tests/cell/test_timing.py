@@ -29,7 +29,9 @@ class ScriptedBackend(CpuBackend):
 def test_samples_are_taken_in_rounds_and_the_median_is_over_round_medians() -> None:
     calls = []
     cfg = TimingConfig(min_seconds=0, warmup=2, iters=9, min_iters=3, rounds=3, round_gap_s=0.0, max_seconds=60)
-    stats = time_callable(lambda: calls.append(1), ScriptedBackend([10.0, 10.0, 10.0, 50.0, 50.0, 50.0, 11.0, 12.0, 13.0]), cfg)
+    stats = time_callable(
+        lambda: calls.append(1), ScriptedBackend([10.0, 10.0, 10.0, 50.0, 50.0, 50.0, 11.0, 12.0, 13.0]), cfg
+    )
     assert stats.rounds == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert stats.round_medians_us == [10.0, 50.0, 12.0]
     assert stats.median_us == 12.0  # the median of the round medians

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-from neuronexp.backends.cpu import CpuBackend
-from neuronexp.config import TimingConfig
-from neuronexp.cell.timing import time_callable
-
 from helpers import FAST, run_dirs
+from neuronexp.backends.cpu import CpuBackend
+from neuronexp.cell.timing import time_callable
+from neuronexp.config import TimingConfig
 
 
 def _sleeper(seconds: float):
@@ -56,8 +55,15 @@ def test_warm_up_stops_after_max_seconds() -> None:
 def test_the_command_line_keys_cut_sampling_and_the_cell_records_how_many(cli, tmp_path: Path) -> None:
     # timing.iters=50, but a deadline of a microsecond: exactly min_iters samples, recorded as the cell's count.
     args = [a for a in FAST if not a.startswith(("timing.iters=", "timing.min_iters="))]
-    res = cli(*args, "timing.iters=50", "timing.min_iters=4", "timing.max_seconds=0.000001", "timing.rounds=1", "backend=cpu",
-              "roofline.probe=off")
+    res = cli(
+        *args,
+        "timing.iters=50",
+        "timing.min_iters=4",
+        "timing.max_seconds=0.000001",
+        "timing.rounds=1",
+        "backend=cpu",
+        "roofline.probe=off",
+    )
     assert res.returncode == 0, res.stderr
     tables = neuronexp.load(run_dirs(tmp_path)[0])
     assert tables.cells.iloc[0]["latency_samples"] == len(tables.samples) == 4

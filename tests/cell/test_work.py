@@ -10,7 +10,7 @@ from torch import nn
 from neuronexp.backends.base import Backend
 from neuronexp.cell.work import count_work
 from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm
-from neuronexp.modules.attention import NaiveAttention, FusedAttention
+from neuronexp.modules.attention import FusedAttention, NaiveAttention
 
 
 @pytest.mark.parametrize("dtype, size", [(torch.bfloat16, 2), (torch.float32, 4)])

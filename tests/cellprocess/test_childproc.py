@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV, fresh_process_env
 from neuronexp.cellprocess.childproc import ForkRequest, enter_cell_process
+from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV, fresh_process_env
 
 
 def _child_environment(tmp_path: Path, inherited: dict[str, str], request_env: dict[str, str]) -> dict[str, Any]:

@@ -10,17 +10,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
+from helpers import forked
+from helpers.forked import STANDIN_DIR
 from neuronexp.cellprocess.childproc import ForkRequest
 from neuronexp.cellprocess.forkserver import ADDRESS_ENV, ForkServer, hello, run_forked, server_address
 from neuronexp.cellprocess.placement import plan_slots
-
-from helpers import forked
-from helpers.forked import STANDIN_DIR
 
 CPUS = sorted(os.sched_getaffinity(0))
 
@@ -36,9 +36,16 @@ def server() -> Iterator[Path]:
 
 def _request(tmp_path: Path, target: str, **payload: Any) -> dict[str, Any]:
     """A fork request's parts, for a test to change before `_typed` makes the request."""
-    return {"entry": getattr(forked, target), "payload": {"out": str(tmp_path / "seen.json"), **payload},
-            "kind": "cpu", "env": dict(os.environ), "cwd": str(tmp_path), "sys_path": sys.path, "cpus": None,
-            "log": str(tmp_path / "cell.log")}
+    return {
+        "entry": getattr(forked, target),
+        "payload": {"out": str(tmp_path / "seen.json"), **payload},
+        "kind": "cpu",
+        "env": dict(os.environ),
+        "cwd": str(tmp_path),
+        "sys_path": sys.path,
+        "cpus": None,
+        "log": str(tmp_path / "cell.log"),
+    }
 
 
 def _typed(parts: dict[str, Any]) -> ForkRequest:
@@ -105,14 +112,26 @@ def test_a_cell_process_takes_its_environment_cores_and_threads_before_any_devic
     assert seen["ppid"] == hello(server)["pid"]  # forked from the template, not started afresh
     assert seen["cpus"] == CPUS[-1:] and seen["torch_threads"] == 1 and seen["cwd"] == str(tmp_path)
     # Its environment is the supervisor's plus the slot's; the template's own settings do not leak in.
-    assert seen["env"]["MARK"] == "1" and seen["env"]["CUDA_VISIBLE_DEVICES"] == "3" and seen["env"]["OMP_NUM_THREADS"] == "1"
+    assert (
+        seen["env"]["MARK"] == "1"
+        and seen["env"]["CUDA_VISIBLE_DEVICES"] == "3"
+        and seen["env"]["OMP_NUM_THREADS"] == "1"
+    )
     assert "OPENBLAS_NUM_THREADS" not in seen["env"] and "PYTORCH_NVML_BASED_CUDA_CHECK" not in seen["env"]
     # What torch's CUDA device count parses, and the row's placement, are the slot's devices.
-    assert seen["cuda_visible"] == ["3"] and seen["cuda_placement"] == "cuda:3" and seen["neuron_placement"] == "neuron:4-5"
+    assert (
+        seen["cuda_visible"] == ["3"]
+        and seen["cuda_placement"] == "cuda:3"
+        and seen["neuron_placement"] == "neuron:4-5"
+    )
 
 
-@pytest.mark.parametrize(("mode", "code", "sig"), [("exit", 3, None), ("raise", 1, None), ("segv", None, signal.SIGSEGV)])
-def test_how_a_cell_process_ended_comes_back(server: Path, tmp_path: Path, mode: str, code: int | None, sig: int | None) -> None:
+@pytest.mark.parametrize(
+    ("mode", "code", "sig"), [("exit", 3, None), ("raise", 1, None), ("segv", None, signal.SIGSEGV)]
+)
+def test_how_a_cell_process_ended_comes_back(
+    server: Path, tmp_path: Path, mode: str, code: int | None, sig: int | None
+) -> None:
     ended = run_forked(_typed(_request(tmp_path, "behave", mode=mode)), timeout_s=60)
     assert (ended.code, ended.signal, ended.timed_out) == (code, sig, False)
     if mode == "raise":  # its traceback is in the cell's log
@@ -129,12 +148,15 @@ def test_a_time_limit_kills_the_cell_and_everything_it_started(server: Path, tmp
 
 def test_a_cell_dies_with_its_supervisor(server: Path, tmp_path: Path) -> None:
     # A supervisor process (as a launcher worker would be) asks for a hanging cell and is killed with -9.
-    code = (f"import sys; sys.path[:0] = {sys.path!r}; from neuronexp.cellprocess.childproc import ForkRequest; "
-            "from neuronexp.cellprocess.forkserver import run_forked; "
-            "run_forked(ForkRequest.decode(sys.argv[1]), None)")
+    code = (
+        f"import sys; sys.path[:0] = {sys.path!r}; from neuronexp.cellprocess.childproc import ForkRequest; "
+        "from neuronexp.cellprocess.forkserver import run_forked; "
+        "run_forked(ForkRequest.decode(sys.argv[1]), None)"
+    )
     request = _typed(_request(tmp_path, "behave", mode="hang")).encode()
-    supervisor = subprocess.Popen([sys.executable, "-c", code, request],
-                                  env=dict(os.environ, **{ADDRESS_ENV: os.environ[ADDRESS_ENV]}))
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", code, request], env=dict(os.environ, **{ADDRESS_ENV: os.environ[ADDRESS_ENV]})
+    )
     deadline = time.monotonic() + 60
     while not (tmp_path / "seen.json").exists():
         assert supervisor.poll() is None and time.monotonic() < deadline
@@ -160,12 +182,18 @@ def _autoload(tmp_path: Path, start_runtime: bool) -> Path:
     site = tmp_path / "site"
     site.mkdir()
     start = "torch.neuron.device_count()\n" if start_runtime else ""
-    (site / "sitecustomize.py").write_text(f"import sys\nsys.path.insert(0, {str(STANDIN_DIR)!r})\nimport torch, torch_neuronx\n{start}")
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(STANDIN_DIR)!r})\nimport torch, torch_neuronx\n{start}"
+    )
     return site
 
 
-def test_the_neuron_runtime_sees_the_cores_set_in_the_cell_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(_autoload(tmp_path, False)), os.environ.get("PYTHONPATH", "")]))
+def test_the_neuron_runtime_sees_the_cores_set_in_the_cell_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(_autoload(tmp_path, False)), os.environ.get("PYTHONPATH", "")])
+    )
     monkeypatch.delenv("NEURON_RT_VISIBLE_CORES", raising=False)
     slot = plan_slots("neuron", 2, 2, [str(i) for i in range(4)], CPUS)[1]
     with ForkServer():
@@ -180,20 +208,28 @@ def test_the_neuron_runtime_sees_the_cores_set_in_the_cell_process(tmp_path: Pat
     assert seen["placement"] == "neuron:2-3"
 
 
-def test_a_template_whose_neuron_runtime_started_refuses_neuron_cells(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(_autoload(tmp_path, True)), os.environ.get("PYTHONPATH", "")]))
+def test_a_template_whose_neuron_runtime_started_refuses_neuron_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(_autoload(tmp_path, True)), os.environ.get("PYTHONPATH", "")])
+    )
     with ForkServer():
         assert hello(server_address())["runtimes_started"] == ["neuron"]
         request = _request(tmp_path, "neuron_backend")
         request["kind"] = "neuron"
         refused = run_forked(_typed(request), timeout_s=60)
         fine = run_forked(_typed(_request(tmp_path, "report")), timeout_s=60)
-    assert refused.pid is None and "Neuron runtime started in neuronexp's fork-server template" in (refused.refused or "")
+    assert refused.pid is None and "Neuron runtime started in neuronexp's fork-server template" in (
+        refused.refused or ""
+    )
     assert fine.code == 0
 
 
 @pytest.mark.slow
-def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_compile_warm_up_leaves_one_thread_and_cells_still_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     with ForkServer(warm=["compile"]):
         deadline = time.monotonic() + 600

@@ -29,8 +29,9 @@ from neuronexp.sweep.watch import CellWatcher
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPU cores for 2 slots")
-JOBLIB = pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
-                            reason="pip install '.[parallel]'")
+JOBLIB = pytest.mark.skipif(
+    importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None, reason="pip install '.[parallel]'"
+)
 
 # A user layer for the end-to-end tests: building it takes a while (so two cells surely overlap), and with
 # PROBE_PARK set its forward on 32-wide inputs records its pid and its supervisor's (the launcher worker) and waits
@@ -58,6 +59,7 @@ SHAPES = "input.shape=[1,8,16],[1,8,32],[1,8,48]"
 
 # --- slots -------------------------------------------------------------------------------------------------
 
+
 def test_units_parse_and_format_as_ranges() -> None:
     assert parse_units("0-3,6") == ["0", "1", "2", "3", "6"]
     assert format_units(["0", "1", "2", "5"]) == "0-2,5" and format_units([7]) == "7" and format_units([]) == ""
@@ -75,11 +77,20 @@ def test_slots_split_the_host_without_overlap() -> None:
     assert cuda[0].env()["OMP_NUM_THREADS"] == "1"
 
 
-@pytest.mark.parametrize(("kind", "devices", "per", "pool", "message"), [
-    ("cuda", 3, None, ["0", "1"], "launcher.devices=3 x launcher.per_device=1 needs 3 GPUs; 2 available here (0-1)"),
-    ("cpu", 3, None, [], "needs 3 CPU cores; 2 available"),
-    ("neuron", 1, 2, ["0", "2"], "NeuronCore slot 0,2 is not a contiguous range"),
-])
+@pytest.mark.parametrize(
+    ("kind", "devices", "per", "pool", "message"),
+    [
+        (
+            "cuda",
+            3,
+            None,
+            ["0", "1"],
+            "launcher.devices=3 x launcher.per_device=1 needs 3 GPUs; 2 available here (0-1)",
+        ),
+        ("cpu", 3, None, [], "needs 3 CPU cores; 2 available"),
+        ("neuron", 1, 2, ["0", "2"], "NeuronCore slot 0,2 is not a contiguous range"),
+    ],
+)
 def test_slots_that_do_not_fit_say_which_key_to_change(kind, devices, per, pool, message) -> None:
     with pytest.raises(PlacementError, match=message.replace("(", r"\(").replace(")", r"\)")):
         plan_slots(kind, devices, per, pool, [0, 1])
@@ -157,11 +168,23 @@ def test_the_watcher_reports_new_and_rewritten_cells_once(tmp_path: Path) -> Non
 
 # --- end to end --------------------------------------------------------------------------------------------
 
+
 def _same_tables(a: neuronexp.Results, b: neuronexp.Results) -> None:
     """Same columns in the same order, and the same cells (labels, config hash, outcome)."""
     for x, y in zip(a, b):
         assert list(x.columns) == list(y.columns)
-    key = ["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "input_shape", "overrides", "status"]
+    key = [
+        "run_id",
+        "experiment",
+        "module",
+        "compiled",
+        "backend",
+        "device",
+        "dtype",
+        "input_shape",
+        "overrides",
+        "status",
+    ]
     assert sorted(map(tuple, a.cells[key].astype(str).values)) == sorted(map(tuple, b.cells[key].astype(str).values))
     assert set(a.ops["run_id"]) == set(b.ops["run_id"]) and set(a.samples["run_id"]) == set(b.samples["run_id"])
 
@@ -195,8 +218,14 @@ def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
 def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli, tmp_path: Path, basic_sweep) -> None:
     (tmp_path / "probe.py").write_text(PROBE)
     sweep = tmp_path / "sweep"
-    res = cli(*PROBE_ARGS, SHAPES, "hydra/launcher=parallel", "launcher.devices=2", f"launcher.lock_dir={tmp_path / 'locks'}",
-              f"hydra.sweep.dir={sweep}")
+    res = cli(
+        *PROBE_ARGS,
+        SHAPES,
+        "hydra/launcher=parallel",
+        "launcher.devices=2",
+        f"launcher.lock_dir={tmp_path / 'locks'}",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert res.returncode == 0, res.stderr
     results = neuronexp.load(sweep)
     cells = results.cells
@@ -216,9 +245,15 @@ def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli
 
 
 def test_warm_workers_are_gone_with_a_one_line_migration_error(cli, tmp_path: Path) -> None:
-    res = cli("-m", *QUICK, "input.shape=[1,8,16],[1,8,32]", "launcher.isolate=false", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    res = cli(
+        "-m", *QUICK, "input.shape=[1,8,16],[1,8,32]", "launcher.isolate=false", f"hydra.sweep.dir={tmp_path / 'sweep'}"
+    )
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr.strip().splitlines()[-1].startswith("neuronexp: error: launcher.isolate=False: warm workers are gone")
+    assert (
+        res.stderr.strip()
+        .splitlines()[-1]
+        .startswith("neuronexp: error: launcher.isolate=False: warm workers are gone")
+    )
     assert not (tmp_path / "sweep").exists()
 
 
@@ -228,8 +263,15 @@ def _start_parked(tmp_path: Path, keep_park: bool = False) -> tuple[subprocess.P
     park.mkdir(exist_ok=keep_park)
     env = dict(os.environ, PROBE_PARK=str(park), COLUMNS="200")
     env.pop("HYDRA_FULL_ERROR", None)
-    args = [console_script("neuronexp"), *PROBE_ARGS, "input.shape=[1,8,16],[1,8,32]", "hydra/launcher=parallel",
-            "launcher.devices=2", f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    args = [
+        console_script("neuronexp"),
+        *PROBE_ARGS,
+        "input.shape=[1,8,16],[1,8,32]",
+        "hydra/launcher=parallel",
+        "launcher.devices=2",
+        f"launcher.lock_dir={tmp_path / 'locks'}",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    ]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not (park / "pids.json").exists():
@@ -247,8 +289,14 @@ def _alive(pid: int) -> bool:
 
 
 def _rerun(cli, tmp_path: Path) -> neuronexp.Results:
-    res = cli(*PROBE_ARGS, "input.shape=[1,8,16],[1,8,32]", "hydra/launcher=parallel", "launcher.devices=2",
-              f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    res = cli(
+        *PROBE_ARGS,
+        "input.shape=[1,8,16],[1,8,32]",
+        "hydra/launcher=parallel",
+        "launcher.devices=2",
+        f"launcher.lock_dir={tmp_path / 'locks'}",
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    )
     assert res.returncode == 0, res.stderr
     return neuronexp.load(tmp_path / "sweep")
 
@@ -256,7 +304,9 @@ def _rerun(cli, tmp_path: Path) -> neuronexp.Results:
 @TWO_CPUS
 @JOBLIB
 @pytest.mark.slow  # 22 s on the 2-core VM
-def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resume_finishes_both(cli, tmp_path: Path) -> None:
+def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resume_finishes_both(
+    cli, tmp_path: Path
+) -> None:
     # 1. The parked cell's own process is killed (as the OOM killer would): its worker writes an error row
     #    and the sweep completes.
     proc, pids = _start_parked(tmp_path)
@@ -267,7 +317,10 @@ def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resum
     cells = neuronexp.load(sweep).cells.set_index("input_shape")
     assert cells.loc["[1,8,16]", "status"] == "ok"
     victim = cells.loc["[1,8,32]"]
-    assert victim["status"] == "error" and victim["error"] == "cell process killed by SIGKILL during first call (out of memory, or killed)"
+    assert (
+        victim["status"] == "error"
+        and victim["error"] == "cell process killed by SIGKILL during first call (out of memory, or killed)"
+    )
     assert victim["placement"] in ("cpu:0", "cpu:1") and victim["worker_pid"] == pids["cell"]
     # 2. Resumed, the failed cell runs again and parks again; now its worker (a loky process) is killed: the
     #    launcher stops, what finished is aggregated, the parked cell is missing (no half-written file) and its
@@ -276,7 +329,11 @@ def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resum
     proc, pids = _start_parked(tmp_path, keep_park=True)
     os.kill(pids["worker"], signal.SIGKILL)
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "the launcher stopped the sweep (TerminatedWorkerError" in err and "to resume it" in err
+    assert (
+        proc.returncode == 1
+        and "the launcher stopped the sweep (TerminatedWorkerError" in err
+        and "to resume it" in err
+    )
     for path in sweep.glob("*/*.parquet"):
         pd.read_parquet(path)
     assert not (sweep / "1" / "cells.parquet").exists()
@@ -285,24 +342,38 @@ def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resum
     # 3. Resumed again (nothing parks now): complete, and the cell that finished first was never rerun.
     again = _rerun(cli, tmp_path).cells.set_index("input_shape")
     assert again.loc["[1,8,32]", "status"] == "ok"
-    assert again.loc["[1,8,16]", "status"] == "cached" and again.loc["[1,8,16]", "worker_pid"] == cells.loc["[1,8,16]", "worker_pid"]
+    assert (
+        again.loc["[1,8,16]", "status"] == "cached"
+        and again.loc["[1,8,16]", "worker_pid"] == cells.loc["[1,8,16]", "worker_pid"]
+    )
 
 
 @pytest.mark.slow
 @TWO_CPUS
-def test_submitit_local_sweep_has_the_basic_tables_and_resumes_on_resubmission(cli, tmp_path: Path, basic_sweep) -> None:
+def test_submitit_local_sweep_has_the_basic_tables_and_resumes_on_resubmission(
+    cli, tmp_path: Path, basic_sweep
+) -> None:
     # The Slurm path for real (submitit pickles each job, runs it in its own process, results come back through
     # the shared sweep directory), on submitit's local executor: no Slurm mock.
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     (tmp_path / "probe.py").write_text(PROBE)
     sweep = tmp_path / "sweep"
-    args = (*PROBE_ARGS, SHAPES, "hydra/launcher=submitit_local", "launcher.devices=2", f"launcher.lock_dir={tmp_path / 'locks'}",
-            f"hydra.sweep.dir={sweep}")
+    args = (
+        *PROBE_ARGS,
+        SHAPES,
+        "hydra/launcher=submitit_local",
+        "launcher.devices=2",
+        f"launcher.lock_dir={tmp_path / 'locks'}",
+        f"hydra.sweep.dir={sweep}",
+    )
     res = cli(*args)
     assert res.returncode == 0, res.stderr
     results = neuronexp.load(sweep)
     _same_tables(results, basic_sweep)
-    assert set(results.cells["placement"]) == {"cpu:0", "cpu:1"} and len(list((sweep / ".submitit").glob("*/*_result.pkl"))) == 3
+    assert (
+        set(results.cells["placement"]) == {"cpu:0", "cpu:1"}
+        and len(list((sweep / ".submitit").glob("*/*_result.pkl"))) == 3
+    )
     _host_columns(results.cells, 1)
     # Resubmitting the same sweep (as after a preempted or timed-out allocation) measures nothing again.
     res = cli(*args)

@@ -11,10 +11,9 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
+from helpers import REPO
 from neuronexp.analysis.variants import parse_baseline
 from neuronexp.cli.main import typed_baseline
-
-from helpers import REPO
 
 
 def _compose(*overrides: str):
@@ -35,17 +34,22 @@ def test_the_documented_example_works_as_written() -> None:
         rule = parse_baseline(OmegaConf.to_container(cfg)["baseline"])
         assert rule == parse_baseline(typed.split("=", 1)[1]) and len(rule) >= 2, (example, rule)
     assert parse_baseline(_compose("+experiment=layernorm", *typed_baseline(shlex.split(examples[0])))["baseline"]) == {
-        "module": "layernorm_fused", "compile.enabled": "false"}
+        "module": "layernorm_fused",
+        "compile.enabled": "false",
+    }
 
 
-@pytest.mark.parametrize("typed, given", [
-    ("baseline=module=a,compile.enabled=false", "baseline='module=a,compile.enabled=false'"),
-    ("+baseline=compile.enabled=false", "+baseline='compile.enabled=false'"),
-    ("baseline=rmsnorm_naive", "baseline=rmsnorm_naive"),  # Hydra reads these already: left as typed
-    ("baseline='module=a,compile.enabled=false'", "baseline='module=a,compile.enabled=false'"),
-    ("baseline={module: a}", "baseline={module: a}"),
-    ("baseline=null", "baseline=null"),
-    ("module=a,b", "module=a,b"),  # not the baseline: a sweep stays a sweep
-])
+@pytest.mark.parametrize(
+    "typed, given",
+    [
+        ("baseline=module=a,compile.enabled=false", "baseline='module=a,compile.enabled=false'"),
+        ("+baseline=compile.enabled=false", "+baseline='compile.enabled=false'"),
+        ("baseline=rmsnorm_naive", "baseline=rmsnorm_naive"),  # Hydra reads these already: left as typed
+        ("baseline='module=a,compile.enabled=false'", "baseline='module=a,compile.enabled=false'"),
+        ("baseline={module: a}", "baseline={module: a}"),
+        ("baseline=null", "baseline=null"),
+        ("module=a,b", "module=a,b"),  # not the baseline: a sweep stays a sweep
+    ],
+)
 def test_only_a_baseline_hydra_cannot_read_is_quoted(typed: str, given: str) -> None:
     assert typed_baseline([typed]) == [given]

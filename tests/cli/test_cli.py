@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
-
-import importlib.util
 
 import pandas as pd
 import pytest
 import torch
 
 import neuronexp
-from neuronexp.results import CELL_SCHEMA, OP_SCHEMA, SAMPLE_SCHEMA
-
 from helpers import EXPERIMENTS, FAST, run_dirs
+from neuronexp.results import CELL_SCHEMA, OP_SCHEMA, SAMPLE_SCHEMA
 
 CONTRACT_CELL_COLUMNS = """run_id experiment module compiled backend device device_name dtype input_shape status error
 latency_median_us latency_p10_us latency_p90_us latency_samples timing_method first_call_s device_time_us
@@ -35,7 +33,13 @@ def test_default_cell_writes_the_contract_files(cli, tmp_path: Path) -> None:
     assert set(CONTRACT_OP_COLUMNS) <= set(tables.ops.columns)
     assert list(tables.samples.columns) == [*SAMPLE_SCHEMA.names, "source_dir"]  # load says where each row came from
     cell = tables.cells.iloc[0]
-    assert (cell["status"], cell["module"], cell["backend"], cell["dtype"], cell["input_shape"]) == ("ok", "rmsnorm_naive", "cpu", "float32", "[1,8,64]")
+    assert (cell["status"], cell["module"], cell["backend"], cell["dtype"], cell["input_shape"]) == (
+        "ok",
+        "rmsnorm_naive",
+        "cpu",
+        "float32",
+        "[1,8,64]",
+    )
     assert cell["latency_samples"] == len(tables.samples) >= 3
     assert cell["latency_p10_us"] <= cell["latency_median_us"] <= cell["latency_p90_us"]
     assert cell["timing_method"] == "wallclock" and cell["device_time_source"] == "cpu_self_time"
@@ -114,8 +118,14 @@ BAD_INPUTS = [
     (["input.shape=[1,-4]"], "input.shape=[1,-4]"),
     (["input.shape=wide"], "input.shape=wide"),
     (["profiler.schedule.active=0"], "profiler.schedule.active=0"),
-    pytest.param(["backend=neuron"], "torch-neuronx is not installed", marks=pytest.mark.skipif(HAS_NEURON, reason="Neuron present")),
-    pytest.param(["backend=cuda"], "backend=cuda", marks=pytest.mark.skipif(torch.cuda.is_available(), reason="GPU present")),
+    pytest.param(
+        ["backend=neuron"],
+        "torch-neuronx is not installed",
+        marks=pytest.mark.skipif(HAS_NEURON, reason="Neuron present"),
+    ),
+    pytest.param(
+        ["backend=cuda"], "backend=cuda", marks=pytest.mark.skipif(torch.cuda.is_available(), reason="GPU present")
+    ),
     (["module._target_=nowhere.Layer"], "module._target_=nowhere.Layer"),
     (["module._target_=collections.OrderedDict"], "not a torch.nn.Module"),
     (['profiler.neuron.capture_enabled_for_nc="0,x"'], "profiler.neuron.capture_enabled_for_nc=0,x"),
@@ -172,5 +182,7 @@ def test_a_finished_run_directory_keeps_its_results(cli, tmp_path: Path) -> None
     res = cli(*FAST, "input.dtype=float32", "backend=cpu", "hydra.run.dir=done")
     assert res.returncode == 0, res.stderr
     assert "reused" in res.stdout and first["run_id"] in res.stdout
-    results = {n: b for n, b in files.items() if n.endswith((".parquet", ".arrow", ".json", ".yaml")) and not n.startswith(".")}
+    results = {
+        n: b for n, b in files.items() if n.endswith((".parquet", ".arrow", ".json", ".yaml")) and not n.startswith(".")
+    }
     assert {n: (done / n).read_bytes() for n in results} == results

@@ -14,7 +14,16 @@ from helpers import FAST, run_cli, run_dirs
 
 def _git(repo: Path, *args: str) -> str:
     # Identity and config given here: the test must not depend on (or change) the user's git configuration.
-    cmd = ["git", "-c", "user.name=neuronexp-test", "-c", "user.email=test@example.invalid", "-c", "commit.gpgsign=false", *args]
+    cmd = [
+        "git",
+        "-c",
+        "user.name=neuronexp-test",
+        "-c",
+        "user.email=test@example.invalid",
+        "-c",
+        "commit.gpgsign=false",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
 
 

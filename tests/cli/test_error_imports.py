@@ -28,15 +28,21 @@ def _run_logged(tmp_path: Path, *args: str):
     return result, errors, _imported(result.stderr)
 
 
-@pytest.mark.parametrize("args, line", [
-    (["input.shape=[0]"], "input.shape=[0]: must be a non-empty list of positive integers, e.g. [1,1024,4096]"),
-    (["timing.iters=0"], "timing.iters=0: must be an integer >= 1"),
-    (["input.dtype=float33"], "input.dtype=float33: Invalid value 'float33'"),
-    (["+timing.itres=5"], "timing.itres=5: not a key of neuronexp's schema"),
-    (["launcher.pool=x"], "launcher.pool=x: expected indices"),
-    (["compile.backend=inductor", "correctness.rtol=-1"], "correctness.rtol=-1.0: must be null or a finite number >= 0"),
-    (["module=nosuch"], "module=nosuch: unknown option"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["input.shape=[0]"], "input.shape=[0]: must be a non-empty list of positive integers, e.g. [1,1024,4096]"),
+        (["timing.iters=0"], "timing.iters=0: must be an integer >= 1"),
+        (["input.dtype=float33"], "input.dtype=float33: Invalid value 'float33'"),
+        (["+timing.itres=5"], "timing.itres=5: not a key of neuronexp's schema"),
+        (["launcher.pool=x"], "launcher.pool=x: expected indices"),
+        (
+            ["compile.backend=inductor", "correctness.rtol=-1"],
+            "correctness.rtol=-1.0: must be null or a finite number >= 0",
+        ),
+        (["module=nosuch"], "module=nosuch: unknown option"),
+    ],
+)
 def test_a_plain_config_error_is_reported_before_torch_is_imported(tmp_path: Path, args: list[str], line: str) -> None:
     result, errors, imported = _run_logged(tmp_path, *args)
     assert result.returncode == 2, result.stderr[-2000:]
@@ -55,18 +61,30 @@ def test_the_import_log_does_show_torch_where_a_check_needs_it(tmp_path: Path) -
     assert "torch" in imported
 
 
-@pytest.mark.parametrize("args, line", [
-    (["-m", "input.shape=[1,8],[0]"], "input.shape=[0]: must be a non-empty list of positive integers"),
-    (["-m", "module=rmsnorm_naive,rmsnorm_fused", "timing.iters=0"], "timing.iters=0: must be an integer >= 1"),
-])
-def test_a_sweep_reports_a_plain_config_error_before_its_process_imports_torch(tmp_path: Path, args: list[str], line: str) -> None:
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (["-m", "input.shape=[1,8],[0]"], "input.shape=[0]: must be a non-empty list of positive integers"),
+        (["-m", "module=rmsnorm_naive,rmsnorm_fused", "timing.iters=0"], "timing.iters=0: must be an integer >= 1"),
+    ],
+)
+def test_a_sweep_reports_a_plain_config_error_before_its_process_imports_torch(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
     # The sweep starts its fork server's template (which imports torch in a process of its own) before planning,
     # so the import log would mix both processes: what this process holds is read when the error is raised.
-    code = ("import sys\nfrom neuronexp.cli.main import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
-            "print('HEAVY', [m for m in HEAVY if m in sys.modules], code, file=sys.stderr)")
-    proc = subprocess.run([sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}", *args], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import sys\nfrom neuronexp.cli.main import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "print('HEAVY', [m for m in HEAVY if m in sys.modules], code, file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", f"HEAVY = {HEAVY!r}\n{code}", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert f"neuronexp: error: {line}" in proc.stderr, proc.stderr[-2000:]
     assert "HEAVY [] 2" in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "multirun").exists() and not (tmp_path / "outputs").exists()
@@ -74,8 +92,11 @@ def test_a_sweep_reports_a_plain_config_error_before_its_process_imports_torch(t
 
 def test_one_tab_of_shell_completion_imports_neither_torch_nor_pandas(tmp_path: Path) -> None:
     line = "neuronexp module=rmsnorm_f"  # what bash's completion function (neuronexp -sc install=bash) sends
-    result = run_cli(["-sc", "query=bash"], cwd=tmp_path,
-                     env={"PYTHONPROFILEIMPORTTIME": "1", "COMP_LINE": line, "COMP_POINT": str(len(line))})
+    result = run_cli(
+        ["-sc", "query=bash"],
+        cwd=tmp_path,
+        env={"PYTHONPROFILEIMPORTTIME": "1", "COMP_LINE": line, "COMP_POINT": str(len(line))},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.split() == ["module=rmsnorm_fused"]
     imported = _imported(result.stderr)

@@ -24,8 +24,9 @@ def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Pa
     transformers = pytest.importorskip("transformers")
     from transformers.models.llama import modeling_llama as llama
 
-    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
-                                      num_key_value_heads=2, attn_implementation="eager")
+    config = transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2, attn_implementation="eager"
+    )
     attention = llama.LlamaAttention(config, layer_idx=3)
     by_config = recipe(attention, tmp_path / "a.pt")
     assert by_config.how == "config" and by_config.node["layer_idx"] == 3
@@ -46,7 +47,12 @@ def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Pa
     assert norm.how == "constructor arguments" and norm.node["hidden_size"] == 64 and norm.node["eps"] == 1e-5
     assert fused_alternative(llama.LlamaRMSNorm(64), norm.node)[0]["_target_"] == "neuronexp.modules.FusedRMSNorm"  # type: ignore[index]
     linear = recipe(nn.Linear(8, 4, bias=False), tmp_path / "l.pt")
-    assert linear.node == {"_target_": "torch.nn.modules.linear.Linear", "in_features": 8, "out_features": 4, "bias": False}
+    assert linear.node == {
+        "_target_": "torch.nn.modules.linear.Linear",
+        "in_features": 8,
+        "out_features": 4,
+        "bias": False,
+    }
 
     opaque = WeightsOnly(5)  # nothing to recover `width` from: saved with its weights
     saved = recipe(opaque, tmp_path / "o.pt")
@@ -57,12 +63,14 @@ def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Pa
 
 
 def test_inputs_are_rebuilt_as_specs_with_the_factories_of_a_llama_layer() -> None:
-    specs = ('{"args": [], "kwargs": {"hidden_states": {"shape": [1, 8, 64], "dtype": "float32"}, '
-             '"attention_mask": {"shape": [1, 1, 8, 8], "dtype": "float32", "causal_mask": true}, '
-             '"position_embeddings": [{"shape": [1, 8, 16], "dtype": "float32"}, '
-             '{"shape": [1, 8, 16], "dtype": "float32"}], '
-             '"past_key_values": {"_unsupported_": "DynamicCache"}, '
-             '"position_ids": {"shape": [1, 8], "dtype": "int64", "fill": "arange"}}}')
+    specs = (
+        '{"args": [], "kwargs": {"hidden_states": {"shape": [1, 8, 64], "dtype": "float32"}, '
+        '"attention_mask": {"shape": [1, 1, 8, 8], "dtype": "float32", "causal_mask": true}, '
+        '"position_embeddings": [{"shape": [1, 8, 16], "dtype": "float32"}, '
+        '{"shape": [1, 8, 16], "dtype": "float32"}], '
+        '"past_key_values": {"_unsupported_": "DynamicCache"}, '
+        '"position_ids": {"shape": [1, 8], "dtype": "int64", "fill": "arange"}}}'
+    )
 
     class Layer(nn.Module):
         def forward(self, hidden_states, **kwargs):  # noqa: ANN001, ANN003
@@ -83,7 +91,11 @@ def test_a_directory_without_results_or_modules_is_one_line_and_exit_2(tmp_path:
 
 
 def _printed_commands(stdout: str) -> list[list[str]]:
-    return [shlex.split(line.strip())[1:] for line in stdout.splitlines() if line.strip().startswith("neuronexp --config-dir")]
+    return [
+        shlex.split(line.strip())[1:]
+        for line in stdout.splitlines()
+        if line.strip().startswith("neuronexp --config-dir")
+    ]
 
 
 @pytest.mark.slow
@@ -93,13 +105,29 @@ def test_a_user_model_is_extracted_and_its_printed_experiment_runs(tmp_path: Pat
     conf = write_user_model(tmp_path)
     run = tmp_path / "run"
     env = {"PYTHONPATH": str(tmp_path)}
-    result = run_cli(["--config-dir", str(conf), "module=mynet", "backend=cpu", "profiler.modules=true", *FAST,
-                      f"hydra.run.dir={run}"], cwd=tmp_path, env=env)
+    result = run_cli(
+        [
+            "--config-dir",
+            str(conf),
+            "module=mynet",
+            "backend=cpu",
+            "profiler.modules=true",
+            *FAST,
+            f"hydra.run.dir={run}",
+        ],
+        cwd=tmp_path,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     out = tmp_path / "studies"
     result = run_cli([str(run), "--top", "2", "--out", str(out)], cwd=tmp_path, script="neuronexp-extract", env=env)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "1. Hot (hot)" in result.stdout and "saved copy" in result.stdout and "in the model" in result.stdout and "alone" in result.stdout
+    assert (
+        "1. Hot (hot)" in result.stdout
+        and "saved copy" in result.stdout
+        and "in the model" in result.stdout
+        and "alone" in result.stdout
+    )
     assert {p.name for p in (out / "module").iterdir()} >= {"hot.yaml", "hot.pt"}
     commands = _printed_commands(result.stdout)
     assert commands[0] == ["--config-dir", str(out), "+experiment=hot"]
@@ -108,7 +136,9 @@ def test_a_user_model_is_extracted_and_its_printed_experiment_runs(tmp_path: Pat
     assert ran.returncode == 0, ran.stderr[-2000:]
     cells = neuronexp.load(sweep).cells
     assert sorted(cells["compiled"]) == [False, True] and set(cells["status"]) == {"ok"}
-    assert cells.loc[cells["compiled"], "speedup_vs_baseline"].notna().all()  # the module itself, eager, is the baseline
+    assert (
+        cells.loc[cells["compiled"], "speedup_vs_baseline"].notna().all()
+    )  # the module itself, eager, is the baseline
 
 
 @pytest.mark.slow
@@ -117,8 +147,19 @@ def test_the_tiny_llama_gives_fused_alternatives_and_a_fused_study_runs(tmp_path
     import neuronexp
 
     run = tmp_path / "run"
-    result = run_cli(["--config-dir", str(EXPERIMENTS), "module=tiny_llama", "input.shape=[1,32]", "backend=cpu",
-                      "profiler.modules=true", *FAST, f"hydra.run.dir={run}"], cwd=tmp_path)
+    result = run_cli(
+        [
+            "--config-dir",
+            str(EXPERIMENTS),
+            "module=tiny_llama",
+            "input.shape=[1,32]",
+            "backend=cpu",
+            "profiler.modules=true",
+            *FAST,
+            f"hydra.run.dir={run}",
+        ],
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     out = tmp_path / "studies"
     result = run_cli([str(run), "--top", "5", "--out", str(out)], cwd=tmp_path, script="neuronexp-extract")

@@ -26,13 +26,30 @@ def test_help_describes_neuronexp_its_commands_keys_examples_and_results(tmp_pat
     text = result.stdout
     assert text.startswith("neuronexp: profile PyTorch layers") and "powered by Hydra" not in text
     commands = _section(text, "Commands")
-    assert [ln.split()[0] for ln in commands] == ["neuronexp", "neuronexp-report", "neuronexp-compare", "neuronexp-export",
-                                                  "neuronexp-extract"]
+    assert [ln.split()[0] for ln in commands] == [
+        "neuronexp",
+        "neuronexp-report",
+        "neuronexp-compare",
+        "neuronexp-export",
+        "neuronexp-extract",
+    ]
     # The keys shown carry the composed config's values: the same as `--cfg job` prints.
     config = yaml.safe_load(run_cli(["--cfg", "job", "--resolve"], cwd=tmp_path).stdout)
-    shown = dict(re.findall(r"(?:^|\s)([a-z_.]+)=(\S+)", "\n".join(_section(text, "Main keys (their defaults, or what you set before --help)"))))
-    for key in ("input.shape", "input.dtype", "backend", "compile.enabled", "timing.iters", "timing.warmup",
-                "launcher.devices"):
+    shown = dict(
+        re.findall(
+            r"(?:^|\s)([a-z_.]+)=(\S+)",
+            "\n".join(_section(text, "Main keys (their defaults, or what you set before --help)")),
+        )
+    )
+    for key in (
+        "input.shape",
+        "input.dtype",
+        "backend",
+        "compile.enabled",
+        "timing.iters",
+        "timing.warmup",
+        "launcher.devices",
+    ):
         value = config
         for part in key.split("."):
             value = value[part]
@@ -70,11 +87,13 @@ def test_help_shows_the_values_set_before_it(tmp_path: Path) -> None:
 
 
 def test_the_help_path_imports_neither_torch_nor_pandas(tmp_path: Path) -> None:
-    code = ("import sys; sys.argv = ['neuronexp', '--help']\n"
-            "from neuronexp.cli.main import main\n"
-            "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('torch', 'pandas', 'pyarrow', 'matplotlib') if m in sys.modules]\n"
-            "print('HEAVY', heavy, file=sys.stderr)")
+    code = (
+        "import sys; sys.argv = ['neuronexp', '--help']\n"
+        "from neuronexp.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('torch', 'pandas', 'pyarrow', 'matplotlib') if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "HEAVY []" in proc.stderr, proc.stderr[-2000:]
     assert "== Commands ==" in proc.stdout
@@ -84,8 +103,9 @@ def test_the_help_path_imports_neither_torch_nor_pandas(tmp_path: Path) -> None:
 def test_a_reader_that_stops_reading_ends_the_command_quietly(args: list[str], tmp_path: Path) -> None:
     # `neuronexp --help | head -1`: the pipe closes before neuronexp writes (it is closed here before the
     # process has even imported Hydra), which once read as "cannot write the results" and exit 1.
-    proc = subprocess.Popen([console_script("neuronexp"), *args], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [console_script("neuronexp"), *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     proc.stdout.close()
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and stderr == "", stderr

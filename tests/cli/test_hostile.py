@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-from neuronexp.cell.environment import host_cpus
-
 from helpers import FAST, console_script, run_dirs
 from helpers.hostile import write_hostile_layers
+from neuronexp.cell.environment import host_cpus
 
 CPUS = len(host_cpus())
 BAD_CONFIGS = [
@@ -139,9 +138,19 @@ def test_a_read_only_output_directory_is_one_line_before_any_work(tmp_path: Path
     prefix = _read_only(tmp_path)
     if prefix is None:
         pytest.skip("no read-only filesystem can be made here (root without mount namespaces)")
-    where = ["hydra.run.dir=ro/out"] if mode == "run" else ["-m", "module=rmsnorm_naive,rmsnorm_fused", "hydra.sweep.dir=ro/out"]
-    proc = subprocess.run([*prefix, console_script("neuronexp"), *where, *FAST], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, env={k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"})
+    where = (
+        ["hydra.run.dir=ro/out"]
+        if mode == "run"
+        else ["-m", "module=rmsnorm_naive,rmsnorm_fused", "hydra.sweep.dir=ro/out"]
+    )
+    proc = subprocess.run(
+        [*prefix, console_script("neuronexp"), *where, *FAST],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"},
+    )
     assert proc.returncode == 2
     key = "hydra.run.dir" if mode == "run" else "hydra.sweep.dir"
     assert f"{key}=ro/out: cannot write there" in _one_error_line(proc.stderr)
@@ -158,9 +167,18 @@ def _full_disk() -> None:
 @pytest.mark.parametrize("mode", ["run", "sweep"])
 @pytest.mark.slow  # 9 s on the 2-core VM
 def test_a_full_disk_is_one_line_non_zero_and_leaves_no_temporaries(tmp_path: Path, mode: str) -> None:
-    where = ["hydra.run.dir=out"] if mode == "run" else ["-m", "module=rmsnorm_naive,rmsnorm_fused", "hydra.sweep.dir=out"]
-    proc = subprocess.run([console_script("neuronexp"), *where, *FAST], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=300, preexec_fn=_full_disk, env={k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"})
+    where = (
+        ["hydra.run.dir=out"] if mode == "run" else ["-m", "module=rmsnorm_naive,rmsnorm_fused", "hydra.sweep.dir=out"]
+    )
+    proc = subprocess.run(
+        [console_script("neuronexp"), *where, *FAST],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=_full_disk,
+        env={k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"},
+    )
     assert proc.returncode == 1
     line = _one_error_line(proc.stderr, "neuronexp: ")
     assert "File too large" in line and ("hydra.sweep.dir=out" in line if mode == "sweep" else "cannot write" in line)

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from neuronexp.sweep.ownership import DIR_MARKER, mark
-
 from helpers import FAST, within
+from neuronexp.sweep.ownership import DIR_MARKER, mark
 
 SMALL = [*FAST, "backend=cpu", "roofline.probe=off", "input.dtype=float32"]
 PAIR = ["-m", "module=rmsnorm_naive,rmsnorm_fused"]
@@ -58,8 +57,16 @@ def test_a_run_with_hydra_run_dir_dot_in_a_project_is_refused(cli, tmp_path: Pat
     assert _snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("planted", ["jobs.json", *(pytest.param(f, marks=pytest.mark.slow)  # 4 s each: CI runs them
-                                     for f in ("results/summary.md", "results/cells.csv", "0/config.yaml"))])
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "jobs.json",
+        *(
+            pytest.param(f, marks=pytest.mark.slow)  # 4 s each: CI runs them
+            for f in ("results/summary.md", "results/cells.csv", "0/config.yaml")
+        ),
+    ],
+)
 def test_a_sweep_into_a_directory_of_the_users_files_is_refused(cli, tmp_path: Path, planted: str) -> None:
     sweep = tmp_path / "s"
     (sweep / planted).parent.mkdir(parents=True)
@@ -67,7 +74,9 @@ def test_a_sweep_into_a_directory_of_the_users_files_is_refused(cli, tmp_path: P
     before = _snapshot(sweep)
     res = cli(*PAIR, *SMALL, f"hydra.sweep.dir={sweep}")
     assert res.returncode == 2
-    assert f"hydra.sweep.dir={sweep}: holds files neuronexp did not write ({planted.split('/')[0]})" in _one_error_line(res.stderr)
+    assert f"hydra.sweep.dir={sweep}: holds files neuronexp did not write ({planted.split('/')[0]})" in _one_error_line(
+        res.stderr
+    )
     assert _snapshot(sweep) == before
 
 
@@ -164,9 +173,17 @@ def test_a_cell_waiting_for_a_slot_says_who_holds_it(tmp_path: Path, monkeypatch
     from neuronexp.cellprocess import placement
 
     slots = placement.plan_slots("cpu", 1, 1, ["0"], [0])
-    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | "
-                               "os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(3)",
-                               str(tmp_path / "cpu-0.lock")], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | "
+            "os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(3)",
+            str(tmp_path / "cpu-0.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"  # type: ignore[union-attr]
         monkeypatch.setattr(placement, "WAIT_NOTICE_S", 0.2)
@@ -183,7 +200,12 @@ def test_cell_timeout_s_on_a_single_run_is_applied(cli, tmp_path: Path) -> None:
     from helpers.hostile import write_hostile_layers
 
     write_hostile_layers(tmp_path)
-    res = cli(*SMALL, "module._target_=hostile.Hangs", "launcher.cell_timeout_s=3", f"hydra.run.dir={tmp_path / 'r'}",
-              timeout=120)
+    res = cli(
+        *SMALL,
+        "module._target_=hostile.Hangs",
+        "launcher.cell_timeout_s=3",
+        f"hydra.run.dir={tmp_path / 'r'}",
+        timeout=120,
+    )
     assert res.returncode == 1
     assert "timed out after 3 s during first call (launcher.cell_timeout_s)" in res.stdout + res.stderr

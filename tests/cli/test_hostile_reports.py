@@ -26,8 +26,10 @@ def failed_sweep(tmp_path_factory) -> Path:
     write_hostile_layers(root)
     out = root / "sweep"
     quick = [a for a in FAST if not a.startswith("input.shape")]
-    res = run_cli(["-m", "module._target_=hostile.RaisesMarkup", "input.shape=[1,8],[1,16]", *quick,
-                   f"hydra.sweep.dir={out}"], cwd=root)
+    res = run_cli(
+        ["-m", "module._target_=hostile.RaisesMarkup", "input.shape=[1,8],[1,16]", *quick, f"hydra.sweep.dir={out}"],
+        cwd=root,
+    )
     assert res.returncode == 1, res.stderr
     return out
 
@@ -70,14 +72,19 @@ def test_report_of_a_job_table_with_no_row_is_one_line(sweep: Path, tmp_path: Pa
     write_table(damaged / "1" / "cells.parquet", empty)
     res = _report(damaged)
     assert res.returncode == 2
-    assert f"{damaged / '1' / 'cells.parquet'}: 0 rows where a job's table holds one" in _one_line(res.stderr, "neuronexp-report: error: ")
+    assert f"{damaged / '1' / 'cells.parquet'}: 0 rows where a job's table holds one" in _one_line(
+        res.stderr, "neuronexp-report: error: "
+    )
     assert not list(damaged.glob("report.*"))
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("baseline: [rmsnorm_naive\n", "config.yaml, line 2, column 1: not valid YAML"),
-    ("- a list\n- not a config\n", "config.yaml: not a neuronexp config"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("baseline: [rmsnorm_naive\n", "config.yaml, line 2, column 1: not valid YAML"),
+        ("- a list\n- not a config\n", "config.yaml: not a neuronexp config"),
+    ],
+)
 def test_report_of_a_tampered_config_yaml_is_one_line(sweep: Path, tmp_path: Path, text: str, expected: str) -> None:
     tampered = _copy(sweep, tmp_path / "tampered", aggregated=True)
     (tampered / "0" / "config.yaml").write_text(text)
@@ -91,11 +98,15 @@ def test_report_of_a_tampered_jobs_manifest_is_one_line(sweep: Path, tmp_path: P
     tampered = _copy(sweep, tmp_path / "tampered")
     (tampered / "jobs.json").write_text('{"dir": ')
     res = _report(tampered)
-    assert res.returncode == 2 and "jobs.json: not the list of planned cells" in _one_line(res.stderr, "neuronexp-report: error: ")
+    assert res.returncode == 2 and "jobs.json: not the list of planned cells" in _one_line(
+        res.stderr, "neuronexp-report: error: "
+    )
 
 
 @pytest.mark.parametrize("aggregated", [False, True])
-def test_report_of_a_killed_sweep_names_the_cells_that_never_finished(sweep: Path, tmp_path: Path, aggregated: bool) -> None:
+def test_report_of_a_killed_sweep_names_the_cells_that_never_finished(
+    sweep: Path, tmp_path: Path, aggregated: bool
+) -> None:
     killed = _copy(sweep, tmp_path / "killed", aggregated=aggregated)
     for name in ("cells.parquet", "cells.arrow"):  # job 1 was running when the sweep was killed
         (killed / "1" / name).unlink()
@@ -138,13 +149,15 @@ def _with_error(sweep: Path, dest: Path, error: str) -> Path:
     table = pq.read_table(out / "results" / "cells.parquet")
     cells = table.to_pandas()
     cells.loc[0, "status"], cells.loc[0, "error"] = "error", error
-    write_table(out / "results" / "cells.parquet", pa.Table.from_pandas(cells, schema=table.schema, preserve_index=False))
+    write_table(
+        out / "results" / "cells.parquet", pa.Table.from_pandas(cells, schema=table.schema, preserve_index=False)
+    )
     return out
 
 
 @pytest.mark.slow  # 5 s on the 2-core VM
 def test_compare_markdown_escapes_error_text_as_report_and_summary_do(sweep: Path, tmp_path: Path) -> None:
-    hostile = '<script>alert(1)</script> <img src=x onerror=alert(2)> | `x`\nsecond line'
+    hostile = "<script>alert(1)</script> <img src=x onerror=alert(2)> | `x`\nsecond line"
     a, b = _with_error(sweep, tmp_path / "a", hostile), _with_error(sweep, tmp_path / "b", hostile)
     md = tmp_path / "cmp.md"
     res = run_cli([str(a), str(b), "--markdown", str(md)], cwd=tmp_path, script="neuronexp-compare")
@@ -174,13 +187,17 @@ def _fifo(path: Path) -> None:
 
 
 @pytest.mark.parametrize("table", ["cells", "ops"])
-@pytest.mark.parametrize(("damage", "expected"), [
-    (_foreign, "table of this neuronexp's layout (no column run_id"),
-    (_older, "table of this neuronexp's layout (no column "),
-    (_fifo, "cannot be read as a table (not a regular file)"),
-])
-def test_report_and_compare_refuse_a_table_they_cannot_read_in_one_line(sweep: Path, tmp_path: Path, table: str,
-                                                                          damage, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (_foreign, "table of this neuronexp's layout (no column run_id"),
+        (_older, "table of this neuronexp's layout (no column "),
+        (_fifo, "cannot be read as a table (not a regular file)"),
+    ],
+)
+def test_report_and_compare_refuse_a_table_they_cannot_read_in_one_line(
+    sweep: Path, tmp_path: Path, table: str, damage, expected: str
+) -> None:
     damaged = _copy(sweep, tmp_path / "damaged", aggregated=True)
     damage(damaged / "results" / f"{table}.parquet")
     res = run_cli([str(damaged)], cwd=tmp_path, script="neuronexp-report", timeout=60)  # a FIFO must not hang it
@@ -216,7 +233,9 @@ def test_report_reads_config_yaml_as_data_never_resolving_it(sweep: Path, tmp_pa
     planted = _copy(sweep, tmp_path / "planted", aggregated=True)
     for job in ("0", "1"):
         (planted / job / "config.yaml").write_text("baseline: ${oc.env:NEURONEXP_TEST_SECRET}\n")
-    res = run_cli([str(planted)], cwd=tmp_path, script="neuronexp-report", env={"NEURONEXP_TEST_SECRET": "hunter2-secret"})
+    res = run_cli(
+        [str(planted)], cwd=tmp_path, script="neuronexp-report", env={"NEURONEXP_TEST_SECRET": "hunter2-secret"}
+    )
     assert "hunter2-secret" not in res.stdout + res.stderr
     for report in planted.glob("report.*"):
         assert "hunter2-secret" not in report.read_text()

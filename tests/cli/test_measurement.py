@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 
 import neuronexp
+from helpers import FAST, run_cli, run_dirs
 from neuronexp.config.noise import NoiseConfig
 from neuronexp.host.allocator import malloc_name
 
-from helpers import FAST, run_cli, run_dirs
-
 GLIBC = malloc_name().startswith("glibc")
-JOBLIB = pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
-                            reason="pip install '.[parallel]'")
+JOBLIB = pytest.mark.skipif(
+    importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None, reason="pip install '.[parallel]'"
+)
 
 # A layer whose calls get 4x slower after its 8th call: the first timing round is fast, the second slow, as if
 # another process had taken the core half-way through the cell.
@@ -33,8 +33,18 @@ class Drifting(torch.nn.Module):
         time.sleep(0.001 if Drifting.calls <= 8 else 0.004)
         return x * 2
 """
-DRIFTING_ARGS = ["module._target_=drifting.Drifting", "~module.hidden_size", "~module.eps", "timing.warmup=1", "timing.min_seconds=0",
-                 "timing.iters=10", "timing.min_iters=2", "timing.rounds=2", "timing.round_gap_s=0", "profiler=quick"]
+DRIFTING_ARGS = [
+    "module._target_=drifting.Drifting",
+    "~module.hidden_size",
+    "~module.eps",
+    "timing.warmup=1",
+    "timing.min_seconds=0",
+    "timing.iters=10",
+    "timing.min_iters=2",
+    "timing.rounds=2",
+    "timing.round_gap_s=0",
+    "profiler=quick",
+]
 
 
 @pytest.mark.slow  # 6 s on the 2-core VM
@@ -84,9 +94,14 @@ def test_an_allocator_that_cannot_apply_says_why_in_the_row(cli, tmp_path: Path)
     assert "allocator: no replacement malloc is loaded" in cell["warnings"] and "LD_PRELOAD" in res.stdout
 
 
-@pytest.mark.parametrize("override, fragment", [("threads=0", "threads=0: must be an integer >= 1"),
-                                                 ("timing.rounds=0", "timing.rounds=0: must be an integer >= 1"),
-                                                 ("allocator=fast", "allocator")])
+@pytest.mark.parametrize(
+    "override, fragment",
+    [
+        ("threads=0", "threads=0: must be an integer >= 1"),
+        ("timing.rounds=0", "timing.rounds=0: must be an integer >= 1"),
+        ("allocator=fast", "allocator"),
+    ],
+)
 def test_bad_measurement_keys_are_one_line(cli, tmp_path: Path, override: str, fragment: str) -> None:
     res = cli(*FAST, override)
     assert res.returncode == 2
@@ -107,7 +122,10 @@ def test_fresh_cell_processes_get_their_allocator_before_python_starts(cli, tmp_
     assert envs["stable"]["allocator"]["environment"]["MALLOC_MMAP_THRESHOLD_"] == str(1 << 30)
     # The system cell's process started pristine: no thresholds in its environment, no earlier tuning.
     assert "MALLOC_MMAP_THRESHOLD_" not in envs["system"]["allocator"]["environment"]
-    assert pd.isna(cells.loc["system", "allocator_note"]) and cells.loc["stable", "worker_pid"] != cells.loc["system", "worker_pid"]
+    assert (
+        pd.isna(cells.loc["system", "allocator_note"])
+        and cells.loc["stable", "worker_pid"] != cells.loc["system", "worker_pid"]
+    )
 
 
 @pytest.mark.slow  # 7 s on the 2-core VM
@@ -134,7 +152,11 @@ def test_the_default_profile_is_a_median_over_cycles_without_python_frames(cli, 
     assert res.returncode == 0, res.stderr
     cells, ops, _ = neuronexp.load(run_dirs(tmp_path)[0])
     cell = cells.iloc[0]
-    assert cell["profile_cycles"] == 5 and cell["profile_schedule"] == "1/1/1/5" and sorted(ops["cycle"].unique()) == list(range(5))
+    assert (
+        cell["profile_cycles"] == 5
+        and cell["profile_schedule"] == "1/1/1/5"
+        and sorted(ops["cycle"].unique()) == list(range(5))
+    )
     assert cell["ops_dispatched"] == 6 and cell["ops_executed"] == 7
     assert ops["op"].str.startswith("aten::").all(), sorted(set(ops["op"]))  # no "module.py(1782): _call_impl"
     assert cell["top_op"].startswith("aten::") and cell["profile_ratio"] > 0

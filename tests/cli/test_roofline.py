@@ -41,12 +41,18 @@ def _layers(root: Path) -> Path:
 
 
 @pytest.mark.slow  # 6 s on the 2-core VM
-def test_a_single_cell_reports_its_work_roofs_memory_and_says_it_compares_nothing(cli, tmp_path: Path,
-                                                                                   probe_cache: Path) -> None:
+def test_a_single_cell_reports_its_work_roofs_memory_and_says_it_compares_nothing(
+    cli, tmp_path: Path, probe_cache: Path
+) -> None:
     # roofline.cache_dir beats $NEURONEXP_CACHE_DIR: the session's cache, so the probe is not measured again.
-    res = cli("module=rmsnorm_fused", *[a for a in FAST if not a.startswith("input.shape")], "input.shape=[1,64,512]",
-              "input.dtype=float32", f"roofline.cache_dir={probe_cache}",
-              env={"NEURONEXP_CACHE_DIR": str(tmp_path / "not-this-one")})
+    res = cli(
+        "module=rmsnorm_fused",
+        *[a for a in FAST if not a.startswith("input.shape")],
+        "input.shape=[1,64,512]",
+        "input.dtype=float32",
+        f"roofline.cache_dir={probe_cache}",
+        env={"NEURONEXP_CACHE_DIR": str(tmp_path / "not-this-one")},
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     (job,) = run_dirs(tmp_path)
     cell = neuronexp.load(job).cells.iloc[0]
@@ -60,7 +66,11 @@ def test_a_single_cell_reports_its_work_roofs_memory_and_says_it_compares_nothin
     env = json.loads((job / "env.json").read_text())
     assert env["host_roofs"]["stream"]["copy_gbs"] > 0
     assert Path(env["host_roofs"]["cache_file"]).parent == probe_cache and not (tmp_path / "not-this-one").exists()
-    assert "work per call: 264 kB at least" in res.stdout and "% of" in res.stdout and "output check: no baseline" in res.stdout
+    assert (
+        "work per call: 264 kB at least" in res.stdout
+        and "% of" in res.stdout
+        and "output check: no baseline" in res.stdout
+    )
 
 
 @pytest.mark.slow
@@ -68,9 +78,19 @@ def test_a_sweep_flags_the_wrong_variant_everywhere(tmp_path: Path) -> None:
     conf = _layers(tmp_path)
     out = tmp_path / "sweep"
     keys = ("input.shape=",)
-    res = run_cli(["--config-dir", str(conf), "-m", "module=rmsnorm_naive,rmsnorm_fused,rmsnorm_wrong,passthrough",
-                   "input.shape=[1,64,512]", "baseline=rmsnorm_naive", *[a for a in FAST if not a.startswith(keys)],
-                   f"hydra.sweep.dir={out}"], cwd=tmp_path)
+    res = run_cli(
+        [
+            "--config-dir",
+            str(conf),
+            "-m",
+            "module=rmsnorm_naive,rmsnorm_fused,rmsnorm_wrong,passthrough",
+            "input.shape=[1,64,512]",
+            "baseline=rmsnorm_naive",
+            *[a for a in FAST if not a.startswith(keys)],
+            f"hydra.sweep.dir={out}",
+        ],
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     cells = neuronexp.load(out).cells.set_index("module")
     assert cells.loc["rmsnorm_naive", "output_check"] == "baseline"
@@ -94,11 +114,16 @@ def test_a_sweep_flags_the_wrong_variant_everywhere(tmp_path: Path) -> None:
             if f": {bad}" in line:
                 assert "✗ output differs from the baseline's" in line and bad in line.split("✗", 1)[1]
 
-    other = run_cli([str(out), "--baseline", "rmsnorm_wrong", "--out", "vs_wrong"], cwd=tmp_path, script="neuronexp-report")
+    other = run_cli(
+        [str(out), "--baseline", "rmsnorm_wrong", "--out", "vs_wrong"], cwd=tmp_path, script="neuronexp-report"
+    )
     assert other.returncode == 0, other.stderr  # checked again against the new baseline, from the saved files
     assert "| rmsnorm_naive | [1,64,512] |" in (tmp_path / "vs_wrong" / "report.md").read_text()
     again = (tmp_path / "vs_wrong" / "report.md").read_text().split("## How far from the limit", 1)[1]
-    assert "| rmsnorm_wrong | [1,64,512] |" in again and "baseline" in again.split("| rmsnorm_wrong |", 1)[1].split("\n", 1)[0]
+    assert (
+        "| rmsnorm_wrong | [1,64,512] |" in again
+        and "baseline" in again.split("| rmsnorm_wrong |", 1)[1].split("\n", 1)[0]
+    )
 
 
 @pytest.mark.slow  # 11 s on the 2-core VM
@@ -111,8 +136,15 @@ def test_checks_and_probe_turned_off_and_roofs_given(cli, tmp_path: Path) -> Non
     assert cell["peak_source"].startswith("not measured") and np.isnan(cell["pct_peak_bw"])
     assert cell["bytes_min"] > 0 and "host_roofs" not in json.loads((job / "env.json").read_text())
 
-    given = cli("roofline.peak_bw_gbs=100", "roofline.peak_tflops=2", "roofline.probe=off", "correctness.rtol=0.2",
-                "correctness.atol=0.003", *FAST, "hydra.run.dir=given")
+    given = cli(
+        "roofline.peak_bw_gbs=100",
+        "roofline.peak_tflops=2",
+        "roofline.probe=off",
+        "correctness.rtol=0.2",
+        "correctness.atol=0.003",
+        *FAST,
+        "hydra.run.dir=given",
+    )
     assert given.returncode == 0, given.stderr[-2000:]
     cell = neuronexp.load(tmp_path / "given").cells.iloc[0]
     assert cell["peak_bw_gbs"] == 100 and cell["pct_peak_bw"] == pytest.approx(cell["achieved_gbs"])
@@ -120,8 +152,9 @@ def test_checks_and_probe_turned_off_and_roofs_given(cli, tmp_path: Path) -> Non
     assert cell["peak_source"].startswith("given: roofline.peak_bw_gbs")
 
 
-@pytest.mark.parametrize("arg", ["roofline.peak_bw_gbs=-1", "correctness.rtol=-0.1", "roofline.probe=sometimes",
-                                 "correctness.enabled=maybe"])
+@pytest.mark.parametrize(
+    "arg", ["roofline.peak_bw_gbs=-1", "correctness.rtol=-0.1", "roofline.probe=sometimes", "correctness.enabled=maybe"]
+)
 def test_bad_values_are_one_line_naming_the_key(cli, tmp_path: Path, arg: str) -> None:
     res = cli(arg, *FAST)
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
@@ -138,12 +171,25 @@ def test_compare_carries_the_limit_columns(tmp_path: Path) -> None:
         conf = tmp_path / f"{name}_conf" / "module"
         conf.mkdir(parents=True)
         (conf / "mine.yaml").write_text(f"_target_: {target}\nhidden_size: ${{nx.last:${{input.shape}}}}\n")
-        res = run_cli(["--config-dir", str(conf.parent), "-m", "module=rmsnorm_naive,mine", *FAST, "baseline=rmsnorm_naive",
-                       f"hydra.sweep.dir={tmp_path / name}"], cwd=tmp_path)
+        res = run_cli(
+            [
+                "--config-dir",
+                str(conf.parent),
+                "-m",
+                "module=rmsnorm_naive,mine",
+                *FAST,
+                "baseline=rmsnorm_naive",
+                f"hydra.sweep.dir={tmp_path / name}",
+            ],
+            cwd=tmp_path,
+        )
         assert res.returncode == 0, res.stderr[-2000:]
     assert set(neuronexp.load(tmp_path / "b").cells["output_check"]) == {"baseline", "FAIL"}
-    res = run_cli([str(tmp_path / "a"), str(tmp_path / "b"), "--markdown", "cmp.md", "--csv", "cmp.csv"],
-                  cwd=tmp_path, script="neuronexp-compare")
+    res = run_cli(
+        [str(tmp_path / "a"), str(tmp_path / "b"), "--markdown", "cmp.md", "--csv", "cmp.csv"],
+        cwd=tmp_path,
+        script="neuronexp-compare",
+    )
     assert res.returncode == 0, res.stderr
     assert "output:" in res.stdout and "differs from its baseline's beyond tolerance (A: pass)" in res.stdout
     text = (tmp_path / "cmp.md").read_text()

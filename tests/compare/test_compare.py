@@ -12,10 +12,17 @@ import pytest
 
 from helpers import run_cli
 from neuronexp.analysis.floor import FLOOR_FACTOR
+from neuronexp.analysis.stats import (
+    benjamini_hochberg,
+    bootstrap_medians,
+    compare_rounds,
+    compare_samples,
+    hierarchical_medians,
+    mann_whitney_p,
+    verdict,
+)
 from neuronexp.compare.join import CompareError, compare
 from neuronexp.compare.ops import op_changes
-from neuronexp.analysis.stats import (benjamini_hochberg, bootstrap_medians, compare_rounds, compare_samples,
-                                      hierarchical_medians, mann_whitney_p, verdict)
 from neuronexp.results import Results, frame, load, to_arrow
 from neuronexp.results.files import write_table
 
@@ -23,9 +30,21 @@ MODULES = ["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"]
 SHAPES = ["[1,8,64]", "[1,64,512]", "[1,128,1024]", "[1,512,2048]"]
 
 
-def make_results(tag: str, *, scale: float = 1.0, noise: float = 0.03, n: int = 40, seed: int = 0,
-                 backend: str = "cpu", extra_override: str = "", shapes: list[str] = SHAPES, rounds: int = 1,
-                 drift: float = 0.0, run_shift: float = 0.0, threads: int | None = None) -> Results:
+def make_results(
+    tag: str,
+    *,
+    scale: float = 1.0,
+    noise: float = 0.03,
+    n: int = 40,
+    seed: int = 0,
+    backend: str = "cpu",
+    extra_override: str = "",
+    shapes: list[str] = SHAPES,
+    rounds: int = 1,
+    drift: float = 0.0,
+    run_shift: float = 0.0,
+    threads: int | None = None,
+) -> Results:
     """12 cells (3 modules × 4 shapes) with lognormal-ish samples around a known median per cell.
 
     With `rounds` > 1 the n samples are split into rounds, each round shifted by its own lognormal factor of
@@ -40,20 +59,41 @@ def make_results(tag: str, *, scale: float = 1.0, noise: float = 0.03, n: int = 
             round_of = np.arange(n) * rounds // n
             shift = np.exp(run_shift + drift * rng.standard_normal(rounds))[round_of]
             lat = true_median * shift * np.exp(noise * rng.standard_normal(n))
-            labels = dict(run_id=run_id, experiment="adhoc", module=module, compiled=module.endswith("compiled"),
-                          backend=backend, device="cpu" if backend == "cpu" else "cuda:0",
-                          device_name="Xeon" if backend == "cpu" else "NVIDIA H200", dtype="bfloat16", input_shape=shape)
-            cells.append(dict(labels, numel=64 * (j + 1), status="ok", latency_median_us=float(np.median(lat)),
-                              overrides=f"module={module},input.shape={shape},timing.iters={n}{extra_override}",
-                              started_at=f"2026-01-0{1 + (tag == 'b')}T00:00:00", trace_path=f"{tag}/trace.json",
-                              threads=threads))
-            samples += [dict(run_id=run_id, sample=k, latency_us=float(v), round=int(round_of[k]) if rounds > 1 else None)
-                        for k, v in enumerate(lat)]
-            ops.append(dict(labels, cycle=0, op="aten::mul", device_type="CPU", calls=3.0, self_device_us=float(true_median)))
+            labels = dict(
+                run_id=run_id,
+                experiment="adhoc",
+                module=module,
+                compiled=module.endswith("compiled"),
+                backend=backend,
+                device="cpu" if backend == "cpu" else "cuda:0",
+                device_name="Xeon" if backend == "cpu" else "NVIDIA H200",
+                dtype="bfloat16",
+                input_shape=shape,
+            )
+            cells.append(
+                dict(
+                    labels,
+                    numel=64 * (j + 1),
+                    status="ok",
+                    latency_median_us=float(np.median(lat)),
+                    overrides=f"module={module},input.shape={shape},timing.iters={n}{extra_override}",
+                    started_at=f"2026-01-0{1 + (tag == 'b')}T00:00:00",
+                    trace_path=f"{tag}/trace.json",
+                    threads=threads,
+                )
+            )
+            samples += [
+                dict(run_id=run_id, sample=k, latency_us=float(v), round=int(round_of[k]) if rounds > 1 else None)
+                for k, v in enumerate(lat)
+            ]
+            ops.append(
+                dict(labels, cycle=0, op="aten::mul", device_type="CPU", calls=3.0, self_device_us=float(true_median))
+            )
     return Results(frame("cells", cells), frame("ops", ops), frame("samples", samples))
 
 
 # --- statistics with known answers ---------------------------------------------------------------
+
 
 def test_identical_inputs_give_no_significant_cell() -> None:
     r = make_results("a")
@@ -108,8 +148,11 @@ def test_few_noisy_samples_are_inconclusive_not_no_change_and_say_so() -> None:
     assert "12 inconclusive" in verdict_line(cmp) and "cannot tell" in verdict_line(cmp)
     assert "| inconclusive |" in comparison_markdown(cmp, "a", "b")
     # Asked to call only what an interval of ±60% cannot tell: the same cells are "no change" (unresolved).
-    loose = compare(make_results("a", seed=1, noise=0.3, n=5), make_results("b", seed=2, noise=0.3, n=5, scale=1.1),
-                    inconclusive=5.0)
+    loose = compare(
+        make_results("a", seed=1, noise=0.3, n=5),
+        make_results("b", seed=2, noise=0.3, n=5, scale=1.1),
+        inconclusive=5.0,
+    )
     assert (loose.cells["verdict"] == "no change").all() and loose.unresolved == 12
 
 
@@ -165,6 +208,7 @@ def test_verdict_rules() -> None:
 
 # --- rounds: run-to-run variance (issue 9, point 5) ---------------------------------------------------
 
+
 def test_the_hierarchical_bootstrap_sees_the_spread_between_rounds() -> None:
     rng = np.random.default_rng(5)
     groups = [100 * np.exp(0.05 * rng.standard_normal() + 0.01 * rng.standard_normal(20)) for _ in range(5)]
@@ -192,7 +236,9 @@ def test_a_a_with_drift_between_rounds_and_between_processes_is_not_called() -> 
     assert bare.cells["verdict"].isin(["slower", "faster"]).sum() >= 4
     # Rounds dropped (one round a side): the floor comes from consecutive slices of the samples, which are the
     # same time slices here, so nothing is called either.
-    one = compare(a._replace(samples=a.samples.drop(columns="round")), b._replace(samples=b.samples.drop(columns="round")))
+    one = compare(
+        a._replace(samples=a.samples.drop(columns="round")), b._replace(samples=b.samples.drop(columns="round"))
+    )
     assert not one.cells["verdict"].isin(["slower", "faster"]).any() and (one.cells["floor_a"] > 0).all()
 
 
@@ -222,7 +268,9 @@ def test_a_doubled_copy_of_noisy_drifting_cells_is_called_in_every_cell_and_fail
 def test_one_round_on_a_side_says_noise_cannot_be_separated() -> None:
     a = make_results("a", seed=1, rounds=5, n=100)
     near = compare(a, make_results("b", seed=2, n=100, run_shift=0.01))  # 1% off, one round
-    assert any("12 cell(s) have one timing round on a side: only a difference whose whole interval" in n for n in near.notes)
+    assert any(
+        "12 cell(s) have one timing round on a side: only a difference whose whole interval" in n for n in near.notes
+    )
     assert (~near.cells["rounds_b"].gt(1)).all() and (near.cells["verdict"] == "no change").all()
     # Only a difference whose whole interval lies beyond the practical threshold is called.
     far = compare(a, make_results("b", seed=2, n=100, scale=1.5))
@@ -267,8 +315,10 @@ def test_paired_timing_columns_are_tolerated_and_not_join_keys() -> None:
     """Sweeps with paired timing add samples.pair and cells.speedup_ci_low/high, speedup_method: compare is
     across runs, so it cannot pair; it compares those results as any other."""
     a, b = make_results("a", seed=1), make_results("b", seed=2, scale=2.0)
-    b = b._replace(samples=b.samples.assign(pair=b.samples["sample"]),
-                   cells=b.cells.assign(speedup_ci_low=0.9, speedup_ci_high=1.1, speedup_method="paired"))
+    b = b._replace(
+        samples=b.samples.assign(pair=b.samples["sample"]),
+        cells=b.cells.assign(speedup_ci_low=0.9, speedup_ci_high=1.1, speedup_method="paired"),
+    )
     a = a._replace(cells=a.cells.assign(speedup_method="unpaired"))
     cmp = compare(a, b)
     assert len(cmp.cells) == 12 and (cmp.cells["verdict"] == "slower").all()
@@ -297,6 +347,7 @@ def test_a_cell_without_samples_is_not_judged() -> None:
 
 
 # --- the join ---------------------------------------------------------------------------------------
+
 
 def test_join_ignores_run_ids_timestamps_traces_and_timing_settings() -> None:
     a, b = make_results("a", n=40), make_results("b", n=30)
@@ -335,7 +386,9 @@ def test_a_cell_that_ran_in_a_and_fails_in_b_is_a_regression() -> None:
     b = b._replace(cells=b.cells.assign(status=lambda c: c["status"].where(c["run_id"] != "b-1-2", "error")))
     cmp = compare(a, b)
     assert len(cmp.cells) == 11 and cmp.broken == ["rmsnorm_fused · [1,128,1024]"] and not cmp.fixed
-    assert regressed(cmp) and "Failed in B, ran in A: rmsnorm_fused · [1,128,1024]" in comparison_markdown(cmp, "a", "b")
+    assert regressed(cmp) and "Failed in B, ran in A: rmsnorm_fused · [1,128,1024]" in comparison_markdown(
+        cmp, "a", "b"
+    )
     back = compare(b, a)
     assert back.fixed == ["rmsnorm_fused · [1,128,1024]"] and not regressed(back)
 
@@ -347,16 +400,37 @@ def test_ignoring_a_label_that_identifies_cells_is_an_error() -> None:
 
 # --- op tables --------------------------------------------------------------------------------------
 
+
 def _ops(run_id: str, rows: list[tuple[str, float, float]]) -> pd.DataFrame:
-    return frame("ops", [dict(run_id=run_id, cycle=0, op=op, device_type="CPU", calls=calls, self_device_us=us)
-                         for op, calls, us in rows])
+    return frame(
+        "ops",
+        [
+            dict(run_id=run_id, cycle=0, op=op, device_type="CPU", calls=calls, self_device_us=us)
+            for op, calls, us in rows
+        ],
+    )
 
 
 def test_op_diff_names_appeared_disappeared_and_changed() -> None:
-    a = _ops("a", [("aten::mul", 3, 30.0), ("aten::mean", 1, 10.0), ("aten::add", 1, 1.0),
-                   ("## Call CompiledFxGraph f1abc ##", 1, 5.0), ("aten::to", 2, 2.0)])
-    b = _ops("b", [("aten::_fused_rms_norm", 1, 12.0), ("aten::add", 1, 2.5),
-                   ("## Call CompiledFxGraph zz999 ##", 1, 4.0), ("aten::to", 2, 2.0)])
+    a = _ops(
+        "a",
+        [
+            ("aten::mul", 3, 30.0),
+            ("aten::mean", 1, 10.0),
+            ("aten::add", 1, 1.0),
+            ("## Call CompiledFxGraph f1abc ##", 1, 5.0),
+            ("aten::to", 2, 2.0),
+        ],
+    )
+    b = _ops(
+        "b",
+        [
+            ("aten::_fused_rms_norm", 1, 12.0),
+            ("aten::add", 1, 2.5),
+            ("## Call CompiledFxGraph zz999 ##", 1, 4.0),
+            ("aten::to", 2, 2.0),
+        ],
+    )
     diff = op_changes(a, b, [("a", "b", "cell")], top=5).set_index("op")
     assert diff.loc["aten::_fused_rms_norm", "change"] == "appeared"
     assert set(diff.index[diff["change"] == "disappeared"]) == {"aten::mul", "aten::mean"}
@@ -379,13 +453,18 @@ def _slowed_copy(sweep: Path, dest: Path, factor: float, quiet: bool = False) ->
     samples = results.samples.assign(latency_us=lambda s: s["latency_us"] * factor)
     write_table(dest / "results" / "samples.parquet", to_arrow("samples", samples))
     if quiet:
-        write_table(dest / "results" / "cells.parquet", to_arrow("cells", results.cells.assign(noisy=False, noise=None)))
+        write_table(
+            dest / "results" / "cells.parquet", to_arrow("cells", results.cells.assign(noisy=False, noise=None))
+        )
     return dest
 
 
 def test_cli_same_sweep_twice_is_no_change_with_markdown_and_csv(sweep: Path, tmp_path: Path) -> None:
-    result = run_cli([str(sweep), str(sweep), "--markdown", "cmp.md", "--csv", "cmp.csv", "--fail-on-regression"],
-                     cwd=tmp_path, script="neuronexp-compare")
+    result = run_cli(
+        [str(sweep), str(sweep), "--markdown", "cmp.md", "--csv", "cmp.csv", "--fail-on-regression"],
+        cwd=tmp_path,
+        script="neuronexp-compare",
+    )
     assert result.returncode == 0, result.stderr
     assert "slower" not in result.stdout and "faster" not in result.stdout
     md = (tmp_path / "cmp.md").read_text()

@@ -145,7 +145,11 @@ def test_further_runs_a_side_put_run_to_run_variance_in_the_interval(pair, tmp_p
     cells = pd.read_csv(tmp_path / "p.csv")
     assert set(cells["verdict"]) == {"no change"} and (cells["runs_a"] == 2).all() and (cells["runs_b"] == 2).all()
     assert ((cells["ci_low"] < 1) & (cells["ci_high"] > 1)).all() and (cells["rounds_a"] == 8).all()
-    a_again, slow, slower = _copy(a, tmp_path / "a3", 1.01), _copy(a, tmp_path / "s1", 1.10), _copy(a, tmp_path / "s2", 1.11)
+    a_again, slow, slower = (
+        _copy(a, tmp_path / "a3", 1.01),
+        _copy(a, tmp_path / "s1", 1.10),
+        _copy(a, tmp_path / "s2", 1.11),
+    )
     real = _compare(a, slow, tmp_path, "--also-a", str(a_again), "--also-b", str(slower))
     assert real.returncode == 0 and "4 slower" in real.stdout, real.stdout + real.stderr
 
@@ -183,4 +187,3 @@ def test_a_doubled_noisy_sweep_is_called_slower_and_fails_the_gate(sweep: Path, 
     assert gate.returncode == 1 and "4 slower" in gate.stdout
     improved = _compare(b, a, tmp_path, "--fail-on-regression")
     assert improved.returncode == 0 and "4 faster" in improved.stdout, improved.stdout
-

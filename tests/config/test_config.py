@@ -5,20 +5,18 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
-import torch
 from omegaconf import OmegaConf
 
-from neuronexp.cell.inputs import make_inputs
-
+from helpers import EXPERIMENTS, REPO
 from neuronexp.backends.cpu import CpuBackend
+from neuronexp.cell.inputs import make_inputs
 from neuronexp.cell.profiling import resolve_schedule
+from neuronexp.config import ConfigError, RunConfig, ScheduleConfig, validate, validate_units
 from neuronexp.config.compose import spec_from, to_run_config
 from neuronexp.config.targets import instantiate
-from neuronexp.config import ConfigError, RunConfig, ScheduleConfig, validate, validate_units
-
-from helpers import EXPERIMENTS, REPO
 
 
 @pytest.fixture
@@ -37,8 +35,11 @@ def _run_config(**module) -> RunConfig:
 
 @pytest.mark.parametrize("option", sorted(p.stem for p in (REPO / "conf" / "module").glob("*.yaml")))
 def test_every_module_option_composes_builds_and_runs_on_its_inputs(hydra_conf, option: str) -> None:
-    cfg = compose("config", overrides=[f"module={option}", "shapes=tiny", "dims.seq=8", "input.dtype=float32"],
-                  return_hydra_config=True)
+    cfg = compose(
+        "config",
+        overrides=[f"module={option}", "shapes=tiny", "dims.seq=8", "input.dtype=float32"],
+        return_hydra_config=True,
+    )
     spec = spec_from(cfg, dict(cfg.hydra.runtime.choices), [f"module={option}"], f"module={option}")
     assert spec.module_name == option and spec.warnings == ()
     assert spec.config.compile.enabled == (option == "rmsnorm_compiled")
@@ -70,7 +71,11 @@ def test_every_experiment_composes_and_sweeps_by_default(hydra_conf, experiment:
 
 def test_user_experiments_compose_from_their_config_dir(hydra_conf) -> None:
     # What `--config-dir experiments` does: the directory joins the search path.
-    cfg = compose("config", overrides=[f"hydra.searchpath=[file://{EXPERIMENTS}]", "+experiment=swiglu_mlp"], return_hydra_config=True)
+    cfg = compose(
+        "config",
+        overrides=[f"hydra.searchpath=[file://{EXPERIMENTS}]", "+experiment=swiglu_mlp"],
+        return_hydra_config=True,
+    )
     assert cfg.module._target_ == "layers.swiglu.SwiGLUMLP"
     run_cfg = to_run_config(cfg)
     assert run_cfg.input.args == [{"shape": run_cfg.input.shape, "dtype": "bfloat16"}]  # the residual
@@ -79,16 +84,22 @@ def test_user_experiments_compose_from_their_config_dir(hydra_conf) -> None:
 
 @pytest.mark.parametrize("experiment", sorted(p.stem for p in (EXPERIMENTS / "experiment").glob("*.yaml")))
 def test_every_user_experiment_composes_and_names_its_command(hydra_conf, experiment: str) -> None:
-    cfg = compose("config", overrides=[f"hydra.searchpath=[file://{EXPERIMENTS}]", f"+experiment={experiment}"],
-                  return_hydra_config=True)
+    cfg = compose(
+        "config",
+        overrides=[f"hydra.searchpath=[file://{EXPERIMENTS}]", f"+experiment={experiment}"],
+        return_hydra_config=True,
+    )
     assert str(cfg.hydra.mode) == "RunMode.MULTIRUN" and cfg.hydra.sweeper.params
     text = (EXPERIMENTS / "experiment" / f"{experiment}.yaml").read_text()
     assert f"neuronexp --config-dir experiments +experiment={experiment}" in text
 
 
 def test_the_shape_presets_resize_every_layer_and_sweep_sequence_lengths(hydra_conf) -> None:
-    cfg = compose("config", overrides=["+experiment=attention", "module=attention_naive", "shapes=llama3_70b"],
-                  return_hydra_config=True)
+    cfg = compose(
+        "config",
+        overrides=["+experiment=attention", "module=attention_naive", "shapes=llama3_70b"],
+        return_hydra_config=True,
+    )
     assert cfg.hydra.sweeper.params["dims.seq"] == "128,512,2048,8192"
     run_cfg = to_run_config(cfg)
     assert run_cfg.input.shape == [1, 64, 1024, 128]  # q: 64 heads of 128 (Llama-3 70B) at dims.seq
@@ -104,15 +115,25 @@ def test_each_dims_key_reaches_the_inputs_and_the_module(hydra_conf) -> None:
     assert norm.input.shape == [3, 16, 96] and norm.module["hidden_size"] == 96
     mlp = to_run_config(compose("config", overrides=["module=swiglu_naive", "dims.hidden=64", "dims.intermediate=80"]))
     assert mlp.module["intermediate_size"] == 80 and mlp.input.shape[-1] == 64
-    overrides = ["module=rotary_naive", "dims.batch=2", "dims.heads=6", "dims.kv_heads=3", "dims.seq=5",
-                 "dims.head_dim=8", "dims.rope_theta=100.0"]
+    overrides = [
+        "module=rotary_naive",
+        "dims.batch=2",
+        "dims.heads=6",
+        "dims.kv_heads=3",
+        "dims.seq=5",
+        "dims.head_dim=8",
+        "dims.rope_theta=100.0",
+    ]
     rotary = to_run_config(compose("config", overrides=overrides))
     assert rotary.input.shape == [2, 6, 5, 8] and rotary.input.args == [{"shape": [2, 3, 5, 8]}]
-    built = instantiate(spec_from(compose("config", overrides=overrides, return_hydra_config=True),
-                                  {"module": "rotary_naive"}, overrides, "").config.module)
+    built = instantiate(
+        spec_from(
+            compose("config", overrides=overrides, return_hydra_config=True), {"module": "rotary_naive"}, overrides, ""
+        ).config.module
+    )
     # theta reaches the rotation: position 1 of the first pair turns by 1 rad for any theta, of the second pair
     # by theta^(-2/8) rad, which tells 100 from Llama-3's 500,000.
-    assert built.cos[1, 1].item() == pytest.approx(math.cos(100.0 ** -0.25), rel=1e-6)
+    assert built.cos[1, 1].item() == pytest.approx(math.cos(100.0**-0.25), rel=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -124,7 +145,10 @@ def test_each_dims_key_reaches_the_inputs_and_the_module(hydra_conf) -> None:
         (lambda c: setattr(c.profiler.schedule, "repeat", 0), "profiler.schedule.repeat"),
         (lambda c: setattr(c.timing, "iters", 0), "timing.iters"),
         (lambda c: setattr(c.timing, "max_seconds", 0.0), "timing.max_seconds"),
-        (lambda c: setattr(c.profiler.neuron, "capture_enabled_for_nc", "0,a"), "profiler.neuron.capture_enabled_for_nc"),
+        (
+            lambda c: setattr(c.profiler.neuron, "capture_enabled_for_nc", "0,a"),
+            "profiler.neuron.capture_enabled_for_nc",
+        ),
         (lambda c: setattr(c.neuron, "visible_cores", "3-1"), "neuron.visible_cores"),
         (lambda c: setattr(c.dims, "kv_heads", 3), "dims.kv_heads"),
         (lambda c: setattr(c.dims, "seq", 0), "dims.seq"),
@@ -172,7 +196,9 @@ def test_schedule_defaults_follow_the_design(hydra_conf) -> None:
 
     profiler = to_run_config(compose("config")).profiler
     assert (profiler.schedule.wait, profiler.schedule.repeat) == (None, None)
-    assert resolve_schedule(profiler, CpuBackend) == resolve_schedule(profiler, CudaBackend) == ScheduleConfig(1, 1, 1, 5)
+    assert (
+        resolve_schedule(profiler, CpuBackend) == resolve_schedule(profiler, CudaBackend) == ScheduleConfig(1, 1, 1, 5)
+    )
     assert resolve_schedule(profiler, NeuronBackend) == ScheduleConfig(2, 1, 1, 1)
     quick = to_run_config(compose("config", overrides=["profiler=quick"])).profiler
     assert resolve_schedule(quick, NeuronBackend) == ScheduleConfig(0, 1, 1, 1)
@@ -181,7 +207,16 @@ def test_schedule_defaults_follow_the_design(hydra_conf) -> None:
 def test_schema_keys_are_known_inside_neuronexps_nodes_only() -> None:
     from neuronexp.config.validate import schema_keys
 
-    assert schema_keys("timing") == ["warmup", "iters", "max_seconds", "min_iters", "min_seconds", "rounds", "round_gap_s", "relocate"]
+    assert schema_keys("timing") == [
+        "warmup",
+        "iters",
+        "max_seconds",
+        "min_iters",
+        "min_seconds",
+        "rounds",
+        "round_gap_s",
+        "relocate",
+    ]
     assert "kv_heads" in (schema_keys("dims") or [])
     assert "schedule" in (schema_keys("profiler") or [])
     assert schema_keys("module") is None and schema_keys("notes") is None and schema_keys("input.kwargs") is None

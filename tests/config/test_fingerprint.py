@@ -19,7 +19,9 @@ def project(tmp_path: Path, monkeypatch) -> Path:
     (tmp_path / "mypkg" / "__init__.py").write_text("")
     (tmp_path / "mypkg" / "util.py").write_text("from .deeper import SCALE\n")
     (tmp_path / "mypkg" / "deeper.py").write_text("SCALE = 2\n")
-    (tmp_path / "layers.py").write_text("import torch\nfrom mypkg import util\n\nclass Layer(torch.nn.Module):\n    pass\n")
+    (tmp_path / "layers.py").write_text(
+        "import torch\nfrom mypkg import util\n\nclass Layer(torch.nn.Module):\n    pass\n"
+    )
     (tmp_path / "unrelated.py").write_text("X = 1\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))

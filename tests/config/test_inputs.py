@@ -75,8 +75,11 @@ def test_values_are_seeded_and_drawn_in_a_fixed_order() -> None:
 
 def test_a_failing_factory_names_its_input_and_keeps_the_root_cause() -> None:
     cfg = _input(kwargs={"position_embeddings": {"_target_": "helpers.factories.failing_factory"}})
-    with pytest.raises(InputError, match=r"^input.kwargs.position_embeddings: helpers.factories.failing_factory "
-                                         r"failed: LookupError: no config here$") as err:
+    with pytest.raises(
+        InputError,
+        match=r"^input.kwargs.position_embeddings: helpers.factories.failing_factory "
+        r"failed: LookupError: no config here$",
+    ) as err:
         make_inputs(cfg, nn.Identity(), CPU)
     assert err.value.__cause__ is not None  # the traceback keeps the factory's frames
 
@@ -106,9 +109,17 @@ def test_requires_grad_records_autograd_and_otherwise_inference_mode() -> None:
         ({"kwargs": {"m": {"shape": [2, -1]}}}, "input.kwargs.m.shape", "non-negative integers"),
         ({"kwargs": {"m": {"shape": [2], "dtype": "float8"}}}, "input.kwargs.m.dtype", "one of float32"),
         ({"kwargs": {"m": {"shape": [2], "dtype": "int64", "fill": "randn"}}}, "input.kwargs.m.fill", "draws floats"),
-        ({"kwargs": {"m": {"shape": [2], "fill": "randint", "low": 3, "high": 3}}}, "input.kwargs.m.high", "greater than low=3"),
+        (
+            {"kwargs": {"m": {"shape": [2], "fill": "randint", "low": 3, "high": 3}}},
+            "input.kwargs.m.high",
+            "greater than low=3",
+        ),
         ({"kwargs": {"m": {"shape": [2], "fill": "full", "value": "x"}}}, "input.kwargs.m.value", "must be a number"),
-        ({"kwargs": {"m": {"shape": [2], "fill": "arange", "requires_grad": True}}}, "input.kwargs.m.requires_grad", "int64"),
+        (
+            {"kwargs": {"m": {"shape": [2], "fill": "arange", "requires_grad": True}}},
+            "input.kwargs.m.requires_grad",
+            "int64",
+        ),
         ({"kwargs": {"m": [None, {"fill": "zeros"}]}}, "input.kwargs.m[1]", "needs shape"),
         ({"kwargs": {"m": {"_value_": 1, "x": 2}}}, "input.kwargs.m", "_value_ stands alone"),
         ({"kwargs": {"m": {"_target_": "no_such_pkg.make"}}}, "input.kwargs.m._target_", "cannot be imported"),

@@ -24,8 +24,10 @@ def test_a_gap_or_a_step_back_is_refused_with_the_rule(bad: str) -> None:
     cfg.neuron.visible_cores = bad
     with pytest.raises(ConfigError) as err:
         validate(cfg)
-    assert str(err.value) == (f'neuron.visible_cores={bad}: the Neuron runtime needs one contiguous ascending run of '
-                              f'NeuronCores, e.g. "0-3", "0,1,2,3" or "0-2,3" (runtime developer guide)')
+    assert str(err.value) == (
+        f"neuron.visible_cores={bad}: the Neuron runtime needs one contiguous ascending run of "
+        f'NeuronCores, e.g. "0-3", "0,1,2,3" or "0-2,3" (runtime developer guide)'
+    )
 
 
 def test_capture_enabled_for_nc_keeps_the_general_grammar() -> None:
@@ -34,24 +36,32 @@ def test_capture_enabled_for_nc_keeps_the_general_grammar() -> None:
     validate(cfg)
 
 
-@pytest.mark.parametrize(("backend", "compile_backend", "refused"), [
-    (BackendName.neuron, None, True),
-    (BackendName.auto, "neuron", True),
-    (BackendName.auto, None, False),  # decided when the cell starts (the Neuron backend checks it then)
-    (BackendName.neuron, "inductor", False),
-    (BackendName.cpu, None, False),
-])
-def test_dynamic_true_is_refused_where_the_config_says_neuron_compiles(backend: BackendName, compile_backend: str | None,
-                                                                       refused: bool) -> None:
+@pytest.mark.parametrize(
+    ("backend", "compile_backend", "refused"),
+    [
+        (BackendName.neuron, None, True),
+        (BackendName.auto, "neuron", True),
+        (BackendName.auto, None, False),  # decided when the cell starts (the Neuron backend checks it then)
+        (BackendName.neuron, "inductor", False),
+        (BackendName.cpu, None, False),
+    ],
+)
+def test_dynamic_true_is_refused_where_the_config_says_neuron_compiles(
+    backend: BackendName, compile_backend: str | None, refused: bool
+) -> None:
     cfg = _cfg(backend=backend, compile=CompileConfig(enabled=True, backend=compile_backend, dynamic=True))
     if refused:
-        with pytest.raises(ConfigError, match=r'^compile.dynamic=True: torch.compile\(backend="neuron"\) rejects dynamic=True'):
+        with pytest.raises(
+            ConfigError, match=r'^compile.dynamic=True: torch.compile\(backend="neuron"\) rejects dynamic=True'
+        ):
             validate(cfg)
     else:
         validate(cfg)
 
 
-@pytest.mark.parametrize(("mode", "ok"), [(None, True), ("default", True), ("reduce-overhead", False), ("max-autotune", False)])
+@pytest.mark.parametrize(
+    ("mode", "ok"), [(None, True), ("default", True), ("reduce-overhead", False), ("max-autotune", False)]
+)
 def test_only_the_default_mode_on_neuron(mode: str | None, ok: bool) -> None:
     cfg = _cfg(backend=BackendName.neuron, compile=CompileConfig(enabled=True, mode=mode))
     if ok:

@@ -16,15 +16,35 @@ from neuronexp.config.compose import spec_from
 BASE = ["backend=cpu", "input.shape=[1,8,64]", "input.dtype=float32"]
 
 # Each measurement key with a value other than its default (README, "Configuration keys").
-MEASUREMENT = ["timing.warmup=3", "timing.iters=7", "timing.max_seconds=2.5", "timing.min_iters=2",
-               "timing.rounds=3", "timing.round_gap_s=0.2", "threads=1", "allocator=system",
-               "profiler.schedule.wait=2", "profiler.schedule.warmup=2", "profiler.schedule.active=2",
-               "profiler.schedule.repeat=2", "profiler.record_shapes=true", "input.dtype=bfloat16",
-               "compile.enabled=true", "correctness.enabled=false"]
+MEASUREMENT = [
+    "timing.warmup=3",
+    "timing.iters=7",
+    "timing.max_seconds=2.5",
+    "timing.min_iters=2",
+    "timing.rounds=3",
+    "timing.round_gap_s=0.2",
+    "threads=1",
+    "allocator=system",
+    "profiler.schedule.wait=2",
+    "profiler.schedule.warmup=2",
+    "profiler.schedule.active=2",
+    "profiler.schedule.repeat=2",
+    "profiler.record_shapes=true",
+    "input.dtype=bfloat16",
+    "compile.enabled=true",
+    "correctness.enabled=false",
+]
 # Not measured: where the cell runs, what it is compared with, how roofs and tolerances are read.
-NOT_MEASURED_OVERRIDES = ["launcher.cell_timeout_s=60", "baseline={module: rmsnorm_naive}", "roofline.probe=refresh",
-                          "correctness.rtol=0.5", "correctness.atol=0.1", "sweep.dry_run=true", "noise.round_spread=0.5",
-                          "correctness.float32_reference=false"]
+NOT_MEASURED_OVERRIDES = [
+    "launcher.cell_timeout_s=60",
+    "baseline={module: rmsnorm_naive}",
+    "roofline.probe=refresh",
+    "correctness.rtol=0.5",
+    "correctness.atol=0.1",
+    "sweep.dry_run=true",
+    "noise.round_spread=0.5",
+    "correctness.float32_reference=false",
+]
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +63,7 @@ def run_id():
                 OmegaConf.update(cfg, key, yaml.safe_load(value), merge=False)
         overrides = [*BASE, *extra]
         return spec_from(cfg, dict(cfg.hydra.runtime.choices), overrides, ",".join(overrides), check_code=False).run_id
+
     return of
 
 

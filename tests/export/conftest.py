@@ -17,8 +17,12 @@ SHAPES = "input.shape=[1,8,64],[1,16,64]"
 def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("study")
     out = root / "rmsnorm_sweep"
-    args = ["+experiment=rmsnorm_sweep", SHAPES, *[a for a in FAST if not a.startswith("input.shape=")],
-            f"hydra.sweep.dir={out}"]
+    args = [
+        "+experiment=rmsnorm_sweep",
+        SHAPES,
+        *[a for a in FAST if not a.startswith("input.shape=")],
+        f"hydra.sweep.dir={out}",
+    ]
     result = run_cli(args, cwd=root)
     assert result.returncode == 0, result.stderr[-2000:]
     return out

@@ -36,8 +36,14 @@ def test_pandas_duckdb_and_polars_name_the_same_best_variant_per_shape(study: Pa
     """).fetchall()
     assert {s: best for s, best, _ in rows} == expected
 
-    best = (pl.read_parquet(table).filter(pl.col("status") == "ok").sort("latency_median_us")
-            .group_by(shape, maintain_order=True).first().select(shape, "module"))
+    best = (
+        pl.read_parquet(table)
+        .filter(pl.col("status") == "ok")
+        .sort("latency_median_us")
+        .group_by(shape, maintain_order=True)
+        .first()
+        .select(shape, "module")
+    )
     assert dict(best.iter_rows()) == expected
 
 
@@ -45,5 +51,7 @@ def test_duckdb_reads_every_job_directory_of_a_sweep_too(study: Path) -> None:
     duckdb = require("duckdb")
     # Each job's own cells.parquet (the numbered job directories, not results/): what a sweep still running, or
     # never aggregated, holds.
-    (n,) = duckdb.sql(f"SELECT count(*) FROM read_parquet('{study}/[0-9]*/cells.parquet', union_by_name = true)").fetchall()[0]
+    (n,) = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{study}/[0-9]*/cells.parquet', union_by_name = true)"
+    ).fetchall()[0]
     assert n == len(neuronexp.load(study).cells)

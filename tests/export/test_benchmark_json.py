@@ -57,11 +57,14 @@ def test_one_record_per_cell_and_metric_with_labels_and_overrides(study: Path, t
     expected = sum(int(pd.notna(row.get(col))) for _, row in cells.iterrows() for col, _ in METRICS if col in cells)
     assert len(records) == expected
     # Cell × metric is unique: model name, metric, dtype and device tell every record apart.
-    keys = [(r["model"]["name"], r["metric"]["name"], r["benchmark"]["dtype"], r["benchmark"]["extra_info"]["device"])
-            for r in records]
+    keys = [
+        (r["model"]["name"], r["metric"]["name"], r["benchmark"]["dtype"], r["benchmark"]["extra_info"]["device"])
+        for r in records
+    ]
     assert len(set(keys)) == len(keys)
     assert {r["model"]["name"] for r in records} == {
-        f"{m}{' +compile' if c else ''} {s}" for m, c, s in zip(cells["module"], cells["compiled"], cells[shape])}
+        f"{m}{' +compile' if c else ''} {s}" for m, c, s in zip(cells["module"], cells["compiled"], cells[shape])
+    }
     median = {r["model"]["name"]: r for r in records if r["metric"]["name"] == "latency_median_us"}
     row = cells[cells["module"] == "rmsnorm_fused"].iloc[0]
     rec = median[f"rmsnorm_fused {row[shape]}"]
@@ -84,6 +87,7 @@ def test_a_directory_without_results_is_one_line_and_exit_2(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_an_unwritable_file_is_one_line_and_exit_2(study: Path, tmp_path: Path) -> None:
-    res = run_cli([str(study), "--pytorch-benchmark", str(tmp_path / "no" / "b.json")], cwd=tmp_path,
-                  script="neuronexp-export")
+    res = run_cli(
+        [str(study), "--pytorch-benchmark", str(tmp_path / "no" / "b.json")], cwd=tmp_path, script="neuronexp-export"
+    )
     assert res.returncode == 2 and res.stderr.startswith("neuronexp-export: error: ") and res.stderr.count("\n") == 1

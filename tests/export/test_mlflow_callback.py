@@ -14,8 +14,14 @@ from helpers.optional import require
 
 pytestmark = pytest.mark.slow
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
-SWEEP = ["-m", "module._target_=failing.FailsOnWideInputs", "~module.hidden_size", "~module.eps",
-         "input.shape=[1,8,32],[1,8,128]", *QUICK]
+SWEEP = [
+    "-m",
+    "module._target_=failing.FailsOnWideInputs",
+    "~module.hidden_size",
+    "~module.eps",
+    "input.shape=[1,8,32],[1,8,128]",
+    *QUICK,
+]
 
 
 def _snapshot(client, experiment: str) -> dict[str, tuple]:
@@ -27,8 +33,15 @@ def _snapshot(client, experiment: str) -> dict[str, tuple]:
     for r in runs:
         tags = {k: v for k, v in r.data.tags.items() if k not in ("mlflow.parentRunId", "neuronexp.sweep_dir")}
         files = sorted(a.path for d in ("tables", "traces", "results") for a in client.list_artifacts(r.info.run_id, d))
-        out[key_of[r.info.run_id]] = (r.info.run_name, r.info.status, r.data.params, r.data.metrics, tags, files,
-                                      key_of.get(r.data.tags.get("mlflow.parentRunId")))
+        out[key_of[r.info.run_id]] = (
+            r.info.run_name,
+            r.info.status,
+            r.data.params,
+            r.data.metrics,
+            tags,
+            files,
+            key_of.get(r.data.tags.get("mlflow.parentRunId")),
+        )
     return out
 
 
@@ -36,8 +49,10 @@ def test_a_sweep_logged_by_the_callback_has_the_runs_neuronexp_export_logs(tmp_p
     mlflow = require("mlflow")
     (tmp_path / "failing.py").write_text(FAILING_LAYER)
     live, later = f"sqlite:///{tmp_path / 'live.db'}", f"sqlite:///{tmp_path / 'later.db'}"
-    res = run_cli([*SWEEP, "hydra.sweep.dir=sweep", "hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri={live}"],
-                  cwd=tmp_path)
+    res = run_cli(
+        [*SWEEP, "hydra.sweep.dir=sweep", "hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri={live}"],
+        cwd=tmp_path,
+    )
     assert res.returncode == 1, res.stderr[-2000:]  # one cell failed: the sweep says so, and is logged all the same
     assert "mlflow: 2 cell run(s) logged to experiment adhoc" in res.stderr
     res = run_cli(["sweep", "--mlflow", later], cwd=tmp_path, script="neuronexp-export")
@@ -52,11 +67,15 @@ def test_a_sweep_logged_by_the_callback_has_the_runs_neuronexp_export_logs(tmp_p
 def test_a_bad_uri_stops_the_sweep_in_one_line_before_its_first_cell(tmp_path: Path, uri: str) -> None:
     require("mlflow")
     (tmp_path / "failing.py").write_text(FAILING_LAYER)
-    res = run_cli([*SWEEP, "hydra.sweep.dir=sweep", "hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri={uri}"],
-                  cwd=tmp_path)
+    res = run_cli(
+        [*SWEEP, "hydra.sweep.dir=sweep", "hydra/callbacks=mlflow", f"hydra.callbacks.mlflow.tracking_uri={uri}"],
+        cwd=tmp_path,
+    )
     assert res.returncode == 2, res.stderr[-2000:]
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"neuronexp: error: hydra.callbacks.mlflow.tracking_uri={uri}: "), lines
+    assert len(lines) == 1 and lines[0].startswith(f"neuronexp: error: hydra.callbacks.mlflow.tracking_uri={uri}: "), (
+        lines
+    )
     assert not (tmp_path / "sweep").exists()
 
 
@@ -66,7 +85,9 @@ def test_a_single_run_logs_one_run_and_no_uri_at_all_is_one_line(tmp_path: Path)
     assert res.returncode == 2 and "hydra.callbacks.mlflow.tracking_uri=null: " in res.stderr, res.stderr[-2000:]
     assert not (tmp_path / "run").exists()
     uri = f"sqlite:///{tmp_path / 'single.db'}"
-    res = run_cli([*FAST, "hydra.run.dir=run", "hydra/callbacks=mlflow"], cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri})
+    res = run_cli(
+        [*FAST, "hydra.run.dir=run", "hydra/callbacks=mlflow"], cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri}
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     client = mlflow.MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("adhoc").experiment_id])

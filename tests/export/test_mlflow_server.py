@@ -49,10 +49,25 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     url = f"http://127.0.0.1:{port}"
     log = (tmp / "server.log").open("w")
     proc = subprocess.Popen(
-        [str(mlflow_cli) if mlflow_cli.exists() else "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1", "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
-         "--artifacts-destination", str(tmp / "artifacts")],
-        cwd=tmp, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            str(mlflow_cli) if mlflow_cli.exists() else "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--backend-store-uri",
+            f"sqlite:///{tmp / 'server.db'}",
+            "--artifacts-destination",
+            str(tmp / "artifacts"),
+        ],
+        cwd=tmp,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + START_S
         while not _up(url):

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-from helpers.optional import require
-from neuronexp.export.cells import shape_column
 from helpers import FAST, run_cli
 from helpers.layers import FAILING_LAYER
+from helpers.optional import require
+from neuronexp.export.cells import shape_column
 
 pytestmark = pytest.mark.slow  # MLflow's import and its database's creation take seconds each
 
@@ -59,8 +59,17 @@ def test_a_sweep_is_one_parent_and_one_nested_child_per_cell(store, study: Path)
         # params: the override keys as typed, flattened, and the labels no override names
         assert params["module"] == row["module"] and params["input.shape"] == row[shape]
         assert params["timing.iters"] == "5" and params["dtype"] == row["dtype"] and params["backend"] == row["backend"]
-        for col in ("latency_median_us", "latency_p10_us", "latency_p90_us", "speedup_vs_baseline", "pct_peak_bw",
-                    "peak_memory_bytes", "device_time_us", "cpu_time_us", "first_call_s"):
+        for col in (
+            "latency_median_us",
+            "latency_p10_us",
+            "latency_p90_us",
+            "speedup_vs_baseline",
+            "pct_peak_bw",
+            "peak_memory_bytes",
+            "device_time_us",
+            "cpu_time_us",
+            "first_call_s",
+        ):
             assert metrics[col] == pytest.approx(row[col]), col
         for col in ("speedup_ci_low", "speedup_ci_high"):  # written by neuronexp versions that have them
             assert (col in metrics) == (col in cells.columns and row[col] == row[col])
@@ -71,8 +80,13 @@ def test_a_sweep_is_one_parent_and_one_nested_child_per_cell(store, study: Path)
         assert run.info.run_name.startswith(row["module"].replace("rmsnorm_compiled", "rmsnorm_compiled +compile"))
         assert run.info.status == "FINISHED"
         files = {a.path for a in client.list_artifacts(run.info.run_id, "tables")}
-        assert {"tables/cells.parquet", "tables/ops.parquet", "tables/samples.parquet", "tables/config.yaml",
-                "tables/env.json"} <= files
+        assert {
+            "tables/cells.parquet",
+            "tables/ops.parquet",
+            "tables/samples.parquet",
+            "tables/config.yaml",
+            "tables/env.json",
+        } <= files
         assert [a.path for a in client.list_artifacts(run.info.run_id, "traces")] == ["traces/trace.json"]
 
 
@@ -101,7 +115,9 @@ def test_a_run_left_unfinished_is_completed_in_place_by_the_next_export(store, s
 
 def test_the_uri_from_the_environment_and_traces_left_out(store, study: Path) -> None:
     client, uri, tmp, _ = store
-    res = export(tmp, str(study), "--mlflow", "--experiment", "no-traces", "--no-traces", env={"MLFLOW_TRACKING_URI": uri})
+    res = export(
+        tmp, str(study), "--mlflow", "--experiment", "no-traces", "--no-traces", env={"MLFLOW_TRACKING_URI": uri}
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     children = [r for r in _runs(client, "no-traces") if r.data.tags.get("neuronexp.kind") == "cell"]
     assert children and all(not client.list_artifacts(r.info.run_id, "traces") for r in children)
@@ -133,8 +149,9 @@ def test_bare_mlflow_without_the_environment_is_one_line(study: Path, tmp_path: 
     assert res.returncode == 2 and "needs MLFLOW_TRACKING_URI" in res.stderr and res.stderr.count("\n") == 1
 
 
-def test_exported_while_the_sweep_runs_then_after_gives_the_runs_one_export_after_gives(store, study: Path,
-                                                                                         tmp_path: Path) -> None:
+def test_exported_while_the_sweep_runs_then_after_gives_the_runs_one_export_after_gives(
+    store, study: Path, tmp_path: Path
+) -> None:
     client, uri, tmp, _ = store
     running = tmp_path / "copy" / study.name  # the same directory name: the same sweep, moved
     shutil.copytree(study, running, ignore=shutil.ignore_patterns("results"))  # not aggregated yet
@@ -159,8 +176,18 @@ def failed_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "failing.py").write_text(FAILING_LAYER)
     out = root / "sweep"
     quick = [a for a in FAST if not a.startswith("input.shape")]
-    res = run_cli(["-m", "module._target_=failing.FailsOnWideInputs", "~module.hidden_size", "~module.eps",
-                   "input.shape=[1,8,32],[1,8,128]", *quick, f"hydra.sweep.dir={out}"], cwd=root)
+    res = run_cli(
+        [
+            "-m",
+            "module._target_=failing.FailsOnWideInputs",
+            "~module.hidden_size",
+            "~module.eps",
+            "input.shape=[1,8,32],[1,8,128]",
+            *quick,
+            f"hydra.sweep.dir={out}",
+        ],
+        cwd=root,
+    )
     assert res.returncode == 1, res.stderr[-2000:]
     return out
 
@@ -177,7 +204,10 @@ def test_a_failed_cell_is_a_failed_run_with_its_error_and_no_figures(store, fail
     failed = by_status["error"]
     assert failed.info.status == "FAILED" and not failed.data.metrics
     assert "RuntimeError: unsupported width 128" in failed.data.tags["neuronexp.error"]
-    assert failed.data.params["input.shape"] == "[1,8,128]" and failed.data.params["module._target_"] == "failing.FailsOnWideInputs"
+    assert (
+        failed.data.params["input.shape"] == "[1,8,128]"
+        and failed.data.params["module._target_"] == "failing.FailsOnWideInputs"
+    )
     assert "tables/error.log" in {a.path for a in client.list_artifacts(failed.info.run_id, "tables")}
     assert by_status["ok"].info.status == "FINISHED" and "latency_median_us" in by_status["ok"].data.metrics
     records = json.loads(bench.read_text())

@@ -9,13 +9,23 @@ from neuronexp.export.cells import cell_exports, shape_column
 
 
 def _cells(shape_col: str) -> pd.DataFrame:
-    return pd.DataFrame({
-        "run_id": ["a", "b"], "experiment": ["x", "x"], "module": ["m", "m"], "compiled": [False, True],
-        "backend": ["cpu", "cpu"], "device": ["cpu", "cpu"], "dtype": ["float32", "float32"],
-        shape_col: ["[1,8]", "[1,8]"], "overrides": ["module=m,input.shape=[1,8],timing.iters=5"] * 2,
-        "status": ["ok", "error"], "noisy": [False, True], "latency_median_us": [3.0, float("nan")],
-        "started_at": ["2026-12-01T10:00:00+00:00", "2026-12-01T10:00:01+00:00"],
-    })
+    return pd.DataFrame(
+        {
+            "run_id": ["a", "b"],
+            "experiment": ["x", "x"],
+            "module": ["m", "m"],
+            "compiled": [False, True],
+            "backend": ["cpu", "cpu"],
+            "device": ["cpu", "cpu"],
+            "dtype": ["float32", "float32"],
+            shape_col: ["[1,8]", "[1,8]"],
+            "overrides": ["module=m,input.shape=[1,8],timing.iters=5"] * 2,
+            "status": ["ok", "error"],
+            "noisy": [False, True],
+            "latency_median_us": [3.0, float("nan")],
+            "started_at": ["2026-12-01T10:00:00+00:00", "2026-12-01T10:00:01+00:00"],
+        }
+    )
 
 
 def test_either_shape_column_gives_the_same_export() -> None:

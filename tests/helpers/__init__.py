@@ -13,7 +13,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 # Small enough that a whole cell takes well under a second on 2 CPU cores.
-FAST = ["profiler=quick", "timing.warmup=1", "timing.iters=5", "timing.min_iters=3", "timing.min_seconds=0", "input.shape=[1,8,64]"]
+FAST = [
+    "profiler=quick",
+    "timing.warmup=1",
+    "timing.iters=5",
+    "timing.min_iters=3",
+    "timing.min_seconds=0",
+    "input.shape=[1,8,64]",
+]
 
 
 def console_script(name: str) -> str:
@@ -31,10 +38,14 @@ class CliResult:
     stderr: str
 
 
-def run_cli(args: list[str], cwd: Path, script: str = "neuronexp", timeout: float = 300, env: dict[str, str] | None = None) -> CliResult:
+def run_cli(
+    args: list[str], cwd: Path, script: str = "neuronexp", timeout: float = 300, env: dict[str, str] | None = None
+) -> CliResult:
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}  # env may set COLUMNS ("" for a plain pipe's 80)
     full_env.pop("HYDRA_FULL_ERROR", None)
-    proc = subprocess.run([console_script(script), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env)
+    proc = subprocess.run(
+        [console_script(script), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env
+    )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -50,8 +61,15 @@ def small_sweep(root: Path, shapes: str, *extra: str) -> Path:
     """
     out = root / "sweep"
     keys = tuple(a.split("=", 1)[0] + "=" for a in extra) + ("input.shape=",)
-    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={shapes}", "baseline=rmsnorm_naive",
-            *[a for a in FAST if not a.startswith(keys)], *extra, f"hydra.sweep.dir={out}"]
+    args = [
+        "-m",
+        "module=rmsnorm_naive,rmsnorm_fused",
+        f"input.shape={shapes}",
+        "baseline=rmsnorm_naive",
+        *[a for a in FAST if not a.startswith(keys)],
+        *extra,
+        f"hydra.sweep.dir={out}",
+    ]
     result = run_cli(args, cwd=root)
     assert result.returncode == 0, result.stderr[-2000:]
     return out

@@ -25,15 +25,23 @@ def report(payload: dict[str, Any]) -> int:
 
     from neuronexp.cell.environment import describe_placement
 
-    _write(payload, {
-        "pid": os.getpid(), "ppid": os.getppid(), "pgid": os.getpgid(0), "cpus": sorted(os.sched_getaffinity(0)),
-        "torch_threads": torch.get_num_threads(), "env": dict(os.environ), "cwd": os.getcwd(),
-        # torch's own parse of CUDA_VISIBLE_DEVICES (its NVML device count uses it) and the row's placement
-        "cuda_visible": [str(d) for d in torch.cuda._parse_visible_devices()],
-        "cuda_placement": describe_placement("cuda", torch.device("cpu"))["placement"],
-        "neuron_placement": describe_placement("neuron", None)["placement"],
-        "compile_threads": _inductor_compile_threads(),
-    })
+    _write(
+        payload,
+        {
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "pgid": os.getpgid(0),
+            "cpus": sorted(os.sched_getaffinity(0)),
+            "torch_threads": torch.get_num_threads(),
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            # torch's own parse of CUDA_VISIBLE_DEVICES (its NVML device count uses it) and the row's placement
+            "cuda_visible": [str(d) for d in torch.cuda._parse_visible_devices()],
+            "cuda_placement": describe_placement("cuda", torch.device("cpu"))["placement"],
+            "neuron_placement": describe_placement("neuron", None)["placement"],
+            "compile_threads": _inductor_compile_threads(),
+        },
+    )
     return 0
 
 
@@ -85,8 +93,14 @@ def neuron_backend(payload: dict[str, Any]) -> int:
     NeuronBackend(NeuronDeviceConfig(), NeuronProfilerConfig())
     import torch_neuronx
 
-    _write(payload, {"imported_before": already, "env_at_start": torch_neuronx.STATE.env_at_start,
-                     "placement": describe_placement("neuron", None)["placement"]})
+    _write(
+        payload,
+        {
+            "imported_before": already,
+            "env_at_start": torch_neuronx.STATE.env_at_start,
+            "placement": describe_placement("neuron", None)["placement"],
+        },
+    )
     return 0
 
 

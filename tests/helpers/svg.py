@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-_MARK = re.compile(r'<g id="nx-(latency|speedup|ci|breakdown)-(\d+)-(\d+)"[^>]*>\s*<(?:path|text|use)\b[^>]*?style="([^"]*)"')
+_MARK = re.compile(
+    r'<g id="nx-(latency|speedup|ci|breakdown)-(\d+)-(\d+)"[^>]*>\s*<(?:path|text|use)\b[^>]*?style="([^"]*)"'
+)
 _SWATCH = re.compile(r'id="nx-colour-(\d+)"[^>]*style="background:\s*([^";]+)')
 
 
@@ -18,9 +20,14 @@ def _colour(style: str, prop: str) -> str | None:
 def plot_marks(page: str) -> dict:
     """{"legend": {variant number: colour}, "latency"/"speedup"/"breakdown": {variant number: {colours}},
     "bars": {(variant, input)}, "intervals": {(variant, input)}}."""
-    out: dict = {"legend": {int(i): c.strip().lower() for i, c in _SWATCH.findall(page)},
-                 "latency": defaultdict(set), "speedup": defaultdict(set), "breakdown": defaultdict(set),
-                 "bars": set(), "intervals": set()}
+    out: dict = {
+        "legend": {int(i): c.strip().lower() for i, c in _SWATCH.findall(page)},
+        "latency": defaultdict(set),
+        "speedup": defaultdict(set),
+        "breakdown": defaultdict(set),
+        "bars": set(),
+        "intervals": set(),
+    }
     for kind, variant, item, style in _MARK.findall(page):
         v, k = int(variant), int(item)
         if kind == "latency":

@@ -40,7 +40,7 @@ class Net(nn.Module):
         return self.head(self.hot(self.cheap(x)) * scale)
 '''
 
-CONFIG = '''# @package _global_
+CONFIG = """# @package _global_
 module:
   _target_: mynet.Net
   width: 64
@@ -50,7 +50,7 @@ input:
   dtype: float32
   kwargs:
     scale: 0.5
-'''
+"""
 
 
 def write_user_model(root):

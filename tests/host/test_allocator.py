@@ -67,8 +67,9 @@ print(json.dumps({"faults_per_call": (resource.getrusage(resource.RUSAGE_SELF).r
 
 def _run(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != allocator.APPLIED_ENV}
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
-                         env={**clean, **(env or {})})
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, env={**clean, **(env or {})}
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -98,8 +99,12 @@ def test_stable_means_no_page_faults_per_call() -> None:
 
 
 def test_system_changes_nothing_and_says_when_it_cannot_be_pristine() -> None:
-    assert _run(WHERE_64MIB, "system")["record"] == {"mode": "system", "malloc": allocator.malloc_name(), "applied": {},
-                                                     "note": None}
+    assert _run(WHERE_64MIB, "system")["record"] == {
+        "mode": "system",
+        "malloc": allocator.malloc_name(),
+        "applied": {},
+        "note": None,
+    }
     # A mark left by another process (an exec'd child inherits its parent's environment) means nothing here.
     assert _run(WHERE_64MIB, "system", env={allocator.APPLIED_ENV: "1"})["record"]["note"] is None
     assert "cannot be undone" in _run(AFTER_STABLE)["system_here"]
@@ -119,8 +124,12 @@ def test_preloaded_without_a_preloaded_malloc_says_so() -> None:
 @pytest.mark.skipif(not TCMALLOC.exists(), reason="libtcmalloc-minimal4 is not installed")
 def test_preloaded_tcmalloc_is_recognised_and_stable_does_not_pretend() -> None:
     env = {"LD_PRELOAD": str(TCMALLOC)}
-    assert _run(WHERE_64MIB, "preloaded", env=env)["record"] == {"mode": "preloaded", "malloc": "tcmalloc", "applied": {},
-                                                                 "note": None}
+    assert _run(WHERE_64MIB, "preloaded", env=env)["record"] == {
+        "mode": "preloaded",
+        "malloc": "tcmalloc",
+        "applied": {},
+        "note": None,
+    }
     stable = _run(WHERE_64MIB, "stable", env=env)["record"]
     assert stable["applied"] == {} and "malloc here is tcmalloc" in stable["note"]
 

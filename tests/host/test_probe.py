@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from neuronexp.host import probe
 from neuronexp.cell.limits import host_peak
+from neuronexp.host import probe
 
 
 def test_a_real_probe_is_within_sane_bounds_and_cached(tmp_path: Path) -> None:
@@ -89,8 +89,17 @@ def test_a_disturbed_figure_is_retried_later_and_the_higher_kept() -> None:
 
 def test_a_damaged_cache_is_measured_again(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / probe.CACHE_FILE).write_text("{not json")
-    monkeypatch.setattr(probe, "stream_probe", lambda: {"copy_gbs": 10.0, "triad_gbs": 12.0, "other_cpu": 0.0,
-                                                        "load_1m": 0.1, "threads": torch.get_num_threads()})
+    monkeypatch.setattr(
+        probe,
+        "stream_probe",
+        lambda: {
+            "copy_gbs": 10.0,
+            "triad_gbs": 12.0,
+            "other_cpu": 0.0,
+            "load_1m": 0.1,
+            "threads": torch.get_num_threads(),
+        },
+    )
     monkeypatch.setattr(probe, "gemm_probe", lambda dtype: {"tflops": 0.5, "other_cpu": 0.0, "load_1m": 0.1})
     entry = probe.host_roofs(torch.bfloat16, "run-1", False, tmp_path)
     assert entry["probed_now"] == ["stream", "gemm bfloat16"]

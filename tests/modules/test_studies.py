@@ -77,7 +77,9 @@ def test_rotary_fused_keeps_working_in_bfloat16() -> None:
 def test_attention_variants_are_causal_grouped_query_attention() -> None:
     q, k, v = torch.randn(B, H, S, D), torch.randn(B, KV, S, D), torch.randn(B, KV, S, D)
     eager, sdpa = M.NaiveAttention(S), M.FusedAttention(S)
-    reference = F.scaled_dot_product_attention(q, k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1), is_causal=True)
+    reference = F.scaled_dot_product_attention(
+        q, k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1), is_causal=True
+    )
     torch.testing.assert_close(eager(q, k, v), reference)
     torch.testing.assert_close(sdpa(q, k, v), reference)
     later = v.clone()
@@ -99,7 +101,9 @@ def test_decoder_blocks_share_weights_and_output() -> None:
         M.NaiveDecoderBlock(HIDDEN, 3, 1, INTER, S)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="transformers not installed (pip install '.[hf]')")
+@pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None, reason="transformers not installed (pip install '.[hf]')"
+)
 def test_the_rotary_factory_gives_hugging_face_its_own_tables() -> None:
     from omegaconf import OmegaConf
     from transformers import LlamaConfig
@@ -107,8 +111,9 @@ def test_the_rotary_factory_gives_hugging_face_its_own_tables() -> None:
 
     from neuronexp.modules.inputs import causal_mask, rotary
 
-    config = LlamaConfig(hidden_size=HIDDEN, num_attention_heads=H, num_key_value_heads=KV, head_dim=D,
-                         attn_implementation="sdpa")
+    config = LlamaConfig(
+        hidden_size=HIDDEN, num_attention_heads=H, num_key_value_heads=KV, head_dim=D, attn_implementation="sdpa"
+    )
     layer = LlamaAttention(config, layer_idx=0)
     node = OmegaConf.create({"shape": [B, S, HIDDEN], "dtype": "float32"})
     cos, sin = rotary(layer, node)

@@ -16,9 +16,14 @@ CPU = torch.device("cpu")
 
 
 def test_token_ids_are_drawn_below_their_upper_bound_and_other_tensors_follow_the_model_dtype() -> None:
-    cfg = InputConfig(shape=[2, 64], dtype="int64", high=50, low=3, model_dtype="bfloat16",  # type: ignore[arg-type]
-                      kwargs={"attention_mask": {"shape": [2, 64], "fill": "ones", "dtype": "int64"},
-                              "scale": {"shape": [1]}})
+    cfg = InputConfig(
+        shape=[2, 64],
+        dtype="int64",
+        high=50,
+        low=3,
+        model_dtype="bfloat16",  # type: ignore[arg-type]
+        kwargs={"attention_mask": {"shape": [2, 64], "fill": "ones", "dtype": "int64"}, "scale": {"shape": [1]}},
+    )
     assert check_inputs(cfg, {}) == []  # no class to check the keywords against
     args, kwargs = make_inputs(cfg, nn.Identity(), CPU)
     ids = args[0]
@@ -29,12 +34,15 @@ def test_token_ids_are_drawn_below_their_upper_bound_and_other_tensors_follow_th
     assert compute_dtype(InputConfig(shape=[1, 8], dtype="int32", high=9)) == "float32"  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("kw", "key", "says"), [
-    ({"dtype": "int64"}, "input.high", "vocabulary size"),
-    ({"dtype": "int64", "high": 4, "low": 4}, "input.high", "greater than low"),
-    ({"dtype": "int64", "high": 9, "fill": "randn"}, "input.fill", "draws floats"),
-    ({"dtype": "float32", "model_dtype": "int64"}, "input.model_dtype", "floating dtype"),
-])
+@pytest.mark.parametrize(
+    ("kw", "key", "says"),
+    [
+        ({"dtype": "int64"}, "input.high", "vocabulary size"),
+        ({"dtype": "int64", "high": 4, "low": 4}, "input.high", "greater than low"),
+        ({"dtype": "int64", "high": 9, "fill": "randn"}, "input.fill", "draws floats"),
+        ({"dtype": "float32", "model_dtype": "int64"}, "input.model_dtype", "floating dtype"),
+    ],
+)
 def test_a_bad_first_input_is_one_line_naming_its_key(kw: dict, key: str, says: str) -> None:
     with pytest.raises(ConfigError) as err:
         check_inputs(InputConfig(shape=[1, 8], **kw), {"_target_": "torch.nn.Identity"})
@@ -53,9 +61,22 @@ def test_the_shipped_tiny_llama_runs_from_yaml_with_its_token_ids(cli, tmp_path)
     import neuronexp
 
     run = tmp_path / "run"
-    result = cli("--config-dir", str(EXPERIMENTS), "module=tiny_llama", "backend=cpu", "profiler=quick",
-                 "timing.warmup=1", "timing.iters=3", "timing.min_iters=1", "input.shape=[1,32]", "input.fill=randint",
-                 "input.low=1", "input.high=2048", "input.model_dtype=float32", f"hydra.run.dir={run}")
+    result = cli(
+        "--config-dir",
+        str(EXPERIMENTS),
+        "module=tiny_llama",
+        "backend=cpu",
+        "profiler=quick",
+        "timing.warmup=1",
+        "timing.iters=3",
+        "timing.min_iters=1",
+        "input.shape=[1,32]",
+        "input.fill=randint",
+        "input.low=1",
+        "input.high=2048",
+        "input.model_dtype=float32",
+        f"hydra.run.dir={run}",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     cells, ops, _ = neuronexp.load(run)
     assert cells.loc[0, "status"] == "ok" and cells.loc[0, "dtype"] == "int64"

@@ -17,10 +17,26 @@ LONG = Path("/tmp/" + "a-rather-long-directory-name/" * 4 + "sweeps/2026-12-01_2
 
 
 def _ok_cell() -> dict:
-    return dict(run_id="r0", experiment="rmsnorm_sweep", module="rmsnorm_naive", compiled=False, backend="cpu",
-                device="cpu", device_name="cpu", dtype="float32", input_shape="[1,8]", numel=8, status="ok",
-                latency_median_us=10.0, device_time_us=9.0, device_ops=6.0, device_time_source="cpu_self_time",
-                timing_method="wallclock", torch_version="2.13.0", overrides="module=rmsnorm_naive")
+    return dict(
+        run_id="r0",
+        experiment="rmsnorm_sweep",
+        module="rmsnorm_naive",
+        compiled=False,
+        backend="cpu",
+        device="cpu",
+        device_name="cpu",
+        dtype="float32",
+        input_shape="[1,8]",
+        numel=8,
+        status="ok",
+        latency_median_us=10.0,
+        device_time_us=9.0,
+        device_ops=6.0,
+        device_time_source="cpu_self_time",
+        timing_method="wallclock",
+        torch_version="2.13.0",
+        overrides="module=rmsnorm_naive",
+    )
 
 
 def test_summary_of_a_sweep_interrupted_before_any_cell_is_whole() -> None:
@@ -32,8 +48,15 @@ def test_summary_of_a_sweep_interrupted_before_any_cell_is_whole() -> None:
 
 
 def test_summary_tells_failed_from_not_run() -> None:
-    failed = dict(_ok_cell(), run_id="r1", module="rmsnorm_fused", status="error", error="RuntimeError: boom",
-                  latency_median_us=None, overrides="module=rmsnorm_fused")
+    failed = dict(
+        _ok_cell(),
+        run_id="r1",
+        module="rmsnorm_fused",
+        status="error",
+        error="RuntimeError: boom",
+        latency_median_us=None,
+        overrides="module=rmsnorm_fused",
+    )
     text = summary_markdown(frame("cells", [_ok_cell(), failed]), ["2"], None, LONG)
     assert "Cells: 1 error, 1 ok, 1 not run" in text
     failed_part = text.split("## Failed cells", 1)[1].split("## Cells not run", 1)[0]
@@ -43,8 +66,14 @@ def test_summary_tells_failed_from_not_run() -> None:
 
 def test_the_last_line_says_not_run_and_keeps_the_path_whole() -> None:
     out = io.StringIO()
-    print_sweep(frame("cells", [_ok_cell()]), 0, None, LONG, Console(file=out, width=80, highlight=False, color_system=None),
-                not_run=4)
+    print_sweep(
+        frame("cells", [_ok_cell()]),
+        0,
+        None,
+        LONG,
+        Console(file=out, width=80, highlight=False, color_system=None),
+        not_run=4,
+    )
     said, last = out.getvalue().rstrip("\n").splitlines()[-2:]
     assert said.startswith("4 not run · results (summary.md") and "failed" not in said
     assert last == str(LONG / "results")  # whole on its line, not folded at 80 columns

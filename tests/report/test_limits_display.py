@@ -12,20 +12,50 @@ from neuronexp.results import frame
 
 
 def _cell(run_id: str, module: str, latency: float, **extra) -> dict:
-    base = {"run_id": run_id, "experiment": "e", "module": module, "compiled": False, "backend": "cpu", "device": "cpu",
-            "device_name": "cpu", "dtype": "bfloat16", "input_shape": "[1,64,512]", "numel": 32768, "overrides": f"module={module}",
-            "status": "ok", "latency_median_us": latency, "latency_p10_us": latency, "latency_p90_us": latency,
-            "device_time_us": latency, "device_ops": 1.0, "device_time_source": "cpu_self_time", "top_op": None,
-            "top_op_share": np.nan, "speedup_vs_baseline": np.nan, "baseline_run_id": "ref", "bytes_min": 66560,
-            "flops": 0.0, "intensity": 0.0, "achieved_gbs": 66560 / latency / 1e3, "pct_peak_bw": 41.2,
-            "peak_bw_gbs": 33.1, "peak_tflops": 0.44, "bound": "memory", "output_check": "pass", "output_match": True,
-            "max_rel_err": 0.004}
+    base = {
+        "run_id": run_id,
+        "experiment": "e",
+        "module": module,
+        "compiled": False,
+        "backend": "cpu",
+        "device": "cpu",
+        "device_name": "cpu",
+        "dtype": "bfloat16",
+        "input_shape": "[1,64,512]",
+        "numel": 32768,
+        "overrides": f"module={module}",
+        "status": "ok",
+        "latency_median_us": latency,
+        "latency_p10_us": latency,
+        "latency_p90_us": latency,
+        "device_time_us": latency,
+        "device_ops": 1.0,
+        "device_time_source": "cpu_self_time",
+        "top_op": None,
+        "top_op_share": np.nan,
+        "speedup_vs_baseline": np.nan,
+        "baseline_run_id": "ref",
+        "bytes_min": 66560,
+        "flops": 0.0,
+        "intensity": 0.0,
+        "achieved_gbs": 66560 / latency / 1e3,
+        "pct_peak_bw": 41.2,
+        "peak_bw_gbs": 33.1,
+        "peak_tflops": 0.44,
+        "bound": "memory",
+        "output_check": "pass",
+        "output_match": True,
+        "max_rel_err": 0.004,
+    }
     return {**base, **extra}
 
 
 def _samples(cells: pd.DataFrame) -> pd.DataFrame:
-    rows = [{"run_id": r, "sample": i, "latency_us": lat * (1 + 0.001 * i)} for r, lat in
-            zip(cells["run_id"], cells["latency_median_us"]) for i in range(20)]
+    rows = [
+        {"run_id": r, "sample": i, "latency_us": lat * (1 + 0.001 * i)}
+        for r, lat in zip(cells["run_id"], cells["latency_median_us"])
+        for i in range(20)
+    ]
     return frame("samples", rows)
 
 
@@ -39,11 +69,14 @@ def test_the_table_cell_shows_the_share_of_the_roof_and_a_failed_check() -> None
 
 
 def test_a_fastest_variant_whose_output_differs_is_never_named_without_its_flag() -> None:
-    cells = frame("cells", [
-        _cell("ref", "naive", 100.0, output_check="baseline", output_match=None),
-        _cell("f", "fused", 50.0),
-        _cell("w", "wrong", 10.0, output_check="FAIL", output_match=False, max_rel_err=0.5),
-    ])
+    cells = frame(
+        "cells",
+        [
+            _cell("ref", "naive", 100.0, output_check="baseline", output_match=None),
+            _cell("f", "fused", 50.0),
+            _cell("w", "wrong", 10.0, output_check="FAIL", output_match=False, max_rel_err=0.5),
+        ],
+    )
     (line,) = findings(cells, _samples(cells), {})
     assert line.startswith("[1,64,512]: wrong fastest")
     assert "✗ output differs from the baseline's beyond tolerance: wrong (max rel err 0.5)" in line

@@ -10,22 +10,39 @@ import pandas as pd
 import pytest
 from matplotlib.axes import Axes
 
+from neuronexp.report.opplots import breakdown_plot
 from neuronexp.report.plotkit import MAX_BARS
-from neuronexp.report.plots import breakdown_plot, latency_plot, speedup_plot
+from neuronexp.report.plots import latency_plot, speedup_plot
 
 COLOURS = {"naive": "#1f77b4", "fused": "#ff7f0e"}
 
 
-def _cells(numels: list[int], latency: dict[str, list[float]], speedup: dict[str, list[float]] | None = None) -> pd.DataFrame:
+def _cells(
+    numels: list[int], latency: dict[str, list[float]], speedup: dict[str, list[float]] | None = None
+) -> pd.DataFrame:
     rows = []
     for variant, medians in latency.items():
         for i, (numel, median) in enumerate(zip(numels, medians)):
             shape = f"[1,{numel}]"
-            rows.append(dict(run_id=f"{variant}-{numel}", status="ok", variant=variant, module=variant, numel=numel,
-                             input_shape=shape, input=shape, dtype="float32", backend="cpu", latency_median_us=median,
-                             latency_p10_us=median * 0.95, latency_p90_us=median * 1.05, device_time_us=median,
-                             baseline_run_id=f"naive-{numel}",
-                             speedup_vs_baseline=(speedup or {}).get(variant, [1.0] * len(numels))[i]))
+            rows.append(
+                dict(
+                    run_id=f"{variant}-{numel}",
+                    status="ok",
+                    variant=variant,
+                    module=variant,
+                    numel=numel,
+                    input_shape=shape,
+                    input=shape,
+                    dtype="float32",
+                    backend="cpu",
+                    latency_median_us=median,
+                    latency_p10_us=median * 0.95,
+                    latency_p90_us=median * 1.05,
+                    device_time_us=median,
+                    baseline_run_id=f"naive-{numel}",
+                    speedup_vs_baseline=(speedup or {}).get(variant, [1.0] * len(numels))[i],
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -47,11 +64,14 @@ def scales(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 NO_SAMPLES = pd.DataFrame(columns=["run_id", "sample", "latency_us"])
 
 
-@pytest.mark.parametrize(("numels", "medians", "x_log", "y_log"), [
-    ([512, 4096, 32768], [10.0, 40.0, 300.0], False, False),  # sizes ×64, latencies ×30 (p90/p10 ×33): linear
-    ([512, 8192, 131072], [10.0, 40.0, 300.0], True, False),  # sizes ×256: log x
-    ([512, 4096, 32768], [10.0, 200.0, 5000.0], False, True),  # latencies ×500: log y
-])
+@pytest.mark.parametrize(
+    ("numels", "medians", "x_log", "y_log"),
+    [
+        ([512, 4096, 32768], [10.0, 40.0, 300.0], False, False),  # sizes ×64, latencies ×30 (p90/p10 ×33): linear
+        ([512, 8192, 131072], [10.0, 40.0, 300.0], True, False),  # sizes ×256: log x
+        ([512, 4096, 32768], [10.0, 200.0, 5000.0], False, True),  # latencies ×500: log y
+    ],
+)
 def test_the_latency_plot_goes_log_once_a_span_reaches_two_decades(scales, numels, medians, x_log, y_log) -> None:
     cells = _cells(numels, {"naive": medians, "fused": [m / 2 for m in medians]})
     assert latency_plot(cells, NO_SAMPLES, COLOURS).startswith("<svg")

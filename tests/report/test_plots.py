@@ -22,8 +22,13 @@ from neuronexp.results import frame
 
 # Self time per op and per step (µs) and calls, per variant: the naive chain, the fused op, the compiled kernel.
 PROFILES = {
-    "rmsnorm_naive": [("aten::mul", 3, 60.0), ("aten::pow", 1, 10.0), ("aten::mean", 1, 10.0), ("aten::add", 1, 5.0),
-                      ("aten::rsqrt", 1, 5.0)],
+    "rmsnorm_naive": [
+        ("aten::mul", 3, 60.0),
+        ("aten::pow", 1, 10.0),
+        ("aten::mean", 1, 10.0),
+        ("aten::add", 1, 5.0),
+        ("aten::rsqrt", 1, 5.0),
+    ],
     "rmsnorm_fused": [("aten::_fused_rms_norm", 1, 15.0), ("aten::mul", 1, 5.0)],
     "rmsnorm_compiled": [("cpp_fused_add_mean_mul_pow_rsqrt_0", 1, 12.0), ("CompiledFxGraph call", 1, 3.0)],
 }
@@ -38,20 +43,54 @@ def _tables():
         scale = numel / 512
         for module, median in MEDIANS.items():
             run = f"{module}-{numel}"
-            labels = dict(run_id=run, experiment="synthetic", module=module, compiled=module.endswith("compiled"),
-                          backend="cpu", device="cpu", dtype="float32", input_shape=shape)
+            labels = dict(
+                run_id=run,
+                experiment="synthetic",
+                module=module,
+                compiled=module.endswith("compiled"),
+                backend="cpu",
+                device="cpu",
+                dtype="float32",
+                input_shape=shape,
+            )
             lat = median * scale * np.exp(0.02 * rng.standard_normal(40))
             total = sum(us for _, _, us in PROFILES[module]) * scale
             top_op, _, top_us = max(PROFILES[module], key=lambda p: p[2])
-            cells.append(dict(labels, numel=numel, status="ok", latency_median_us=float(np.median(lat)),
-                              latency_p10_us=float(np.quantile(lat, 0.1)), latency_p90_us=float(np.quantile(lat, 0.9)),
-                              latency_samples=40, timing_method="wallclock", device_time_us=total, cpu_time_us=total,
-                              device_ops=float(len(PROFILES[module])), device_time_source="cpu_self_time",
-                              top_op=top_op, top_op_share=top_us * scale / total, overrides=f"module={module}",
-                              speedup_vs_baseline=MEDIANS["rmsnorm_naive"] / median))
-            ops += [dict(labels, cycle=0, op=op, device_type="CPU", calls=float(calls), self_cpu_us=us * scale,
-                         cpu_total_us=us * scale, self_device_us=us * scale, device_total_us=us * scale,
-                         device_share=us * scale / total) for op, calls, us in PROFILES[module]]
+            cells.append(
+                dict(
+                    labels,
+                    numel=numel,
+                    status="ok",
+                    latency_median_us=float(np.median(lat)),
+                    latency_p10_us=float(np.quantile(lat, 0.1)),
+                    latency_p90_us=float(np.quantile(lat, 0.9)),
+                    latency_samples=40,
+                    timing_method="wallclock",
+                    device_time_us=total,
+                    cpu_time_us=total,
+                    device_ops=float(len(PROFILES[module])),
+                    device_time_source="cpu_self_time",
+                    top_op=top_op,
+                    top_op_share=top_us * scale / total,
+                    overrides=f"module={module}",
+                    speedup_vs_baseline=MEDIANS["rmsnorm_naive"] / median,
+                )
+            )
+            ops += [
+                dict(
+                    labels,
+                    cycle=0,
+                    op=op,
+                    device_type="CPU",
+                    calls=float(calls),
+                    self_cpu_us=us * scale,
+                    cpu_total_us=us * scale,
+                    self_device_us=us * scale,
+                    device_total_us=us * scale,
+                    device_share=us * scale / total,
+                )
+                for op, calls, us in PROFILES[module]
+            ]
             samples += [dict(run_id=run, sample=i, latency_us=float(v)) for i, v in enumerate(lat)]
     return frame("cells", cells), frame("ops", ops), frame("samples", samples)
 
@@ -79,7 +118,9 @@ def test_one_colour_per_variant_in_every_plot_and_an_interval_on_every_speedup_b
     marks = check_one_colour_per_variant(page, variants=3)
     # Variant numbers follow the report's order (baseline first): naive 0, then fused and compiled on both inputs.
     assert marks["bars"] == {(1, 0), (1, 1), (2, 0), (2, 1)}
-    assert marks["legend"] == dict(enumerate(variant_colours(["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"]).values()))
+    assert marks["legend"] == dict(
+        enumerate(variant_colours(["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"]).values())
+    )
 
 
 def test_the_plotted_interval_is_the_one_the_finding_states(synthetic_sweep: Path) -> None:
@@ -93,7 +134,9 @@ def test_the_plotted_interval_is_the_one_the_finding_states(synthetic_sweep: Pat
     # The same figures whoever asks: the plot reads report.intervals, computed once by the same function.
     cells, _, samples = _tables()
     again = speedup_intervals(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples).set_index("run_id")
-    assert np.allclose(again.loc[intervals.index, ["speedup", "ci_low", "ci_high"]], intervals[["speedup", "ci_low", "ci_high"]])
+    assert np.allclose(
+        again.loc[intervals.index, ["speedup", "ci_low", "ci_high"]], intervals[["speedup", "ci_low", "ci_high"]]
+    )
 
 
 def test_a_finding_says_why_the_winner_wins() -> None:
@@ -103,11 +146,14 @@ def test_a_finding_says_why_the_winner_wins() -> None:
     every = hotspots(ops, top=100)
     (line,) = findings(fused_only, samples, {}, all_ops=every)
     assert line.startswith("[1,8,64]: rmsnorm_fused fastest")
-    why = line[line.index("why: "):]
+    why = line[line.index("why: ") :]
     # Known answers from PROFILES: the naive step is 90 µs, 60 of them in aten::mul; the fused one 20 µs.
     assert "rmsnorm_naive spends 66.7% of its step in aten::mul" in why
     assert "rmsnorm_fused spends 75.0% of its step in aten::_fused_rms_norm" in why
-    assert "gone in rmsnorm_fused: aten::mean, aten::pow, aten::add +1 more (30 µs in rmsnorm_naive, 33.3% of its step)" in why
+    assert (
+        "gone in rmsnorm_fused: aten::mean, aten::pow, aten::add +1 more (30 µs in rmsnorm_naive, 33.3% of its step)"
+        in why
+    )
     assert "new: aten::_fused_rms_norm (15 µs)" in why and "the 1 op(s) both run: 60 µs → 5 µs" in why
     assert why.endswith("profiled step 90 µs → 20 µs")
 
@@ -123,8 +169,16 @@ def test_when_the_baseline_wins_the_finding_explains_it_against_the_runner_up() 
     assert re.search(r"why: rmsnorm_fused spends .*; gone in rmsnorm_naive: aten::_fused_rms_norm", line), line
 
 
-SECTIONS = ["Findings", "Experiment and environment", "Cells", "Variants side by side", "How far from the limit",
-            "Plots", "Fusion view", "Hotspots"]
+SECTIONS = [
+    "Findings",
+    "Experiment and environment",
+    "Cells",
+    "Variants side by side",
+    "How far from the limit",
+    "Plots",
+    "Fusion view",
+    "Hotspots",
+]
 
 
 def test_every_section_is_in_the_html_and_the_markdown_with_content(synthetic_sweep: Path) -> None:

@@ -13,10 +13,10 @@ import pytest
 
 from helpers import FAST, run_cli, run_dirs
 from helpers.svg import check_one_colour_per_variant
-from neuronexp.report.plots import figures
-from neuronexp.report.model import build_report
 from neuronexp.report.html import render_html
 from neuronexp.report.markdown import render_markdown
+from neuronexp.report.model import build_report
+from neuronexp.report.plots import figures
 from neuronexp.results import frame
 
 EVIL_OP = "<script>alert(1)</script>"
@@ -44,8 +44,15 @@ def test_sweep_report_is_self_contained_with_plots_tables_and_links(reported: Pa
     # No script and nothing fetched: no src/href to any scheme but in-page ones and relative paths.
     assert "<script" not in page and not re.search(r'(src|href)="(https?:|//|file:)', page)
     assert "<img" not in page and not re.search(r"url\((?!#)", page)  # the SVGs reference only their own clip paths
-    for section in ("Findings", "Experiment and environment", "Cells", "Variants side by side", "How far from the limit",
-                    "Fusion view", "Hotspots"):
+    for section in (
+        "Findings",
+        "Experiment and environment",
+        "Cells",
+        "Variants side by side",
+        "How far from the limit",
+        "Fusion view",
+        "Hotspots",
+    ):
         assert f"<h2>{section}</h2>" in page
     links = re.findall(r'<a href="([^"]+)"', page)
     assert len(links) == 2 * 4  # every cell's trace, in the summary and on its hotspot card
@@ -61,10 +68,16 @@ def test_report_model_fusion_view_and_hotspots(sweep: Path) -> None:
     assert fusion.loc[("[1,64,512]", "rmsnorm_naive"), "ops_dispatched"] == 6  # mul ×3, mean, add, rsqrt
     assert fusion.loc[("[1,64,512]", "rmsnorm_fused"), "ops_dispatched"] == 1  # one torch.rms_norm call …
     # … that executes the same seven operations on a CPU (a composite there): nothing is fused.
-    assert fusion.loc[("[1,64,512]", "rmsnorm_fused"), "device_ops"] == fusion.loc[("[1,64,512]", "rmsnorm_naive"), "device_ops"] == 7
+    assert (
+        fusion.loc[("[1,64,512]", "rmsnorm_fused"), "device_ops"]
+        == fusion.loc[("[1,64,512]", "rmsnorm_naive"), "device_ops"]
+        == 7
+    )
     fused_new = fusion.loc[("[1,64,512]", "rmsnorm_fused"), "added"]
     assert "aten::pow" in fused_new and "aten::_fused_rms_norm" not in fused_new  # leaf ops, not the wrapper
-    naive = report.cells[(report.cells["module"] == "rmsnorm_naive") & (report.cells["input_shape"] == "[1,64,512]")].iloc[0]
+    naive = report.cells[
+        (report.cells["module"] == "rmsnorm_naive") & (report.cells["input_shape"] == "[1,64,512]")
+    ].iloc[0]
     spots = report.hotspots[naive["run_id"]]
     assert "aten::mul" in set(spots["op"]) and spots["self_device_us"].is_monotonic_decreasing
     assert spots.loc[spots["op"] == "aten::mul", "calls"].iloc[0] == 3
@@ -107,14 +120,50 @@ def test_bad_input_is_one_line_exit_2_and_no_files(tmp_path: Path, problem: str)
 
 def _hostile_run(job: Path, **extra) -> None:
     job.mkdir()
-    labels = dict(run_id="r1", experiment="<img src=x onerror=alert(2)>", module="evil</td><b>", compiled=False,
-                  backend="cpu", device="cpu", device_name="cpu & <i>co</i>", dtype="float32", input_shape="[1,8]")
-    cell = dict(labels, numel=8, status="ok", latency_median_us=5.0, latency_p10_us=4.0, latency_p90_us=6.0,
-                latency_samples=3, timing_method="wallclock", device_time_us=3.0, cpu_time_us=3.0, device_ops=1.0,
-                device_time_source="cpu_self_time", top_op=EVIL_OP, top_op_share=1.0,
-                overrides="module=evil", started_at="2026-01-01T00:00:00", **extra)
-    ops = [dict(labels, cycle=0, op=EVIL_OP, device_type="CPU", calls=1.0, self_cpu_us=3.0, cpu_total_us=3.0,
-                self_device_us=3.0, device_total_us=3.0, device_share=1.0)]
+    labels = dict(
+        run_id="r1",
+        experiment="<img src=x onerror=alert(2)>",
+        module="evil</td><b>",
+        compiled=False,
+        backend="cpu",
+        device="cpu",
+        device_name="cpu & <i>co</i>",
+        dtype="float32",
+        input_shape="[1,8]",
+    )
+    cell = dict(
+        labels,
+        numel=8,
+        status="ok",
+        latency_median_us=5.0,
+        latency_p10_us=4.0,
+        latency_p90_us=6.0,
+        latency_samples=3,
+        timing_method="wallclock",
+        device_time_us=3.0,
+        cpu_time_us=3.0,
+        device_ops=1.0,
+        device_time_source="cpu_self_time",
+        top_op=EVIL_OP,
+        top_op_share=1.0,
+        overrides="module=evil",
+        started_at="2026-01-01T00:00:00",
+        **extra,
+    )
+    ops = [
+        dict(
+            labels,
+            cycle=0,
+            op=EVIL_OP,
+            device_type="CPU",
+            calls=1.0,
+            self_cpu_us=3.0,
+            cpu_total_us=3.0,
+            self_device_us=3.0,
+            device_total_us=3.0,
+            device_share=1.0,
+        )
+    ]
     samples = [dict(run_id="r1", sample=i, latency_us=v) for i, v in enumerate([4.0, 5.0, 6.0])]
     for name, rows in (("cells", [cell]), ("ops", ops), ("samples", samples)):
         frame(name, rows).to_parquet(job / f"{name}.parquet")
@@ -148,8 +197,21 @@ def _cells(medians: dict[str, float], n: int = 50, noise: float = 0.03):
     cells, samples = [], []
     for module, median in medians.items():
         lat = median * np.exp(noise * rng.standard_normal(n))
-        cells.append(dict(run_id=module, experiment="x", module=module, compiled=False, backend="cpu", device="cpu",
-                          dtype="float32", input_shape="[1,8]", numel=8, status="ok", latency_median_us=float(np.median(lat))))
+        cells.append(
+            dict(
+                run_id=module,
+                experiment="x",
+                module=module,
+                compiled=False,
+                backend="cpu",
+                device="cpu",
+                dtype="float32",
+                input_shape="[1,8]",
+                numel=8,
+                status="ok",
+                latency_median_us=float(np.median(lat)),
+            )
+        )
         samples += [dict(run_id=module, sample=i, latency_us=float(v)) for i, v in enumerate(lat)]
     return frame("cells", cells), frame("samples", samples)
 
@@ -161,7 +223,9 @@ def test_findings_give_the_speedup_with_its_interval_and_call_ties() -> None:
 
     cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 101.0, "rmsnorm_compiled": 50.0})
     (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples, {})
-    assert line.startswith("[1,8]: rmsnorm_compiled fastest") and re.search(r"×(1\.9|2\.0)\d vs rmsnorm_naive \(95% CI", line)
+    assert line.startswith("[1,8]: rmsnorm_compiled fastest") and re.search(
+        r"×(1\.9|2\.0)\d vs rmsnorm_naive \(95% CI", line
+    )
     cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 100.5})
     (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples, {})
     assert "ties with" in line and "vs rmsnorm_naive" not in line
@@ -188,9 +252,22 @@ def browser() -> str:
 
 
 def _headless(browser: str, page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess:
-    args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *extra, page.resolve().as_uri()]
+    args = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *extra,
+        page.resolve().as_uri(),
+    ]
     return subprocess.run(args, capture_output=True, text=True, timeout=120)
 
 
@@ -219,8 +296,9 @@ def test_report_renders_in_headless_chromium(browser: str, reported: Path, tmp_p
     assert marks["bars"] == {(1, 0), (1, 1)}  # rmsnorm_fused over the baseline, on both inputs
 
     shot = tmp_path / "report.png"
-    run = _headless(browser, page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,3200",
-                    "--hide-scrollbars")
+    run = _headless(
+        browser, page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,3200", "--hide-scrollbars"
+    )
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     assert _console_messages(run.stderr) == []
     from PIL import Image

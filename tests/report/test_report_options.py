@@ -13,7 +13,6 @@ from helpers import FAST, run_cli
 from helpers.layers import FAILING_LAYER
 
 
-
 def _report(sweep: Path, out: Path, *flags: str):
     res = run_cli([str(sweep), "--out", str(out), *flags], cwd=out.parent, script="neuronexp-report")
     assert res.returncode == 0, res.stderr
@@ -24,14 +23,19 @@ def _hotspot_rows(md: str) -> dict[str, int]:
     """Rows of each hotspot table in report.md, by its heading (variant · input)."""
     part = md.split("## Hotspots", 1)[1]
     sections = re.split(r"^### (.+)$", part, flags=re.M)[1:]
-    return {head: sum(1 for ln in body.splitlines() if ln.startswith("|")) - 2 for head, body in zip(sections[::2], sections[1::2])}
+    return {
+        head: sum(1 for ln in body.splitlines() if ln.startswith("|")) - 2
+        for head, body in zip(sections[::2], sections[1::2])
+    }
 
 
 @pytest.mark.slow  # 6 s on the 2-core VM
 def test_baseline_picks_whom_the_report_compares_with(sweep: Path, tmp_path: Path) -> None:
     cells = neuronexp.load(sweep).cells.set_index("module")
-    assert set(cells["baseline_run_id"]) == {cells.loc["rmsnorm_naive", "run_id"].iloc[0],
-                                             cells.loc["rmsnorm_naive", "run_id"].iloc[1]}  # swept with baseline=rmsnorm_naive
+    assert set(cells["baseline_run_id"]) == {
+        cells.loc["rmsnorm_naive", "run_id"].iloc[0],
+        cells.loc["rmsnorm_naive", "run_id"].iloc[1],
+    }  # swept with baseline=rmsnorm_naive
     res, md, html = _report(sweep, tmp_path / "default")
     assert "baseline rmsnorm_naive" in res.stdout and "| speedup vs rmsnorm_naive |" in md
     res, md, html = _report(sweep, tmp_path / "fused", "--baseline", "rmsnorm_fused")
@@ -42,7 +46,11 @@ def test_baseline_picks_whom_the_report_compares_with(sweep: Path, tmp_path: Pat
     rows = [ln for ln in md.split("## Cells", 1)[1].split("##", 1)[0].splitlines() if re.match(r"\| ~?rmsnorm_", ln)]
     assert len(rows) == 4 and all(("×1.00 |" in r) == bool(re.match(r"\| ~?rmsnorm_fused", r)) for r in rows), rows
     res, md, html = _report(sweep, tmp_path / "none", "--baseline", "none")
-    assert "baseline —" in res.stdout and "speedup vs" not in md + html and not re.search(r"(?<!spread )×\d", md.split("## Cells", 1)[1])
+    assert (
+        "baseline —" in res.stdout
+        and "speedup vs" not in md + html
+        and not re.search(r"(?<!spread )×\d", md.split("## Cells", 1)[1])
+    )
 
 
 @pytest.mark.slow  # 5 s on the 2-core VM
@@ -61,8 +69,18 @@ def failed_sweep(tmp_path_factory) -> Path:
     (root / "failing.py").write_text(FAILING_LAYER)
     out = root / "sweep"
     quick = [a for a in FAST if not a.startswith("input.shape")]
-    res = run_cli(["-m", "module._target_=failing.FailsOnWideInputs", "~module.hidden_size", "~module.eps",
-                   "input.shape=[1,8,32],[1,8,128]", *quick, f"hydra.sweep.dir={out}"], cwd=root)
+    res = run_cli(
+        [
+            "-m",
+            "module._target_=failing.FailsOnWideInputs",
+            "~module.hidden_size",
+            "~module.eps",
+            "input.shape=[1,8,32],[1,8,128]",
+            *quick,
+            f"hydra.sweep.dir={out}",
+        ],
+        cwd=root,
+    )
     assert res.returncode == 1, res.stderr
     return out
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
 from neuronexp.report.distplots import roof_share_plot, rounds_plot
 from neuronexp.report.html import render_html
@@ -17,17 +16,35 @@ from neuronexp.results import frame
 def _cells_and_samples():
     rng = np.random.default_rng(3)
     cells, samples = [], []
-    for i, (variant, shape, noisy) in enumerate([("naive", "[1,8]", False), ("fused", "[1,8]", True),
-                                                   ("naive", "[1,64]", False), ("fused", "[1,64]", False)]):
+    for i, (variant, shape, noisy) in enumerate(
+        [("naive", "[1,8]", False), ("fused", "[1,8]", True), ("naive", "[1,64]", False), ("fused", "[1,64]", False)]
+    ):
         run = f"r{i}"
         medians = [100.0, 100.0, 300.0] if noisy else [100.0, 102.0, 101.0]
         for r, m in enumerate(medians):
-            samples += [dict(run_id=run, sample=5 * r + k, latency_us=float(m * np.exp(0.02 * rng.standard_normal())), round=r)
-                        for k in range(5)]
-        cells.append(dict(run_id=run, experiment="x", module=variant, compiled=False, backend="cpu", device="cpu",
-                          dtype="float32", input_shape=shape, numel=8 if shape == "[1,8]" else 64, status="ok",
-                          latency_median_us=float(np.median(medians)), noisy=noisy, overrides=f"module={variant}",
-                          pct_peak_bw=20.0 + 10 * i, pct_peak_flops=None if variant == "naive" else 5.0 * i))
+            samples += [
+                dict(run_id=run, sample=5 * r + k, latency_us=float(m * np.exp(0.02 * rng.standard_normal())), round=r)
+                for k in range(5)
+            ]
+        cells.append(
+            dict(
+                run_id=run,
+                experiment="x",
+                module=variant,
+                compiled=False,
+                backend="cpu",
+                device="cpu",
+                dtype="float32",
+                input_shape=shape,
+                numel=8 if shape == "[1,8]" else 64,
+                status="ok",
+                latency_median_us=float(np.median(medians)),
+                noisy=noisy,
+                overrides=f"module={variant}",
+                pct_peak_bw=20.0 + 10 * i,
+                pct_peak_flops=None if variant == "naive" else 5.0 * i,
+            )
+        )
     out = frame("cells", cells)
     out["variant"], out["input"] = out["module"], out["input_shape"]
     return out, frame("samples", samples)

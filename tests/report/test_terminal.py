@@ -17,8 +17,14 @@ from neuronexp.report.terminal import print_sweep
 from neuronexp.results import frame
 
 # Six variants with names as long as real ones (Hugging Face layers, compiled): the case of issue 16.
-VARIANTS = ["llama_mlp", "llama_mlp +compile", "llama_decoder_layer", "llama_decoder_layer +compile",
-            "llama_attention_eager", "llama_attention_sdpa +compile"]
+VARIANTS = [
+    "llama_mlp",
+    "llama_mlp +compile",
+    "llama_decoder_layer",
+    "llama_decoder_layer +compile",
+    "llama_attention_eager",
+    "llama_attention_sdpa +compile",
+]
 SHAPES = ["[1,128,4096]", "[1,512,4096]", "[1,2048,4096]"]
 
 
@@ -29,21 +35,42 @@ def _cells(variants: list[str] = VARIANTS, failed: str | None = None):
             module, _, tag = name.partition(" +")
             median = 100.0 * (1 + s) + 7 * v  # distinct per cell ("100 µs" … "335 µs"): each must be found once
             ok = name != failed
-            rows.append(dict(run_id=f"{v}-{s}", experiment="x", module=module, compiled=tag == "compile", backend="cpu",
-                             device="cpu", device_name="cpu", dtype="float32", input_shape=shape, numel=10**(s + 3),
-                             status="ok" if ok else "error", error=None if ok else "RuntimeError: out of memory " * 4,
-                             latency_median_us=median if ok else None, device_time_us=1.23e6 if ok else None,
-                             device_ops=float(6 - v) if ok else None, device_time_source="cpu_self_time",
-                             top_op="aten::scaled_dot_product_attention_for_cpu" if ok else None,
-                             top_op_share=0.5 if ok else None, speedup_vs_baseline=100.0 * (1 + s) / median if ok else None,
-                             overrides=f"module={module}"))
+            rows.append(
+                dict(
+                    run_id=f"{v}-{s}",
+                    experiment="x",
+                    module=module,
+                    compiled=tag == "compile",
+                    backend="cpu",
+                    device="cpu",
+                    device_name="cpu",
+                    dtype="float32",
+                    input_shape=shape,
+                    numel=10 ** (s + 3),
+                    status="ok" if ok else "error",
+                    error=None if ok else "RuntimeError: out of memory " * 4,
+                    latency_median_us=median if ok else None,
+                    device_time_us=1.23e6 if ok else None,
+                    device_ops=float(6 - v) if ok else None,
+                    device_time_source="cpu_self_time",
+                    top_op="aten::scaled_dot_product_attention_for_cpu" if ok else None,
+                    top_op_share=0.5 if ok else None,
+                    speedup_vs_baseline=100.0 * (1 + s) / median if ok else None,
+                    overrides=f"module={module}",
+                )
+            )
     return frame("cells", rows)
 
 
 def render(cells, width: int, baseline: str | None = "llama_mlp") -> str:
     out = io.StringIO()
-    print_sweep(cells, int((cells["status"] == "error").sum()), parse_baseline(baseline), Path("sweep"),
-                Console(file=out, width=width, highlight=False, color_system=None))
+    print_sweep(
+        cells,
+        int((cells["status"] == "error").sum()),
+        parse_baseline(baseline),
+        Path("sweep"),
+        Console(file=out, width=width, highlight=False, color_system=None),
+    )
     return out.getvalue()
 
 
@@ -92,13 +119,18 @@ def test_piped_to_a_file_the_sweep_table_is_plain_and_80_columns(sweep: Path, tm
     shutil.copytree(sweep, copy)
     # The same sweep again into (a copy of) its directory: every cell is reused and the table printed, with
     # COLUMNS unset and stdout a pipe.
-    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,64,512]", *FAST[:-1],
-            f"hydra.sweep.dir={copy}"]
+    args = [
+        "-m",
+        "module=rmsnorm_naive,rmsnorm_fused",
+        "input.shape=[1,8,64],[1,64,512]",
+        *FAST[:-1],
+        f"hydra.sweep.dir={copy}",
+    ]
     result = run_cli(args, cwd=tmp_path, env={"COLUMNS": ""})
     assert result.returncode == 0, result.stderr[-2000:]
     out = result.stdout
     assert "\x1b[" not in out, out  # no colour codes in a file
-    table = out[out.index("neuronexp sweep ·"):out.index("all cells ok")].splitlines()
+    table = out[out.index("neuronexp sweep ·") : out.index("all cells ok")].splitlines()
     assert max(len(ln) for ln in table) <= 80, out
     assert "rmsnorm_naive" in out and "rmsnorm_fused" in out and out.count("(cached)") >= 4
 
@@ -106,8 +138,12 @@ def test_piped_to_a_file_the_sweep_table_is_plain_and_80_columns(sweep: Path, tm
 def test_long_inputs_noisy_cells_and_percent_of_peak_fit_80_columns_with_every_figure_whole() -> None:
     # The attention study's case: 4-dim inputs, noisy medians ("~25.6 ms"), compute-bound "% FLOP/s" with the
     # failed-output mark; at 80 columns the hotspot gives way, never a name, a median or a % of peak.
-    cells = _cells().assign(input_shape=lambda c: c["input_shape"].str.replace("[1,", "[1,32,", regex=False),
-                                        bound="compute", pct_peak_flops=0.44, noisy=True)
+    cells = _cells().assign(
+        input_shape=lambda c: c["input_shape"].str.replace("[1,", "[1,32,", regex=False),
+        bound="compute",
+        pct_peak_flops=0.44,
+        noisy=True,
+    )
     cells["output_check"] = "FAIL"
     text = render(cells, 80)
     _check(text, 80, cells)
@@ -120,8 +156,11 @@ def test_long_inputs_noisy_cells_and_percent_of_peak_fit_80_columns_with_every_f
 def test_a_hotspot_shown_keeps_enough_of_its_op_name_to_say_which(width: int) -> None:
     # The attention study's case without noisy cells: 4-dim inputs and "% FLOP/s" leave little room; an op name
     # cut to "a…" names nothing, so below ten characters the column gives way, with a note.
-    cells = _cells().assign(input_shape=lambda c: c["input_shape"].str.replace("[1,", "[1,32,", regex=False),
-                                        bound="compute", pct_peak_flops=0.44)
+    cells = _cells().assign(
+        input_shape=lambda c: c["input_shape"].str.replace("[1,", "[1,32,", regex=False),
+        bound="compute",
+        pct_peak_flops=0.44,
+    )
     text = render(cells, width)
     _check(text, width, cells)
     shown = re.findall(r"(\S+)… \d+(?:\.\d)?%", text)

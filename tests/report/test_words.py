@@ -14,19 +14,45 @@ from neuronexp.results import frame
 
 
 def _cell(**kw) -> dict:
-    base = dict(run_id="r0", experiment="x", module="rmsnorm_fused", compiled=False, backend="cpu", device="cpu",
-                device_name="cpu", dtype="float32", input_shape="[1,8]", numel=8, status="ok", latency_median_us=10.0,
-                device_time_us=9.0, device_ops=7.0, ops_dispatched=1.0, device_time_source="cpu_self_time",
-                timing_method="wallclock", torch_version="2.13.0", overrides="module=rmsnorm_fused",
-                speedup_vs_baseline=float("nan"), top_op=None, top_op_share=float("nan"))
+    base = dict(
+        run_id="r0",
+        experiment="x",
+        module="rmsnorm_fused",
+        compiled=False,
+        backend="cpu",
+        device="cpu",
+        device_name="cpu",
+        dtype="float32",
+        input_shape="[1,8]",
+        numel=8,
+        status="ok",
+        latency_median_us=10.0,
+        device_time_us=9.0,
+        device_ops=7.0,
+        ops_dispatched=1.0,
+        device_time_source="cpu_self_time",
+        timing_method="wallclock",
+        torch_version="2.13.0",
+        overrides="module=rmsnorm_fused",
+        speedup_vs_baseline=float("nan"),
+        top_op=None,
+        top_op_share=float("nan"),
+    )
     return {**base, **kw}
 
 
 def test_a_composite_op_is_said_in_words_in_summary_md() -> None:
     assert composite_words(_cell()) == "dispatched 1 op, executed 7: not one fused kernel here"
     assert composite_words(_cell(device_ops=1.0)) is None and composite_words(_cell(ops_dispatched=6.0)) is None
-    text = summary_markdown(frame("cells", [_cell(), _cell(run_id="r1", module="rmsnorm_naive", ops_dispatched=6.0,
-                                                           overrides="module=rmsnorm_naive")]), [], None, Path("s"))
+    text = summary_markdown(
+        frame(
+            "cells",
+            [_cell(), _cell(run_id="r1", module="rmsnorm_naive", ops_dispatched=6.0, overrides="module=rmsnorm_naive")],
+        ),
+        [],
+        None,
+        Path("s"),
+    )
     section = text.split("## Ops per step", 1)[1]
     assert "rmsnorm_fused" in section and "dispatched 1 op, executed 7: not one fused kernel here" in section
     assert "rmsnorm_naive" not in section

@@ -11,7 +11,7 @@ import pyarrow as pa
 import neuronexp
 from neuronexp.results import frame
 from neuronexp.results.files import write_csv
-from neuronexp.results.schema import whole_counts
+from neuronexp.results.frames import whole_counts
 
 
 def test_counts_are_integers_where_whole_and_floats_otherwise() -> None:
@@ -24,7 +24,9 @@ def test_counts_are_integers_where_whole_and_floats_otherwise() -> None:
 
 
 def test_load_gives_shape_dims_and_integer_counts(tmp_path: Path) -> None:
-    cells = frame("cells", [dict(run_id="a", input_shape="[1,128,1024]", shape_dims=[1, 128, 1024], device_ops=6.0, status="ok")])
+    cells = frame(
+        "cells", [dict(run_id="a", input_shape="[1,128,1024]", shape_dims=[1, 128, 1024], device_ops=6.0, status="ok")]
+    )
     ops = frame("ops", [dict(run_id="a", shape_dims=[1, 128, 1024], op="aten::mul", calls=3.0)])
     for name, table in (("cells", cells), ("ops", ops), ("samples", frame("samples", []))):
         table.to_parquet(tmp_path / f"{name}.parquet")

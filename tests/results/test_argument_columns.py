@@ -16,8 +16,10 @@ TAKEN = frozenset(SCHEMAS["cells"].names)
 
 
 def test_each_module_argument_is_a_typed_column_named_by_its_last_part() -> None:
-    cols = argument_columns("input.shape=[1,8,64],module.expansion=4,module.config.act=silu,module=mlp,"
-                            "module.scale=0.5,module.bias=false", TAKEN)
+    cols = argument_columns(
+        "input.shape=[1,8,64],module.expansion=4,module.config.act=silu,module=mlp,module.scale=0.5,module.bias=false",
+        TAKEN,
+    )
     assert cols == {"expansion": 4, "act": "silu", "scale": 0.5, "bias": False}
     assert argument_columns("module=mlp,input.dtype=float32", TAKEN) == {}
     assert argument_columns("module._target_=x.Y,~module.eps,+module.width=8", TAKEN) == {"width": 8}
@@ -32,8 +34,10 @@ def _job(root: Path, name: str, value) -> Path:
     job = root / name
     job.mkdir()
     row = {"run_id": name, "status": "ok", "overrides": f"module.scale={value}", "scale": value}
-    write_job_tables(job, {"cells": arrow_table("cells", [row]), "ops": arrow_table("ops", []),
-                           "samples": arrow_table("samples", [])})
+    write_job_tables(
+        job,
+        {"cells": arrow_table("cells", [row]), "ops": arrow_table("ops", []), "samples": arrow_table("samples", [])},
+    )
     return job
 
 

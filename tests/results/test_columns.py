@@ -40,8 +40,11 @@ def problems(table: str, schema: pa.Schema) -> list[str]:
     docs = documented()[table]
     out = [f"{table}.{f.name} is not described" for f in schema if f.name not in docs]
     out += [f"{table}.{c} is described but not in the schema" for c in docs if c not in schema.names]
-    out += [f"{table}.{f.name}: type {docs[f.name][0]!r}, the schema says {_type(f.type)!r}"
-            for f in schema if f.name in docs and docs[f.name][0] != _type(f.type)]
+    out += [
+        f"{table}.{f.name}: type {docs[f.name][0]!r}, the schema says {_type(f.type)!r}"
+        for f in schema
+        if f.name in docs and docs[f.name][0] != _type(f.type)
+    ]
     out += [f"{table}.{c}: no meaning given" for c, (_, meaning) in docs.items() if len(meaning) < 10]
     if not out and list(docs) != schema.names:
         out.append(f"{table}: describe the columns in the schema's order")

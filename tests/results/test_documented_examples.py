@@ -17,9 +17,32 @@ def _ops() -> pd.DataFrame:
     for module in ("rmsnorm_naive", "rmsnorm_fused"):
         for cycle in range(5):
             slow = 10.0 if cycle == 2 else 1.0
-            rows += [dict(run_id=module, module=module, input_shape="[1,8,64]", cycle=cycle, op="aten::mul", self_device_us=3.0 * slow),
-                     dict(run_id=module, module=module, input_shape="[1,8,64]", cycle=cycle, op="aten::mul", self_device_us=4.0 * slow),
-                     dict(run_id=module, module=module, input_shape="[1,8,64]", cycle=cycle, op="aten::add", self_device_us=2.0 * slow)]
+            rows += [
+                dict(
+                    run_id=module,
+                    module=module,
+                    input_shape="[1,8,64]",
+                    cycle=cycle,
+                    op="aten::mul",
+                    self_device_us=3.0 * slow,
+                ),
+                dict(
+                    run_id=module,
+                    module=module,
+                    input_shape="[1,8,64]",
+                    cycle=cycle,
+                    op="aten::mul",
+                    self_device_us=4.0 * slow,
+                ),
+                dict(
+                    run_id=module,
+                    module=module,
+                    input_shape="[1,8,64]",
+                    cycle=cycle,
+                    op="aten::add",
+                    self_device_us=2.0 * slow,
+                ),
+            ]
     return pd.DataFrame(rows)
 
 

@@ -14,7 +14,10 @@ from neuronexp.results.read import read_jobs
 
 
 def test_the_label_is_a_column_attribute_access_can_reach() -> None:
-    cells = frame("cells", [dict(run_id="a", input_shape="[1,8,64]", status="ok"), dict(run_id="b", input_shape="[1,16,64]", status="ok")])
+    cells = frame(
+        "cells",
+        [dict(run_id="a", input_shape="[1,8,64]", status="ok"), dict(run_id="b", input_shape="[1,16,64]", status="ok")],
+    )
     assert "shape" not in SCHEMAS["cells"].names and "input_shape" in SCHEMAS["ops"].names
     assert cells[cells.input_shape == "[1,8,64]"]["run_id"].tolist() == ["a"]
 
@@ -22,7 +25,9 @@ def test_the_label_is_a_column_attribute_access_can_reach() -> None:
 def test_results_written_with_the_old_name_read_back_as_input_shape(tmp_path: Path) -> None:
     job = tmp_path / "0"
     job.mkdir()
-    old = frame("cells", [dict(run_id="a", input_shape="[1,8,64]", status="ok")]).rename(columns={"input_shape": "shape"})
+    old = frame("cells", [dict(run_id="a", input_shape="[1,8,64]", status="ok")]).rename(
+        columns={"input_shape": "shape"}
+    )
     old.to_parquet(job / "cells.parquet")
     frame("ops", []).rename(columns={"input_shape": "shape"}).to_parquet(job / "ops.parquet")
     frame("samples", []).to_parquet(job / "samples.parquet")

@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-
 from helpers import FAST, REPO, console_script, run_cli, small_sweep
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
@@ -103,11 +102,25 @@ def _wait_until_gone(ids: list[str], timeout: float = 120) -> None:
 def _args(root: Path, layer: str, *extra: str, shapes: str = TWO) -> list[str]:
     """A sweep of `layer` on one core per task, in `root`/sweep; `extra` overrides replace these."""
     (root / "mylayer.py").write_text(LAYER)
-    ours = ["hydra/launcher=slurm", "hydra.launcher.partition=debug", "hydra.launcher.cpus_per_task=1",
-            "launcher.devices=1", f"launcher.lock_dir={root / 'locks'}", "hydra.sweep.dir=sweep"]
+    ours = [
+        "hydra/launcher=slurm",
+        "hydra.launcher.partition=debug",
+        "hydra.launcher.cpus_per_task=1",
+        "launcher.devices=1",
+        f"launcher.lock_dir={root / 'locks'}",
+        "hydra.sweep.dir=sweep",
+    ]
     replaced = {e.split("=", 1)[0] for e in extra}
-    return ["-m", f"module._target_=mylayer.{layer}", "~module.hidden_size", "~module.eps", *QUICK, shapes,
-            *[o for o in ours if o.split("=", 1)[0] not in replaced], *extra]
+    return [
+        "-m",
+        f"module._target_=mylayer.{layer}",
+        "~module.hidden_size",
+        "~module.eps",
+        *QUICK,
+        shapes,
+        *[o for o in ours if o.split("=", 1)[0] not in replaced],
+        *extra,
+    ]
 
 
 def _cells(root: Path):
@@ -115,7 +128,9 @@ def _cells(root: Path):
 
 
 def _node_cpus() -> int:
-    return int(subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True).stdout.split()[0].rstrip("+"))
+    return int(
+        subprocess.run(["sinfo", "-h", "-o", "%c"], capture_output=True, text=True).stdout.split()[0].rstrip("+")
+    )
 
 
 def _binds_tasks() -> bool:
@@ -125,24 +140,38 @@ def _binds_tasks() -> bool:
 
 # --- a normal sweep ----------------------------------------------------------------------------------------
 
+
 def test_a_slurm_sweep_gives_the_basic_tables_and_says_where_each_cell_ran(slurm, tmp_path: Path) -> None:
     shapes = "[1,8,64]"  # naive and fused: two cells, two tasks at once
     root = tmp_path / "slurm"
     root.mkdir()
     (tmp_path / "basic").mkdir()
     basic = neuronexp.load(small_sweep(tmp_path / "basic", shapes))
-    sweep = small_sweep(root, shapes, "hydra/launcher=slurm", "hydra.launcher.cpus_per_task=1", "launcher.devices=1",
-                        f"launcher.lock_dir={root / 'locks'}")
+    sweep = small_sweep(
+        root,
+        shapes,
+        "hydra/launcher=slurm",
+        "hydra.launcher.cpus_per_task=1",
+        "launcher.devices=1",
+        f"launcher.lock_dir={root / 'locks'}",
+    )
     results = neuronexp.load(sweep)
     for ours, theirs in zip(results, basic):
         assert list(ours.columns) == list(theirs.columns)
     key = ["run_id", "module", "backend", "dtype", "input_shape", "overrides", "status"]
-    assert sorted(map(tuple, results.cells[key].astype(str).values)) == sorted(map(tuple, basic.cells[key].astype(str).values))
-    assert set(results.ops["run_id"]) == set(basic.ops["run_id"]) and set(results.samples["run_id"]) == set(basic.samples["run_id"])
+    assert sorted(map(tuple, results.cells[key].astype(str).values)) == sorted(
+        map(tuple, basic.cells[key].astype(str).values)
+    )
+    assert set(results.ops["run_id"]) == set(basic.ops["run_id"]) and set(results.samples["run_id"]) == set(
+        basic.samples["run_id"]
+    )
     cells = results.cells
     assert (cells["status"] == "ok").all() and (cells["host"] == socket.gethostname()).all()
     # Each array task ran on the one core Slurm bound it to; two ran at a time, so on two cores.
-    assert cells["placement"].str.fullmatch(r"cpu:\d+").all() and (cells["placement"] == "cpu:" + cells["placement_cpus"]).all()
+    assert (
+        cells["placement"].str.fullmatch(r"cpu:\d+").all()
+        and (cells["placement"] == "cpu:" + cells["placement_cpus"]).all()
+    )
     if _binds_tasks() and _node_cpus() >= 2:
         assert cells["placement"].nunique() >= 2
     assert cells["worker_pid"].nunique() == 2 and len(list((sweep / ".submitit").glob("*/*_result.pkl"))) == 2
@@ -150,7 +179,9 @@ def test_a_slurm_sweep_gives_the_basic_tables_and_says_where_each_cell_ran(slurm
 
 def test_without_accounting_the_sweep_says_so_once_and_the_preset_fits_the_node(slurm, tmp_path: Path) -> None:
     cpus = _node_cpus()
-    args = [a for a in _args(tmp_path, "Sleepy", shapes="input.shape=[1,8,16]") if not a.startswith("hydra.launcher.cpus")]  # the preset's
+    args = [
+        a for a in _args(tmp_path, "Sleepy", shapes="input.shape=[1,8,16]") if not a.startswith("hydra.launcher.cpus")
+    ]  # the preset's
     res = run_cli(args, cwd=tmp_path, timeout=120)
     assert res.returncode == 0, res.stderr
     log = res.stdout + res.stderr
@@ -159,7 +190,10 @@ def test_without_accounting_the_sweep_says_so_once_and_the_preset_fits_the_node(
         assert log.count("no Slurm job accounting here (sacct: ") == 1
     script = next((tmp_path / "sweep" / ".submitit").glob("*/*_submission.sh")).read_text()
     if cpus < 8:  # the preset asks 8: lowered to the node's, with a note (else Slurm keeps the task pending forever)
-        assert f"hydra.launcher.cpus_per_task={cpus}: the nodes of partition debug have {cpus} CPUs (the preset asks 8)" in log
+        assert (
+            f"hydra.launcher.cpus_per_task={cpus}: the nodes of partition debug have {cpus} CPUs (the preset asks 8)"
+            in log
+        )
         assert f"#SBATCH --cpus-per-task={cpus}" in script
     else:
         assert "#SBATCH --cpus-per-task=8" in script
@@ -167,15 +201,32 @@ def test_without_accounting_the_sweep_says_so_once_and_the_preset_fits_the_node(
 
 # --- refused before anything is submitted ------------------------------------------------------------------
 
-@pytest.mark.parametrize(("extra", "line"), [
-    ("hydra.launcher.cpus_per_task=4096", "hydra.launcher.cpus_per_task=4096: the nodes of partition debug have at most "),
-    ("hydra.launcher.timeout_min=1", "hydra.launcher.timeout_min=1: submitit asks Slurm for its warning signal 120 s "
-                                     "before the limit"),
-    ("hydra.launcher.partition=nope", "hydra.launcher.partition=nope: no such partition on this cluster; sinfo lists debug"),
-    # backend=cpu said explicitly: `auto` on this host says nothing of what the nodes have
-    ("launcher.devices=2 backend=cpu", "launcher.devices=2: each Slurm task runs on its own hydra.launcher.cpus_per_task=1 cores"),
-])
-def test_a_sweep_the_cluster_cannot_run_as_asked_stops_in_one_line(slurm, tmp_path: Path, extra: str, line: str) -> None:
+
+@pytest.mark.parametrize(
+    ("extra", "line"),
+    [
+        (
+            "hydra.launcher.cpus_per_task=4096",
+            "hydra.launcher.cpus_per_task=4096: the nodes of partition debug have at most ",
+        ),
+        (
+            "hydra.launcher.timeout_min=1",
+            "hydra.launcher.timeout_min=1: submitit asks Slurm for its warning signal 120 s before the limit",
+        ),
+        (
+            "hydra.launcher.partition=nope",
+            "hydra.launcher.partition=nope: no such partition on this cluster; sinfo lists debug",
+        ),
+        # backend=cpu said explicitly: `auto` on this host says nothing of what the nodes have
+        (
+            "launcher.devices=2 backend=cpu",
+            "launcher.devices=2: each Slurm task runs on its own hydra.launcher.cpus_per_task=1 cores",
+        ),
+    ],
+)
+def test_a_sweep_the_cluster_cannot_run_as_asked_stops_in_one_line(
+    slurm, tmp_path: Path, extra: str, line: str
+) -> None:
     if extra.startswith("launcher.devices") and not _binds_tasks():
         pytest.skip("tasks are not bound to their cores on this cluster")
     before = _squeue("--format=%i")
@@ -187,12 +238,22 @@ def test_a_sweep_the_cluster_cannot_run_as_asked_stops_in_one_line(slurm, tmp_pa
 
 # --- tasks that fail on the node ---------------------------------------------------------------------------
 
+
 def test_every_way_a_cell_can_fail_on_the_node_is_a_row_and_the_sweep_completes(slurm, tmp_path: Path) -> None:
     # One sweep, five cells: sleeps past its task's time limit (timeout_min=2 with the warning 30 s before: Slurm
     # sends it 30-90 s into the task), ok, raises, os._exit(3), SIGKILLs itself. The sleeper's task starts first,
     # the other four run on the other core meanwhile.
-    res = run_cli(_args(tmp_path, "Misbehaves", "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=30",
-                        shapes="input.shape=[1,8,80],[1,8,16],[1,8,32],[1,8,48],[1,8,64]"), cwd=tmp_path, timeout=240)
+    res = run_cli(
+        _args(
+            tmp_path,
+            "Misbehaves",
+            "hydra.launcher.timeout_min=2",
+            "hydra.launcher.signal_delay_s=30",
+            shapes="input.shape=[1,8,80],[1,8,16],[1,8,32],[1,8,48],[1,8,64]",
+        ),
+        cwd=tmp_path,
+        timeout=240,
+    )
     assert res.returncode == 1, res.stderr
     cells = _cells(tmp_path)
     assert cells.loc["[1,8,16]", "status"] == "ok"
@@ -213,8 +274,14 @@ def _start_parked(root: Path, *extra: str) -> tuple[subprocess.Popen, dict]:
     (park / "task.json").unlink(missing_ok=True)
     env = dict(os.environ, PARK=str(park), COLUMNS="200")
     env.pop("HYDRA_FULL_ERROR", None)
-    proc = subprocess.Popen([console_script("neuronexp"), *_args(root, "Sleepy", *extra)], cwd=root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [console_script("neuronexp"), *_args(root, "Sleepy", *extra)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.time() + 120
     while not (park / "task.json").exists():
         assert proc.poll() is None and time.time() < deadline, proc.communicate()
@@ -241,8 +308,10 @@ def test_a_cancelled_task_is_an_error_row_and_the_sweep_resumes(slurm, tmp_path:
     assert proc.returncode == 1, err
     cells = _cells(tmp_path)
     assert cells.loc["[1,8,16]", "status"] == "ok"
-    assert cells.loc["[1,8,32]", "error"] == ("cell process killed by SIGTERM during first call (Slurm stopped the "
-                                              "task: scancel, preemption or its time limit)")
+    assert cells.loc["[1,8,32]", "error"] == (
+        "cell process killed by SIGTERM during first call (Slurm stopped the "
+        "task: scancel, preemption or its time limit)"
+    )
     res = run_cli(_args(tmp_path, "Sleepy"), cwd=tmp_path)  # PARK unset: nothing sleeps now
     assert res.returncode == 0, res.stderr
     again = _cells(tmp_path)
@@ -256,8 +325,10 @@ def test_a_task_killed_outright_is_not_waited_for_and_the_sweep_resumes(slurm, t
     os.kill(task["worker"], signal.SIGKILL)
     out, err = _communicate(proc, 120)
     assert proc.returncode == 1
-    assert (f"the launcher stopped the sweep (SlurmTasksLost: 1 of 2 Slurm tasks ended without a result: "
-            f"{task['job']}_{task['task']} (FAILED))") in err and "to resume it" in err, err
+    assert (
+        f"the launcher stopped the sweep (SlurmTasksLost: 1 of 2 Slurm tasks ended without a result: "
+        f"{task['job']}_{task['task']} (FAILED))"
+    ) in err and "to resume it" in err, err
     assert _cells(tmp_path).loc["[1,8,16]", "status"] == "ok"
     assert "- job 1" in (tmp_path / "sweep" / "results" / "summary.md").read_text()
     res = run_cli(_args(tmp_path, "Sleepy"), cwd=tmp_path)
@@ -282,7 +353,8 @@ def test_resubmitting_after_the_submitting_process_was_killed_finds_the_finished
     res = run_cli(_args(tmp_path, "Sleepy"), cwd=tmp_path, timeout=60)
     assert res.returncode == 2 and res.stderr.startswith(
         f"neuronexp: error: hydra.sweep.dir=sweep: Slurm job {task['job']} of an earlier submission still runs its "
-        f"cells there (RUNNING); wait until squeue no longer lists it, or scancel {task['job']}"), res.stderr
+        f"cells there (RUNNING); wait until squeue no longer lists it, or scancel {task['job']}"
+    ), res.stderr
     # 3. Once it has ended, the resubmission finds the finished cell (not measured again) and runs the rest.
     subprocess.run(["scancel", task["job"]], check=True)
     _wait_until_gone([task["job"]])

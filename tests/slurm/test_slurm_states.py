@@ -55,7 +55,9 @@ def test_without_sacct_states_come_from_squeue_with_one_note(fake_slurm, caplog:
         # 7_0 ended; 7_1 left the controller's memory (MinJobAge): over too; 7_2 still runs.
         queue.write_text("7_0|CANCELLED|vm\n7_2|RUNNING|vm\n")
         watcher.update()
-        assert watcher.get_state("7_0", mode="cache") == "CANCELLED" and watcher.get_state("7_1", mode="cache") == "GONE"
+        assert (
+            watcher.get_state("7_0", mode="cache") == "CANCELLED" and watcher.get_state("7_1", mode="cache") == "GONE"
+        )
         assert watcher.is_done("7_0", mode="cache") and watcher.is_done("7_1", mode="cache")
         assert not watcher.is_done("7_2", mode="cache")
         # Nothing of the array left in squeue ("Invalid job id"): an answer, so 7_2 is over as well.
@@ -63,7 +65,9 @@ def test_without_sacct_states_come_from_squeue_with_one_note(fake_slurm, caplog:
         watcher.update()
         assert watcher.is_done("7_2", mode="cache")
     notes = [r.getMessage() for r in caplog.records]
-    assert notes == ["no Slurm job accounting here (sacct: Slurm accounting storage is disabled): job states come from squeue"]
+    assert notes == [
+        "no Slurm job accounting here (sacct: Slurm accounting storage is disabled): job states come from squeue"
+    ]
     asked = calls.read_text().splitlines()
     assert [c.split()[0] for c in asked] == ["sacct", "squeue", "squeue", "squeue"]  # sacct asked once, never again
     assert asked[1] == "squeue --noheader --array --states=all --format=%i|%T|%N --jobs=7"
@@ -75,6 +79,8 @@ def test_an_unreachable_controller_keeps_the_last_states(fake_slurm, tmp_path: P
     watcher.register_job("9_0")
     queue.write_text("9_0|RUNNING|vm\n")
     watcher.update()
-    (tmp_path / "bin" / "squeue").write_text("#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n")
+    (tmp_path / "bin" / "squeue").write_text(
+        "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n"
+    )
     watcher.update()
     assert watcher.get_state("9_0", mode="cache") == "RUNNING" and not watcher.is_done("9_0", mode="cache")

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-
 from helpers import console_script
 
 # With FAULTS set, the cell of each width misbehaves in its own way at its first call; otherwise every cell is fine.
@@ -38,31 +37,62 @@ class Faulty(torch.nn.Module):
         time.sleep(0.002)
         return x * 2
 """
-ARGS = ["-m", "module._target_=faulty.Faulty", "~module.hidden_size", "~module.eps", "profiler=quick",
-        "timing.warmup=1000000000000", "timing.max_seconds=0.2", "timing.iters=5", "timing.min_iters=3",
-        "input.shape=[1,8,16],[1,8,24],[1,8,32],[1,8,40]", "launcher.cell_timeout_s=10"]
+ARGS = [
+    "-m",
+    "module._target_=faulty.Faulty",
+    "~module.hidden_size",
+    "~module.eps",
+    "profiler=quick",
+    "timing.warmup=1000000000000",
+    "timing.max_seconds=0.2",
+    "timing.iters=5",
+    "timing.min_iters=3",
+    "input.shape=[1,8,16],[1,8,24],[1,8,32],[1,8,40]",
+    "launcher.cell_timeout_s=10",
+]
 LAUNCHERS = {"basic": [], "parallel": ["hydra/launcher=parallel", "launcher.devices=2"]}
-PARALLEL_OK = importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is not None and len(os.sched_getaffinity(0)) >= 2
+PARALLEL_OK = (
+    importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is not None and len(os.sched_getaffinity(0)) >= 2
+)
 
 
-def _sweep(tmp_path: Path, launcher: str, faults: bool, wait: bool = True) -> subprocess.Popen | subprocess.CompletedProcess:
+def _sweep(
+    tmp_path: Path, launcher: str, faults: bool, wait: bool = True
+) -> subprocess.Popen | subprocess.CompletedProcess:
     (tmp_path / "faulty.py").write_text(FAULTY)
     (tmp_path / "faults").mkdir(exist_ok=True)
     env = dict(os.environ, COLUMNS="200")
     env.pop("HYDRA_FULL_ERROR", None)
     if faults:
         env["FAULTS"] = str(tmp_path / "faults")
-    args = [console_script("neuronexp"), *ARGS, *LAUNCHERS[launcher], f"hydra.sweep.dir={tmp_path / 'sweep'}",
-            f"launcher.lock_dir={tmp_path / 'locks'}"]
+    args = [
+        console_script("neuronexp"),
+        *ARGS,
+        *LAUNCHERS[launcher],
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        f"launcher.lock_dir={tmp_path / 'locks'}",
+    ]
     if not wait:
-        return subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        return subprocess.Popen(
+            args,
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", [
-    "basic", pytest.param("parallel", marks=pytest.mark.skipif(not PARALLEL_OK, reason="needs joblib and 2 CPU cores"))])
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "basic",
+        pytest.param("parallel", marks=pytest.mark.skipif(not PARALLEL_OK, reason="needs joblib and 2 CPU cores")),
+    ],
+)
 def test_cells_that_exit_crash_or_hang_become_rows_and_the_sweep_resumes(tmp_path: Path, launcher: str) -> None:
     res = _sweep(tmp_path, launcher, faults=True)
     assert res.returncode == 1, res.stderr[-3000:]
@@ -80,7 +110,10 @@ def test_cells_that_exit_crash_or_hang_become_rows_and_the_sweep_resumes(tmp_pat
     ok = cells.loc["[1,8,16]"]
     assert ok["status"] == "ok" and ok["latency_samples"] >= 3
     # 10**12 warm-up calls: cut after timing.max_seconds, and the row says so.
-    assert ok["warnings"].startswith("warm-up stopped after ") and "of 1000000000000 calls (timing.max_seconds=0.2)" in ok["warnings"]
+    assert (
+        ok["warnings"].startswith("warm-up stopped after ")
+        and "of 1000000000000 calls (timing.max_seconds=0.2)" in ok["warnings"]
+    )
     hung = json.loads((tmp_path / "faults" / "hang.json").read_text())["pid"]
     assert not Path(f"/proc/{hung}").exists()  # killed and reaped, not left running
     # The same command, the faults gone: the three failed cells run again, the finished one is reused.
@@ -141,8 +174,14 @@ def test_a_single_run_with_isolate_true_turns_a_crash_into_a_row(cli, tmp_path: 
     (tmp_path / "faulty.py").write_text(FAULTY)
     (tmp_path / "faults").mkdir()
     args = [a for a in ARGS if not a.startswith(("-m", "input.shape="))]
-    res = cli(*args, "input.shape=[1,8,32]", "launcher.isolate=true", f"hydra.run.dir={tmp_path / 'run'}",
-              f"launcher.lock_dir={tmp_path / 'locks'}", env={"FAULTS": str(tmp_path / "faults")})
+    res = cli(
+        *args,
+        "input.shape=[1,8,32]",
+        "launcher.isolate=true",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        f"launcher.lock_dir={tmp_path / 'locks'}",
+        env={"FAULTS": str(tmp_path / "faults")},
+    )
     assert res.returncode == 1 and "Traceback" not in res.stderr
     cell = neuronexp.load(tmp_path / "run").cells.iloc[0]
     assert cell["status"] == "error" and cell["error"] == "cell process killed by SIGSEGV during first call"

@@ -6,25 +6,32 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
+from helpers import FAST
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
 from neuronexp.sweep.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
 from neuronexp.sweep.plan import PlannedCell
-from omegaconf import OmegaConf
-
-from helpers import FAST
 
 
 def _cells() -> list[PlannedCell]:
-    return [PlannedCell(0, "0", ["module=rmsnorm_naive"], "aaaa000000000000", "cpu", "module=rmsnorm_naive"),
-            PlannedCell(1, "1", ["module=rmsnorm_compiled"], "bbbb000000000000", "cpu", "module=rmsnorm_compiled", True)]
+    return [
+        PlannedCell(0, "0", ["module=rmsnorm_naive"], "aaaa000000000000", "cpu", "module=rmsnorm_naive"),
+        PlannedCell(1, "1", ["module=rmsnorm_compiled"], "bbbb000000000000", "cpu", "module=rmsnorm_compiled", True),
+    ]
 
 
 def test_the_list_says_which_cells_are_cached_and_estimates_the_rest(tmp_path: Path) -> None:
     (tmp_path / "0").mkdir()
-    write_job_tables(tmp_path / "0", {"cells": arrow_table("cells", [{"run_id": "aaaa000000000000", "status": "ok"}]),
-                                      "ops": arrow_table("ops", []), "samples": arrow_table("samples", [])})
+    write_job_tables(
+        tmp_path / "0",
+        {
+            "cells": arrow_table("cells", [{"run_id": "aaaa000000000000", "status": "ok"}]),
+            "ops": arrow_table("ops", []),
+            "samples": arrow_table("samples", []),
+        },
+    )
     before = sorted(p.name for p in tmp_path.rglob("*"))
     cells = _cells()
     lines = dry_run_lines(cells, tmp_path, OmegaConf.create({"timing": {"max_seconds": 3.0}}))

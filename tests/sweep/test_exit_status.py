@@ -27,23 +27,45 @@ class RowWriter:
 
     def launch(self, jobs: list[list[str]], initial_job_idx: int) -> list[None]:
         for job in jobs:
-            subdir = next(re.fullmatch(r"hydra\.sweep\.subdir='(.*)'", o).group(1) for o in job if o.startswith("hydra.sweep.subdir="))
+            subdir = next(
+                re.fullmatch(r"hydra\.sweep\.subdir='(.*)'", o).group(1)
+                for o in job
+                if o.startswith("hydra.sweep.subdir=")
+            )
             cell = self.by_dir[subdir]
             failed = cell.run_id in self.fail
-            row = {"run_id": cell.run_id, "experiment": "adhoc", "module": cell.label, "compiled": False, "backend": "cpu",
-                   "device": "cpu", "dtype": "float32", "input_shape": "[1,8]", "overrides": f"module={cell.label}",
-                   "status": "error" if failed else "ok", "error": "RuntimeError: boom" if failed else None,
-                   "latency_median_us": None if failed else 10.0}
+            row = {
+                "run_id": cell.run_id,
+                "experiment": "adhoc",
+                "module": cell.label,
+                "compiled": False,
+                "backend": "cpu",
+                "device": "cpu",
+                "dtype": "float32",
+                "input_shape": "[1,8]",
+                "overrides": f"module={cell.label}",
+                "status": "error" if failed else "ok",
+                "error": "RuntimeError: boom" if failed else None,
+                "latency_median_us": None if failed else 10.0,
+            }
             (self.sweep_dir / subdir).mkdir(parents=True, exist_ok=True)
-            write_job_tables(self.sweep_dir / subdir, {"cells": arrow_table("cells", [row]), "ops": arrow_table("ops", []),
-                                                        "samples": arrow_table("samples", [])})
+            write_job_tables(
+                self.sweep_dir / subdir,
+                {
+                    "cells": arrow_table("cells", [row]),
+                    "ops": arrow_table("ops", []),
+                    "samples": arrow_table("samples", []),
+                },
+            )
         return [None] * len(jobs)
 
 
 def _sweep(tmp_path: Path, fail: set[str]) -> list:
     sweep_dir = tmp_path / "sweep"
-    cells = [PlannedCell(num=i, dir=str(i), overrides=[f"module={m}"], run_id=f"run{i}", backend="cpu", label=m)
-             for i, m in enumerate(("naive", "fused"))]
+    cells = [
+        PlannedCell(num=i, dir=str(i), overrides=[f"module={m}"], run_id=f"run{i}", backend="cpu", label=m)
+        for i, m in enumerate(("naive", "fused"))
+    ]
     master = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}}, "baseline": None})
     ctx = SweepContext(master=master, params={}, arguments=[], launcher=RowWriter(sweep_dir, cells, fail), loader=None)
     return _run(ctx, cells, None)

@@ -13,16 +13,38 @@ import pytest
 from helpers import FAST, run_cli
 from helpers.hostile import write_hostile_layers, write_module_options
 
-QUICK = [a for a in FAST if not a.startswith("input.shape")] + ["backend=cpu", "roofline.probe=off", "input.dtype=float32",
-                                                              "input.shape=[1,8,64]"]
+QUICK = [a for a in FAST if not a.startswith("input.shape")] + [
+    "backend=cpu",
+    "roofline.probe=off",
+    "input.dtype=float32",
+    "input.shape=[1,8,64]",
+]
 
 
 def _sweep(root: Path, modules: str, *extra: str, timeout: float = 300):
-    conf = write_module_options(root, double="hostile.Double", nearly="hostile.NearlyDouble",
-                                returns_none="hostile.ReturnsNone", returns_int="hostile.ReturnsInt", all_nan="hostile.AllNan")
+    conf = write_module_options(
+        root,
+        double="hostile.Double",
+        nearly="hostile.NearlyDouble",
+        returns_none="hostile.ReturnsNone",
+        returns_int="hostile.ReturnsInt",
+        all_nan="hostile.AllNan",
+    )
     write_hostile_layers(root)
-    return run_cli(["--config-dir", str(conf), "-m", f"module={modules}", "baseline=double", *QUICK, *extra,
-                    f"hydra.sweep.dir={root / 'sweep'}"], cwd=root, timeout=timeout)
+    return run_cli(
+        [
+            "--config-dir",
+            str(conf),
+            "-m",
+            f"module={modules}",
+            "baseline=double",
+            *QUICK,
+            *extra,
+            f"hydra.sweep.dir={root / 'sweep'}",
+        ],
+        cwd=root,
+        timeout=timeout,
+    )
 
 
 def _cells(root: Path) -> dict[str, dict]:
@@ -55,8 +77,11 @@ def test_a_rerun_applies_this_invocations_tolerance_to_reused_cells(tmp_path: Pa
 
 
 def _job_of(root: Path, module: str) -> Path:
-    return next(p.parent for p in (root / "sweep").glob("*/cells.parquet")
-                if pq.read_table(p, columns=["module"]).column(0)[0].as_py() == module)
+    return next(
+        p.parent
+        for p in (root / "sweep").glob("*/cells.parquet")
+        if pq.read_table(p, columns=["module"]).column(0)[0].as_py() == module
+    )
 
 
 @pytest.mark.slow  # 12 s on the 2-core VM
@@ -108,28 +133,46 @@ def test_a_long_tmpdir_puts_the_fork_servers_socket_where_its_path_fits(tmp_path
 def test_a_sweep_under_a_long_tmpdir_runs(tmp_path: Path) -> None:
     long = tmp_path / ("t" * 60) / ("u" * 60)
     long.mkdir(parents=True)
-    res = run_cli(["-m", "module=rmsnorm_naive,rmsnorm_fused", *QUICK, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-                  cwd=tmp_path, env={"TMPDIR": str(long)})
+    res = run_cli(
+        ["-m", "module=rmsnorm_naive,rmsnorm_fused", *QUICK, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=tmp_path,
+        env={"TMPDIR": str(long)},
+    )
     assert res.returncode == 0, res.stderr[-2000:]
 
 
 def _code_sweep(root: Path, *extra: str):
     conf = write_module_options(root, double="layer_a.Double", nearly="layer_b.NearlyDouble")
-    return run_cli(["--config-dir", str(conf), "-m", "module=double,nearly", "baseline=double", *QUICK, *extra,
-                    f"hydra.sweep.dir={root / 'sweep'}"], cwd=root)
+    return run_cli(
+        [
+            "--config-dir",
+            str(conf),
+            "-m",
+            "module=double,nearly",
+            "baseline=double",
+            *QUICK,
+            *extra,
+            f"hydra.sweep.dir={root / 'sweep'}",
+        ],
+        cwd=root,
+    )
 
 
 @pytest.mark.slow  # 25 s on the 2-core VM: four sweeps of two cells
 def test_a_changed_layer_or_a_file_it_imports_is_a_new_cell_and_rerun_all_reruns_every_cell(tmp_path: Path) -> None:
     import time
 
-    (tmp_path / "layer_a.py").write_text("import torch\n\nclass Double(torch.nn.Module):\n"
-                                         "    def __init__(self, **o):\n        super().__init__()\n\n"
-                                         "    def forward(self, x):\n        return x * 2\n")
+    (tmp_path / "layer_a.py").write_text(
+        "import torch\n\nclass Double(torch.nn.Module):\n"
+        "    def __init__(self, **o):\n        super().__init__()\n\n"
+        "    def forward(self, x):\n        return x * 2\n"
+    )
     (tmp_path / "mylib.py").write_text("FACTOR = 2.0002\n")
-    (tmp_path / "layer_b.py").write_text("import torch\nfrom mylib import FACTOR\n\nclass NearlyDouble(torch.nn.Module):\n"
-                                         "    def __init__(self, **o):\n        super().__init__()\n\n"
-                                         "    def forward(self, x):\n        return x * FACTOR\n")
+    (tmp_path / "layer_b.py").write_text(
+        "import torch\nfrom mylib import FACTOR\n\nclass NearlyDouble(torch.nn.Module):\n"
+        "    def __init__(self, **o):\n        super().__init__()\n\n"
+        "    def forward(self, x):\n        return x * FACTOR\n"
+    )
     assert _code_sweep(tmp_path).returncode == 0
     first = _cells(tmp_path)
     assert _code_sweep(tmp_path).returncode == 0

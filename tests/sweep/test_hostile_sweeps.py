@@ -14,12 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import neuronexp
+from helpers import FAST, console_script
+from helpers.hostile import write_hostile_layers
 from neuronexp.cell.environment import host_cpus
 from neuronexp.results.files import read_arrow
 from neuronexp.sweep.lock import locked
-
-from helpers import FAST, console_script
-from helpers.hostile import write_hostile_layers
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 PAIR = ["module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]"]
@@ -99,11 +98,20 @@ def test_a_damaged_job_file_makes_that_cell_run_again(cli, tmp_path: Path) -> No
     assert len(read_arrow(damaged)) == results.cells.set_index("module").loc["rmsnorm_fused", "latency_samples"]
 
 
-@pytest.mark.parametrize(("subdir", "values", "expected"), [
-    ("x", "input.shape=[1,8,64],[1,8,32]", "hydra.sweep.subdir=x: cells 0 and 1 would share the job directory 'x'"),
-    ("${hydra.job.override_dirname}", "input.shape=[1,8,64],[1,8,0]", "input.shape=[1,8,0]: must be a non-empty list"),
-])
-def test_job_directories_are_checked_before_any_cell_runs(cli, tmp_path: Path, subdir: str, values: str, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("subdir", "values", "expected"),
+    [
+        ("x", "input.shape=[1,8,64],[1,8,32]", "hydra.sweep.subdir=x: cells 0 and 1 would share the job directory 'x'"),
+        (
+            "${hydra.job.override_dirname}",
+            "input.shape=[1,8,64],[1,8,0]",
+            "input.shape=[1,8,0]: must be a non-empty list",
+        ),
+    ],
+)
+def test_job_directories_are_checked_before_any_cell_runs(
+    cli, tmp_path: Path, subdir: str, values: str, expected: str
+) -> None:
     sweep = tmp_path / "sweep"
     res = _sweep(cli, sweep, values, f"hydra.sweep.subdir={subdir}")
     assert res.returncode == 2
@@ -115,13 +123,19 @@ def test_job_directories_are_checked_before_any_cell_runs(cli, tmp_path: Path, s
 def test_layers_that_exit_or_print_markup_are_rows_and_the_sweep_goes_on(cli, tmp_path: Path) -> None:
     write_hostile_layers(tmp_path)
     sweep = tmp_path / "sweep"
-    res = _sweep(cli, sweep, "module._target_=hostile.ExitsInForward,hostile.RaisesMarkup,hostile.MarkupOp",
-                 "input.shape=[1,8,64]")
+    res = _sweep(
+        cli,
+        sweep,
+        "module._target_=hostile.ExitsInForward,hostile.RaisesMarkup,hostile.MarkupOp",
+        "input.shape=[1,8,64]",
+    )
     assert res.returncode == 1, "failed cells make the exit status say so"
     assert "Traceback" not in res.stderr + res.stdout and "MarkupError" not in res.stderr
     cells = neuronexp.load(sweep).cells.set_index("module")
     assert cells.loc["ExitsInForward", "error"] == "SystemExit: the layer called sys.exit(0)"
-    assert cells.loc["RaisesMarkup", "error"].startswith("FileNotFoundError: no weights at [/data/weights/layer0.bin] [bold]")
+    assert cells.loc["RaisesMarkup", "error"].startswith(
+        "FileNotFoundError: no weights at [/data/weights/layer0.bin] [bold]"
+    )
     assert cells.loc["MarkupOp", "status"] == "ok"
     assert "load[/data/cache]" in set(neuronexp.load(sweep).ops["op"])
     assert "[/data/weights/layer0.bin] [bold]" in res.stdout  # the progress line, printed as text
@@ -134,8 +148,15 @@ def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path:
     write_hostile_layers(tmp_path)
     sweep = tmp_path / "sweep"
     args = _command(sweep, "module._target_=hostile.Slow", "input.shape=[1,8],[1,16],[1,24],[1,32],[1,40]")
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        args,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     while not (sweep / "0" / "cells.parquet").exists() and time.time() < deadline:
         time.sleep(0.05)
@@ -175,12 +196,15 @@ def _broken_group_option(tmp_path: Path) -> list[str]:
     return ["--config-dir", str(tmp_path / "conf"), "module=rmsnorm_naive,mine"]
 
 
-@pytest.mark.parametrize(("case", "expected"), [
-    ("yaml", "mine.yaml, line 3, column 1: not valid YAML"),
-    ("unknown key", "timing.itres=5: not a key of neuronexp's schema"),
-    ("compile mode", "compile.mode=fast: one of default"),
-    ("devices", f"launcher.devices={len(host_cpus()) + 1}: does not fit this machine"),
-])
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("yaml", "mine.yaml, line 3, column 1: not valid YAML"),
+        ("unknown key", "timing.itres=5: not a key of neuronexp's schema"),
+        ("compile mode", "compile.mode=fast: one of default"),
+        ("devices", f"launcher.devices={len(host_cpus()) + 1}: does not fit this machine"),
+    ],
+)
 def test_a_mistake_anywhere_stops_the_sweep_before_it_starts(cli, tmp_path: Path, case: str, expected: str) -> None:
     sweep = tmp_path / "sweep"
     args = {

@@ -52,8 +52,10 @@ def test_a_bad_value_names_its_key(loader) -> None:
 def test_the_grid_is_the_basic_sweepers_product_in_its_order() -> None:
     jobs = grid({"module": "a,b"}, ["input.shape=[1,2],[3,4]", "timing.iters=5"])
     assert jobs == [
-        ["module=a", "input.shape=[1,2]", "timing.iters=5"], ["module=a", "input.shape=[3,4]", "timing.iters=5"],
-        ["module=b", "input.shape=[1,2]", "timing.iters=5"], ["module=b", "input.shape=[3,4]", "timing.iters=5"],
+        ["module=a", "input.shape=[1,2]", "timing.iters=5"],
+        ["module=a", "input.shape=[3,4]", "timing.iters=5"],
+        ["module=b", "input.shape=[1,2]", "timing.iters=5"],
+        ["module=b", "input.shape=[3,4]", "timing.iters=5"],
     ]
 
 

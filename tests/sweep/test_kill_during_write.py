@@ -20,11 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import neuronexp
+from helpers import FAST, console_script
 from neuronexp.results.files import complete_run_id, read_arrow
 
-from helpers import FAST, console_script
-
-HOOK = '''
+HOOK = """
 import os
 if os.environ.get("NX_TEST_BLOCK_WRITE"):
     import time
@@ -45,7 +44,7 @@ if os.environ.get("NX_TEST_BLOCK_WRITE"):
             time.sleep(600)
 
     pq.write_table = write_table
-'''
+"""
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 
@@ -64,24 +63,38 @@ def _readable(path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("table", ["samples.parquet", "cells.parquet"])
-def test_a_kill_inside_a_result_write_leaves_no_partial_file_and_the_rerun_completes(tmp_path: Path, table: str) -> None:
+def test_a_kill_inside_a_result_write_leaves_no_partial_file_and_the_rerun_completes(
+    tmp_path: Path, table: str
+) -> None:
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(HOOK)
     marker = tmp_path / "blocked"
     sweep = tmp_path / "sweep"
-    args = [console_script("neuronexp"), "-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]", *QUICK,
-            f"hydra.sweep.dir={sweep}"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]),
-           "NX_TEST_BLOCK_WRITE": table, "NX_TEST_BLOCKED": str(marker)}
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    args = [
+        console_script("neuronexp"),
+        "-m",
+        "module=rmsnorm_naive,rmsnorm_fused",
+        "input.shape=[1,8,64]",
+        *QUICK,
+        f"hydra.sweep.dir={sweep}",
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]),
+        "NX_TEST_BLOCK_WRITE": table,
+        "NX_TEST_BLOCKED": str(marker),
+    }
+    proc = subprocess.Popen(
+        args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     deadline = time.time() + 120
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     try:
         assert marker.exists(), "the write was never blocked: " + (
-            proc.stderr.read().decode()[-2000:] if proc.poll() is not None else "timeout")
+            proc.stderr.read().decode()[-2000:] if proc.poll() is not None else "timeout"
+        )
         half = Path(marker.read_text())
         assert half.stat().st_size > 0  # the half-written file the kill lands on
     finally:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-
 from helpers import FAST
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
@@ -21,8 +20,16 @@ def test_isolate_true_under_the_basic_launcher_pins_cells_to_a_slot_from_launche
     cores = sorted(os.sched_getaffinity(0))
     last = cores[-1]
     sweep = tmp_path / "sweep"
-    res = cli("-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]", *QUICK, "launcher.isolate=true",
-              f"launcher.pool={last}", f"launcher.lock_dir={tmp_path / 'locks'}", f"hydra.sweep.dir={sweep}")
+    res = cli(
+        "-m",
+        "module=rmsnorm_naive,rmsnorm_fused",
+        "input.shape=[1,8,64]",
+        *QUICK,
+        "launcher.isolate=true",
+        f"launcher.pool={last}",
+        f"launcher.lock_dir={tmp_path / 'locks'}",
+        f"hydra.sweep.dir={sweep}",
+    )
     assert res.returncode == 0, res.stderr
     cells = neuronexp.load(sweep).cells
     assert len(cells) == 2 and (cells["status"] == "ok").all()

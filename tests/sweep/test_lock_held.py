@@ -24,8 +24,9 @@ except ConfigError as exc:
 
 
 def _try(directory: Path) -> str:
-    return subprocess.run([sys.executable, "-c", TRY, str(directory)], capture_output=True, text=True, timeout=60,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", TRY, str(directory)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
 
 
 def test_a_held_directory_is_refused_to_another_process_and_free_after(tmp_path: Path) -> None:

@@ -15,14 +15,17 @@ from neuronexp.sweep.pairing import plan_units, unpaired_reason
 from neuronexp.sweep.plan import PlannedCell
 
 
-def _cell(num: int, overrides: list[str], backend: str = "cpu", process_key: str = "p", isolated: bool = False) -> PlannedCell:
+def _cell(
+    num: int, overrides: list[str], backend: str = "cpu", process_key: str = "p", isolated: bool = False
+) -> PlannedCell:
     return PlannedCell(num, str(num), overrides, f"r{num}", backend, " ".join(overrides), False, process_key, isolated)
 
 
 def _grid() -> list[PlannedCell]:
     mods, shapes = ["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"], ["[1,8,64]", "[1,16,64]"]
-    return [_cell(i, [f"module={m}", f"input.shape={s}"]) for i, (m, s) in
-            enumerate((m, s) for m in mods for s in shapes)]
+    return [
+        _cell(i, [f"module={m}", f"input.shape={s}"]) for i, (m, s) in enumerate((m, s) for m in mods for s in shapes)
+    ]
 
 
 def test_each_group_of_the_baseline_runs_as_one_unit_where_its_first_cell_stands() -> None:
@@ -46,11 +49,14 @@ def test_a_group_with_complete_cells_times_the_rest_together_and_says_so() -> No
     assert len(notes) == 1 and "complete already" in notes[0] and "unpaired" in notes[0]
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"backend": "neuron"}, "Neuron"),
-    ({"process_key": "other"}, "differ in threads"),
-    ({"isolated": True}, "launcher.isolate"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"backend": "neuron"}, "Neuron"),
+        ({"process_key": "other"}, "differ in threads"),
+        ({"isolated": True}, "launcher.isolate"),
+    ],
+)
 def test_cells_that_cannot_share_a_process_are_timed_alone_with_the_reason(change: dict, reason: str) -> None:
     cells = _grid()
     for k, v in change.items():
@@ -70,9 +76,16 @@ def test_a_baseline_on_a_process_key_is_never_paired() -> None:
 @pytest.mark.slow  # a real sweep of 4 cells, then a rerun (about 15 s on 2 busy cores)
 def test_a_real_sweep_is_timed_paired_and_a_partial_rerun_says_what_is_unpaired(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
-    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,16,64]", "baseline=rmsnorm_naive",
-            *[a for a in FAST if not a.startswith("input.shape")], "timing.iters=30", "roofline.probe=off",
-            f"hydra.sweep.dir={out}"]
+    args = [
+        "-m",
+        "module=rmsnorm_naive,rmsnorm_fused",
+        "input.shape=[1,8,64],[1,16,64]",
+        "baseline=rmsnorm_naive",
+        *[a for a in FAST if not a.startswith("input.shape")],
+        "timing.iters=30",
+        "roofline.probe=off",
+        f"hydra.sweep.dir={out}",
+    ]
     res = run_cli(args, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     cells, _, samples = neuronexp.load(out)
@@ -91,8 +104,13 @@ def test_a_real_sweep_is_timed_paired_and_a_partial_rerun_says_what_is_unpaired(
     assert re.search(r"×\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)", res.stdout)  # the interval is shown
     # One cell's files removed: rerun, it is timed alone against a reused baseline and says so.
     victim = fused[fused["input_shape"] == "[1,8,64]"].iloc[0]
-    job = next(p for p in out.iterdir() if p.is_dir() and (p / "cells.parquet").is_file()
-               and neuronexp.load(p).cells["run_id"].iloc[0] == victim["run_id"])
+    job = next(
+        p
+        for p in out.iterdir()
+        if p.is_dir()
+        and (p / "cells.parquet").is_file()
+        and neuronexp.load(p).cells["run_id"].iloc[0] == victim["run_id"]
+    )
     (job / "cells.parquet").unlink()
     res = run_cli(args, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -105,8 +123,19 @@ def test_a_real_sweep_is_timed_paired_and_a_partial_rerun_says_what_is_unpaired(
 @pytest.mark.slow  # a real sweep under the joblib launcher (about 10 s)
 def test_a_launcher_that_runs_a_cell_a_process_gives_unpaired_speedups_and_says_so(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
-    res = run_cli(["-m", "module=rmsnorm_naive,rmsnorm_fused", "baseline=rmsnorm_naive", *FAST, "roofline.probe=off",
-                   "hydra/launcher=joblib", "hydra.launcher.n_jobs=1", f"hydra.sweep.dir={out}"], cwd=tmp_path)
+    res = run_cli(
+        [
+            "-m",
+            "module=rmsnorm_naive,rmsnorm_fused",
+            "baseline=rmsnorm_naive",
+            *FAST,
+            "roofline.probe=off",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=1",
+            f"hydra.sweep.dir={out}",
+        ],
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     fused = neuronexp.load(out).cells.set_index("module").loc["rmsnorm_fused"]
     assert fused["speedup_method"] == "unpaired" and "speedup unpaired" in fused["warnings"]

@@ -17,7 +17,9 @@ from neuronexp.sweep.progress import SweepProgress, eta_text, fit
 
 
 def _cells(n: int) -> list[PlannedCell]:
-    return [PlannedCell(i, str(i), [f"module=m{i}"], f"run{i}", "cpu", f"module=m{i} input.shape=[1,{i}]") for i in range(n)]
+    return [
+        PlannedCell(i, str(i), [f"module=m{i}"], f"run{i}", "cpu", f"module=m{i} input.shape=[1,{i}]") for i in range(n)
+    ]
 
 
 def test_estimate_from_the_pace_so_far() -> None:
@@ -49,8 +51,9 @@ def test_phases_of_running_cells_are_read_from_their_job_directories(tmp_path: P
     assert read_phase(tmp_path / "nowhere") is None
 
 
-def test_a_finished_cells_line_has_the_outcome_and_estimate_and_fits_the_terminal(tmp_path: Path, caplog,
-                                                                                    monkeypatch) -> None:
+def test_a_finished_cells_line_has_the_outcome_and_estimate_and_fits_the_terminal(
+    tmp_path: Path, caplog, monkeypatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "100")
     cells = _cells(4)
     cells[0].label = "module=a_very_long_module_name_that_cannot_fit input.shape=[1,2048,4096]"

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-
 from helpers import FAST
 
 

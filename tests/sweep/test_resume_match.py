@@ -13,8 +13,14 @@ from neuronexp.sweep.resume import assign
 
 def _complete(job: Path, run_id: str, status: str = "ok") -> None:
     job.mkdir(parents=True)
-    write_job_tables(job, {"cells": arrow_table("cells", [{"run_id": run_id, "status": status}]),
-                           "ops": arrow_table("ops", []), "samples": arrow_table("samples", [])})
+    write_job_tables(
+        job,
+        {
+            "cells": arrow_table("cells", [{"run_id": run_id, "status": status}]),
+            "ops": arrow_table("ops", []),
+            "samples": arrow_table("samples", []),
+        },
+    )
 
 
 def _cell(num: int, run_id: str) -> PlannedCell:

@@ -16,8 +16,9 @@ from neuronexp.analysis.noise import NOISE_WARNING
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 STUDIES = ["layernorm", "softmax", "swiglu", "rotary", "attention", "decoder"]
-needs_hf = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
-                              reason="transformers not installed (pip install '.[hf]')")
+needs_hf = pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None, reason="transformers not installed (pip install '.[hf]')"
+)
 
 
 def _sweep(cli, sweep: Path, *args: str):
@@ -28,9 +29,13 @@ def _sweep(cli, sweep: Path, *args: str):
 
 @pytest.mark.parametrize("study", STUDIES)
 @pytest.mark.slow  # 34 s on the 2-core VM
-def test_each_study_runs_its_naive_and_fused_variants_against_the_naive_baseline(cli, tmp_path: Path, study: str) -> None:
+def test_each_study_runs_its_naive_and_fused_variants_against_the_naive_baseline(
+    cli, tmp_path: Path, study: str
+) -> None:
     # The experiment as shipped, at tiny dimensions and one sequence length, eager only (compiles are slow here).
-    res, cells = _sweep(cli, tmp_path / "s", f"+experiment={study}", "shapes=tiny", "dims.seq=8", "compile.enabled=false")
+    res, cells = _sweep(
+        cli, tmp_path / "s", f"+experiment={study}", "shapes=tiny", "dims.seq=8", "compile.enabled=false"
+    )
     assert sorted(cells["module"]) == [f"{study}_fused", f"{study}_naive"] and (cells["status"] == "ok").all()
     assert (cells["experiment"] == study).all() and (cells["dtype"] == "bfloat16").all()
     naive = cells.set_index("module").loc[f"{study}_naive"]
@@ -56,8 +61,15 @@ def test_a_study_with_its_compile_axis(cli, tmp_path: Path) -> None:
 @pytest.mark.slow  # 10 s on the 2-core VM
 def test_a_swept_constructor_argument_names_every_cell_everywhere(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "s"
-    res, cells = _sweep(cli, sweep, "-m", "module=swiglu_naive", "module.intermediate_size=32,48",
-                        "input.shape=[1,8,64],[1,16,64]", "baseline=rmsnorm_naive")
+    res, cells = _sweep(
+        cli,
+        sweep,
+        "-m",
+        "module=swiglu_naive",
+        "module.intermediate_size=32,48",
+        "input.shape=[1,8,64],[1,16,64]",
+        "baseline=rmsnorm_naive",
+    )
     assert len(cells) == 4
     # The swept argument is a column of its own, typed, in what neuronexp.load returns and in results/cells.csv.
     assert sorted(cells["intermediate_size"].tolist()) == [32, 32, 48, 48]
@@ -86,7 +98,9 @@ def test_a_swept_constructor_argument_names_every_cell_everywhere(cli, tmp_path:
     assert len(rows) == 4 and all(re.search(r"\| ×\d+\.\d\d( \([\d.]+–[\d.]+\))?†? \|", line) for line in rows)
     assert all("| ×1.00 |" in line for line in rows if "=32 |" in line)  # each shape's reference
     bad = run_cli([str(sweep), "--baseline", "module=nosuch"], cwd=tmp_path, script="neuronexp-report")
-    assert bad.returncode == 2 and bad.stderr.startswith("neuronexp-report: error: --baseline module=nosuch: no cell matches it")
+    assert bad.returncode == 2 and bad.stderr.startswith(
+        "neuronexp-report: error: --baseline module=nosuch: no cell matches it"
+    )
     # compare names cells the same way
     cmp = run_cli([str(sweep), str(sweep)], cwd=tmp_path, script="neuronexp-compare")
     assert cmp.returncode == 0, cmp.stderr
@@ -104,8 +118,16 @@ def test_inputs_from_yaml_drive_a_layer_with_keyword_and_tuple_inputs(cli, tmp_p
         "        assert isinstance(pair, tuple) and mask is None\n"
         "        return x * scale + pair[0].sum() + pair[1]\n"
     )
-    res = cli("module._target_=kwlayer.KW", "~module.hidden_size", "~module.eps", "input.shape=[2,8]",
-              "+input.args=[[{shape:[3],fill:ones},2]]", "+input.kwargs.scale=0.5", "+input.kwargs.mask=null", *QUICK)
+    res = cli(
+        "module._target_=kwlayer.KW",
+        "~module.hidden_size",
+        "~module.eps",
+        "input.shape=[2,8]",
+        "+input.args=[[{shape:[3],fill:ones},2]]",
+        "+input.kwargs.scale=0.5",
+        "+input.kwargs.mask=null",
+        *QUICK,
+    )
     assert res.returncode == 0, res.stderr
     typo = cli("module._target_=kwlayer.KW", "~module.hidden_size", "~module.eps", "+input.kwargs.scael=1", *QUICK)
     assert typo.returncode == 2 and "input.kwargs.scael=1: not a parameter of KW.forward" in typo.stderr
@@ -116,8 +138,15 @@ def test_inputs_from_yaml_drive_a_layer_with_keyword_and_tuple_inputs(cli, tmp_p
 @pytest.mark.slow
 def test_hugging_face_llama_layers_from_yaml_alone(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "s"
-    _, cells = _sweep(cli, sweep, "--config-dir", str(EXPERIMENTS), "+experiment=hf_llama_layers", "dims.seq=8",
-                      "compile.enabled=false")
+    _, cells = _sweep(
+        cli,
+        sweep,
+        "--config-dir",
+        str(EXPERIMENTS),
+        "+experiment=hf_llama_layers",
+        "dims.seq=8",
+        "compile.enabled=false",
+    )
     assert sorted(cells["module"]) == ["llama_attention", "llama_decoder_layer", "llama_mlp", "llama_rmsnorm"]
     # No warning but what the machine's load and the profiler's overhead on a layer of many tiny ops may add
     # (this shared VM is often busy): no fallback, no unused input.
@@ -125,8 +154,15 @@ def test_hugging_face_llama_layers_from_yaml_alone(cli, tmp_path: Path) -> None:
     others = [w for ws in cells["warnings"].dropna() for w in ws.split(" | ") if not w.startswith(measured)]
     assert (cells["status"] == "ok").all() and others == [], others
     # Every kind of input spec at once: factories (mask, rotary), a filled tensor, a literal; eager attention.
-    res = cli("--config-dir", str(EXPERIMENTS), "module=llama_decoder_layer_eager", "shapes=tiny", "dims.seq=8",
-              *QUICK, f"hydra.sweep.dir={tmp_path / 'eager'}")
+    res = cli(
+        "--config-dir",
+        str(EXPERIMENTS),
+        "module=llama_decoder_layer_eager",
+        "shapes=tiny",
+        "dims.seq=8",
+        *QUICK,
+        f"hydra.sweep.dir={tmp_path / 'eager'}",
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert neuronexp.load(tmp_path / "eager").cells["status"].eq("ok").all()
 
@@ -135,9 +171,19 @@ def test_hugging_face_llama_layers_from_yaml_alone(cli, tmp_path: Path) -> None:
 @pytest.mark.hf
 @pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_hugging_face_failure_keeps_its_root_cause_and_traceback(cli, tmp_path: Path) -> None:
-    res = cli("--config-dir", str(EXPERIMENTS), "module=llama_decoder_layer", "input.shape=[1,8,64]", "dims.heads=4",
-              "dims.kv_heads=2", "dims.head_dim=16", "dims.intermediate=32", "input.kwargs.position_embeddings=null",
-              *QUICK, f"hydra.run.dir={tmp_path / 'run'}")
+    res = cli(
+        "--config-dir",
+        str(EXPERIMENTS),
+        "module=llama_decoder_layer",
+        "input.shape=[1,8,64]",
+        "dims.heads=4",
+        "dims.kv_heads=2",
+        "dims.head_dim=16",
+        "dims.intermediate=32",
+        "input.kwargs.position_embeddings=null",
+        *QUICK,
+        f"hydra.run.dir={tmp_path / 'run'}",
+    )
     assert res.returncode == 1
     row = pd.read_parquet(tmp_path / "run" / "cells.parquet").iloc[0]
     assert row["error"] == "TypeError: cannot unpack non-iterable NoneType object"
@@ -149,8 +195,16 @@ def test_a_hugging_face_failure_keeps_its_root_cause_and_traceback(cli, tmp_path
 @pytest.mark.slow  # 14 s on the 2-core VM
 def test_the_issues_constructor_sweep_on_llama_mlp_shows_four_cells(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "s"
-    res, cells = _sweep(cli, sweep, "--config-dir", str(EXPERIMENTS), "-m", "module=llama_mlp",
-                        "module.config.intermediate_size=256,512", "input.shape=[1,16,256],[1,64,256]")
+    res, cells = _sweep(
+        cli,
+        sweep,
+        "--config-dir",
+        str(EXPERIMENTS),
+        "-m",
+        "module=llama_mlp",
+        "module.config.intermediate_size=256,512",
+        "input.shape=[1,16,256],[1,64,256]",
+    )
     assert len(cells) == 4 and (cells["status"] == "ok").all()
     summary = (sweep / "results" / "summary.md").read_text()
     assert "| input_shape | llama_mlp intermediate_size=256 | llama_mlp intermediate_size=512 |" in summary
@@ -163,8 +217,17 @@ def test_bfloat16_attention_sdpa_passes_as_no_less_accurate_than_the_eager_math(
     path rounds its scores and probabilities to bfloat16); against the naive module evaluated in float32 it is
     the more accurate of the two, so it passes, and the note says by how much each is off."""
     sweep = tmp_path / "s"
-    _, cells = _sweep(cli, sweep, "+experiment=attention", "shapes=tiny", "dims.seq=512", "dims.heads=2",
-                      "dims.kv_heads=1", "dims.head_dim=32", "compile.enabled=false")
+    _, cells = _sweep(
+        cli,
+        sweep,
+        "+experiment=attention",
+        "shapes=tiny",
+        "dims.seq=512",
+        "dims.heads=2",
+        "dims.kv_heads=1",
+        "dims.head_dim=32",
+        "compile.enabled=false",
+    )
     cells = cells.set_index("module")
     naive, fused = cells.loc["attention_naive"], cells.loc["attention_fused"]
     assert naive["output_check"] == "baseline" and fused["output_check"] == "pass", fused["output_note"]

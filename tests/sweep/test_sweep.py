@@ -71,18 +71,31 @@ def test_rmsnorm_experiment_runs_without_dash_m_and_prints_the_comparison(cli, t
 @pytest.mark.slow  # 10 s on the 2-core VM
 def test_adhoc_multirun_and_an_extra_axis(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"
-    res = _sweep(cli, sweep, "-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64],[1,16,64]", "input.dtype=float32,bfloat16",
-                 "baseline=rmsnorm_naive")
+    res = _sweep(
+        cli,
+        sweep,
+        "-m",
+        "module=rmsnorm_naive,rmsnorm_fused",
+        "input.shape=[1,8,64],[1,16,64]",
+        "input.dtype=float32,bfloat16",
+        "baseline=rmsnorm_naive",
+    )
     assert res.returncode == 0, res.stderr
     assert "×speedup vs rmsnorm_naive" in res.stdout
     cells = neuronexp.load(sweep).cells
     assert len(cells) == 8
-    assert set(zip(cells["dtype"], cells["input_shape"])) == {(d, s) for d in ("float32", "bfloat16") for s in ("[1,8,64]", "[1,16,64]")}
+    assert set(zip(cells["dtype"], cells["input_shape"])) == {
+        (d, s) for d in ("float32", "bfloat16") for s in ("[1,8,64]", "[1,16,64]")
+    }
     fused = cells[cells["module"] == "rmsnorm_fused"]
     assert fused["speedup_vs_baseline"].notna().all()
     # Each fused cell is compared with the naive cell of the same dtype and shape.
     for _, row in fused.iterrows():
-        base = cells[(cells["module"] == "rmsnorm_naive") & (cells["dtype"] == row["dtype"]) & (cells["input_shape"] == row["input_shape"])]
+        base = cells[
+            (cells["module"] == "rmsnorm_naive")
+            & (cells["dtype"] == row["dtype"])
+            & (cells["input_shape"] == row["input_shape"])
+        ]
         assert row["speedup_method"] == "paired" and row["timing_group"] == base["timing_group"].iloc[0]
         assert row["speedup_ci_low"] <= row["speedup_vs_baseline"] <= row["speedup_ci_high"]
 
@@ -91,8 +104,15 @@ def test_adhoc_multirun_and_an_extra_axis(cli, tmp_path: Path) -> None:
 def test_a_failing_cell_is_a_row_and_the_sweep_goes_on(cli, tmp_path: Path) -> None:
     (tmp_path / "failing.py").write_text(FAILING_LAYER)
     sweep = tmp_path / "sweep"
-    res = _sweep(cli, sweep, "-m", "module._target_=failing.FailsOnWideInputs", "~module.hidden_size", "~module.eps",
-                 "input.shape=[1,8,32],[1,8,128],[1,8,64]")
+    res = _sweep(
+        cli,
+        sweep,
+        "-m",
+        "module._target_=failing.FailsOnWideInputs",
+        "~module.hidden_size",
+        "~module.eps",
+        "input.shape=[1,8,32],[1,8,128],[1,8,64]",
+    )
     assert res.returncode == 1, "a failed cell makes the exit code say so"
     cells = neuronexp.load(sweep).cells
     assert list(cells["status"]) == ["ok", "error", "ok"]
@@ -100,7 +120,11 @@ def test_a_failing_cell_is_a_row_and_the_sweep_goes_on(cli, tmp_path: Path) -> N
     # The row keeps the root cause; the cell's own directory keeps the whole traceback.
     failed = sweep / "1"  # the job directory of the second cell
     trace = (failed / "error.log").read_text()
-    assert trace.startswith("Traceback") and "failing.py" in trace and trace.rstrip().endswith("RuntimeError: unsupported width 128")
+    assert (
+        trace.startswith("Traceback")
+        and "failing.py" in trace
+        and trace.rstrip().endswith("RuntimeError: unsupported width 128")
+    )
     assert not (sweep / "0" / "error.log").exists()
     summary = (sweep / "results" / "summary.md").read_text()
     assert "## Failed cells" in summary and "unsupported width 128" in summary
@@ -134,10 +158,21 @@ def test_rerun_skips_finished_cells_and_reruns_missing_ones(cli, tmp_path: Path)
 def test_a_sweep_killed_midway_leaves_no_corrupt_file_and_completes_on_rerun(tmp_path: Path) -> None:
     (tmp_path / "slow.py").write_text(SLOW_LAYER)
     sweep = tmp_path / "sweep"
-    args = [console_script("neuronexp"), "-m", "module._target_=slow.Slow", "~module.hidden_size", "~module.eps",
-            "input.shape=[1,8,16],[1,8,32],[1,8,48],[1,8,64],[1,8,80],[1,8,96]", "timing.iters=40", "timing.min_iters=40",
-            "profiler=quick", f"hydra.sweep.dir={sweep}"]
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    args = [
+        console_script("neuronexp"),
+        "-m",
+        "module._target_=slow.Slow",
+        "~module.hidden_size",
+        "~module.eps",
+        "input.shape=[1,8,16],[1,8,32],[1,8,48],[1,8,64],[1,8,80],[1,8,96]",
+        "timing.iters=40",
+        "timing.min_iters=40",
+        "profiler=quick",
+        f"hydra.sweep.dir={sweep}",
+    ]
+    proc = subprocess.Popen(
+        args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 120
     while not (sweep / "1" / "cells.parquet").exists() and time.time() < deadline:
         time.sleep(0.05)
@@ -160,7 +195,10 @@ def test_a_bad_value_in_the_last_cell_fails_before_the_first_runs(cli, tmp_path:
     sweep = tmp_path / "sweep"
     res = _sweep(cli, sweep, "-m", "input.shape=[1,8,64],[1,8,0]")
     assert res.returncode == 2
-    assert res.stderr.strip() == "neuronexp: error: input.shape=[1,8,0]: must be a non-empty list of positive integers, e.g. [1,1024,4096]"
+    assert (
+        res.stderr.strip()
+        == "neuronexp: error: input.shape=[1,8,0]: must be a non-empty list of positive integers, e.g. [1,1024,4096]"
+    )
     assert not sweep.exists()
 
 

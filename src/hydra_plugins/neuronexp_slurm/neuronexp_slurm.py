@@ -2,7 +2,8 @@
 than submitting and waiting (neuronexp.slurm.jobs, docs/slurm.md). Kept cheap to import (Hydra imports
 every plugin module at start-up); without the `slurm` extra there is nothing to extend and it defines no launcher."""
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig

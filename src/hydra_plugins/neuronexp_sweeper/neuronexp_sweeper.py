@@ -5,9 +5,8 @@ Selected by neuronexp's primary config (`override hydra/sweeper: neuronexp`); an
 cells. Kept small and cheap to import: Hydra imports every plugin module at start-up.
 """
 
-
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.plugins import Plugins
@@ -20,18 +19,18 @@ from omegaconf import DictConfig
 class NeuronexpSweeperConf:
     _target_: str = "hydra_plugins.neuronexp_sweeper.neuronexp_sweeper.NeuronexpSweeper"
     # Swept keys, as on the command line: {"module": "a,b", "input.shape": "[1,8],[1,16]"}.
-    params: Optional[Dict[str, str]] = field(default_factory=dict)
+    params: dict[str, str] | None = field(default_factory=dict)
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="neuronexp", node=NeuronexpSweeperConf, provider="neuronexp")
 
 
 class NeuronexpSweeper(Sweeper):
-    def __init__(self, params: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, params: dict[str, str] | None = None) -> None:
         super().__init__()
         self.params = dict(params or {})
-        self.hydra_context: Optional[HydraContext] = None
-        self.config: Optional[DictConfig] = None
+        self.hydra_context: HydraContext | None = None
+        self.config: DictConfig | None = None
         self.launcher: Any = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
@@ -40,9 +39,10 @@ class NeuronexpSweeper(Sweeper):
             hydra_context=hydra_context, task_function=task_function, config=config
         )
 
-    def sweep(self, arguments: List[str]) -> Any:
+    def sweep(self, arguments: list[str]) -> Any:
         from neuronexp.sweep.sweeper import SweepContext, run_sweep  # here: keeps Hydra's plugin scan light
 
         assert self.config is not None and self.hydra_context is not None
-        return run_sweep(SweepContext(self.config, self.params, list(arguments), self.launcher,
-                                      self.hydra_context.config_loader))
+        return run_sweep(
+            SweepContext(self.config, self.params, list(arguments), self.launcher, self.hydra_context.config_loader)
+        )

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 import zipfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -52,7 +53,9 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
     return ok, max_abs, max_rel, int(a.size)
 
 
-def compare_outputs(variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None) -> dict[str, Any]:
+def compare_outputs(
+    variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None
+) -> dict[str, Any]:
     """The check's columns for one cell (docs/methodology.md, "Output check"); `atol` None: rtol × the
     baseline's RMS."""
     if len(variant) != len(baseline):
@@ -72,8 +75,13 @@ def compare_outputs(variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol:
         limits.append(leaf_atol)
     where = f"{compared:,} of {total:,} elements" + (" (a fixed sample)" if compared < total else "")
     note = f"max |Δ| {max_abs:.3g} vs atol {max(limits, default=0):.3g} + rtol {rtol:.3g}·|baseline|, {where}"
-    return {"output_check": "pass" if ok else "FAIL", "output_match": ok, "max_abs_err": max_abs,
-            "max_rel_err": max_rel, "output_note": note}
+    return {
+        "output_check": "pass" if ok else "FAIL",
+        "output_match": ok,
+        "max_abs_err": max_abs,
+        "max_rel_err": max_rel,
+        "output_note": note,
+    }
 
 
 def _max_error(a: OutputLeaf, b: OutputLeaf) -> float:
@@ -81,8 +89,9 @@ def _max_error(a: OutputLeaf, b: OutputLeaf) -> float:
     return float(diff[np.isfinite(diff)].max(initial=0.0))
 
 
-def as_accurate(variant: list[OutputLeaf], baseline: list[OutputLeaf], wide: list[OutputLeaf],
-                check: dict[str, Any]) -> dict[str, Any]:
+def as_accurate(
+    variant: list[OutputLeaf], baseline: list[OutputLeaf], wide: list[OutputLeaf], check: dict[str, Any]
+) -> dict[str, Any]:
     """`check` (a FAIL of the elementwise rule) turned into a pass when the variant is no less accurate than the
     baseline against the baseline's float32 evaluation `wide`, up to ACCURACY_FACTOR (docs/methodology.md,
     "Output check")."""
@@ -90,17 +99,23 @@ def as_accurate(variant: list[OutputLeaf], baseline: list[OutputLeaf], wide: lis
         return check
     errors = []
     for v, b, w in zip(variant, baseline, wide):
-        if w.shape != b.shape or not np.array_equal(w.index, b.index) or v.stats["nan"] != b.stats["nan"] \
-                or v.stats["inf"] != b.stats["inf"]:
+        if (
+            w.shape != b.shape
+            or not np.array_equal(w.index, b.index)
+            or v.stats["nan"] != b.stats["nan"]
+            or v.stats["inf"] != b.stats["inf"]
+        ):
             return check
         slack = DEFAULT_RTOL["float32"] * (w.stats["rms"] if math.isfinite(w.stats["rms"]) else 0.0)
         errors.append((_max_error(v, w), _max_error(b, w), slack))
     if not all(mine <= ACCURACY_FACTOR * theirs + slack for mine, theirs, slack in errors):
         return check
     mine, theirs = max(e[0] for e in errors), max(e[1] for e in errors)
-    note = (f"{check['output_note']}: beyond the elementwise tolerance, but no less accurate than the baseline: "
-            f"against the baseline evaluated in float32, max |Δ| {mine:.3g}, the baseline's own {theirs:.3g} "
-            f"(up to {ACCURACY_FACTOR:g}× allowed)")
+    note = (
+        f"{check['output_note']}: beyond the elementwise tolerance, but no less accurate than the baseline: "
+        f"against the baseline evaluated in float32, max |Δ| {mine:.3g}, the baseline's own {theirs:.3g} "
+        f"(up to {ACCURACY_FACTOR:g}× allowed)"
+    )
     return {**check, "output_check": "pass", "output_match": True, "output_note": note}
 
 
@@ -122,19 +137,28 @@ def what_keys(baseline: Baseline | None) -> list[str]:
     return [k for k in baseline or {} if k.startswith(("module.", "input.", "dims.", "shapes")) and k != "input.dtype"]
 
 
-def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir_of: dict[str, Path],
-                other_function: list[str], read: Callable[[Path], list[OutputLeaf]]) -> dict[str, Any] | None:
+def _check_cell(
+    cell: dict[str, Any],
+    by_run: dict[str, dict[str, Any]],
+    job_dir_of: dict[str, Path],
+    other_function: list[str],
+    read: Callable[[Path], list[OutputLeaf]],
+) -> dict[str, Any] | None:
     """The check's columns for one cell; None leaves the cell's own (off, not saved, not run)."""
     if cell.get("status") not in USABLE or _number(cell.get("output_tensors")) is None:
         return None
     ref_id = cell.get("baseline_run_id")
     if not isinstance(ref_id, str):
-        return _unchecked("no baseline cell to compare with (set baseline=...; a single run compares nothing)", "no baseline")
+        return _unchecked(
+            "no baseline cell to compare with (set baseline=...; a single run compares nothing)", "no baseline"
+        )
     if ref_id == cell["run_id"]:
         return _unchecked("the reference the other cells of its group are checked against", "baseline")
     if other_function:
-        return _unchecked(f"the baseline differs in {', '.join(other_function)}: another function or other inputs, "
-                          "so outputs are not compared")
+        return _unchecked(
+            f"the baseline differs in {', '.join(other_function)}: another function or other inputs, "
+            "so outputs are not compared"
+        )
     ref = by_run.get(ref_id)
     if ref is None or ref.get("status") not in USABLE or _number(ref.get("output_tensors")) is None:
         return _unchecked("the baseline cell has no saved output (failed, or its check was off)")
@@ -144,10 +168,20 @@ def _check_cell(cell: dict[str, Any], by_run: dict[str, dict[str, Any]], job_dir
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # damaged since its cell was checked
         return _unchecked(f"an output file is missing or unreadable ({type(exc).__name__})")
     rtol, atol = _number(cell.get("output_rtol")), _number(cell.get("output_atol"))
-    check = compare_outputs(mine, theirs, rtol if rtol is not None else max(default_rtol(str(cell.get("dtype"))),
-                                                                          default_rtol(str(ref.get("dtype")))), atol)
+    check = compare_outputs(
+        mine,
+        theirs,
+        rtol if rtol is not None else max(default_rtol(str(cell.get("dtype"))), default_rtol(str(ref.get("dtype")))),
+        atol,
+    )
     wide_file = paths[1] / FLOAT32_OUTPUT_FILE if paths[1] is not None else None
-    if check["output_match"] is False and rtol is None and atol is None and wide_file is not None and wide_file.is_file():
+    if (
+        check["output_match"] is False
+        and rtol is None
+        and atol is None
+        and wide_file is not None
+        and wide_file.is_file()
+    ):
         try:
             return as_accurate(mine, theirs, read(wide_file), check)
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
@@ -163,7 +197,9 @@ def _with_warning(warnings: Any, check: dict[str, Any], ref_name: str) -> str | 
     return " | ".join(parts) or None
 
 
-def add_output_checks(cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline: Baseline | None = None) -> pd.DataFrame:
+def add_output_checks(
+    cells: pd.DataFrame, job_dir_of: dict[str, Path], baseline: Baseline | None = None
+) -> pd.DataFrame:
     """`cells` with the check's columns filled for every cell that saved its output, and a warning in the
     row of each cell beyond tolerance. Needs `baseline_run_id` (analysis.variants.add_speedups), computed from
     the rule `baseline`."""

@@ -8,8 +8,12 @@ from __future__ import annotations
 import pandas as pd
 
 # Built-in containers: their forward is their children's (ModuleList and ModuleDict have none at all).
-CONTAINERS = {"torch.nn.modules.container.ModuleList", "torch.nn.modules.container.ModuleDict",
-              "torch.nn.modules.container.Sequential", "torch.nn.modules.container.ParameterList"}
+CONTAINERS = {
+    "torch.nn.modules.container.ModuleList",
+    "torch.nn.modules.container.ModuleDict",
+    "torch.nn.modules.container.Sequential",
+    "torch.nn.modules.container.ParameterList",
+}
 
 
 def short_type(module_type: str) -> str:
@@ -65,13 +69,32 @@ def hot_units(table: pd.DataFrame) -> pd.DataFrame:
     rows = table.loc[units(table)]
     rows = rows[rows["calls"].fillna(0) > 0]
     if rows.empty:
-        return pd.DataFrame(columns=["module_type", "input_shapes", "paths", "instances", "calls", "total_device_us",
-                                     "total_cpu_us", "share", "flops", "bytes_min"])
+        return pd.DataFrame(
+            columns=[
+                "module_type",
+                "input_shapes",
+                "paths",
+                "instances",
+                "calls",
+                "total_device_us",
+                "total_cpu_us",
+                "share",
+                "flops",
+                "bytes_min",
+            ]
+        )
     key = rows["input_shapes"].fillna("")
     grouped = rows.assign(_shapes=key).groupby(["module_type", "_shapes"], sort=False)
-    out = grouped.agg(paths=("module_path", list), instances=("module_path", "size"), calls=("calls", "sum"),
-                      total_device_us=("total_device_us", "sum"), total_cpu_us=("total_cpu_us", "sum"),
-                      share=("share", "sum"), flops=("flops", "sum"), bytes_min=("bytes_min", "sum")).reset_index()
+    out = grouped.agg(
+        paths=("module_path", list),
+        instances=("module_path", "size"),
+        calls=("calls", "sum"),
+        total_device_us=("total_device_us", "sum"),
+        total_cpu_us=("total_cpu_us", "sum"),
+        share=("share", "sum"),
+        flops=("flops", "sum"),
+        bytes_min=("bytes_min", "sum"),
+    ).reset_index()
     out = out.rename(columns={"_shapes": "input_shapes"})
     return out.sort_values("total_device_us", ascending=False, kind="stable").reset_index(drop=True)
 
@@ -90,7 +113,14 @@ def by_type(table: pd.DataFrame) -> pd.DataFrame:
             parent = table.at[parent, "parent_path"]
         keep.append(not nested)
     rows = table[pd.Series(keep, index=table.index) & ~table["module_type"].isin(CONTAINERS)]
-    out = rows.groupby("module_type", sort=False).agg(
-        instances=("module_path", "size"), calls=("calls", "sum"), total_device_us=("total_device_us", "sum"),
-        share=("share", "sum")).reset_index()
+    out = (
+        rows.groupby("module_type", sort=False)
+        .agg(
+            instances=("module_path", "size"),
+            calls=("calls", "sum"),
+            total_device_us=("total_device_us", "sum"),
+            share=("share", "sum"),
+        )
+        .reset_index()
+    )
     return out.sort_values("total_device_us", ascending=False, kind="stable").reset_index(drop=True)

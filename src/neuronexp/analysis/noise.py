@@ -9,7 +9,8 @@ reused cells too (docs/methodology.md, "Noise").
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Protocol, TypeGuard
+from collections.abc import Mapping
+from typing import Any, Protocol, TypeGuard
 
 # Before a noisy cell's latency wherever it is shown ("~1.31 ms"), and before its name in compare's table.
 NOISY_MARK = "~"

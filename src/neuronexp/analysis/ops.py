@@ -12,8 +12,18 @@ import pandas as pd
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.results import usable
 
-FUSION_COLUMNS = ["input", "variant", "is_baseline", "compared", "ops_dispatched", "device_ops", "device_time_us",
-                  "latency_median_us", "removed", "added"]
+FUSION_COLUMNS = [
+    "input",
+    "variant",
+    "is_baseline",
+    "compared",
+    "ops_dispatched",
+    "device_ops",
+    "device_time_us",
+    "latency_median_us",
+    "removed",
+    "added",
+]
 
 
 _GRAPH_CALL = re.compile(r"^## Call CompiledFxGraph \w+ ##$")
@@ -47,7 +57,11 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
     `cycles_of` lists every (run_id, cycle) profiled, including cycles where none of `rows`' ops ran.
     """
     per_cycle = rows.groupby(["run_id", "cycle", "op"], as_index=False)[cols].sum()
-    grid = cycles_of[["run_id", "cycle"]].drop_duplicates().merge(per_cycle[["run_id", "op"]].drop_duplicates(), on="run_id")
+    grid = (
+        cycles_of[["run_id", "cycle"]]
+        .drop_duplicates()
+        .merge(per_cycle[["run_id", "op"]].drop_duplicates(), on="run_id")
+    )
     full = grid.merge(per_cycle, on=["run_id", "cycle", "op"], how="left").fillna({c: 0.0 for c in cols})
     return full.groupby(["run_id", "op"], as_index=False)[cols].median()
 
@@ -93,8 +107,10 @@ def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
     # own can rank an op above another while giving it the smaller share.
     per_op["share"] = per_op["self_device_us"] / per_op["run_id"].map(_median_step(ops))
     ranked = per_op.sort_values(["run_id", "self_device_us"], ascending=[True, False], kind="stable")
-    return {str(run): g.drop(columns="run_id").reset_index(drop=True)
-            for run, g in ranked.groupby("run_id").head(top).groupby("run_id")}
+    return {
+        str(run): g.drop(columns="run_id").reset_index(drop=True)
+        for run, g in ranked.groupby("run_id").head(top).groupby("run_id")
+    }
 
 
 def _median_step(ops: pd.DataFrame) -> pd.Series:
@@ -123,10 +139,18 @@ def fusion_table(cells: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
             is_baseline = ref == cell["run_id"]
             compared = isinstance(ref, str) and ref in usable_runs and not is_baseline
             mine, base_ops = names.get(cell["run_id"], set()), names.get(ref, set()) if compared else set()
-            rows.append({
-                "input": " ".join(map(str, key)), "variant": variant, "is_baseline": is_baseline, "compared": compared,
-                "ops_dispatched": cell.get("ops_dispatched"), "device_ops": cell["device_ops"], "device_time_us": cell["device_time_us"],
-                "latency_median_us": cell["latency_median_us"],
-                "removed": sorted(base_ops - mine) if compared else [], "added": sorted(mine - base_ops) if compared else [],
-            })
+            rows.append(
+                {
+                    "input": " ".join(map(str, key)),
+                    "variant": variant,
+                    "is_baseline": is_baseline,
+                    "compared": compared,
+                    "ops_dispatched": cell.get("ops_dispatched"),
+                    "device_ops": cell["device_ops"],
+                    "device_time_us": cell["device_time_us"],
+                    "latency_median_us": cell["latency_median_us"],
+                    "removed": sorted(base_ops - mine) if compared else [],
+                    "added": sorted(mine - base_ops) if compared else [],
+                }
+            )
     return pd.DataFrame(rows, columns=FUSION_COLUMNS)

@@ -9,8 +9,16 @@ import numpy as np
 
 # The keys that are not what a cell measured: config.measured.NOT_MEASURED, which this stage may not import (a
 # test keeps the two equal). With Hydra's own keys, they are no label of a cell.
-NOT_MEASURED = ("launcher", "baseline", "sweep", "roofline", "noise", "correctness.rtol", "correctness.atol",
-                "correctness.float32_reference")
+NOT_MEASURED = (
+    "launcher",
+    "baseline",
+    "sweep",
+    "roofline",
+    "noise",
+    "correctness.rtol",
+    "correctness.atol",
+    "correctness.float32_reference",
+)
 _NEXT_OVERRIDE = re.compile(r"(?:[+~]{0,2}[\w.@/-]+=)|(?:~[\w.@/-]+(?:,|$))")
 
 
@@ -87,5 +95,7 @@ def argument_columns(overrides: Any, taken: set[str] | frozenset[str] = frozense
                 parsed = value
             args[key] = parsed if isinstance(parsed, (bool, int, float, str)) else normalize(value)
     last = [k.rsplit(".", 1)[-1] for k in args]
-    return {(short if last.count(short) == 1 and short not in taken else key): v
-            for (key, v), short in zip(args.items(), last)}
+    return {
+        (short if last.count(short) == 1 and short not in taken else key): v
+        for (key, v), short in zip(args.items(), last)
+    }

@@ -15,11 +15,19 @@ from neuronexp.analysis.stats import compare_rounds, hierarchical_medians, media
 from neuronexp.results import usable_cells
 
 SPEEDUP_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high", "method"]
-UNPAIRED_NOTE = "speedup unpaired: this cell and its baseline were not timed together, so drift between their windows is in it"
+UNPAIRED_NOTE = (
+    "speedup unpaired: this cell and its baseline were not timed together, so drift between their windows is in it"
+)
 
 
-def paired_ratio(base_us: np.ndarray, cell_us: np.ndarray, rounds: np.ndarray | None = None, seed: int = 0,
-                 resamples: int = 2000, level: float = 0.95) -> tuple[float, float, float]:
+def paired_ratio(
+    base_us: np.ndarray,
+    cell_us: np.ndarray,
+    rounds: np.ndarray | None = None,
+    seed: int = 0,
+    resamples: int = 2000,
+    level: float = 0.95,
+) -> tuple[float, float, float]:
     """(speedup, interval low, high) from per-pair times aligned by pair, in time order, each pair's round.
 
     With rounds: the median over rounds of each round's median per-pair ratio, its interval the hierarchical
@@ -79,8 +87,9 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
             base, cell = by_pair[ref].align(by_pair[run], join="inner")
             if len(base):
                 rounds = cell["round"].to_numpy() if "round" in cell else None
-                rows.append((run, *paired_ratio(base["latency_us"].to_numpy(), cell["latency_us"].to_numpy(), rounds),
-                             "paired"))
+                rows.append(
+                    (run, *paired_ratio(base["latency_us"].to_numpy(), cell["latency_us"].to_numpy(), rounds), "paired")
+                )
                 continue
         if run in by_round and ref in by_round:
             (xc, rc), (xb, rb) = by_round[run], by_round[ref]

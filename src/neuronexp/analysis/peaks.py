@@ -58,8 +58,9 @@ def match_row(platform: str, hint: dict[str, Any]) -> dict[str, Any] | None:
         if row["platform"] != platform or row.get("scope") != hint.get("scope"):
             continue
         patterns = [(row[key], hint.get(field)) for key, (field, _) in PATTERNS.items() if key in row]
-        if not patterns or not all(value and any(re.search(p, str(value).strip(), re.IGNORECASE) for p in pats)
-                                   for pats, value in patterns):
+        if not patterns or not all(
+            value and any(re.search(p, str(value).strip(), re.IGNORECASE) for p in pats) for pats, value in patterns
+        ):
             continue
         if row.get("lnc") is not None and hint.get("lnc") is not None and row["lnc"] != hint["lnc"]:
             continue
@@ -100,8 +101,9 @@ def published_peak(platform: str, hint: dict[str, Any], dtype: str) -> Peak:
         return Peak(None, None, f"no published peak for backend {platform}")
     row = match_row(platform, hint)
     if row is None:
-        return Peak(None, None, f"no row of peaks.yaml matches {_hint_words(hint)}: set roofline.peak_bw_gbs / "
-                    "peak_tflops")
+        return Peak(
+            None, None, f"no row of peaks.yaml matches {_hint_words(hint)}: set roofline.peak_bw_gbs / peak_tflops"
+        )
     return row_peak(row, dtype, bool(hint.get("tf32")))
 
 
@@ -110,6 +112,9 @@ def given_peak(peak: Peak, bandwidth_gbs: float | None, tflops: float | None) ->
     if bandwidth_gbs is None and tflops is None:
         return peak
     given = [k for k, v in (("roofline.peak_bw_gbs", bandwidth_gbs), ("roofline.peak_tflops", tflops)) if v is not None]
-    return Peak(bandwidth_gbs if bandwidth_gbs is not None else peak.bandwidth_gbs,
-                tflops if tflops is not None else peak.tflops,
-                f"given: {', '.join(given)}" + ("" if len(given) == 2 else f"; other roof {peak.source}"), peak.key)
+    return Peak(
+        bandwidth_gbs if bandwidth_gbs is not None else peak.bandwidth_gbs,
+        tflops if tflops is not None else peak.tflops,
+        f"given: {', '.join(given)}" + ("" if len(given) == 2 else f"; other roof {peak.source}"),
+        peak.key,
+    )

@@ -5,11 +5,20 @@ bytes_min is a lower bound on traffic, so achieved GB/s is too: above 100% means
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 # The row's roofline columns, in order (results.schema lists the same names with their types).
-COLUMNS = ("intensity", "achieved_gbs", "achieved_tflops", "peak_bw_gbs", "peak_tflops", "pct_peak_bw",
-           "pct_peak_flops", "bound")
+COLUMNS = (
+    "intensity",
+    "achieved_gbs",
+    "achieved_tflops",
+    "peak_bw_gbs",
+    "peak_tflops",
+    "pct_peak_bw",
+    "pct_peak_flops",
+    "bound",
+)
 
 
 def _finite(value: Any) -> float | None:
@@ -53,7 +62,7 @@ def ridge(peak_bw_gbs: float | None, peak_tflops: float | None) -> float | None:
 
 
 def bound(intensity: float | None, peak_bw_gbs: float | None, peak_tflops: float | None) -> str | None:
-    """"memory" or "compute" by the roofline; None when it cannot tell (an unknown roof, no work counted).
+    """ "memory" or "compute" by the roofline; None when it cannot tell (an unknown roof, no work counted).
 
     A cell with no counted FLOPs is memory-bound whatever the compute roof: its intensity is 0.
     """

@@ -39,8 +39,9 @@ class CellStats:
         return self.rounds_a > 1 and self.rounds_b > 1
 
 
-def bootstrap_ratio_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator, resamples: int = 2000,
-                       level: float = 0.95) -> tuple[float, float]:
+def bootstrap_ratio_ci(
+    a: np.ndarray, b: np.ndarray, rng: np.random.Generator, resamples: int = 2000, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap CI of median(b) / median(a), each side resampled on its own.
 
     The two runs are independent sets of samples, so they are resampled independently (not paired).
@@ -114,8 +115,9 @@ def median_of_rounds(groups: list[np.ndarray]) -> float:
     return float(np.median([np.median(g) for g in groups])) if groups else float("nan")
 
 
-def compare_rounds(a, b, rounds_a=None, rounds_b=None, seed: int = 0, resamples: int = 2000,
-                   level: float = 0.95, floor: float = 0.0) -> CellStats:
+def compare_rounds(
+    a, b, rounds_a=None, rounds_b=None, seed: int = 0, resamples: int = 2000, level: float = 0.95, floor: float = 0.0
+) -> CellStats:
     """B against A: ratio of medians of round medians, with a hierarchical bootstrap CI and p-value.
 
     The p-value inverts the percentile interval: the smallest 1 - level at which it would exclude 1. `floor`
@@ -131,15 +133,24 @@ def compare_rounds(a, b, rounds_a=None, rounds_b=None, seed: int = 0, resamples:
     rng = np.random.default_rng(seed)
     fa, fb = noise_floor(ga, floor), noise_floor(gb, floor)
     # One group: hierarchical_medians is the plain bootstrap of its median.
-    ratios = (hierarchical_medians(gb, rng, resamples) * process_terms(fb, rng, resamples)
-              / (hierarchical_medians(ga, rng, resamples) * process_terms(fa, rng, resamples)))
+    ratios = (
+        hierarchical_medians(gb, rng, resamples)
+        * process_terms(fb, rng, resamples)
+        / (hierarchical_medians(ga, rng, resamples) * process_terms(fa, rng, resamples))
+    )
     (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
     med_a, med_b = median_of_rounds(ga), median_of_rounds(gb)
     return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, len(ga), len(gb), floor_a=fa, floor_b=fb)
 
 
-def compare_runs(runs_a: list[tuple], runs_b: list[tuple], seed: int = 0, resamples: int = 2000,
-                 level: float = 0.95, floor: float = FLOOR_FACTOR) -> CellStats:
+def compare_runs(
+    runs_a: list[tuple],
+    runs_b: list[tuple],
+    seed: int = 0,
+    resamples: int = 2000,
+    level: float = 0.95,
+    floor: float = FLOOR_FACTOR,
+) -> CellStats:
     """B against A over several runs a side, each run (latencies, their rounds): the ratio of the sides' medians
     over runs of their medians of round medians, with a three-level bootstrap (runs, rounds, samples). A side
     that is one run cannot show the variance between runs: its draws carry its noise floor (analysis.floor,
@@ -152,15 +163,19 @@ def compare_runs(runs_a: list[tuple], runs_b: list[tuple], seed: int = 0, resamp
         return compare_rounds([], [], seed=seed)
     rng = np.random.default_rng(seed)
     floors = [noise_floor(runs[0], floor) if len(runs) == 1 else 0.0 for runs in (gb, ga)]
-    sides = [_resample_groups([hierarchical_medians(g, rng, resamples * len(runs)) for g in runs], rng, resamples)
-             * process_terms(f, rng, resamples) for runs, f in zip((gb, ga), floors)]
+    sides = [
+        _resample_groups([hierarchical_medians(g, rng, resamples * len(runs)) for g in runs], rng, resamples)
+        * process_terms(f, rng, resamples)
+        for runs, f in zip((gb, ga), floors)
+    ]
     ratios = sides[0] / sides[1]
     (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
     med_a, med_b = (float(np.median([median_of_rounds(g) for g in runs])) for runs in (ga, gb))
     n_a, n_b = (sum(len(r) for g in runs for r in g) for runs in (ga, gb))
     rounds_a, rounds_b = (sum(len(g) for g in runs) for runs in (ga, gb))
-    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, rounds_a, rounds_b, len(ga), len(gb),
-                     floors[1], floors[0])
+    return CellStats(
+        med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, rounds_a, rounds_b, len(ga), len(gb), floors[1], floors[0]
+    )
 
 
 def benjamini_hochberg(p_values) -> np.ndarray:
@@ -180,8 +195,16 @@ def benjamini_hochberg(p_values) -> np.ndarray:
     return q
 
 
-def verdict(ratio: float, q_value: float, alpha: float, threshold: float, separable: bool = True,
-            ci_low: float = math.nan, ci_high: float = math.nan, inconclusive: float | None = None) -> str:
+def verdict(
+    ratio: float,
+    q_value: float,
+    alpha: float,
+    threshold: float,
+    separable: bool = True,
+    ci_low: float = math.nan,
+    ci_high: float = math.nan,
+    inconclusive: float | None = None,
+) -> str:
     """faster / slower only when the difference is both significant and at least `threshold` in size.
 
     The threshold is symmetric on the log scale: 2% means ≥ ×1.02 slower or ≤ ×1/1.02 faster. The interval

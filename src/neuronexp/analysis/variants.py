@@ -17,12 +17,31 @@ from neuronexp.analysis.baseline import Baseline, describe_baseline, parse_basel
 from neuronexp.analysis.overrides import normalize, override_values, split_overrides
 from neuronexp.results import USABLE
 
-__all__ = ["Baseline", "add_speedups", "baseline_run_ids", "cell_labels", "comparison_grid", "describe_baseline", "names",
-           "normalize", "override_values", "parse_baseline", "split_overrides", "variant_label", "variant_labels"]
+__all__ = [
+    "Baseline",
+    "add_speedups",
+    "baseline_run_ids",
+    "cell_labels",
+    "comparison_grid",
+    "describe_baseline",
+    "names",
+    "normalize",
+    "override_values",
+    "parse_baseline",
+    "split_overrides",
+    "variant_label",
+    "variant_labels",
+]
 
 # Config keys that label columns carry (the column is the truth: `module` is the option's name).
-_COLUMN_KEYS = {"module": "module", "compile.enabled": "compiled", "input.shape": "input_shape", "input.dtype": "dtype",
-                "backend": "backend", "experiment": "experiment"}
+_COLUMN_KEYS = {
+    "module": "module",
+    "compile.enabled": "compiled",
+    "input.shape": "input_shape",
+    "input.dtype": "dtype",
+    "backend": "backend",
+    "experiment": "experiment",
+}
 _INPUT_KEYS = ("input.", "dims.", "shapes")
 _ROW_AXES = ["backend", "dtype", "input_shape"]
 _RESERVED = {"module", "backend", "dtype", "input_shape", "experiment", "device", "variant"}
@@ -113,7 +132,9 @@ def comparison_grid(cells: pd.DataFrame, baseline: Baseline | None = None) -> tu
         cells = cells.assign(baseline_run_id=baseline_run_ids(cells, baseline))
     variant, axes, rows = names(cells)
     cells = cells.assign(_variant=variant, **{f"_axis{i}": rows[a] for i, a in enumerate(axes)})
-    refs = set(cells.loc[cells.get("baseline_run_id", pd.Series(None, index=cells.index)) == cells["run_id"], "_variant"])
+    refs = set(
+        cells.loc[cells.get("baseline_run_id", pd.Series(None, index=cells.index)) == cells["run_id"], "_variant"]
+    )
     variants = sorted(dict.fromkeys(cells["_variant"]), key=lambda v: v not in refs)
     grid: Grid = {}
     keys = [f"_axis{i}" for i in range(len(axes))]
@@ -134,8 +155,14 @@ def baseline_run_ids(cells: pd.DataFrame, baseline: Baseline | None) -> pd.Serie
         return out
     ov = _overrides(cells)
     identity = ov.drop(columns=[k for k in baseline if k in ov.columns])
-    for key, col in (("experiment", "experiment"), ("backend", "backend"), ("device", "device"), ("input.dtype", "dtype"),
-                     ("input.shape", "input_shape"), ("module", "module")):
+    for key, col in (
+        ("experiment", "experiment"),
+        ("backend", "backend"),
+        ("device", "device"),
+        ("input.dtype", "dtype"),
+        ("input.shape", "input_shape"),
+        ("module", "module"),
+    ):
         if key not in baseline and col in cells:
             identity[f"_{key}"] = cells[col].astype(str)
     group = identity.astype(str).agg("\x1f".join, axis=1)
@@ -179,6 +206,9 @@ def add_speedups(cells: pd.DataFrame, baseline: Baseline | None, samples: pd.Dat
     unpaired = at & (cells["speedup_method"] == "unpaired")
     if unpaired.any() and "warnings" in cells:
         cells.loc[unpaired, "warnings"] = [
-            UNPAIRED_NOTE if not isinstance(w, str) or not w else (w if UNPAIRED_NOTE in w else f"{w} | {UNPAIRED_NOTE}")
-            for w in cells.loc[unpaired, "warnings"]]
+            UNPAIRED_NOTE
+            if not isinstance(w, str) or not w
+            else (w if UNPAIRED_NOTE in w else f"{w} | {UNPAIRED_NOTE}")
+            for w in cells.loc[unpaired, "warnings"]
+        ]
     return cells

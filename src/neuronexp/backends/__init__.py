@@ -11,8 +11,18 @@ from neuronexp.backends.info import BackendInfo
 from neuronexp.backends.table import BACKENDS, HOST, backend_info, named_backend
 from neuronexp.config import BackendName, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
-__all__ = ["BACKENDS", "HOST", "Backend", "BackendInfo", "BackendUnavailable", "backend_info", "backend_kind",
-           "check_available", "named_backend", "resolve_backend"]
+__all__ = [
+    "BACKENDS",
+    "HOST",
+    "Backend",
+    "BackendInfo",
+    "BackendUnavailable",
+    "backend_info",
+    "backend_kind",
+    "check_available",
+    "named_backend",
+    "resolve_backend",
+]
 
 
 def resolve_backend(

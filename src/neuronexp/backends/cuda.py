@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.autograd import DeviceType
@@ -44,8 +45,11 @@ class CudaBackend(Backend):
     def peak_hint(self) -> dict[str, Any]:
         # A float32 matmul runs on tensor cores (TF32) only when torch allows it: it decides the FLOP roof.
         props = torch.cuda.get_device_properties(self.device)
-        return {"device_name": self.device_name(), "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-                "sm_count": int(props.multi_processor_count)}
+        return {
+            "device_name": self.device_name(),
+            "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "sm_count": int(props.multi_processor_count),
+        }
 
     def time_call(self, fn: Callable[[], Any]) -> float:
         # Events bracket the work on the stream, so the sample is device time plus launch gaps,

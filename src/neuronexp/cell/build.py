@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -64,7 +65,9 @@ def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
     torch.manual_seed(cfg.input.seed)  # the same weights in every run, and in each variant built alike
     module = instantiate(cfg.module)  # the resolved node as plain values: Hydra's instantiate, without Hydra
     if not isinstance(module, nn.Module):
-        raise ConfigError("module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module")
+        raise ConfigError(
+            "module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module"
+        )
     # Cast to the cell's dtype, except a model fed token ids with no input.model_dtype: it keeps its own.
     if cfg.input.model_dtype is not None or torch_dtype(cfg.input.dtype).is_floating_point:
         module = module.to(dtype=torch_dtype(compute_dtype(cfg.input)))

@@ -47,8 +47,13 @@ def git_state(cwd: Path) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(status)}
 
 
-def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any] | None = None,
-                       threads: int | None = None, cwd: Path | None = None) -> dict[str, Any]:
+def environment_record(
+    device_name: str,
+    backend: str,
+    host_alloc: dict[str, Any] | None = None,
+    threads: int | None = None,
+    cwd: Path | None = None,
+) -> dict[str, Any]:
     """env.json: versions, host, device, and what the cell's process did to its host (malloc, threads)."""
     env = {
         "python": sys.version.split()[0],
@@ -66,8 +71,12 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
         "backend": backend,
         "device_name": device_name,
         # Runtime variables, and the compile-time ones that decide whether profiles carry layer names.
-        "neuron_env": {k: v for k, v in os.environ.items() if k.startswith(("NEURON_RT_", "TORCH_NEURONX_"))
-                       or k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NKI_DEBUG_INFO", "NEURON_FRAMEWORK_DEBUG")},
+        "neuron_env": {
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith(("NEURON_RT_", "TORCH_NEURONX_"))
+            or k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NKI_DEBUG_INFO", "NEURON_FRAMEWORK_DEBUG")
+        },
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
     env.update(git_state((cwd or Path.cwd()).resolve()))
@@ -80,5 +89,9 @@ def describe_placement(backend_name: str, device: Any) -> dict[str, Any]:
     Read from the process itself (environment, affinity), so it is true however the cell was launched: in
     a slot's fresh process, in the basic launcher's single process, or in a Slurm job with its allocation.
     """
-    return {"placement": backend_info(backend_name).placement(device), "placement_cpus": format_units(host_cpus()),
-            "worker_pid": os.getpid(), "host": socket.gethostname()}
+    return {
+        "placement": backend_info(backend_name).placement(device),
+        "placement_cpus": format_units(host_cpus()),
+        "worker_pid": os.getpid(),
+        "host": socket.gethostname(),
+    }

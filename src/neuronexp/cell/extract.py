@@ -16,8 +16,11 @@ import torch
 from torch import nn
 
 _HF_DROP = {"transformers_version", "architectures", "_name_or_path", "torch_dtype", "dtype", "use_cache"}
-_ALIASES = {"eps": ("variance_epsilon", "eps", "epsilon"), "hidden_size": ("hidden_size", "dim"),
-            "dim": ("dim", "hidden_size")}
+_ALIASES = {
+    "eps": ("variance_epsilon", "eps", "epsilon"),
+    "hidden_size": ("hidden_size", "dim"),
+    "dim": ("dim", "hidden_size"),
+}
 
 
 @dataclass
@@ -55,8 +58,11 @@ def _from_config(module: nn.Module) -> Recipe | None:
     names = {p.name for p in _init_params(type(module))}
     if "config" not in names:
         return None
-    keys = {k: v for k, v in config.to_diff_dict().items() if k not in _HF_DROP and not k.startswith("_")
-            and isinstance(v, (int, float, str, bool, type(None), list))}
+    keys = {
+        k: v
+        for k, v in config.to_diff_dict().items()
+        if k not in _HF_DROP and not k.startswith("_") and isinstance(v, (int, float, str, bool, type(None), list))
+    }
     impl = getattr(config, "_attn_implementation", None)
     if impl:
         keys["attn_implementation"] = impl
@@ -73,10 +79,16 @@ def _recovered(module: nn.Module, p: inspect.Parameter) -> Any:
             value = getattr(module, attr)
             if isinstance(p.default, bool) and (value is None or isinstance(value, torch.Tensor)):
                 return value is not None  # nn.Linear(bias=True) keeps the Parameter, or None
-            if isinstance(value, (int, float, str, bool)) or (isinstance(value, tuple) and all(isinstance(v, int) for v in value)):
+            if isinstance(value, (int, float, str, bool)) or (
+                isinstance(value, tuple) and all(isinstance(v, int) for v in value)
+            ):
                 return list(value) if isinstance(value, tuple) else value
     weight = getattr(module, "weight", None)
-    if p.name in ("hidden_size", "dim", "normalized_shape", "num_features") and isinstance(weight, torch.Tensor) and weight.dim() == 1:
+    if (
+        p.name in ("hidden_size", "dim", "normalized_shape", "num_features")
+        and isinstance(weight, torch.Tensor)
+        and weight.dim() == 1
+    ):
         return int(weight.shape[0])
     return inspect.Parameter.empty
 
@@ -103,9 +115,14 @@ def _from_arguments(module: nn.Module) -> Recipe | None:
 def _saved(module: nn.Module, path: Path) -> Recipe:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(module, path)
-    return Recipe({"_target_": "neuronexp.modules.extracted.load_module", "path": str(path.resolve())}, "saved copy",
-                  [f"rebuilt from {path.name}, a pickled copy with the model's weights (no config or recoverable "
-                   "constructor arguments)"])
+    return Recipe(
+        {"_target_": "neuronexp.modules.extracted.load_module", "path": str(path.resolve())},
+        "saved copy",
+        [
+            f"rebuilt from {path.name}, a pickled copy with the model's weights (no config or recoverable "
+            "constructor arguments)"
+        ],
+    )
 
 
 def recipe(module: nn.Module, saved_path: Path) -> Recipe:
@@ -118,17 +135,27 @@ def fused_alternative(module: nn.Module, node: dict[str, Any]) -> tuple[dict[str
     attention → the same layer on SDPA."""
     name = type(module).__name__
     weight = getattr(module, "weight", None)
-    eps = next((getattr(module, a) for a in ("variance_epsilon", "eps") if isinstance(getattr(module, a, None), float)), None)
+    eps = next(
+        (getattr(module, a) for a in ("variance_epsilon", "eps") if isinstance(getattr(module, a, None), float)), None
+    )
     if "RMSNorm" in name and isinstance(weight, torch.Tensor) and weight.dim() == 1 and eps is not None:
-        return ({"_target_": "neuronexp.modules.FusedRMSNorm", "hidden_size": int(weight.shape[0]), "eps": eps},
-                "torch.rms_norm (neuronexp.modules.FusedRMSNorm)")
-    if all(isinstance(getattr(module, a, None), nn.Linear) for a in ("gate_proj", "up_proj", "down_proj")) and \
-            isinstance(getattr(module, "act_fn", None), nn.Module):
-        return ({"_target_": "neuronexp.modules.extracted.FusedGateUp", "module": node},
-                "gate and up in one projection (neuronexp.modules.extracted.FusedGateUp)")
+        return (
+            {"_target_": "neuronexp.modules.FusedRMSNorm", "hidden_size": int(weight.shape[0]), "eps": eps},
+            "torch.rms_norm (neuronexp.modules.FusedRMSNorm)",
+        )
+    if all(
+        isinstance(getattr(module, a, None), nn.Linear) for a in ("gate_proj", "up_proj", "down_proj")
+    ) and isinstance(getattr(module, "act_fn", None), nn.Module):
+        return (
+            {"_target_": "neuronexp.modules.extracted.FusedGateUp", "module": node},
+            "gate and up in one projection (neuronexp.modules.extracted.FusedGateUp)",
+        )
     config = node.get("config")
-    if isinstance(config, dict) and config.get("attn_implementation") == "eager" and any(
-            "Attention" in type(m).__name__ for m in module.modules()):
+    if (
+        isinstance(config, dict)
+        and config.get("attn_implementation") == "eager"
+        and any("Attention" in type(m).__name__ for m in module.modules())
+    ):
         return ({**node, "config": {**config, "attn_implementation": "sdpa"}}, "the same layer with SDPA attention")
     return None
 
@@ -170,7 +197,9 @@ def input_node(module: nn.Module, specs_json: str) -> tuple[dict[str, Any], list
         args = [kwargs.pop(str(_first_param(module)))]
     first = args[0] if args else None
     if not (isinstance(first, dict) and "shape" in first):
-        raise ValueError(f"{type(module).__name__} was not called with a tensor first; neuronexp needs one as input.shape")
+        raise ValueError(
+            f"{type(module).__name__} was not called with a tensor first; neuronexp needs one as input.shape"
+        )
     node: dict[str, Any] = {"shape": first["shape"], "dtype": first["dtype"]}
     node.update({k: first[k] for k in ("fill", "low", "high") if k in first and first.get("fill") != "full"})
     if not str(first["dtype"]).startswith(("float", "bfloat")):

@@ -1,13 +1,7 @@
-"""The cells of one comparison group in one process, timed together: built and called once each, then timed
-paired and interleaved (cell.timing.time_calls), then profiled and written one by one.
-
-Why together: on a shared host the time of a call drifts by ±50% over seconds, so cells timed one after another,
-a few seconds apart, are not comparable; timed call by call in alternation, every variant sees the same drift,
-and the per-pair ratio (analysis.paired) cancels it (docs/methodology.md, "Paired timing"). A group of one is a
-cell timed alone, which is how every single run and every unpaired cell runs.
-
-The process state a cell sets (its malloc mode, its thread count) is the group's: the sweep pairs only cells
-equal in those (sweep.pairing).
+"""The cells of one comparison group in one process: built and called once each, timed together call by call
+(cell.timing.time_calls), then profiled and written one by one. Why: the host drifts ±50% over seconds, and only
+cells timed in alternation share that drift (docs/methodology.md, "Paired timing"). A group of one is a cell timed
+alone. The process state a cell sets (malloc mode, threads) is the group's: the sweep pairs only cells equal in it.
 """
 
 from __future__ import annotations
@@ -48,8 +42,11 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
         if threads is not None:
             torch.set_num_threads(threads)
         # One Dynamo reset for the group: a reset between its cells would drop the compiled code of the earlier ones.
-        live = [(run, call) for i, run in enumerate(runs)
-                if (call := run.start(reset_dynamo=i == 0, crowded=i > 0)) is not None]
+        live = [
+            (run, call)
+            for i, run in enumerate(runs)
+            if (call := run.start(reset_dynamo=i == 0, crowded=i > 0)) is not None
+        ]
         if live:
             _time_and_finish(live, len(runs) - sum(r.deferred for r in runs), unpaired_note)
         del live  # the calls hold their modules and inputs: freed before a deferred cell runs alone
@@ -60,7 +57,9 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
                 alone = runs[i] = CellRun(run.spec, run.out_dir, host_alloc)
                 call = alone.start()
                 if call is not None:
-                    alone.notes.append("timed alone: it ran out of memory while the other cells of its group were loaded")
+                    alone.notes.append(
+                        "timed alone: it ran out of memory while the other cells of its group were loaded"
+                    )
                     _time_and_finish([(alone, call)], 1, None)
     finally:
         torch.set_num_threads(process_threads)
@@ -86,9 +85,12 @@ def _time_and_finish(live: list[tuple[CellRun, Callable[[], object]]], asked: in
     for (run, _), latency in zip(live, stats):
         run.timing_group = group
         if len(live) < asked and asked > 1:
-            run.notes.append(f"timed paired with {len(live) - 1} of the {asked - 1} other cells of its group "
-                             "(the others failed before timing)" if len(live) > 1 else
-                             "timed alone: the other cells of its group failed before timing")
+            run.notes.append(
+                f"timed paired with {len(live) - 1} of the {asked - 1} other cells of its group "
+                "(the others failed before timing)"
+                if len(live) > 1
+                else "timed alone: the other cells of its group failed before timing"
+            )
         if unpaired_note and len(live) == 1:
             run.notes.append(unpaired_note)
         run.finish(latency)

@@ -1,10 +1,7 @@
-"""How far a cell is from its limits, measured after its timed and profiled passes: one more call for its peak
-memory and its output (saved for the output check, with a 16-bit cell's float32 evaluation: cell.reference), its
-work (cell.work), the roofs it is held against (published peaks, or this host's probe) and the roofline columns
-(analysis.roofline).
-
-Beyond that call (the layer failing there fails the cell, as it would have in any other call), nothing here
-turns a measured cell into an error row: a part that fails leaves its columns empty and says why.
+"""How far a cell is from its limits, after its timed and profiled passes: one more call for its peak memory and
+its output (for the output check: cell.reference), its work (cell.work), the roofs it is held against (published
+peaks or this host's probe) and the roofline columns (analysis.roofline). Only a failure of that call fails the
+cell; any other part that fails leaves its columns empty and says why.
 """
 
 from __future__ import annotations
@@ -22,13 +19,13 @@ from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.build import Built
 from neuronexp.cell.output import save_output
-from neuronexp.host.probe import default_cache_dir, host_roofs, quiet
+from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.reference import save_float32_output
 from neuronexp.cell.rows import Measured
-from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.work import Work, count_work, listed_work
 from neuronexp.config import CellSpec, ProbeMode
 from neuronexp.config.inputs import compute_dtype
+from neuronexp.host.probe import default_cache_dir, host_roofs, quiet
 from neuronexp.results import JOBS_MANIFEST
 
 
@@ -51,8 +48,10 @@ def host_peak(entry: dict[str, Any], dtype: str) -> Peak:
     stream, gemm = entry["stream"], entry.get("gemm", {}).get(dtype)
     figures = [stream, *([gemm] if gemm else [])]
     threads = f"{entry['threads']} thread{'s' if entry['threads'] != 1 else ''}"
-    source = (f"host probe, {threads}, {str(stream['probed_at'])[:16]}: copy {stream['copy_gbs']:.1f} / "
-              f"triad {stream['triad_gbs']:.1f} GB/s" + (f", GEMM {gemm['tflops'] * 1e3:.3g} GFLOP/s" if gemm else ""))
+    source = (
+        f"host probe, {threads}, {str(stream['probed_at'])[:16]}: copy {stream['copy_gbs']:.1f} / "
+        f"triad {stream['triad_gbs']:.1f} GB/s" + (f", GEMM {gemm['tflops'] * 1e3:.3g} GFLOP/s" if gemm else "")
+    )
     others = max((f.get("other_cpu") or 0.0) for f in figures)
     load = f", load {stream['load_1m']:g}" if stream.get("load_1m") is not None else ""
     if all(quiet(f) for f in figures):
@@ -88,21 +87,33 @@ def _output_columns(spec: CellSpec, out: Any, out_dir: Path) -> dict[str, Any]:
     except Exception as exc:  # an output neuronexp cannot read back (an exotic type): not checked, said so
         return {**cols, "output_check": "n/a", "output_note": f"output not saved: {type(exc).__name__}: {exc}"}
     if not saved:  # still saved (empty): a variant computing nothing must fail against a baseline that returns tensors
-        return {**cols, "output_tensors": 0, "output_check": "n/a",
-                "output_note": f"the module returned no tensor (a {type(out).__name__})"}
-    return {**cols, "output_tensors": saved, "output_check": "no baseline",
-            "output_note": "nothing to compare yet: a sweep checks it against its baseline cell's output"}
+        return {
+            **cols,
+            "output_tensors": 0,
+            "output_check": "n/a",
+            "output_note": f"the module returned no tensor (a {type(out).__name__})",
+        }
+    return {
+        **cols,
+        "output_tensors": saved,
+        "output_check": "no baseline",
+        "output_note": "nothing to compare yet: a sweep checks it against its baseline cell's output",
+    }
 
 
 def profiled_flops(profile: ProfileResult | None) -> float | None:
     """FLOPs per step from the profiled pass (profiler.with_flops), the median over its cycles; None when off."""
-    per_cycle = [sum(r["flops"] for r in c.ops if r.get("flops") is not None) for c in (profile.cycles if profile else [])
-                 if any(r.get("flops") is not None for r in c.ops)]
+    per_cycle = [
+        sum(r["flops"] for r in c.ops if r.get("flops") is not None)
+        for c in (profile.cycles if profile else [])
+        if any(r.get("flops") is not None for r in c.ops)
+    ]
     return float(statistics.median(per_cycle)) if per_cycle else None
 
 
-def _work(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
-          profile: ProfileResult | None) -> Work:
+def _work(
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, profile: ProfileResult | None
+) -> Work:
     try:
         return count_work(module, args, kwargs)
     except Exception as exc:  # an operator the counting modes cannot run through: the fallback, and why
@@ -116,8 +127,10 @@ def measure_limits(built: Built, measured: Measured, spec: CellSpec, backend: Ba
     profile = measured.profile
     notes: list[str] = []
     out, peak_bytes = backend.call_memory(built.call)
-    columns: dict[str, Any] = {"peak_memory_bytes": peak_bytes if math.isfinite(peak_bytes) else None,
-                               "peak_memory_method": backend.memory_method}
+    columns: dict[str, Any] = {
+        "peak_memory_bytes": peak_bytes if math.isfinite(peak_bytes) else None,
+        "peak_memory_method": backend.memory_method,
+    }
     columns.update(_output_columns(spec, out, out_dir))
     if columns.get("output_tensors") and spec.config.correctness.float32_reference:  # 16-bit cells: cell.reference
         note = save_float32_output(module, args, kwargs, out_dir)
@@ -126,14 +139,22 @@ def measure_limits(built: Built, measured: Measured, spec: CellSpec, backend: Ba
     del out
     if work.fallback:
         notes.append(str(work.note))
-    columns.update(bytes_min=work.bytes_min, bytes_read=work.bytes_read, bytes_written=work.bytes_written,
-                   flops=work.flops if math.isfinite(work.flops) else None, flops_note=work.note)
+    columns.update(
+        bytes_min=work.bytes_min,
+        bytes_read=work.bytes_read,
+        bytes_written=work.bytes_written,
+        flops=work.flops if math.isfinite(work.flops) else None,
+        flops_note=work.note,
+    )
     entry = None
     try:
         peak, entry = cell_roofs(spec, backend, out_dir)
     except Exception as exc:  # a probe that cannot allocate or a damaged table: no roofs, said so
         peak = Peak(None, None, f"no roofs: {type(exc).__name__}: {exc}")
     columns["peak_source"] = peak.source
-    columns.update(roofline_columns(columns.get("bytes_min"), columns.get("flops"), measured.latency.median_us,
-                                    peak.bandwidth_gbs, peak.tflops))
+    columns.update(
+        roofline_columns(
+            columns.get("bytes_min"), columns.get("flops"), measured.latency.median_us, peak.bandwidth_gbs, peak.tflops
+        )
+    )
     return Limits(columns, entry, notes)

@@ -78,16 +78,22 @@ class _Inspect:
         self.bytes: dict[str, int] = {}
         self.weights = {path: _bytes([*sub.parameters(), *sub.buffers()]) for path, sub in module.named_modules()}
 
-    def __enter__(self) -> "_Inspect":
+    def __enter__(self) -> _Inspect:
         for path, sub in self.module.named_modules():
-            self.handles.append(sub.register_forward_pre_hook(lambda m, a, k, p=path: self._pre(p, a, k), with_kwargs=True))
-            self.handles.append(sub.register_forward_hook(lambda m, a, k, out, p=path: self._post(p, a, k, out),
-                                                          with_kwargs=True))
+            self.handles.append(
+                sub.register_forward_pre_hook(lambda m, a, k, p=path: self._pre(p, a, k), with_kwargs=True)
+            )
+            self.handles.append(
+                sub.register_forward_hook(lambda m, a, k, out, p=path: self._post(p, a, k, out), with_kwargs=True)
+            )
         return self
 
     def _pre(self, path: str, args: Any, kwargs: Any) -> None:
         if path not in self.specs:
-            self.specs[path] = {"args": [value_spec(a) for a in args], "kwargs": {k: value_spec(v) for k, v in kwargs.items()}}
+            self.specs[path] = {
+                "args": [value_spec(a) for a in args],
+                "kwargs": {k: value_spec(v) for k, v in kwargs.items()},
+            }
 
     def _post(self, path: str, args: Any, kwargs: Any, out: Any) -> None:
         inputs = _tensors((args, kwargs))
@@ -106,8 +112,11 @@ def inspect_modules(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, 
     try:
         with FlopCounterMode(display=False) as counter, _Inspect(module) as seen:
             module(*args, **kwargs)
-        flops: dict[str, float] | None = {("" if k == root else k[len(root) + 1:]): float(sum(v.values()))
-                                          for k, v in counter.get_flop_counts().items() if k == root or k.startswith(root + ".")}
+        flops: dict[str, float] | None = {
+            ("" if k == root else k[len(root) + 1 :]): float(sum(v.values()))
+            for k, v in counter.get_flop_counts().items()
+            if k == root or k.startswith(root + ".")
+        }
     except Exception:  # an operator the counting mode cannot run through: the inputs and bytes still, no FLOPs
         with _Inspect(module) as seen:
             module(*args, **kwargs)
@@ -115,16 +124,28 @@ def inspect_modules(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, 
     out = {}
     for path in dict(module.named_modules()):
         spec = seen.specs.get(path)
-        leaves = [s for s in pytree.tree_leaves(spec, is_leaf=lambda x: isinstance(x, dict) and "shape" in x)
-                  if isinstance(s, dict) and "shape" in s] if spec else []
+        leaves = (
+            [
+                s
+                for s in pytree.tree_leaves(spec, is_leaf=lambda x: isinstance(x, dict) and "shape" in x)
+                if isinstance(s, dict) and "shape" in s
+            ]
+            if spec
+            else []
+        )
         shapes = None
         if spec:
-            parts = [_shape_text(a) for a in spec["args"]] + [f"{k}={_shape_text(v)}" for k, v in spec["kwargs"].items()
-                                                              if isinstance(v, (dict, list))]
+            parts = [_shape_text(a) for a in spec["args"]] + [
+                f"{k}={_shape_text(v)}" for k, v in spec["kwargs"].items() if isinstance(v, (dict, list))
+            ]
             shapes = ", ".join(parts)
-        out[path] = {"flops": flops.get(path, 0.0) if spec and flops is not None else None, "bytes_min": seen.bytes.get(path),
-                     "input_specs": json.dumps(spec) if spec else None, "input_shapes": shapes,
-                     "input_dtypes": ",".join(dict.fromkeys(s["dtype"] for s in leaves)) if spec else None}
+        out[path] = {
+            "flops": flops.get(path, 0.0) if spec and flops is not None else None,
+            "bytes_min": seen.bytes.get(path),
+            "input_specs": json.dumps(spec) if spec else None,
+            "input_shapes": shapes,
+            "input_dtypes": ",".join(dict.fromkeys(s["dtype"] for s in leaves)) if spec else None,
+        }
     return out
 
 
@@ -136,8 +157,14 @@ def median_cycle(step_us: list[float]) -> int:
     return order[(len(order) - 1) // 2]
 
 
-def module_rows(module: nn.Module, cycles: list[ModuleCycle], active: int, step_us: list[float],
-                inspected: dict[str, dict[str, Any]], labels: dict[str, Any]) -> list[dict[str, Any]]:
+def module_rows(
+    module: nn.Module,
+    cycles: list[ModuleCycle],
+    active: int,
+    step_us: list[float],
+    inspected: dict[str, dict[str, Any]],
+    labels: dict[str, Any],
+) -> list[dict[str, Any]]:
     """One row per module path, per profiled step, from the median cycle (`step_us`: each cycle's device time per
     step); totals summed up the tree from the self times, so a parent's total is exactly its self plus its
     children's, and the root's the step's (less ops run outside the model's forward)."""
@@ -148,9 +175,20 @@ def module_rows(module: nn.Module, cycles: list[ModuleCycle], active: int, step_
     def per_step(field: str, path: str) -> float:
         return getattr(cycles[pick], field)[path] / active if pick is not None else float("nan")
 
-    rows = {p: {**labels, "module_path": p, "module_type": qualified_type(m), "depth": depth_of(p),
-                "parent_path": parent_of(p), "calls": per_step("calls", p), "self_cpu_us": per_step("self_cpu_us", p),
-                "self_device_us": per_step("self_device_us", p), **inspected.get(p, {})} for p, m in paths.items()}
+    rows = {
+        p: {
+            **labels,
+            "module_path": p,
+            "module_type": qualified_type(m),
+            "depth": depth_of(p),
+            "parent_path": parent_of(p),
+            "calls": per_step("calls", p),
+            "self_cpu_us": per_step("self_cpu_us", p),
+            "self_device_us": per_step("self_device_us", p),
+            **inspected.get(p, {}),
+        }
+        for p, m in paths.items()
+    }
     for r in rows.values():
         r["total_cpu_us"], r["total_device_us"] = r["self_cpu_us"], r["self_device_us"]
     for p in sorted(rows, key=depth_of, reverse=True):  # deepest first: a child's total is final before its parent's

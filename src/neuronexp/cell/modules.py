@@ -25,7 +25,7 @@ def span_name(path: str) -> str:
 
 
 def span_path(name: str) -> str:
-    rest = name[len(MODULE_SPAN):]
+    rest = name[len(MODULE_SPAN) :]
     return "" if rest == ROOT_SPAN else rest
 
 
@@ -56,7 +56,7 @@ class ModuleSpans:
         self.handles: list[Any] = []
         self.open: list[Any] = []
 
-    def __enter__(self) -> "ModuleSpans":
+    def __enter__(self) -> ModuleSpans:
         for path, sub in self.module.named_modules():
             name = span_name(path)
             self.handles.append(sub.register_forward_pre_hook(lambda *_, n=name: self._enter(n)))
@@ -93,8 +93,12 @@ class ModuleCycle:
 def _counted(evt: Any) -> bool:
     """The events the op table counts (cell.profiling._op_rows): not the step, Python frames, frees or spans."""
     name = evt.name
-    return not (getattr(evt, "is_python_function", False) or name.startswith(STEP_PREFIX) or name == "[memory]"
-                or name.startswith(MODULE_SPAN))
+    return not (
+        getattr(evt, "is_python_function", False)
+        or name.startswith(STEP_PREFIX)
+        or name == "[memory]"
+        or name.startswith(MODULE_SPAN)
+    )
 
 
 def _owner(evt: Any) -> str | None:
@@ -138,6 +142,7 @@ def fill_module_device_times(cycles: list[ModuleCycle], per_op_us: dict[str, flo
         for ops in cycle.op_calls.values():
             totals.update(ops)
         for path, ops in cycle.op_calls.items():
-            share: float = sum(per_op_us[op] * active * n / totals[op]
-                               for op, n in ops.items() if op in per_op_us and totals[op])
+            share: float = sum(
+                per_op_us[op] * active * n / totals[op] for op, n in ops.items() if op in per_op_us and totals[op]
+            )
             cycle.self_device_us[path] = share  # type: ignore[assignment]  # µs; Counter's stub holds only ints

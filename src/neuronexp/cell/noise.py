@@ -22,8 +22,9 @@ def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def noise_columns(latency: LatencyStats, threads: int | None = None, cpus: str | None = None,
-                  limits: Thresholds | None = None) -> dict[str, Any]:
+def noise_columns(
+    latency: LatencyStats, threads: int | None = None, cpus: str | None = None, limits: Thresholds | None = None
+) -> dict[str, Any]:
     """Noise figures and machine activity of the timed pass, the `noisy` flag with its reasons (analysis.noise.judge),
     and what would help (`noise_hint`, for the row's warning). `limits`: NoiseConfig's defaults unless given."""
     spread = latency.round_spread
@@ -44,8 +45,10 @@ def noise_columns(latency: LatencyStats, threads: int | None = None, cpus: str |
 
 def profile_warning(profile_ratio: float) -> str | None:
     if _finite(profile_ratio) and profile_ratio > DISTORTED_PROFILE:
-        return (f"profiled time per step is {profile_ratio:.1f}x the wall-clock median: the profiler distorts this "
-                "cell; use its op shares, not its absolute times")
+        return (
+            f"profiled time per step is {profile_ratio:.1f}x the wall-clock median: the profiler distorts this "
+            "cell; use its op shares, not its absolute times"
+        )
     return None
 
 

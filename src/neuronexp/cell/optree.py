@@ -11,15 +11,63 @@ from typing import Any
 STEP_PREFIX = "ProfilerStep"
 # Host bookkeeping that dispatches no operator: Dynamo's guard check, AOTAutograd's wrappers, the
 # profiler's own frees (profile_memory).
-BOOKKEEPING = {"TorchDynamo Cache Lookup", "Pregraph bytecode", "AOTDispatcher Runtime Wrapper Prologue",
-               "AOTDispatcher Runtime Wrapper Epilogue", "[memory]"}
+BOOKKEEPING = {
+    "TorchDynamo Cache Lookup",
+    "Pregraph bytecode",
+    "AOTDispatcher Runtime Wrapper Prologue",
+    "AOTDispatcher Runtime Wrapper Epilogue",
+    "[memory]",
+}
 # Ops that allocate, view or dispatch a conversion but compute nothing themselves.
-NO_WORK = {f"aten::{n}" for n in (
-    "empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided", "view", "_unsafe_view", "as_strided",
-    "reshape", "_reshape_alias", "expand", "expand_as", "unsqueeze", "squeeze", "t", "transpose", "permute", "slice",
-    "select", "detach", "alias", "lift_fresh", "result_type", "to", "type_as", "contiguous", "resize_", "unflatten",
-    "flatten", "view_as", "numpy_T", "split", "chunk", "unbind", "narrow", "broadcast_to", "resolve_conj",
-    "resolve_neg", "conj", "_conj", "_neg_view", "is_same_size", "set_", "_nested_tensor_from_mask_left_aligned")}
+NO_WORK = {
+    f"aten::{n}"
+    for n in (
+        "empty",
+        "empty_strided",
+        "empty_like",
+        "new_empty",
+        "new_empty_strided",
+        "view",
+        "_unsafe_view",
+        "as_strided",
+        "reshape",
+        "_reshape_alias",
+        "expand",
+        "expand_as",
+        "unsqueeze",
+        "squeeze",
+        "t",
+        "transpose",
+        "permute",
+        "slice",
+        "select",
+        "detach",
+        "alias",
+        "lift_fresh",
+        "result_type",
+        "to",
+        "type_as",
+        "contiguous",
+        "resize_",
+        "unflatten",
+        "flatten",
+        "view_as",
+        "numpy_T",
+        "split",
+        "chunk",
+        "unbind",
+        "narrow",
+        "broadcast_to",
+        "resolve_conj",
+        "resolve_neg",
+        "conj",
+        "_conj",
+        "_neg_view",
+        "is_same_size",
+        "set_",
+        "_nested_tensor_from_mask_left_aligned",
+    )
+}
 # Work an op does for itself when called inside another op (fill its output, copy a scalar, convert a dtype).
 HELPERS = {"aten::fill_", "aten::zero_", "aten::copy_", "aten::_to_copy", "aten::zeros_like", "aten::zeros"}
 

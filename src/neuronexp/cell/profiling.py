@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from torch.profiler import profile, schedule
 
@@ -49,8 +50,9 @@ class ProfileResult:
 def resolve_schedule(cfg: ProfilerConfig, backend: Backend | type[Backend]) -> ScheduleConfig:
     """The schedule to run: the configured values, the backend's default for each one left null."""
     s, d = cfg.schedule, backend.default_schedule
-    return ScheduleConfig(*(getattr(d, k) if getattr(s, k) is None else getattr(s, k)
-                            for k in ("wait", "warmup", "active", "repeat")))
+    return ScheduleConfig(
+        *(getattr(d, k) if getattr(s, k) is None else getattr(s, k) for k in ("wait", "warmup", "active", "repeat"))
+    )
 
 
 def schedule_counts(s: ScheduleConfig) -> tuple[int, int, int, int]:
@@ -74,7 +76,12 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
     rows = []
     for evt in prof.key_averages(group_by_input_shape=cfg.record_shapes):
         name = evt.key
-        if name.startswith(STEP_PREFIX) or name in tree.python_names or name == "[memory]" or name.startswith(MODULE_SPAN):
+        if (
+            name.startswith(STEP_PREFIX)
+            or name in tree.python_names
+            or name == "[memory]"
+            or name.startswith(MODULE_SPAN)
+        ):
             continue  # the step marker, Python frames (with_stack), the profiler's frees and module spans are not ops
         self_cpu, cpu_total = evt.self_cpu_time_total / active, evt.cpu_time_total / active
         device_type = evt.device_type.name
@@ -99,7 +106,9 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
     return rows
 
 
-def summarize_cycle(cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig, active: int | None = None) -> CycleProfile:
+def summarize_cycle(
+    cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig, active: int | None = None
+) -> CycleProfile:
     active = active or schedule_counts(resolve_schedule(cfg, backend))[2]
     tree = step_tree(prof.events())
     rows = _op_rows(prof, backend, cfg, active, tree)
@@ -126,8 +135,9 @@ def _export_trace(prof: Any, path: Path) -> None:
         prof.export_chrome_trace(str(tmp))
 
 
-def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path,
-                     spans: Any = None) -> ProfileResult:
+def profile_callable(
+    fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path, spans: Any = None
+) -> ProfileResult:
     """Run `fn` under torch.profiler for the configured schedule (nulls: the backend's) and collect each cycle.
     `spans`: an eager nn.Module whose submodules get a range each by path (cell.modules), attributed per cycle.
 
@@ -153,16 +163,19 @@ def profile_callable(fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfi
 
     # Kineto warns that each cycle clears the last one's events: intended, each is read in on_trace_ready.
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle.*")
-    with ModuleSpans(spans) if spans is not None else contextlib.nullcontext(), profile(
-        activities=backend.activities(),
-        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
-        on_trace_ready=on_trace_ready,
-        record_shapes=cfg.record_shapes,
-        with_stack=cfg.with_stack,
-        profile_memory=cfg.profile_memory,
-        with_flops=cfg.with_flops,
-        **backend.profiler_kwargs(out_dir),
-    ) as prof:
+    with (
+        ModuleSpans(spans) if spans is not None else contextlib.nullcontext(),
+        profile(
+            activities=backend.activities(),
+            schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=repeat),
+            on_trace_ready=on_trace_ready,
+            record_shapes=cfg.record_shapes,
+            with_stack=cfg.with_stack,
+            profile_memory=cfg.profile_memory,
+            with_flops=cfg.with_flops,
+            **backend.profiler_kwargs(out_dir),
+        ) as prof,
+    ):
         for _ in range(steps_needed(s)):
             fn()
             backend.synchronize()

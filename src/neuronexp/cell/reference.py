@@ -24,8 +24,9 @@ def _widen(value: Any) -> Any:
     return value
 
 
-def save_float32_output(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
-                        out_dir: Path) -> str | None:
+def save_float32_output(
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out_dir: Path
+) -> str | None:
     """Write `output_fp32.npz` when the cell computes in 16 bits; a note when it could not, else None.
 
     The eager module is copied (a compiled cell's too: the float32 evaluation is of the function, not of the

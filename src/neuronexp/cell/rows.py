@@ -13,8 +13,8 @@ import pyarrow as pa
 import torch
 
 from neuronexp.analysis.noise import NOISE_WARNING
-from neuronexp.analysis.overrides import argument_columns
 from neuronexp.analysis.ops import hotspots
+from neuronexp.analysis.overrides import argument_columns
 from neuronexp.backends import Backend
 from neuronexp.backends.table import host_cpus
 from neuronexp.cell.environment import package_version
@@ -54,7 +54,9 @@ class _NotStarted(Backend):
         return "unknown"
 
 
-def write_lost_cell(spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str) -> Results:
+def write_lost_cell(
+    spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str
+) -> Results:
     """The error row of a cell whose own process died before writing one (killed, out of memory, crashed).
 
     Written by the process that launched it, which never touches the device: labels and `extra` only.
@@ -122,12 +124,18 @@ def cell_tables(
     if m is not None:
         cell.update(measured_columns(m, op_rows, spec))
         pairs: Sequence[int | None] = m.latency.pairs or [None] * len(m.latency.samples_us)
-        samples = [{"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p, **who}
-                   for i, (v, r, p) in enumerate(zip(m.latency.samples_us, m.latency.rounds, pairs))]
+        samples = [
+            {"run_id": spec.run_id, "sample": i, "latency_us": v, "round": r, "pair": p, **who}
+            for i, (v, r, p) in enumerate(zip(m.latency.samples_us, m.latency.rounds, pairs))
+        ]
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
     cell.update(extra)
     cell["warnings"] = join_warnings(*spec.warnings, warnings)
-    return {"cells": arrow_table("cells", [cell]), "ops": arrow_table("ops", op_rows), "samples": arrow_table("samples", samples)}
+    return {
+        "cells": arrow_table("cells", [cell]),
+        "ops": arrow_table("ops", op_rows),
+        "samples": arrow_table("samples", samples),
+    }
 
 
 def _median(values: list[float | None]) -> float:
@@ -159,9 +167,13 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
         device_ops=executed,
         ops_dispatched=_median([c.ops_dispatched for c in cycles]),
         ops_executed=executed,
-        memory_per_step_bytes=_median([c.memory_bytes for c in cycles]) if any(c.memory_bytes is not None for c in cycles) else None,
+        memory_per_step_bytes=_median([c.memory_bytes for c in cycles])
+        if any(c.memory_bytes is not None for c in cycles)
+        else None,
         profile_cycles=len(cycles),
-        profile_schedule=(f"{schedule.wait}/{schedule.warmup}/{schedule.active}/{schedule.repeat}" if schedule else None),
+        profile_schedule=(
+            f"{schedule.wait}/{schedule.warmup}/{schedule.active}/{schedule.repeat}" if schedule else None
+        ),
         profile_ratio=ratio,
         top_op=top_op,
         top_op_share=top_share,

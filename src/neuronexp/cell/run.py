@@ -7,28 +7,28 @@ import contextlib
 import logging
 import math
 import traceback
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from neuronexp.backends import HOST, Backend, backend_info, backend_kind, resolve_backend
-from neuronexp.config import CellSpec
 from neuronexp.cell.build import Built, build, first_call, kernel_records
-from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
-from neuronexp.config import ConfigError
 from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode
 from neuronexp.cell.limits import Limits, measure_limits
 from neuronexp.cell.module_rows import inspect_modules, module_rows
 from neuronexp.cell.modules import fill_module_device_times
+from neuronexp.cell.noise import join_warnings
 from neuronexp.cell.profiling import profile_callable
+from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
+from neuronexp.cell.timing import LatencyStats
+from neuronexp.config import CellSpec, ConfigError
 from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
-from neuronexp.cell.timing import LatencyStats
-from neuronexp.cell.noise import join_warnings
 
 trace_log = logging.getLogger("neuronexp.cell.traceback")
 
@@ -82,8 +82,9 @@ class CellRun:
             self.backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
         except ConfigError as exc:
             where = {**describe_placement(HOST.name, None), **self.alloc_columns}  # no device was started
-            self.results = write_lost_cell(self.spec, self.out_dir, str(exc), backend_kind(cfg.backend), where,
-                                           self.started_at)
+            self.results = write_lost_cell(
+                self.spec, self.out_dir, str(exc), backend_kind(cfg.backend), where, self.started_at
+            )
             return None
         self.backend.prepare()
         with self._failures():
@@ -143,28 +144,46 @@ class CellRun:
         if measured:
             fill_device_times(measured.profile, backend.device_op_times())
             if inspected:
-                fill_module_device_times(measured.profile.modules, backend.device_op_times(),
-                                         measured.profile.active_steps)
+                fill_module_device_times(
+                    measured.profile.modules, backend.device_op_times(), measured.profile.active_steps
+                )
         notes = [*self.notes, *limits.notes]
         if cfg.profiler.modules and cfg.compile.enabled:
-            notes.append("profiler.modules: time per module is for eager cells; a compiled module runs as graphs, not "
-                         "modules (run it with compile.enabled=false)")
+            notes.append(
+                "profiler.modules: time per module is for eager cells; a compiled module runs as graphs, not "
+                "modules (run it with compile.enabled=false)"
+            )
         wanted = max(cfg.timing.warmup, backend.min_warmup_calls)
         if measured is not None and measured.latency.warmup_calls < wanted:
-            notes.append(f"warm-up stopped after {measured.latency.warmup_calls} of {wanted} calls "
-                         f"(timing.max_seconds={cfg.timing.max_seconds:g})")
+            notes.append(
+                f"warm-up stopped after {measured.latency.warmup_calls} of {wanted} calls "
+                f"(timing.max_seconds={cfg.timing.max_seconds:g})"
+            )
         if self.host_alloc["note"]:  # the mode did not apply as asked: the figures are not what the key promised
             notes.append(f"allocator: {self.host_alloc['note']}")
         extra["warnings"] = join_warnings(extra.get("warnings"), *notes)
-        extra = {**describe_placement(backend.name, backend.device), **self.alloc_columns, **limits.columns, **extra,
-                 "timing_group": self.timing_group if measured else None}
+        extra = {
+            **describe_placement(backend.name, backend.device),
+            **self.alloc_columns,
+            **limits.columns,
+            **extra,
+            "timing_group": self.timing_group if measured else None,
+        }
         labels = cell_labels(spec, backend)
         tables = cell_tables(spec, backend, labels, measured, self.error, extra, self.started_at)
         if inspected and measured is not None and self.error is None:
             steps = [c.device_time_us for c in measured.profile.cycles]
-            tables["modules"] = arrow_table("modules", module_rows(module_tree, measured.profile.modules,
-                                            measured.profile.active_steps, steps, inspected,
-                                            {k: labels[k] for k in LABEL_COLUMNS}))
+            tables["modules"] = arrow_table(
+                "modules",
+                module_rows(
+                    module_tree,
+                    measured.profile.modules,
+                    measured.profile.active_steps,
+                    steps,
+                    inspected,
+                    {k: labels[k] for k in LABEL_COLUMNS},
+                ),
+            )
         del module_tree
         threads = measured.threads if measured else cfg.threads or torch.get_num_threads()
         env = environment_record(labels["device_name"], backend.name, self.host_alloc, threads)
@@ -173,8 +192,10 @@ class CellRun:
         write_json(out_dir / "env.json", env)
         write_job_tables(out_dir, tables)
         backend.finish()
-        self.results = Results.of((tables[name].to_pandas() for name in TABLES),
-                                  tables["modules"].to_pandas() if "modules" in tables else None)
+        self.results = Results.of(
+            (tables[name].to_pandas() for name in TABLES),
+            tables["modules"].to_pandas() if "modules" in tables else None,
+        )
         return self.results
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import gc
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +42,13 @@ class LatencyStats:
         return (max(meds) - min(meds)) / self.median_us if len(meds) > 1 and self.median_us > 0 else 0.0
 
 
-def summarize_samples(samples_us: list[float], rounds: list[int] | None = None, warmup_calls: int = 0,
-                      pairs: list[int] | None = None, block: int = 1) -> LatencyStats:
+def summarize_samples(
+    samples_us: list[float],
+    rounds: list[int] | None = None,
+    warmup_calls: int = 0,
+    pairs: list[int] | None = None,
+    block: int = 1,
+) -> LatencyStats:
     arr = np.asarray(samples_us, dtype=float)
     rounds = list(rounds) if rounds is not None else [0] * len(arr)
     if not arr.size:
@@ -51,8 +56,17 @@ def summarize_samples(samples_us: list[float], rounds: list[int] | None = None, 
     p10, p90 = np.percentile(arr, [10, 90])
     labels = np.asarray(rounds)
     medians = [float(np.median(arr[labels == r])) for r in sorted(set(rounds))]
-    return LatencyStats(list(map(float, arr)), float(np.median(medians)), float(p10), float(p90), rounds, medians,
-                        warmup_calls=warmup_calls, pairs=pairs, block=block)
+    return LatencyStats(
+        list(map(float, arr)),
+        float(np.median(medians)),
+        float(p10),
+        float(p90),
+        rounds,
+        medians,
+        warmup_calls=warmup_calls,
+        pairs=pairs,
+        block=block,
+    )
 
 
 def _per_round(total: int, rounds: int) -> int:
@@ -91,8 +105,13 @@ def _sample(fn: Callable[[], Any], backend: Backend, block: int) -> float:
 _SPACER_STEPS, _SPACER_STEP = 2**15, 64
 
 
-def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig, seed: int | None = None,
-               relocate: Sequence[Callable[[int], None]] | None = None) -> list[LatencyStats]:
+def time_calls(
+    calls: list[Callable[[], Any]],
+    backend: Backend,
+    cfg: TimingConfig,
+    seed: int | None = None,
+    relocate: Sequence[Callable[[int], None]] | None = None,
+) -> list[LatencyStats]:
     """Warm up, then take `rounds` rounds `round_gap_s` apart; with several calls, paired and interleaved.
 
     Several calls (the cells of one comparison group, cell.group) alternate call by call, in a fresh random order
@@ -149,7 +168,7 @@ def time_calls(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConf
             deadline, long_enough = started + budget, started + min(cfg.min_seconds, cfg.max_seconds) * n / cfg.rounds
             taken = 0
             while taken < target or time.perf_counter() < long_enough:
-                for j in (rng.permutation(n) if n > 1 else (0,)):
+                for j in rng.permutation(n) if n > 1 else (0,):
                     samples[j].append(_sample(calls[j], backend, blocks[j]))
                     labels[j].append(r)
                     pairs[j].append(pair)

@@ -14,9 +14,30 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 # Operators that move or relabel data but compute nothing: never named in the "no FLOP formula" note.
-_NO_COMPUTE = {"detach", "alias", "empty", "empty_like", "empty_strided", "lift_fresh", "clone", "copy_", "_to_copy",
-               "contiguous", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill_", "scalar_tensor",
-               "_unsafe_view", "_reshape_alias", "cat", "stack"}
+_NO_COMPUTE = {
+    "detach",
+    "alias",
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "lift_fresh",
+    "clone",
+    "copy_",
+    "_to_copy",
+    "contiguous",
+    "zeros",
+    "zeros_like",
+    "ones",
+    "ones_like",
+    "full",
+    "full_like",
+    "fill_",
+    "scalar_tensor",
+    "_unsafe_view",
+    "_reshape_alias",
+    "cat",
+    "stack",
+}
 _NOTE_OPS = 8
 
 
@@ -95,8 +116,9 @@ def _named(ops: list[Any]) -> list[str]:
     return list(names)
 
 
-def listed_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
-                flops: float | None, why: str) -> Work:
+def listed_work(
+    module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, flops: float | None, why: str
+) -> Work:
     """The fallback when the counting modes cannot run the module: every input, parameter and buffer read
     once and every output written once (no operator saw them, so nothing tells what the call did not touch),
     and `flops` from the profiler's with_flops when it was on (else unknown)."""
@@ -104,10 +126,20 @@ def listed_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     held = {_storage(t) for t in inputs}
     bytes_read = _unique_bytes(inputs)
     bytes_written = _unique_bytes([t for t in _tensors(out) if _storage(t) not in held])
-    source = "FLOPs from the profiler's with_flops" if flops is not None else "FLOPs unknown (profiler.with_flops=true counts them)"
+    source = (
+        "FLOPs from the profiler's with_flops"
+        if flops is not None
+        else "FLOPs unknown (profiler.with_flops=true counts them)"
+    )
     note = f"FlopCounterMode could not run the module ({why}): {source}; bytes: every input, weight and output"
-    return Work(bytes_read + bytes_written, bytes_read, bytes_written, flops if flops is not None else float("nan"), note,
-                fallback=True)
+    return Work(
+        bytes_read + bytes_written,
+        bytes_read,
+        bytes_written,
+        flops if flops is not None else float("nan"),
+        note,
+        fallback=True,
+    )
 
 
 def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Work:

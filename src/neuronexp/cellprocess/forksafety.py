@@ -13,8 +13,11 @@ from typing import Any
 from neuronexp.backends.table import BACKENDS, backend_info
 
 # Only in the template's environment, read by the libraries they configure when those load (see above).
-TEMPLATE_ENV = {"OPENBLAS_NUM_THREADS": "1", "JE_ARROW_MALLOC_CONF": "background_thread:false",
-                "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+TEMPLATE_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+    "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+}
 
 
 def template_state() -> dict[str, Any]:
@@ -60,8 +63,11 @@ def warm_compile() -> None:
     def norm(x: torch.Tensor) -> torch.Tensor:
         return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * 2.0
 
-    no_monitor = mock.patch.object(progress_bar, "monitor_interval", 0) if hasattr(progress_bar, "monitor_interval") \
+    no_monitor = (
+        mock.patch.object(progress_bar, "monitor_interval", 0)
+        if hasattr(progress_bar, "monitor_interval")
         else mock.patch.dict({})
+    )
     with inductor_config.patch(compile_threads=1), no_monitor, torch.inference_mode():
         torch.compile(norm)(torch.randn(2, 8))
     torch._dynamo.reset()
@@ -71,8 +77,12 @@ def thread_warning(state: dict[str, Any]) -> str | None:
     """A line for the terminal when the template has threads besides its own: forking is then safe only as far
     as those libraries prepare for it (most register pthread_atfork handlers)."""
     others = state["threads"][1:]
-    return f"neuronexp: fork server: the template has {len(others)} other thread(s) ({', '.join(others)}); " \
-           "cells are forked anyway" if others else None
+    return (
+        f"neuronexp: fork server: the template has {len(others)} other thread(s) ({', '.join(others)}); "
+        "cells are forked anyway"
+        if others
+        else None
+    )
 
 
 def refusal(state: dict[str, Any], kind: str) -> str | None:

@@ -16,13 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from neuronexp.host.allocator import fresh_process_env
 from neuronexp.cellprocess.childproc import ForkRequest
 from neuronexp.cellprocess.forksafety import TEMPLATE_ENV
+from neuronexp.host.allocator import fresh_process_env
 
 ADDRESS_ENV = "NEURONEXP_FORK_SERVER"
 _BOOT = "from neuronexp.cellprocess.template import main; main()"
@@ -74,8 +75,12 @@ class ForkServer:
         listener.bind(str(self.dir / "socket"))
         listener.listen(64)
         env = fresh_process_env({**os.environ, **TEMPLATE_ENV}, self.allocator)
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno()), self.allocator],
-                                     stdin=subprocess.PIPE, pass_fds=[listener.fileno()], env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno()), self.allocator],
+            stdin=subprocess.PIPE,
+            pass_fds=[listener.fileno()],
+            env=env,
+        )
         listener.close()
         self.saved = os.environ.get(ADDRESS_ENV)
         os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{self.dir / 'socket'}"
@@ -217,6 +222,10 @@ def _socket_dir() -> Path:
             tried.append(root)
     from neuronexp.config import ConfigError
 
-    raise ConfigError("TMPDIR", os.environ.get("TMPDIR", tempfile.gettempdir()), "no temporary directory holds the "
-                      f"sweep's fork-server socket (a path of at most {_SOCKET_PATH_MAX} bytes; tried {', '.join(tried)}): "
-                      "set TMPDIR to a shorter, writable directory")
+    raise ConfigError(
+        "TMPDIR",
+        os.environ.get("TMPDIR", tempfile.gettempdir()),
+        "no temporary directory holds the "
+        f"sweep's fork-server socket (a path of at most {_SOCKET_PATH_MAX} bytes; tried {', '.join(tried)}): "
+        "set TMPDIR to a shorter, writable directory",
+    )

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from neuronexp.backends import backend_kind
 from neuronexp.backends.table import HOST, backend_info, host_cpus
-from neuronexp.config import CellSpec, LauncherConfig, format_units, parse_units
-from neuronexp.results.files import read_phase
-from neuronexp.cellprocess.entry import run_cell_process
 from neuronexp.cellprocess.childproc import ForkRequest
+from neuronexp.cellprocess.entry import run_cell_process
 from neuronexp.cellprocess.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
 from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
+from neuronexp.config import CellSpec, LauncherConfig, format_units, parse_units
+from neuronexp.results.files import read_phase
 from neuronexp.slurm.cluster import SlurmTimeLimit, signal_hint
 
 # Set in a cell's process: the pid of the process that supervises it (the sweep, or a launcher's worker).
@@ -61,14 +61,21 @@ def run_supervised(spec: CellSpec, slotted: bool) -> Results:
             ended = _run((spec,), None, launcher.cell_timeout_s)
         else:
             try:
-                slots = plan_slots(kind, launcher.devices, launcher.per_device,
-                                   default_pool(kind, launcher, spec.config.neuron.visible_cores), host_cpus())
+                slots = plan_slots(
+                    kind,
+                    launcher.devices,
+                    launcher.per_device,
+                    default_pool(kind, launcher, spec.config.neuron.visible_cores),
+                    host_cpus(),
+                )
             except PlacementError as exc:
                 return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", kind, _where(None), started_at)
             with hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None) as slot:
                 (out_dir / "cells.parquet").unlink(missing_ok=True)  # an earlier error row must not pass for this run's
                 ended = _run((_unpinned(spec, kind),), slot, launcher.cell_timeout_s)
-    except SlurmTimeLimit as exc:  # raised in this Slurm task by its time-limit warning; leaving run_forked killed the cell
+    except (
+        SlurmTimeLimit
+    ) as exc:  # raised in this Slurm task by its time-limit warning; leaving run_forked killed the cell
         return write_lost_cell(spec, out_dir, f"timed out: {exc}", kind, _where(slot, None, kind), started_at)
     if (out_dir / "cells.parquet").is_file():
         return read_job(out_dir)
@@ -113,7 +120,11 @@ def _run(cells: tuple[CellSpec, ...], slot: Slot | None, timeout_s: float | None
     for name in backend_info(slot.kind).slot_overrides if slot is not None else ():
         env.pop(name, None)  # the slot's selection says which devices, and so how many
     request = ForkRequest.to_run(
-        run_cell_process, cells, env=env, cwd=os.getcwd(), sys_path=list(sys.path),
+        run_cell_process,
+        cells,
+        env=env,
+        cwd=os.getcwd(),
+        sys_path=list(sys.path),
         cpus=list(slot.cpus) if slot else None,
         log=str(Path(cells[0].out_dir) / "cell.log"),  # the cell's own output, kept apart from other cells'
         kind=backend_kind(cells[0].config.backend),

@@ -5,9 +5,9 @@ for a slot that can never be free."""
 from __future__ import annotations
 
 from neuronexp.backends.table import backend_info, host_cpus
-from neuronexp.config import ConfigError, LauncherConfig, format_units, parse_units
 from neuronexp.cellprocess.launch import default_pool
 from neuronexp.cellprocess.placement import PlacementError, plan_slots
+from neuronexp.config import ConfigError, LauncherConfig, format_units, parse_units
 
 
 def check_slots_fit(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> None:
@@ -19,8 +19,11 @@ def check_slots_fit(kind: str, launcher: LauncherConfig, neuron_cores: str | Non
     if launcher.pool and units is not None:
         beyond = [u for u in parse_units(launcher.pool) if u not in units]
         if beyond:
-            raise ConfigError("launcher.pool", launcher.pool, f"{info.unit} {format_units(beyond)} are not on this "
-                              f"machine; it has {format_units(units) or 'none'}")
+            raise ConfigError(
+                "launcher.pool",
+                launcher.pool,
+                f"{info.unit} {format_units(beyond)} are not on this machine; it has {format_units(units) or 'none'}",
+            )
     try:
         plan_slots(kind, launcher.devices, launcher.per_device, default_pool(kind, launcher, neuron_cores), host_cpus())
     except PlacementError as exc:

@@ -14,10 +14,10 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from neuronexp.backends.table import backend_info
 from neuronexp.config import format_units
@@ -65,20 +65,23 @@ def plan_slots(kind: str, devices: int, per_device: int | None, pool: list[str],
         per = per_device or 1
     need = devices * per
     if need > len(pool):
-        raise PlacementError(f"launcher.devices={devices} x launcher.per_device={per} needs {need} {info.unit}; "
-                             f"{len(pool)} available here ({format_units(pool) or 'none'}); lower launcher.devices "
-                             f"or set launcher.pool")
+        raise PlacementError(
+            f"launcher.devices={devices} x launcher.per_device={per} needs {need} {info.unit}; "
+            f"{len(pool)} available here ({format_units(pool) or 'none'}); lower launcher.devices "
+            f"or set launcher.pool"
+        )
     slots = []
     for i in range(devices):
-        units = tuple(pool[i * per:(i + 1) * per])
+        units = tuple(pool[i * per : (i + 1) * per])
         if info.unit_ranges and "," in format_units(units):  # its visible-devices variable takes one range
-            raise PlacementError(f"launcher.pool: {info.unit.removesuffix('s')} slot {format_units(units)} is not a "
-                                 "contiguous range")
+            raise PlacementError(
+                f"launcher.pool: {info.unit.removesuffix('s')} slot {format_units(units)} is not a contiguous range"
+            )
         if info.on_host:
             own = tuple(int(u) for u in units)
         else:  # host threads of accelerator cells are split too, so one cell's dispatch cannot slow another's
             share = len(cpus) // devices
-            own = tuple(cpus[i * share:(i + 1) * share]) if share else tuple(cpus)
+            own = tuple(cpus[i * share : (i + 1) * share]) if share else tuple(cpus)
         slots.append(Slot(i, kind, units, own))
     return slots
 
@@ -105,12 +108,15 @@ def _open(path: Path) -> int:
                 fd = os.open(path, _FLAGS)
     except OSError as exc:
         what = "a symbolic link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
-        raise PlacementError(f"cannot open the slot lock {path} ({what}); remove it, or set launcher.lock_dir to a "
-                             "directory of your own") from None
+        raise PlacementError(
+            f"cannot open the slot lock {path} ({what}); remove it, or set launcher.lock_dir to a directory of your own"
+        ) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise PlacementError(f"the slot lock {path} is not a regular file (a FIFO or device put there?); remove it, "
-                             "or set launcher.lock_dir to a directory of your own")
+        raise PlacementError(
+            f"the slot lock {path} is not a regular file (a FIFO or device put there?); remove it, "
+            "or set launcher.lock_dir to a directory of your own"
+        )
     return fd
 
 
@@ -124,11 +130,17 @@ def check_lock_dir(value: str | None) -> None:
     while not os.path.lexists(probe) and probe.parent != probe:
         probe = probe.parent
     if not probe.is_dir():
-        raise ConfigError("launcher.lock_dir", str(value or root), f"{probe} is not a directory; choose a directory "
-                          "this user can write")
+        raise ConfigError(
+            "launcher.lock_dir",
+            str(value or root),
+            f"{probe} is not a directory; choose a directory this user can write",
+        )
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError("launcher.lock_dir", str(value or root), f"{probe} is not writable by this user; choose a "
-                          "directory this user can write")
+        raise ConfigError(
+            "launcher.lock_dir",
+            str(value or root),
+            f"{probe} is not writable by this user; choose a directory this user can write",
+        )
 
 
 def _lock(path: Path) -> int | None:

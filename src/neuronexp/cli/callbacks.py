@@ -25,9 +25,9 @@ class RunChecks(Callback):
             # (the backends and the results' files bring them in).
             spec = spec_from_sweep_config(config)
             from neuronexp.backends import backend_kind, check_available
+            from neuronexp.cellprocess.machine import check_slots_fit
             from neuronexp.results.files import owner
             from neuronexp.sweep.lock import locked
-            from neuronexp.cellprocess.machine import check_slots_fit
 
             check_available(spec.config.backend)
             check_slots_fit(backend_kind(spec.config.backend), spec.config.launcher, spec.config.neuron.visible_cores)
@@ -40,8 +40,12 @@ class RunChecks(Callback):
             run_dir = Path(str(config.hydra.run.dir))
             other = owner(run_dir)
             if other not in (None, spec.run_id):
-                raise ConfigError("hydra.run.dir", str(run_dir), f"already holds the results of another cell "
-                                  f"(run_id {other}); neuronexp never overwrites them: choose another directory")
+                raise ConfigError(
+                    "hydra.run.dir",
+                    str(run_dir),
+                    f"already holds the results of another cell "
+                    f"(run_id {other}); neuronexp never overwrites them: choose another directory",
+                )
             self._held.enter_context(locked(run_dir, "hydra.run.dir", "run"))
             from neuronexp.results import invocation
 
@@ -106,10 +110,15 @@ class MlflowExport(Callback):
         try:
             done = export_mlflow(client, read_any(out_dir), out_dir, experiment=self.experiment, traces=self.traces)
         except Exception as exc:  # at exit: say it in one line, the results stay on disk for neuronexp-export
-            print(f"neuronexp: mlflow: error: {type(exc).__name__}: {exc}; export later with neuronexp-export "
-                  f"{out_dir} --mlflow {uri}", file=sys.stderr)
+            print(
+                f"neuronexp: mlflow: error: {type(exc).__name__}: {exc}; export later with neuronexp-export "
+                f"{out_dir} --mlflow {uri}",
+                file=sys.stderr,
+            )
             return
-        print(f"mlflow: {len(done.created)} cell run(s) logged to experiment {done.experiment} at {uri}", file=sys.stderr)
+        print(
+            f"mlflow: {len(done.created)} cell run(s) logged to experiment {done.experiment} at {uri}", file=sys.stderr
+        )
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         self._start(Path(str(config.hydra.run.dir)))

@@ -23,19 +23,44 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neuronexp-compare", description=__doc__.splitlines()[0].split(": ", 1)[1])
     p.add_argument("a", metavar="A", help="run or sweep directory: the reference")
     p.add_argument("b", metavar="B", help="run or sweep directory: the candidate")
-    p.add_argument("--also-a", action="append", default=[], type=Path, metavar="DIR",
-                   help="a further run of A's cells (repeat): the intervals then hold run-to-run variance")
-    p.add_argument("--also-b", action="append", default=[], type=Path, metavar="DIR", help="a further run of B's cells (repeat)")
-    p.add_argument("--ignore", action="append", default=[], metavar="LABEL",
-                   help="label that differs on purpose (backend, experiment, an override key); repeat or comma-separate")
-    p.add_argument("--threshold", type=float, default=0.02, help="practical threshold: smaller changes are 'no change' (default 0.02 = 2%%)")
-    p.add_argument("--inconclusive", type=float, default=0.25, metavar="SIZE",
-                   help="a cell not called whose CI still allows a change beyond this is 'inconclusive' (default 0.25 = ±25%%)")
+    p.add_argument(
+        "--also-a",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="a further run of A's cells (repeat): the intervals then hold run-to-run variance",
+    )
+    p.add_argument(
+        "--also-b", action="append", default=[], type=Path, metavar="DIR", help="a further run of B's cells (repeat)"
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="label that differs on purpose (backend, experiment, an override key); repeat or comma-separate",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.02,
+        help="practical threshold: smaller changes are 'no change' (default 0.02 = 2%%)",
+    )
+    p.add_argument(
+        "--inconclusive",
+        type=float,
+        default=0.25,
+        metavar="SIZE",
+        help="a cell not called whose CI still allows a change beyond this is 'inconclusive' (default 0.25 = ±25%%)",
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="false discovery rate across cells (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write the per-cell table as CSV")
-    p.add_argument("--fail-on-regression", action="store_true", help="exit 1 when a cell is slower, or ran in A and fails in B")
+    p.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when a cell is slower, or ran in A and fails in B"
+    )
     return p
 
 
@@ -44,8 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if not 0 <= args.threshold < 1 or not 0 < args.alpha < 1 or not args.inconclusive > args.threshold:
-        parser.error(f"--threshold must be in [0, 1), --alpha in (0, 1) and --inconclusive above --threshold; got "
-                     f"{args.threshold}, {args.alpha} and {args.inconclusive}")
+        parser.error(
+            f"--threshold must be in [0, 1), --alpha in (0, 1) and --inconclusive above --threshold; got "
+            f"{args.threshold}, {args.alpha} and {args.inconclusive}"
+        )
     ignore = [name.strip() for item in args.ignore for name in item.split(",") if name.strip()]
     try:
         paths = [args.a, args.b, *args.also_a, *args.also_b]
@@ -54,11 +81,22 @@ def main(argv: list[str] | None = None) -> int:
             if side.cells.empty:
                 raise CompareError(f"{path}: the results hold no cells")
         a, b, more = results[0], results[1], results[2:]
-        cmp = compare(a, b, ignore=ignore, threshold=args.threshold, alpha=args.alpha, seed=args.seed,
-                      more_a=more[:len(args.also_a)], more_b=more[len(args.also_a):], inconclusive=args.inconclusive)
+        cmp = compare(
+            a,
+            b,
+            ignore=ignore,
+            threshold=args.threshold,
+            alpha=args.alpha,
+            seed=args.seed,
+            more_a=more[: len(args.also_a)],
+            more_b=more[len(args.also_a) :],
+            inconclusive=args.inconclusive,
+        )
         if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
-            raise CompareError("no cell ran in both A and B; " + "; ".join(
-                f"{label} ({len(names)}): {', '.join(names)}" for label, names in cell_lists(cmp)))
+            raise CompareError(
+                "no cell ran in both A and B; "
+                + "; ".join(f"{label} ({len(names)}): {', '.join(names)}" for label, names in cell_lists(cmp))
+            )
         if args.markdown:
             atomic_write_text(args.markdown, comparison_markdown(cmp, args.a, args.b))
         if args.csv:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import yaml
-
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException, OverrideParseException
 from omegaconf.errors import OmegaConfBaseException
@@ -15,8 +14,10 @@ from neuronexp.config.validate import schema_keys
 from neuronexp.formatting import first_line, yaml_error_line
 
 # Launchers of optional extras, named when they are not installed (hydra/launcher=parallel builds on joblib).
-LAUNCHER_PLUGINS = {name: f"; install it with pip install 'neuronexp[{extra}]'" for name, extra in
-                    (("joblib", "parallel"), ("submitit_local", "slurm"), ("submitit_slurm", "slurm"))}
+LAUNCHER_PLUGINS = {
+    name: f"; install it with pip install 'neuronexp[{extra}]'"
+    for name, extra in (("joblib", "parallel"), ("submitit_local", "slurm"), ("submitit_slurm", "slurm"))
+}
 
 
 def user_error_line(exc: BaseException, argv: list[str] | None = None) -> str | None:
@@ -30,9 +31,7 @@ def user_error_line(exc: BaseException, argv: list[str] | None = None) -> str | 
         return bad
     if (bad_yaml := _yaml_error(exc)) is not None:  # a user's config file that does not parse
         return yaml_error_line(bad_yaml)
-    if isinstance(exc, MissingConfigException) or (
-        isinstance(exc, HydraException) and "Could not find" in str(exc)
-    ):
+    if isinstance(exc, MissingConfigException) or (isinstance(exc, HydraException) and "Could not find" in str(exc)):
         return _missing_option_line(str(exc), exc)
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         return _hydra_error_line(str(exc), exc.__cause__)
@@ -71,14 +70,18 @@ def _hydra_error_line(text: str, cause: BaseException | None) -> str:
     if m := re.match(r"Error merging override (.+)", text):
         return f"{m.group(1)}: {detail or 'cannot be applied'}"
     if (m := re.match(r"Could not override '([^']+)'", text)) and m.group(1) == "baseline":
-        return (f"baseline: {detail or 'cannot be applied'} (a {{key: value}} override merges into the baseline set "
-                "already); replace it whole with baseline='key=value,key=value' (quoted), or baseline=null")
+        return (
+            f"baseline: {detail or 'cannot be applied'} (a {{key: value}} override merges into the baseline set "
+            "already); replace it whole with baseline='key=value,key=value' (quoted), or baseline=null"
+        )
     if m := re.match(r"Could not override '([^']+)'", text):
         key = m.group(1)
         allowed = schema_keys(key.rpartition(".")[0])
         if allowed is not None and "." in key:  # inside neuronexp's own schema: `+key` would be refused too
             typed = re.search(r"use \+(\S+)", text)
-            return f"{typed.group(1) if typed else key}: no such key; {key.rpartition('.')[0]} takes {', '.join(allowed)}"
+            return (
+                f"{typed.group(1) if typed else key}: no such key; {key.rpartition('.')[0]} takes {', '.join(allowed)}"
+            )
         return f"{key}: no such key ({detail}); add a new key with +{key}=..."
     if m := re.match(r"Error parsing override '([^']+)'\s*(.*)", text, re.S):
         return f"{m.group(1)}: cannot parse ({first_line(m.group(2))}); quote values with commas, e.g. 'key=\"0,1\"'"
@@ -101,5 +104,3 @@ def _missing_option_line(text: str, exc: BaseException) -> str:
 def _one_line(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("object_type=",))]
     return re.sub(r"\s+", " ", "; ".join(lines))
-
-

@@ -23,13 +23,22 @@ from neuronexp.results import DamagedResults, read_any
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neuronexp-export", description=__doc__.splitlines()[0].split(": ", 1)[1])
     p.add_argument("dir", type=Path, metavar="DIR", help="a run directory (cells.parquet) or a sweep directory")
-    p.add_argument("--mlflow", nargs="?", const="", metavar="URI",
-                   help="log to this MLflow tracking URI (sqlite:///mlflow.db, http://host:5000); "
-                        "without a value: $MLFLOW_TRACKING_URI")
+    p.add_argument(
+        "--mlflow",
+        nargs="?",
+        const="",
+        metavar="URI",
+        help="log to this MLflow tracking URI (sqlite:///mlflow.db, http://host:5000); "
+        "without a value: $MLFLOW_TRACKING_URI",
+    )
     p.add_argument("--experiment", metavar="NAME", help="the MLflow experiment (default: the cells' experiment label)")
     p.add_argument("--no-traces", action="store_true", help="leave the profiler traces out of the MLflow artifacts")
-    p.add_argument("--pytorch-benchmark", type=Path, metavar="FILE",
-                   help="write the PyTorch OSS benchmark JSON records (one per cell and metric) to FILE")
+    p.add_argument(
+        "--pytorch-benchmark",
+        type=Path,
+        metavar="FILE",
+        help="write the PyTorch OSS benchmark JSON records (one per cell and metric) to FILE",
+    )
     return p
 
 
@@ -38,7 +47,9 @@ def _tracking_uri(flag: str | None) -> str | None:
         return None
     uri = flag or os.environ.get("MLFLOW_TRACKING_URI", "")
     if not uri:
-        raise ExportError("--mlflow without a URI needs MLFLOW_TRACKING_URI set; give one, e.g. --mlflow sqlite:///mlflow.db")
+        raise ExportError(
+            "--mlflow without a URI needs MLFLOW_TRACKING_URI set; give one, e.g. --mlflow sqlite:///mlflow.db"
+        )
     return uri
 
 
@@ -68,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
 
             done = export_mlflow(client, found, args.dir, experiment=args.experiment, traces=not args.no_traces)
             parent = f" · parent run {done.parent_run_id}" if done.parent_run_id else ""
-            print(f"mlflow: experiment {done.experiment} (id {done.experiment_id}){parent} · {len(done.created)} cell "
-                  f"run(s) logged, {len(done.already)} already there · {uri}")
+            print(
+                f"mlflow: experiment {done.experiment} (id {done.experiment_id}){parent} · {len(done.created)} cell "
+                f"run(s) logged, {len(done.already)} already there · {uri}"
+            )
     except (ExportError, DamagedResults, OSError, pa.ArrowException) as exc:  # OSError: FileNotFoundError included
         print(f"neuronexp-export: error: {exc}", file=sys.stderr)
         return 2

@@ -22,11 +22,16 @@ class ExtractError(ValueError):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="neuronexp-extract", description="Turn the hottest modules of a run profiled "
-                                "with profiler.modules=true into layer studies (Hydra configs).")
+    p = argparse.ArgumentParser(
+        prog="neuronexp-extract",
+        description="Turn the hottest modules of a run profiled "
+        "with profiler.modules=true into layer studies (Hydra configs).",
+    )
     p.add_argument("dir", type=Path, metavar="RUN_DIR", help="a run directory (or a sweep: its first run with modules)")
     p.add_argument("--top", type=positive_int, default=3, metavar="K", help="hottest modules to extract (default 3)")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="config directory to write (module/, experiment/)")
+    p.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="config directory to write (module/, experiment/)"
+    )
     return p
 
 
@@ -108,8 +113,15 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
             inputs["dtype"] = dtype
         how = recipe(module, out / "module" / f"{name}.pt")
         variants = [name]
-        header = [f"@package _global_", f"{short_type(row.module_type)} at {path} of {cfg.module.get('_target_')}, alone, "
-                  f"with the inputs the model called it with; rebuilt from its {how.how}"] + how.notes + notes
+        header = (
+            [
+                "@package _global_",
+                f"{short_type(row.module_type)} at {path} of {cfg.module.get('_target_')}, alone, "
+                f"with the inputs the model called it with; rebuilt from its {how.how}",
+            ]
+            + how.notes
+            + notes
+        )
         fused = fused_alternative(module, how.node)
         node = how.node
         if fused is not None and "SDPA" in fused[1]:  # compared on the attention output both forms return
@@ -117,23 +129,39 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
             header.append("wrapped in FirstOutput: eager attention also returns its weights, SDPA does not")
         _dump(out / "module" / f"{name}.yaml", header, {"module": node, "input": inputs})
         if fused is not None:
-            _dump(out / "module" / f"{name}_fused.yaml", ["@package _global_", f"{name}, fused: {fused[1]}"],
-                  {"module": fused[0], "input": inputs})
+            _dump(
+                out / "module" / f"{name}_fused.yaml",
+                ["@package _global_", f"{name}, fused: {fused[1]}"],
+                {"module": fused[0], "input": inputs},
+            )
             variants.append(f"{name}_fused")
-        _dump(out / "experiment" / f"{name}.yaml",
-              ["@package _global_", f"{name}: {' and '.join(variants)}, eager and compiled; baseline: {name} eager",
-               f"  neuronexp --config-dir {out} +experiment={name}"],
-              {"defaults": [{"override /module": name}], "baseline": {"module": name, "compile.enabled": False},
-               "hydra": {"mode": "MULTIRUN", "sweep": {"dir": f"outputs/sweeps/extracted/{name}/${{now:%Y-%m-%d_%H-%M-%S}}"},
-                         "sweeper": {"params": {"module": ",".join(variants), "compile.enabled": "false,true"}}}})
+        _dump(
+            out / "experiment" / f"{name}.yaml",
+            [
+                "@package _global_",
+                f"{name}: {' and '.join(variants)}, eager and compiled; baseline: {name} eager",
+                f"  neuronexp --config-dir {out} +experiment={name}",
+            ],
+            {
+                "defaults": [{"override /module": name}],
+                "baseline": {"module": name, "compile.enabled": False},
+                "hydra": {
+                    "mode": "MULTIRUN",
+                    "sweep": {"dir": f"outputs/sweeps/extracted/{name}/${{now:%Y-%m-%d_%H-%M-%S}}"},
+                    "sweeper": {"params": {"module": ",".join(variants), "compile.enabled": "false,true"}},
+                },
+            },
+        )
         per_call = row.total_device_us / row.calls if row.calls else float("nan")
         alone = _standalone_us(node, inputs, dtype)
         where = path + (f" +{row.instances - 1} alike" if row.instances > 1 else "")
-        lines += [f"{rank}. {short_type(row.module_type)} ({where}): rebuilt from its {how.how}; "
-                  + (f"fused: {fused[1]}" if fused else "no fused form known"),
-                  f"   in the model {fmt_pct(row.share)} of the step, {fmt_us(per_call)} per call (profiled op time) · "
-                  f"alone {fmt_us(alone)} per call (wall clock, eager)",
-                  f"   neuronexp --config-dir {out} +experiment={name}"]
+        lines += [
+            f"{rank}. {short_type(row.module_type)} ({where}): rebuilt from its {how.how}; "
+            + (f"fused: {fused[1]}" if fused else "no fused form known"),
+            f"   in the model {fmt_pct(row.share)} of the step, {fmt_us(per_call)} per call (profiled op time) · "
+            f"alone {fmt_us(alone)} per call (wall clock, eager)",
+            f"   neuronexp --config-dir {out} +experiment={name}",
+        ]
     return lines
 
 

@@ -62,8 +62,10 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
         if spec is None:  # a single run (or a sweeper other than neuronexp's): built and checked here, once
             spec = spec_from(cfg, choices, task, override_dirname(task))
         if hc.mode == RunMode.RUN and spec.config.sweep.dry_run:  # the one cell, as a sweep's dry run lists it
-            print(f"dry run: 1 cell, run_id {spec.run_id}: {spec.module_name} {spec.overrides}".rstrip()
-                  + " (nothing is run; run it without sweep.dry_run to measure)")
+            print(
+                f"dry run: 1 cell, run_id {spec.run_id}: {spec.module_name} {spec.overrides}".rstrip()
+                + " (nothing is run; run it without sweep.dry_run to measure)"
+            )
             return {"status": "dry_run", "error": None, "latency_median_us": None}
         results = run_job_cell(spec, cfg, task, out_dir, launcher_kind(hc), hc.mode == RunMode.MULTIRUN)
     except Exception as exc:
@@ -101,7 +103,13 @@ def typed_baseline(argv: list[str]) -> list[str]:
     out = []
     for arg in argv:
         key, eq, value = arg.partition("=")
-        if eq and key.lstrip("+") == "baseline" and value and value[0] not in "'\"{[" and ("=" in value or "," in value):
+        if (
+            eq
+            and key.lstrip("+") == "baseline"
+            and value
+            and value[0] not in "'\"{["
+            and ("=" in value or "," in value)
+        ):
             quote = "'" if "'" not in value else '"'
             arg = f"{key}={quote}{value}{quote}"
         out.append(arg)
@@ -114,8 +122,10 @@ def _sweep_with_cfg(argv: list[str]) -> str | None:
     cfg = any(a in ("-c", "--cfg", "--info") or a.startswith(("--cfg=", "--info=")) for a in argv)
     if not (sweep and cfg):
         return None
-    return ("-m with --cfg: --cfg shows one cell's composed config (drop -m); to preview every cell of the sweep "
-            "(labels, run_ids, which are cached, a time estimate), run the sweep with sweep.dry_run=true")
+    return (
+        "-m with --cfg: --cfg shows one cell's composed config (drop -m); to preview every cell of the sweep "
+        "(labels, run_ids, which are cached, a time estimate), run the sweep with sweep.dry_run=true"
+    )
 
 
 class _DropJobErrorLog(logging.Filter):
@@ -133,7 +143,9 @@ def main(argv: list[str] | None = None) -> Any:
     dirs = _importable_dirs(sys.argv[1:])
     sys.path[:0] = [d for d in dirs if d not in sys.path]
     # Child processes (parallel launchers) must import user layers the same way.
-    os.environ["PYTHONPATH"] = os.pathsep.join(dirs + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        dirs + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     # Hydra would print its own multi-line report; let its exceptions through and print one line.
     full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 # What a shell reports for a command stopped by a closed pipe (128 + SIGPIPE).
 CLOSED_PIPE_STATUS = 141

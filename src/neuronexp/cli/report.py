@@ -16,22 +16,30 @@ from rich.markup import escape
 
 from neuronexp.cli.args import positive_int
 from neuronexp.cli.pipe import quiet_on_closed_stdout
-from neuronexp.report.plots import figures
-from neuronexp.report.model import ReportError, build_report
 from neuronexp.report.html import render_html
 from neuronexp.report.markdown import render_markdown
+from neuronexp.report.model import ReportError, build_report
+from neuronexp.report.plots import figures
 from neuronexp.report.tables import status_line
 from neuronexp.results import DamagedResults
 from neuronexp.results.files import atomic_write_text
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="neuronexp-report", description="Render report.html and report.md for a run or sweep directory.")
-    p.add_argument("dir", type=Path, metavar="DIR", help="a run directory (cells.parquet) or a sweep directory (results/)")
+    p = argparse.ArgumentParser(
+        prog="neuronexp-report", description="Render report.html and report.md for a run or sweep directory."
+    )
+    p.add_argument(
+        "dir", type=Path, metavar="DIR", help="a run directory (cells.parquet) or a sweep directory (results/)"
+    )
     p.add_argument("--out", type=Path, metavar="OUT", help="write the report here instead of DIR (created if missing)")
-    p.add_argument("--baseline", metavar="RULE", help="the reference cell of each group of otherwise-identical cells: "
-                   "a module name, KEY=VALUE[,KEY=VALUE] (e.g. compile.enabled=false), or none "
-                   "(default: the sweep's own baseline)")
+    p.add_argument(
+        "--baseline",
+        metavar="RULE",
+        help="the reference cell of each group of otherwise-identical cells: "
+        "a module name, KEY=VALUE[,KEY=VALUE] (e.g. compile.enabled=false), or none "
+        "(default: the sweep's own baseline)",
+    )
     p.add_argument("--top", type=positive_int, default=8, metavar="N", help="ops per hotspot table (default 8)")
     return p
 
@@ -52,10 +60,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"neuronexp-report: error: {exc}", file=sys.stderr)
         return 2
     # Escaped: op names and labels are data, and "[...]" would read as rich markup.
-    console.print(f"[bold]{escape(report.title)}[/] · {status_line(report)} · baseline {escape(report.baseline or '—')}")
+    console.print(
+        f"[bold]{escape(report.title)}[/] · {status_line(report)} · baseline {escape(report.baseline or '—')}"
+    )
     for line in report.findings:
         console.print(f"  {escape(line)}")
-    console.print(f"report: [cyan]{escape(str(out_dir / 'report.html'))}[/] and [cyan]{escape(str(out_dir / 'report.md'))}[/]")
+    console.print(
+        f"report: [cyan]{escape(str(out_dir / 'report.html'))}[/] and [cyan]{escape(str(out_dir / 'report.md'))}[/]"
+    )
     return 0
 
 

@@ -7,17 +7,54 @@ Imports nothing else from neuronexp.
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import (
-    AllocatorMode, BackendName, CompileConfig, CorrectnessConfig, DimsConfig, DType, InputConfig, LauncherConfig, NeuronDeviceConfig, NeuronMode,
-    NeuronProfilerConfig, ProbeMode, ProfilerConfig, RooflineConfig, RunConfig, ScheduleConfig, TimingConfig,
+    AllocatorMode,
+    BackendName,
+    CompileConfig,
+    CorrectnessConfig,
+    DimsConfig,
+    DType,
+    InputConfig,
+    LauncherConfig,
+    NeuronDeviceConfig,
+    NeuronMode,
+    NeuronProfilerConfig,
+    ProbeMode,
+    ProfilerConfig,
+    RooflineConfig,
+    RunConfig,
+    ScheduleConfig,
+    TimingConfig,
 )
 from neuronexp.config.spec import CellSpec
-from neuronexp.config.units import format_units, parse_units, unit_set, validate_units
 from neuronexp.config.targets import locate
+from neuronexp.config.units import format_units, parse_units, unit_set, validate_units
 from neuronexp.config.validate import validate, validate_module_target
 
 __all__ = [
-    "AllocatorMode", "BackendName", "CellSpec", "CompileConfig", "ConfigError", "CorrectnessConfig", "DimsConfig", "DType", "InputConfig", "LauncherConfig",
-    "NeuronDeviceConfig", "NeuronMode", "NeuronProfilerConfig", "ProbeMode", "ProfilerConfig", "RooflineConfig", "RunConfig", "ScheduleConfig",
-    "TimingConfig", "format_units", "locate", "parse_units", "unit_set", "validate", "validate_module_target",
+    "AllocatorMode",
+    "BackendName",
+    "CellSpec",
+    "CompileConfig",
+    "ConfigError",
+    "CorrectnessConfig",
+    "DimsConfig",
+    "DType",
+    "InputConfig",
+    "LauncherConfig",
+    "NeuronDeviceConfig",
+    "NeuronMode",
+    "NeuronProfilerConfig",
+    "ProbeMode",
+    "ProfilerConfig",
+    "RooflineConfig",
+    "RunConfig",
+    "ScheduleConfig",
+    "TimingConfig",
+    "format_units",
+    "locate",
+    "parse_units",
+    "unit_set",
+    "validate",
+    "validate_module_target",
     "validate_units",
 ]

@@ -12,9 +12,9 @@ from typing import Any, cast
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
+from neuronexp.config.errors import ConfigError
 from neuronexp.config.fingerprint import code_fingerprint
 from neuronexp.config.measured import drop_unmeasured, measured
-from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.spec import CellSpec
 from neuronexp.config.validate import check_known_keys, check_shape, validate, validate_values
@@ -107,8 +107,9 @@ def _check_shape_first(cfg: DictConfig) -> None:
         check_shape("input.shape", shape)
 
 
-def spec_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str,
-              check_code: bool = True) -> CellSpec:
+def spec_from(
+    cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str, check_code: bool = True
+) -> CellSpec:
     """Build and validate the CellSpec of one job.
 
     Args:

@@ -9,10 +9,10 @@ import ast
 import hashlib
 import os
 import sys
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable
 
 
 def code_fingerprint(target: object) -> str:

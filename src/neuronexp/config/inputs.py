@@ -75,8 +75,12 @@ def check_first(cfg: InputConfig) -> None:
     spec = first_spec(cfg)
     dtype = str(spec["dtype"])
     if not floating(dtype) and dtype != "bool" and (cfg.fill or "randint") == "randint" and cfg.high is None:
-        raise ConfigError("input.high", None, f"a {dtype} first input (token ids) needs its upper bound: "
-                          "input.high=<vocabulary size> (randint draws from [input.low, input.high))")
+        raise ConfigError(
+            "input.high",
+            None,
+            f"a {dtype} first input (token ids) needs its upper bound: "
+            "input.high=<vocabulary size> (randint draws from [input.low, input.high))",
+        )
     check_tensor("input", spec, dtype)
 
 
@@ -109,13 +113,16 @@ def check_value(path: str, spec: Any, first_dtype: str) -> None:
     if "_target_" in spec:
         factory = locate(str(spec["_target_"]), key=f"{path}._target_")
         if not callable(factory):
-            raise ConfigError(f"{path}._target_", spec["_target_"], "is not callable; name a function(module, input, **params)")
+            raise ConfigError(
+                f"{path}._target_", spec["_target_"], "is not callable; name a function(module, input, **params)"
+            )
         return
     if "shape" in spec:
         check_tensor(path, spec, first_dtype)
         return
-    raise ConfigError(path, sorted(spec), "a mapping needs shape (a tensor), _target_ (a factory) or _value_ "
-                      "(a literal dict)")
+    raise ConfigError(
+        path, sorted(spec), "a mapping needs shape (a tensor), _target_ (a factory) or _value_ (a literal dict)"
+    )
 
 
 # torch counts elements in int64: a shape with more cannot be built, and its figures could not be recorded.
@@ -132,7 +139,9 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
         if key not in TENSOR_KEYS:
             raise ConfigError(f"{path}.{key}", spec[key], f"unknown tensor key; allowed: {', '.join(TENSOR_KEYS)}")
     shape = spec["shape"]
-    if not isinstance(shape, (list, tuple)) or any(isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
+    if not isinstance(shape, (list, tuple)) or any(
+        isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape
+    ):
         raise ConfigError(f"{path}.shape", shape, "must be a list of non-negative integers, e.g. [1,128,64]")
     check_numel(f"{path}.shape", shape)
     if spec.get("dtype") is not None and str(getattr(spec["dtype"], "value", spec["dtype"])) not in _DTYPES:
@@ -143,7 +152,11 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
     if fill not in FILLS:
         raise ConfigError(f"{path}.fill", fill, f"one of {', '.join(FILLS)}")
     if fill in ("randn", "rand") and not floating:
-        raise ConfigError(f"{path}.fill", fill, f"draws floats; a {dtype} tensor takes randint, bernoulli, arange, zeros, ones or full")
+        raise ConfigError(
+            f"{path}.fill",
+            fill,
+            f"draws floats; a {dtype} tensor takes randint, bernoulli, arange, zeros, ones or full",
+        )
     for key in ("low", "high"):
         if key in spec and (isinstance(spec[key], bool) or not isinstance(spec[key], int)):
             raise ConfigError(f"{path}.{key}", spec[key], "must be an integer (randint draws from [low, high))")
@@ -155,7 +168,9 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
     if not isinstance(grad, bool):
         raise ConfigError(f"{path}.requires_grad", grad, "true or false")
     if grad and not floating:
-        raise ConfigError(f"{path}.requires_grad", grad, f"only floating-point tensors can require grad (this one is {dtype})")
+        raise ConfigError(
+            f"{path}.requires_grad", grad, f"only floating-point tensors can require grad (this one is {dtype})"
+        )
 
 
 def forward_check(cls: type[Any], args: list[Any], kwargs: dict[str, Any]) -> list[str]:
@@ -174,8 +189,12 @@ def forward_check(cls: type[Any], args: list[Any], kwargs: dict[str, Any]) -> li
     var_kw = any(p.kind == P.VAR_KEYWORD for p in params)
     given = 1 + len(args)
     if given > len(positional) and not var_pos:
-        raise ConfigError("input.args", args, f"{where} takes {len(positional)} positional input(s), "
-                          "the first from input.shape; give the rest as input.kwargs")
+        raise ConfigError(
+            "input.args",
+            args,
+            f"{where} takes {len(positional)} positional input(s), "
+            "the first from input.shape; give the rest as input.kwargs",
+        )
     named = {p.name: i for i, p in enumerate(params) if p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD)}
     warnings = []
     for name, spec in kwargs.items():
@@ -186,8 +205,10 @@ def forward_check(cls: type[Any], args: list[Any], kwargs: dict[str, Any]) -> li
         if name not in named:
             if not var_kw:
                 raise ConfigError(f"input.kwargs.{name}", spec, f"not a parameter of {where}")
-            warnings.append(f"input.kwargs.{name} is not a named parameter of {cls.__name__}.forward; its **kwargs "
-                            "takes it and may ignore it (misspelled?)")
+            warnings.append(
+                f"input.kwargs.{name} is not a named parameter of {cls.__name__}.forward; its **kwargs "
+                "takes it and may ignore it (misspelled?)"
+            )
     filled = {p.name for p in positional[:given]} | set(kwargs)
     for p in params:
         if p.default is not P.empty or p.name in filled or p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD):
@@ -195,6 +216,9 @@ def forward_check(cls: type[Any], args: list[Any], kwargs: dict[str, Any]) -> li
         where_to = "list it in input.args" if p.kind != P.KEYWORD_ONLY else f"add +input.kwargs.{p.name}=..."
         if p.kind == P.POSITIONAL_OR_KEYWORD:
             where_to += f" or add +input.kwargs.{p.name}=..."
-        raise ConfigError(f"input.kwargs.{p.name}" if p.kind == P.KEYWORD_ONLY else "input.args", "(missing)",
-                          f"{where} needs {p.name}: {where_to}")
+        raise ConfigError(
+            f"input.kwargs.{p.name}" if p.kind == P.KEYWORD_ONLY else "input.args",
+            "(missing)",
+            f"{where} needs {p.name}: {where_to}",
+        )
     return warnings

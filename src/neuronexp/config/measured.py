@@ -13,7 +13,8 @@ NOT_MEASURED = (
     "sweep",  # how a sweep is carried out: whether to reuse cells, or to run at all
     "roofline",  # how the roofs are found: applied when results are read
     "noise",  # the thresholds judge what was measured; a sweep applies its own when it gathers the cells
-    "correctness.rtol", "correctness.atol",  # the output check's tolerances, applied when results are read
+    "correctness.rtol",
+    "correctness.atol",  # the output check's tolerances, applied when results are read
     "correctness.float32_reference",  # adds a file beside the output, not a figure
 )
 

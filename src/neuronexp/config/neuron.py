@@ -23,8 +23,12 @@ def validate_visible_cores(key: str, value: str | None) -> None:
         return
     cores = [int(u) for u in parse_units(value)]
     if cores != list(range(cores[0], cores[0] + len(cores))):
-        raise ConfigError(key, value, 'the Neuron runtime needs one contiguous ascending run of NeuronCores, '
-                          'e.g. "0-3", "0,1,2,3" or "0-2,3" (runtime developer guide)')
+        raise ConfigError(
+            key,
+            value,
+            "the Neuron runtime needs one contiguous ascending run of NeuronCores, "
+            'e.g. "0-3", "0,1,2,3" or "0-2,3" (runtime developer guide)',
+        )
 
 
 def check_neuron_compile(compile_cfg: CompileConfig) -> None:
@@ -36,16 +40,27 @@ def check_neuron_compile(compile_cfg: CompileConfig) -> None:
     if not compile_cfg.enabled:
         return
     if compile_cfg.dynamic:
-        raise ConfigError("compile.dynamic", compile_cfg.dynamic, 'torch.compile(backend="neuron") rejects dynamic=True '
-                          "(TorchNeuron torch.compile reference); use false: each new input shape recompiles")
+        raise ConfigError(
+            "compile.dynamic",
+            compile_cfg.dynamic,
+            'torch.compile(backend="neuron") rejects dynamic=True '
+            "(TorchNeuron torch.compile reference); use false: each new input shape recompiles",
+        )
     if compile_cfg.mode not in (None, "default"):
-        raise ConfigError("compile.mode", compile_cfg.mode, 'torch.compile(backend="neuron") runs only the default mode; '
-                          "others log a warning and fall back to it (TorchNeuron torch.compile reference); use null")
+        raise ConfigError(
+            "compile.mode",
+            compile_cfg.mode,
+            'torch.compile(backend="neuron") runs only the default mode; '
+            "others log a warning and fall back to it (TorchNeuron torch.compile reference); use null",
+        )
 
 
 def compiles_for_neuron(cfg: RunConfig) -> bool:
     """Whether the config alone says torch.compile will use the neuron backend (backend=auto decides later)."""
-    return cfg.compile.enabled and (cfg.compile.backend or ("neuron" if cfg.backend == BackendName.neuron else None)) == "neuron"
+    return (
+        cfg.compile.enabled
+        and (cfg.compile.backend or ("neuron" if cfg.backend == BackendName.neuron else None)) == "neuron"
+    )
 
 
 def validate_neuron(cfg: RunConfig) -> None:

@@ -143,7 +143,7 @@ class TimingConfig:
 
     warmup: int = 10
     iters: int = 100  # samples in all, split evenly over the rounds, and more until min_seconds have passed
-    # At most max_seconds (min_iters still taken): large shapes must not dominate; at least min_seconds: drift over seconds.
+    # At most max_seconds (min_iters still taken): large shapes must not dominate; at least min_seconds (drift).
     max_seconds: float = 5.0
     min_iters: int = 5
     min_seconds: float = 0.5

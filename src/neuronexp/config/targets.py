@@ -33,8 +33,12 @@ def locate(path: str, key: str = "module._target_") -> Any:
         except AttributeError:
             raise ConfigError(key, path, f"{mod_name} has no attribute {'.'.join(parts[split:])}") from None
         return obj
-    raise ConfigError(key, path, "cannot be imported; give a dotted path like mypkg.layers.MyLayer "
-                      "importable from the working directory or experiments/")
+    raise ConfigError(
+        key,
+        path,
+        "cannot be imported; give a dotted path like mypkg.layers.MyLayer "
+        "importable from the working directory or experiments/",
+    )
 
 
 def instantiate(node: Any, *args: Any, key: str = "module") -> Any:

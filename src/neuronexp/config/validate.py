@@ -70,7 +70,11 @@ def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> N
             if path:
                 node = cfg._get_node(key)
                 assert node is not None  # the key was just listed by cfg.keys()
-                value = ("[...]" if isinstance(node, ListConfig) else "{...}") if OmegaConf.is_config(node) else node._value()
+                value = (
+                    ("[...]" if isinstance(node, ListConfig) else "{...}")
+                    if OmegaConf.is_config(node)
+                    else node._value()
+                )
                 raise ConfigError(full, value, f"not a key of neuronexp's schema; {path} takes {', '.join(hints)}")
             continue
         child = _node_class(hints[key])
@@ -97,7 +101,11 @@ def validate_values(cfg: RunConfig) -> None:
     for name in ("batch", "seq", "hidden", "heads", "kv_heads", "head_dim", "intermediate"):
         _positive(f"dims.{name}", getattr(cfg.dims, name))
     if cfg.dims.heads % cfg.dims.kv_heads:
-        raise ConfigError("dims.kv_heads", cfg.dims.kv_heads, f"must divide dims.heads={cfg.dims.heads} (query heads share key/value heads)")
+        raise ConfigError(
+            "dims.kv_heads",
+            cfg.dims.kv_heads,
+            f"must divide dims.heads={cfg.dims.heads} (query heads share key/value heads)",
+        )
     check_baseline(cfg.baseline)
     s = cfg.profiler.schedule
     for key, minimum in (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 1)):
@@ -131,10 +139,16 @@ def validate_values(cfg: RunConfig) -> None:
         _positive("launcher.per_device", cfg.launcher.per_device)
     validate_units("launcher.pool", cfg.launcher.pool)
     if cfg.launcher.isolate is False:
-        raise ConfigError("launcher.isolate", False, "warm workers are gone: every cell of a sweep now runs in a process of "
-                          "its own forked from a warm template, in milliseconds (docs/slurm.md); drop the key")
+        raise ConfigError(
+            "launcher.isolate",
+            False,
+            "warm workers are gone: every cell of a sweep now runs in a process of "
+            "its own forked from a warm template, in milliseconds (docs/slurm.md); drop the key",
+        )
     if cfg.launcher.cell_timeout_s is not None and not cfg.launcher.cell_timeout_s > 0:
-        raise ConfigError("launcher.cell_timeout_s", cfg.launcher.cell_timeout_s, "must be > 0 seconds, or null for no limit")
+        raise ConfigError(
+            "launcher.cell_timeout_s", cfg.launcher.cell_timeout_s, "must be > 0 seconds, or null for no limit"
+        )
     for key in ("round_spread", "p90_p10", "other_cpu", "steal"):
         _optional_number(f"noise.{key}", getattr(cfg.noise, key), positive=True)
     _optional_number("roofline.peak_bw_gbs", cfg.roofline.peak_bw_gbs, positive=True)
@@ -157,12 +171,19 @@ def check_baseline(baseline: Any) -> None:
     if baseline is None or (isinstance(baseline, str) and baseline.strip()):
         return
     if not isinstance(baseline, dict) or not baseline:
-        raise ConfigError("baseline", baseline, "null, a module name, or key: value pairs such as "
-                          "{module: rmsnorm_naive} or {compile.enabled: false}")
+        raise ConfigError(
+            "baseline",
+            baseline,
+            "null, a module name, or key: value pairs such as {module: rmsnorm_naive} or {compile.enabled: false}",
+        )
     for key, value in baseline.items():
         scalar = value is None or isinstance(value, (bool, int, float, str))
         if not scalar and not (isinstance(value, list) and all(isinstance(v, (int, float, str)) for v in value)):
-            raise ConfigError(f"baseline.{key}", value, "must be a single value (or a list, for a shape) that picks the reference cell")
+            raise ConfigError(
+                f"baseline.{key}",
+                value,
+                "must be a single value (or a list, for a shape) that picks the reference cell",
+            )
 
 
 # torch.compile's modes as torch 2.13 lists them (torch._inductor.list_mode_options(), which also shows what each
@@ -186,8 +207,11 @@ def validate_compile(backend: str | None, mode: str | None) -> None:
     # "neuron" is registered when torch-neuronx loads, which only a Neuron cell's own process does.
     if backend not in {*torch._dynamo.list_backends(exclude_tags=()), "neuron"}:  # debug backends allowed too
         shown = sorted({*torch._dynamo.list_backends(), "neuron"})
-        raise ConfigError("compile.backend", backend, f"one of {', '.join(shown)} (torch._dynamo.list_backends()), "
-                          "or null for the backend's default")
+        raise ConfigError(
+            "compile.backend",
+            backend,
+            f"one of {', '.join(shown)} (torch._dynamo.list_backends()), or null for the backend's default",
+        )
 
 
 def validate_module_target(module: Any) -> None:
@@ -196,7 +220,9 @@ def validate_module_target(module: Any) -> None:
 
     target = module.get("_target_") if isinstance(module, dict) else None
     if not target:
-        raise ConfigError("module._target_", None, "set module=<option> or give a node with a _target_ that builds an nn.Module")
+        raise ConfigError(
+            "module._target_", None, "set module=<option> or give a node with a _target_ that builds an nn.Module"
+        )
     obj = locate(str(target))
     if isinstance(obj, type) and not issubclass(obj, nn.Module):
         raise ConfigError("module._target_", target, f"{obj.__module__}.{obj.__qualname__} is not a torch.nn.Module")

@@ -30,21 +30,23 @@ def records(cells: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for cell in cell_exports(cells):
         for metric, value in cell.metrics.items():
-            out.append({
-                "benchmark": {
-                    "name": BENCHMARK_NAME,
-                    "mode": "inference",  # neuronexp times forward passes only
-                    "dtype": cell.labels.get("dtype", ""),
-                    "extra_info": _extra_info(cell),
-                },
-                "model": {"name": cell.name, "type": MODEL_TYPE, "origins": [BENCHMARK_NAME]},
-                "metric": {
-                    "name": metric,
-                    "benchmark_values": [value],
-                    "target_value": None,  # neuronexp sets no target; a baseline's figure is its own record
-                    "extra_info": {"unit": UNITS[metric]},
-                },
-            })
+            out.append(
+                {
+                    "benchmark": {
+                        "name": BENCHMARK_NAME,
+                        "mode": "inference",  # neuronexp times forward passes only
+                        "dtype": cell.labels.get("dtype", ""),
+                        "extra_info": _extra_info(cell),
+                    },
+                    "model": {"name": cell.name, "type": MODEL_TYPE, "origins": [BENCHMARK_NAME]},
+                    "metric": {
+                        "name": metric,
+                        "benchmark_values": [value],
+                        "target_value": None,  # neuronexp sets no target; a baseline's figure is its own record
+                        "extra_info": {"unit": UNITS[metric]},
+                    },
+                }
+            )
     return out
 
 

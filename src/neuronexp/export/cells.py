@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass
 from collections.abc import Set
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,16 +25,39 @@ SHAPE_COLUMNS = ("input_shape", "shape")
 # (column, unit): the cell's figures, exported under their column names (the unit is already in each name, as
 # docs/columns.md spells it). speedup_ci_low/high are written by newer neuronexp versions: exported when present.
 METRICS = (
-    ("latency_median_us", "us"), ("latency_p10_us", "us"), ("latency_p90_us", "us"),
-    ("speedup_vs_baseline", "x"), ("speedup_ci_low", "x"), ("speedup_ci_high", "x"),
-    ("pct_peak_bw", "%"), ("pct_peak_flops", "%"), ("achieved_gbs", "GB/s"), ("achieved_tflops", "TFLOP/s"),
-    ("peak_memory_bytes", "bytes"), ("device_time_us", "us"), ("cpu_time_us", "us"), ("device_ops", "count"),
+    ("latency_median_us", "us"),
+    ("latency_p10_us", "us"),
+    ("latency_p90_us", "us"),
+    ("speedup_vs_baseline", "x"),
+    ("speedup_ci_low", "x"),
+    ("speedup_ci_high", "x"),
+    ("pct_peak_bw", "%"),
+    ("pct_peak_flops", "%"),
+    ("achieved_gbs", "GB/s"),
+    ("achieved_tflops", "TFLOP/s"),
+    ("peak_memory_bytes", "bytes"),
+    ("device_time_us", "us"),
+    ("cpu_time_us", "us"),
+    ("device_ops", "count"),
     ("first_call_s", "s"),
 )
 UNITS = dict(METRICS)
 # Tags: what the measurement was (status, noise) and where it ran; strings, as MLflow tags are.
-TAG_COLUMNS = ("status", "noisy", "noise", "backend", "device", "device_name", "timing_method", "torch_version",
-               "neuronx_version", "run_id", "started_at", "baseline_run_id", "error")
+TAG_COLUMNS = (
+    "status",
+    "noisy",
+    "noise",
+    "backend",
+    "device",
+    "device_name",
+    "timing_method",
+    "torch_version",
+    "neuronx_version",
+    "run_id",
+    "started_at",
+    "baseline_run_id",
+    "error",
+)
 # MLflow caps a tag's value (8,000 characters in 3.x) and a param's (6,000): an error message is cut, said so.
 MAX_TEXT = 5000
 # What MLflow accepts in a param or metric name; anything else (e.g. Hydra's `@package` syntax) becomes "_".
@@ -91,8 +114,9 @@ def cell_name(row: pd.Series, overrides: dict[str, str], shape_col: str, swept: 
     parts = [str(row.get("module", "?")) + (" +compile" if bool(row.get("compiled", False)) else "")]
     if present(row.get(shape_col)):
         parts.append(str(row[shape_col]))
-    parts += [f"{k}={v}" for k, v in overrides.items()
-              if k in swept and k not in ("module", "input.shape", "compile.enabled")]
+    parts += [
+        f"{k}={v}" for k, v in overrides.items() if k in swept and k not in ("module", "input.shape", "compile.enabled")
+    ]
     return " ".join(parts)
 
 
@@ -122,8 +146,14 @@ def cell_export(row: pd.Series, shape_col: str, swept: Set[str] = frozenset()) -
             except (TypeError, ValueError):
                 continue
     tags = {f"neuronexp.{c}": _text(row[c]) for c in TAG_COLUMNS if c in row and present(row[c])}
-    return CellExport(cell_name(row, overrides, shape_col, swept), labels_of(row, shape_col), overrides, metrics,
-                      tags, export_key(row))
+    return CellExport(
+        cell_name(row, overrides, shape_col, swept),
+        labels_of(row, shape_col),
+        overrides,
+        metrics,
+        tags,
+        export_key(row),
+    )
 
 
 def cell_exports(cells: pd.DataFrame) -> list[CellExport]:

@@ -7,19 +7,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from neuronexp.export.cells import CellExport, ExportError, cell_exports
-from neuronexp.results import Found, JOBS_MANIFEST
+from neuronexp.results import JOBS_MANIFEST, Found
 
 KEY_TAG = "neuronexp.export_key"
 # A job directory's tables and the files that say how it was measured; traces are optional (--no-traces).
-TABLE_FILES = ("cells.parquet", "ops.parquet", "samples.parquet", "modules.parquet", "config.yaml", "env.json",
-               "cell.json", "error.log")
+TABLE_FILES = (
+    "cells.parquet",
+    "ops.parquet",
+    "samples.parquet",
+    "modules.parquet",
+    "config.yaml",
+    "env.json",
+    "cell.json",
+    "error.log",
+)
 SWEEP_FILES = ("summary.md", "cells.parquet", "ops.parquet", "samples.parquet")
 # MLflow's log_batch limits per call (params and tags 100, metrics 1,000).
 _BATCH = 100
@@ -117,8 +126,11 @@ def _parent(client: Any, exp_id: str, existing: dict[str, Any], root: Path, cell
     key = parent_key(root, [str(r) for r in cells["run_id"]])
     run = existing.get(key)
     if run is None:
-        run_id = client.create_run(exp_id, run_name=root.resolve().name, tags={
-            KEY_TAG: key, "neuronexp.kind": "sweep", "neuronexp.sweep_dir": str(root.resolve())}).info.run_id
+        run_id = client.create_run(
+            exp_id,
+            run_name=root.resolve().name,
+            tags={KEY_TAG: key, "neuronexp.kind": "sweep", "neuronexp.sweep_dir": str(root.resolve())},
+        ).info.run_id
     elif run.info.status != "RUNNING" and client.list_artifacts(run.info.run_id, "results"):
         return run.info.run_id
     else:  # exported before the sweep was aggregated (while it ran), or left unfinished by a killed export
@@ -139,8 +151,9 @@ def _complete(client: Any, run: Any, cell: CellExport) -> None:
         _log(client, run.info.run_id, {}, missing, _millis(cell.tags.get("neuronexp.started_at")))
 
 
-def _child(client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, parent: str | None, traces: bool,
-           run: Any = None) -> str:
+def _child(
+    client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, parent: str | None, traces: bool, run: Any = None
+) -> str:
     """Log a cell's run, or finish `run`, the cell's run an earlier export left unfinished (what it already holds
     is not logged twice; artifacts are the same files, written again over themselves)."""
     started = _millis(cell.tags.get("neuronexp.started_at"))
@@ -150,8 +163,13 @@ def _child(client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, par
             tags["mlflow.parentRunId"] = parent
         run = client.create_run(exp_id, start_time=started, tags=tags, run_name=cell.name)
     run_id, held = run.info.run_id, run.data
-    _log(client, run_id, {k: v for k, v in cell.params.items() if k not in held.params},
-         {k: v for k, v in cell.metrics.items() if k not in held.metrics}, started)
+    _log(
+        client,
+        run_id,
+        {k: v for k, v in cell.params.items() if k not in held.params},
+        {k: v for k, v in cell.metrics.items() if k not in held.metrics},
+        started,
+    )
     if job_dir is not None:
         for path in _files(job_dir, TABLE_FILES):
             client.log_artifact(run_id, str(path), artifact_path="tables")
@@ -162,7 +180,9 @@ def _child(client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, par
     return run_id
 
 
-def export_mlflow(client: Any, found: Found, root: Path, experiment: str | None = None, traces: bool = True) -> Exported:
+def export_mlflow(
+    client: Any, found: Found, root: Path, experiment: str | None = None, traces: bool = True
+) -> Exported:
     """Log `found` (read from `root`) into `experiment` (default: the cells' own `experiment` label)."""
     cells = found.results.cells
     if cells.empty:

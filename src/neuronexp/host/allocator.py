@@ -74,7 +74,9 @@ def _apply_stable(malloc: str) -> tuple[dict[str, int], str | None]:
         if not _mallopt(_M_MMAP_THRESHOLD, threshold):
             return {}, "glibc refused mallopt(M_MMAP_THRESHOLD): nothing applied"
     if not _mallopt(_M_TRIM_THRESHOLD, _NEVER_TRIM):
-        return {"mmap_threshold": threshold}, "glibc refused mallopt(M_TRIM_THRESHOLD): only the mmap threshold is fixed"
+        return {
+            "mmap_threshold": threshold
+        }, "glibc refused mallopt(M_TRIM_THRESHOLD): only the mmap threshold is fixed"
     _mark_tuned()
     return {"mmap_threshold": threshold, "trim_threshold": _NEVER_TRIM}, None
 
@@ -114,8 +116,10 @@ def apply(mode: str) -> dict[str, Any]:
     elif mode == "system":
         note = _earlier_tuning()
     elif malloc.startswith("glibc") or malloc.startswith("non-glibc"):
-        note = ("no replacement malloc is loaded: start neuronexp with LD_PRELOAD=<path of libjemalloc.so.2 or "
-                "libtcmalloc_minimal.so.4>; nothing applied")
+        note = (
+            "no replacement malloc is loaded: start neuronexp with LD_PRELOAD=<path of libjemalloc.so.2 or "
+            "libtcmalloc_minimal.so.4>; nothing applied"
+        )
     return {"mode": mode, "malloc": malloc, "applied": applied, "note": note}
 
 

@@ -12,11 +12,12 @@ import json
 import os
 import socket
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import partial
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -107,16 +108,22 @@ def stream_probe() -> dict[str, Any]:
     if available is not None:
         size = max(min(size, available // 8), 8 * _MIB)  # three arrays, with room to spare
     n = size // 4
-    record: dict[str, Any] = {"array_mib": round(size / _MIB, 1), "llc_mib": round(llc / _MIB, 1) if llc else None,
-                              "threads": torch.get_num_threads()}
+    record: dict[str, Any] = {
+        "array_mib": round(size / _MIB, 1),
+        "llc_mib": round(llc / _MIB, 1) if llc else None,
+        "threads": torch.get_num_threads(),
+    }
     start = time.perf_counter()
     with _load_meter(record):
         a, b, c = torch.zeros(n), torch.ones(n), torch.full((n,), 2.0)  # written once: no first-touch faults later
         copy_s = _best_seconds(partial(a.copy_, b), 3, STREAM_BUDGET_S)
         triad_s = _best_seconds(partial(torch.add, b, c, alpha=3.0, out=a), 3, STREAM_BUDGET_S)
         del a, b, c
-    record.update(copy_gbs=2 * n * 4 / copy_s / 1e9, triad_gbs=3 * n * 4 / triad_s / 1e9,
-                  seconds=round(time.perf_counter() - start, 3))
+    record.update(
+        copy_gbs=2 * n * 4 / copy_s / 1e9,
+        triad_gbs=3 * n * 4 / triad_s / 1e9,
+        seconds=round(time.perf_counter() - start, 3),
+    )
     return record
 
 
@@ -171,8 +178,13 @@ def quiet(figure: dict[str, Any]) -> bool:
     return others is not None and others <= QUIET_OTHERS
 
 
-def _figure(old: dict[str, Any] | None, probe: Callable[[], dict[str, Any]], value: Callable[[dict[str, Any]], float],
-            run: str, refresh: bool) -> tuple[dict[str, Any], bool]:
+def _figure(
+    old: dict[str, Any] | None,
+    probe: Callable[[], dict[str, Any]],
+    value: Callable[[dict[str, Any]], float],
+    run: str,
+    refresh: bool,
+) -> tuple[dict[str, Any], bool]:
     """(the figure to keep, whether it was measured now): measured when missing, when a refresh asks (once per
     run), or when the cached one was disturbed and last tried RETRY_S ago; after a retry the higher one is kept."""
     now = time.time()
@@ -180,7 +192,12 @@ def _figure(old: dict[str, Any] | None, probe: Callable[[], dict[str, Any]], val
         due = old.get("run") != run if refresh else not quiet(old) and now - float(old.get("tried_at", 0)) >= RETRY_S
         if not due:
             return old, False
-    new = {**probe(), "probed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "run": run, "tried_at": now}
+    new = {
+        **probe(),
+        "probed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "run": run,
+        "tried_at": now,
+    }
     if old is None or refresh or value(new) >= value(old):
         return new, True
     return {**old, "tried_at": now}, True  # measured less this time: the earlier figure stays
@@ -200,12 +217,19 @@ def host_roofs(dtype: torch.dtype, run: str, refresh: bool, cache_dir: Path) -> 
         key = cache_key(threads)
         found = cache.get(key)
         entry = found if isinstance(found, dict) else {}
-        entry = {"host": socket.gethostname(), "threads": threads, "torch": torch.__version__,
-                 "stream": entry.get("stream"), "gemm": dict(entry.get("gemm") or {})}
-        entry["stream"], stream_now = _figure(entry["stream"], stream_probe, lambda f: max(f["copy_gbs"], f["triad_gbs"]),
-                                              run, refresh)
-        entry["gemm"][name], gemm_now = _figure(entry["gemm"].get(name), lambda: gemm_probe(dtype),
-                                                lambda f: f["tflops"], run, refresh)
+        entry = {
+            "host": socket.gethostname(),
+            "threads": threads,
+            "torch": torch.__version__,
+            "stream": entry.get("stream"),
+            "gemm": dict(entry.get("gemm") or {}),
+        }
+        entry["stream"], stream_now = _figure(
+            entry["stream"], stream_probe, lambda f: max(f["copy_gbs"], f["triad_gbs"]), run, refresh
+        )
+        entry["gemm"][name], gemm_now = _figure(
+            entry["gemm"].get(name), lambda: gemm_probe(dtype), lambda f: f["tflops"], run, refresh
+        )
         if stream_now or gemm_now:
             cache[key] = entry
             write_json(path, cache)

@@ -11,6 +11,18 @@ from neuronexp.modules.softmax import FusedSoftmax, NaiveSoftmax
 
 # Each study's pair, named <Variant><Layer> after its module options (`<layer>_naive`, `<layer>_fused`).
 __all__ = [
-    "FusedAttention", "FusedDecoderBlock", "FusedLayerNorm", "FusedRMSNorm", "FusedRotary", "FusedSoftmax", "FusedSwiGLU",
-    "NaiveAttention", "NaiveDecoderBlock", "NaiveLayerNorm", "NaiveRMSNorm", "NaiveRotary", "NaiveSoftmax", "NaiveSwiGLU",
+    "FusedAttention",
+    "FusedDecoderBlock",
+    "FusedLayerNorm",
+    "FusedRMSNorm",
+    "FusedRotary",
+    "FusedSoftmax",
+    "FusedSwiGLU",
+    "NaiveAttention",
+    "NaiveDecoderBlock",
+    "NaiveLayerNorm",
+    "NaiveRMSNorm",
+    "NaiveRotary",
+    "NaiveSoftmax",
+    "NaiveSwiGLU",
 ]

@@ -19,12 +19,22 @@ class NaiveDecoderBlock(nn.Module):
     Input [batch, seq_len, hidden_size]; head_dim = hidden_size / num_heads; causal, grouped-query heads.
     """
 
-    def __init__(self, hidden_size: int, num_heads: int, num_kv_heads: int, intermediate_size: int, seq_len: int,
-                 rope_theta: float = 500000.0, eps: float = 1e-5) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        num_kv_heads: int,
+        intermediate_size: int,
+        seq_len: int,
+        rope_theta: float = 500000.0,
+        eps: float = 1e-5,
+    ) -> None:
         super().__init__()
         if hidden_size % num_heads or num_heads % num_kv_heads:
-            raise ValueError(f"hidden_size={hidden_size}, num_heads={num_heads}, num_kv_heads={num_kv_heads}: "
-                             "heads must divide hidden_size and kv heads must divide heads")
+            raise ValueError(
+                f"hidden_size={hidden_size}, num_heads={num_heads}, num_kv_heads={num_kv_heads}: "
+                "heads must divide hidden_size and kv heads must divide heads"
+            )
         self.heads, self.kv_heads, self.head_dim = num_heads, num_kv_heads, hidden_size // num_heads
         kv_width = num_kv_heads * self.head_dim
         self.attn_norm = NaiveRMSNorm(hidden_size, eps)
@@ -55,8 +65,16 @@ class FusedDecoderBlock(NaiveDecoderBlock):
     """The same block with the fused parts: torch.rms_norm, one q/k/v projection, complex rotary,
     scaled_dot_product_attention, one gate/up projection. Same weights as the naive block (stacked)."""
 
-    def __init__(self, hidden_size: int, num_heads: int, num_kv_heads: int, intermediate_size: int, seq_len: int,
-                 rope_theta: float = 500000.0, eps: float = 1e-5) -> None:
+    def __init__(
+        self,
+        hidden_size: int,
+        num_heads: int,
+        num_kv_heads: int,
+        intermediate_size: int,
+        seq_len: int,
+        rope_theta: float = 500000.0,
+        eps: float = 1e-5,
+    ) -> None:
         super().__init__(hidden_size, num_heads, num_kv_heads, intermediate_size, seq_len, rope_theta, eps)
         self.qkv_weight = nn.Parameter(torch.cat([self.q.weight, self.k.weight, self.v.weight]).detach())
         self.split = [self.q.out_features, self.k.out_features, self.v.out_features]

@@ -46,16 +46,28 @@ def _class(path: str) -> type:
 def _rotary_class(owner: nn.Module) -> type:
     """The model's own *RotaryEmbedding class, from the module that defines the layer's class."""
     source = sys.modules[type(owner).__module__]
-    found = [obj for name, obj in vars(source).items()
-             if inspect.isclass(obj) and name.endswith("RotaryEmbedding") and issubclass(obj, nn.Module)]
+    found = [
+        obj
+        for name, obj in vars(source).items()
+        if inspect.isclass(obj) and name.endswith("RotaryEmbedding") and issubclass(obj, nn.Module)
+    ]
     if len(found) != 1:
         names = [c.__name__ for c in found]
-        raise LookupError(f"{source.__name__} defines {len(found)} *RotaryEmbedding classes {names}; name one with rotary_class:")
+        raise LookupError(
+            f"{source.__name__} defines {len(found)} *RotaryEmbedding classes {names}; name one with rotary_class:"
+        )
     return found[0]
 
 
-def rotary(module: nn.Module, input: Any, *, seq_len: int | None = None, offset: int = 0,
-           rotary_class: str | None = None, config: Any = None) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary(
+    module: nn.Module,
+    input: Any,
+    *,
+    seq_len: int | None = None,
+    offset: int = 0,
+    rotary_class: str | None = None,
+    config: Any = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The `(cos, sin)` a Hugging Face attention or decoder layer takes as `position_embeddings`.
 
     Built by the model's own rotary class (LlamaRotaryEmbedding next to LlamaAttention) from the layer's config,

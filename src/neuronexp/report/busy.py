@@ -43,8 +43,10 @@ def noise_line(cells: list[dict[str, Any]]) -> str | None:
         shown = sorted({f for f in figures if f}, key=_size)
         span = (shown[0] if len(shown) == 1 else f"{shown[0]}–{shown[-1]}") + unit if shown else ""
         parts.append(f"{kind} {span}".strip() + f" in {len(figures)}")
-    return (f"noisy, not findings: {len(flagged)} of {len(cells)} cells ({'; '.join(parts)}): their latencies and "
-            "speedups are left out of the comparisons below; rerun them on a quiet machine")
+    return (
+        f"noisy, not findings: {len(flagged)} of {len(cells)} cells ({'; '.join(parts)}): their latencies and "
+        "speedups are left out of the comparisons below; rerun them on a quiet machine"
+    )
 
 
 def concluded_line(cells: list[dict[str, Any]]) -> str | None:
@@ -61,8 +63,9 @@ def concluded_line(cells: list[dict[str, Any]]) -> str | None:
     if ops:
         parts.append("operators per step " + ", ".join(f"{v} {t}" for v, t in ops.items()))
     if checked:
-        parts.append(f"output check {len(checked) - len(bad)} of {len(checked)} pass"
-                     + (f" (✗ {', '.join(bad)})" if bad else ""))
+        parts.append(
+            f"output check {len(checked) - len(bad)} of {len(checked)} pass" + (f" (✗ {', '.join(bad)})" if bad else "")
+        )
     if not parts:
         return None
     return "what the noise does not touch: " + "; ".join(parts) + " (the fusion view and the hotspots' shares too)"

@@ -14,7 +14,7 @@ from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, s
 
 
 def ops_text(cell: Mapping[str, Any]) -> str:
-    """"6→7 ops": dispatched by the module → executed (leaf ops or device kernels); one figure when they agree
+    """ "6→7 ops": dispatched by the module → executed (leaf ops or device kernels); one figure when they agree
     or when the results predate the split."""
     executed, dispatched = cell["device_ops"], cell.get("ops_dispatched")
     if dispatched is None or dispatched != dispatched or dispatched == executed:

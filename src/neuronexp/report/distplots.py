@@ -53,9 +53,16 @@ def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, s
         return None
     if hi / lo > 20:
         ax.set_xscale("log")
-    ax.set_yticks(range(len(cells)), [f"{'~' if c.get('noisy') is True else ''}{v} · {s}" for (_, c), v, s in
-                                      zip(cells.iloc[::-1].iterrows(), cells["variant"].iloc[::-1], input_labels(cells).iloc[::-1])],
-                  fontsize=8)
+    ax.set_yticks(
+        range(len(cells)),
+        [
+            f"{'~' if c.get('noisy') is True else ''}{v} · {s}"
+            for (_, c), v, s in zip(
+                cells.iloc[::-1].iterrows(), cells["variant"].iloc[::-1], input_labels(cells).iloc[::-1]
+            )
+        ],
+        fontsize=8,
+    )
     ax.set_xlabel("latency per call (µs); a line per timing round, bar: its median, ◆: the cell's latency")
     ax.grid(True, axis="x", alpha=0.3)
     return svg(fig)
@@ -78,8 +85,15 @@ def roof_share_plot(cells: pd.DataFrame, colours: dict[str, str]) -> str | None:
     for n, ((_, cell), y) in enumerate(zip(cells.iterrows(), y_all)):
         variant = str(cell["variant"])
         counted = pd.notna(cell.get("pct_peak_flops"))
-        dot = ax.scatter([cell["pct_peak_bw"]], [y], s=30, zorder=3, color=colours.get(variant),
-                         facecolors=colours.get(variant) if counted else "none", edgecolors=colours.get(variant))
+        dot = ax.scatter(
+            [cell["pct_peak_bw"]],
+            [y],
+            s=30,
+            zorder=3,
+            color=colours.get(variant),
+            facecolors=colours.get(variant) if counted else "none",
+            edgecolors=colours.get(variant),
+        )
         dot.set_gid(f"nx-roofs-{index.get(variant, 0)}-{n}")
     for name, colour in colours.items():  # the legend: one entry per variant present
         if (cells["variant"].astype(str) == name).any():

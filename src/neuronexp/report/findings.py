@@ -36,6 +36,7 @@ def _output_flag(cells: list[dict]) -> str:
     bad = [c for c in cells if output_differs(c)]
     if not bad:
         return ""
+
     def err(cell: dict) -> str:
         value = cell.get("max_rel_err")
         return f" (max rel err {value:.2g})" if isinstance(value, float) and math.isfinite(value) else ""
@@ -46,7 +47,11 @@ def _output_flag(cells: list[dict]) -> str:
 
 def _hotspot(cell: dict, spots: dict[str, pd.DataFrame]) -> str:
     spot = spots.get(str(cell["run_id"]))
-    return "" if spot is None or spot.empty else f"; {cell['_variant']} hotspot {spot['op'].iloc[0]} {fmt_pct(spot['share'].iloc[0])}"
+    return (
+        ""
+        if spot is None or spot.empty
+        else f"; {cell['_variant']} hotspot {spot['op'].iloc[0]} {fmt_pct(spot['share'].iloc[0])}"
+    )
 
 
 def speedup_intervals(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
@@ -76,9 +81,15 @@ def _other(group: list[dict], best: dict, ref: dict | None) -> dict | None:
     return min(rest, key=lambda c: c["latency_median_us"]) if rest else None
 
 
-def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.DataFrame],
-             threshold: float = 0.02, alpha: float = 0.05, all_ops: dict[str, pd.DataFrame] | None = None,
-             intervals: pd.DataFrame | None = None) -> list[str]:
+def findings(
+    cells: pd.DataFrame,
+    samples: pd.DataFrame,
+    spots: dict[str, pd.DataFrame],
+    threshold: float = 0.02,
+    alpha: float = 0.05,
+    all_ops: dict[str, pd.DataFrame] | None = None,
+    intervals: pd.DataFrame | None = None,
+) -> list[str]:
     """One line per group: its fastest cell (or the tie), the speedup over the group's baseline cell with its
     95% CI, and why it wins (report.why, from `all_ops`: every op of each cell as analysis.ops.hotspots gives them;
     `spots` when absent), else a hotspot; a cell without a group gets its latency and hotspot only.
@@ -95,7 +106,10 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
     for i, (group, best) in enumerate(zip(groups, bests)):
         for cell in group:
             if best is not None and cell is not best and not noisy(cell):
-                (xa, ra), (xb, rb) = by_run.get(str(best["run_id"]), NO_SAMPLES), by_run.get(str(cell["run_id"]), NO_SAMPLES)
+                (xa, ra), (xb, rb) = (
+                    by_run.get(str(best["run_id"]), NO_SAMPLES),
+                    by_run.get(str(cell["run_id"]), NO_SAMPLES),
+                )
                 pairs.append((i, str(cell["run_id"]), compare_rounds(xa, xb, ra, rb)))
     q = benjamini_hochberg([s.p_value for _, _, s in pairs])
     tied: dict[int, set[str]] = {}
@@ -121,12 +135,17 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
             continue
         tie_cells = [c for c in group if str(c["run_id"]) in tied.get(i, set())]
         ties = [c["_variant"] for c in tie_cells]
-        line += (f" fastest ({fmt_us(best['latency_median_us'])})" if not ties else
-                 f" ({fmt_us(best['latency_median_us'])}) ties with {', '.join(ties)} "
-                 f"(difference below {fmt_pct(threshold)} or not significant)")
+        line += (
+            f" fastest ({fmt_us(best['latency_median_us'])})"
+            if not ties
+            else f" ({fmt_us(best['latency_median_us'])}) ties with {', '.join(ties)} "
+            f"(difference below {fmt_pct(threshold)} or not significant)"
+        )
         interval = by_cell.get(str(best["run_id"])) if ref is not None and best is not ref else None
         if interval is not None and ref is not None and not noisy(ref) and str(ref["run_id"]) not in tied.get(i, set()):
-            line += f", ×{interval.speedup:.2f} vs {ref['_variant']} (95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f})"
+            line += (
+                f", ×{interval.speedup:.2f} vs {ref['_variant']} (95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f})"
+            )
         elif best is ref:
             line += " (the baseline)"
         other = _other(group, best, ref)
@@ -134,8 +153,12 @@ def findings(cells: pd.DataFrame, samples: pd.DataFrame, spots: dict[str, pd.Dat
             other = None  # no difference to explain (a tie with another cell leaves the one with the baseline)
         why = explain(best, other, ops.get(str(best["run_id"])), ops.get(str(other["run_id"]))) if other else None
         # The flag before the why: a winner whose output differs from the baseline's is never named without it.
-        lines.append(line + _output_flag([best, *tie_cells]) + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots))
-                     + _left_out(group))
+        lines.append(
+            line
+            + _output_flag([best, *tie_cells])
+            + (f"; {why}" if why else _hotspot(ref if ref is not None else best, spots))
+            + _left_out(group)
+        )
     # The noise once for all cells, first; last, what holds whatever the noise.
     every = [c for group in groups for c in group]
     return [x for x in (noise_line(every),) if x] + lines + [x for x in (concluded_line(every),) if x]

@@ -42,7 +42,7 @@ def _speedup(cell: Mapping[str, Any]) -> str:
 
 
 def _limit(cell: Mapping[str, Any]) -> str:
-    """"41% BW" (or "% FLOP/s"), with "✗" when the output failed the check against the baseline's."""
+    """ "41% BW" (or "% FLOP/s"), with "✗" when the output failed the check against the baseline's."""
     return (headline(cell) or "—") + (f" {OUTPUT_MARK}" if output_differs(cell) else "")
 
 
@@ -54,27 +54,37 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     if device is None:  # the devices differ between cells: each says its own
         time = f"{device_word(cell)} {time}"
     ops = cell["device_ops"]
-    ops_field = ops_text(cell).removesuffix(" ops") if ops == ops and ops is not None else "—"  # "6→7": dispatched→executed
+    ops_field = (
+        ops_text(cell).removesuffix(" ops") if ops == ops and ops is not None else "—"
+    )  # "6→7": dispatched→executed
     # The share after a tab: a cut keeps it and shortens the op name (_cut).
-    hotspot = f"{short_op(cell['top_op'], 28)}\t{fmt_pct(cell['top_op_share'])}" if isinstance(cell["top_op"], str) else "—"
+    hotspot = (
+        f"{short_op(cell['top_op'], 28)}\t{fmt_pct(cell['top_op_share'])}" if isinstance(cell["top_op"], str) else "—"
+    )
     if cell["status"] == "cached":
         hotspot = "(cached) " + hotspot
     median = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
     return [median, _speedup(cell), time, ops_field, _limit(cell), hotspot]
 
 
-def _rows(cells: pd.DataFrame, baseline: Baseline | None) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
+def _rows(
+    cells: pd.DataFrame, baseline: Baseline | None
+) -> tuple[list[str], list[tuple[str, str, list[str]]], str | None]:
     """(variants, [(input, variant, fields)] in grid order, the device word when every cell shares it)."""
     _, variants, grid = comparison_grid(cells, baseline)
     words = {device_word(c) for c in cells.to_dict("records")}
     device = next(iter(words)) if len(words) == 1 else None
-    rows = [(" ".join(map(str, key)), v, _fields(by_variant[v], device))
-            for key, by_variant in grid.items() for v in variants if v in by_variant]
+    rows = [
+        (" ".join(map(str, key)), v, _fields(by_variant[v], device))
+        for key, by_variant in grid.items()
+        for v in variants
+        if v in by_variant
+    ]
     return variants, rows, device
 
 
 def _cut(hotspot: str, width: int | None) -> str:
-    """"op\tshare" as "op share" in `width` characters: the op name is cut ("…"), the share kept while it fits."""
+    """ "op\tshare" as "op share" in `width` characters: the op name is cut ("…"), the share kept while it fits."""
     op, _, share = hotspot.partition("\t")
     text = f"{op} {share}" if share else op
     if width is None or len(text) <= width:
@@ -85,8 +95,14 @@ def _cut(hotspot: str, width: int | None) -> str:
     return text[: max(width - 1, 0)] + "…"
 
 
-def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | None, names: Mapping[str, str],
-           speedups: bool, hotspot_width: int | None) -> Table:
+def _table(
+    title: str,
+    rows: list[tuple[str, str, list[str]]],
+    device: str | None,
+    names: Mapping[str, str],
+    speedups: bool,
+    hotspot_width: int | None,
+) -> Table:
     """hotspot_width: None keeps the hotspot whole, 0 leaves the column out."""
     table = Table(title=escape(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     keyed = any(name != variant for variant, name in names.items())
@@ -105,15 +121,24 @@ def _table(title: str, rows: list[tuple[str, str, list[str]]], device: str | Non
         median, speedup, time, ops, limit, hotspot = fields
         hotspot = _cut(hotspot, hotspot_width)
         last = i + 1 == len(rows) or rows[i + 1][0] != inp
-        values = [inp if inp != previous else "", names[variant], median, *([speedup] if speedups else []), time, ops, limit,
-                  *([hotspot] if hotspot_width != 0 else [])]
+        values = [
+            inp if inp != previous else "",
+            names[variant],
+            median,
+            *([speedup] if speedups else []),
+            time,
+            ops,
+            limit,
+            *([hotspot] if hotspot_width != 0 else []),
+        ]
         table.add_row(*(escape(v) for v in values), end_section=last)
         previous = inp
     return table
 
 
-def _fitted(console: Console, title: str, rows: list, device: str | None, names: Mapping[str, str],
-            speedups: bool) -> Table | None:
+def _fitted(
+    console: Console, title: str, rows: list, device: str | None, names: Mapping[str, str], speedups: bool
+) -> Table | None:
     """The one-line-per-cell table within the console's width, its hotspot column cut as needed; None when that
     would leave an op name fewer than _MIN_OP_CHARS characters."""
     table = _table(title, rows, device, names, speedups, None)
@@ -127,7 +152,9 @@ def _fitted(console: Console, title: str, rows: list, device: str | None, names:
     return _table(title, rows, device, names, speedups, longest - excess)
 
 
-def sweep_layout(console: Console, cells: pd.DataFrame, title: str, baseline: Baseline | None, wide: Table) -> list[RenderableType]:
+def sweep_layout(
+    console: Console, cells: pd.DataFrame, title: str, baseline: Baseline | None, wide: Table
+) -> list[RenderableType]:
     """What to print for the sweep's comparison at this console's width: the first of three layouts that fits.
     The variants side by side (`wide`, report.terminal.rich_table); one line per cell with the variants as rows;
     the same with each variant shortened to a key ("A", "B", ...) explained in a legend above the table. The

@@ -41,9 +41,26 @@ figcaption{color:#666;font-size:12px}
 margin:0 4px 0 12px}
 .findings li{margin:2px 0}.error{color:#b00020}
 """
-_NUMERIC = {"median", "p10–p90", "n", "ops/step", "first call", "calls", "share", "median latency", "% of peak",
-            "bytes_min", "FLOPs", "FLOP/B", "GB/s", "% peak BW", "GFLOP/s", "% peak FLOP/s", "peak memory",
-            "max abs / rel err"}
+_NUMERIC = {
+    "median",
+    "p10–p90",
+    "n",
+    "ops/step",
+    "first call",
+    "calls",
+    "share",
+    "median latency",
+    "% of peak",
+    "bytes_min",
+    "FLOPs",
+    "FLOP/B",
+    "GB/s",
+    "% peak BW",
+    "GFLOP/s",
+    "% peak FLOP/s",
+    "peak memory",
+    "max abs / rel err",
+}
 
 
 def esc(value: object) -> str:
@@ -64,8 +81,14 @@ def render_table(table: TextTable, cls: str = "") -> str:
     body = []
     for i, row in enumerate(table.rows):
         # An op name has no space to wrap at: a long kernel name would push the table off the page.
-        tds = [f'<td class="num">{esc(v)}</td>' if _numeric(h) else f'<td class="op">{esc(v)}</td>' if h == "top op"
-               else f"<td>{esc(v)}</td>" for h, v in zip(table.headers, row)]
+        tds = [
+            f'<td class="num">{esc(v)}</td>'
+            if _numeric(h)
+            else f'<td class="op">{esc(v)}</td>'
+            if h == "top op"
+            else f"<td>{esc(v)}</td>"
+            for h, v in zip(table.headers, row)
+        ]
         if table.links:
             tds[-1] = "<td>" + " · ".join(_link(label, path) for label, path in table.links[i]) + "</td>"
         body.append("<tr>" + "".join(tds) + "</tr>")
@@ -76,44 +99,65 @@ def _card(card: Card) -> str:
     rows = []
     for op, calls, time, share in card.table.rows:
         width = share.rstrip("%") if share.endswith("%") else "0"
-        rows.append(f'<tr><td><code>{esc(op)}</code><div class="bar" style="width:{esc(min(float(width), 100.0))}%"></div></td>'
-                    f'<td class="num">{esc(calls)}</td><td class="num">{esc(time)}</td><td class="num">{esc(share)}</td></tr>')
+        rows.append(
+            f'<tr><td><code>{esc(op)}</code><div class="bar" style="width:{esc(min(float(width), 100.0))}%"></div></td>'
+            f'<td class="num">{esc(calls)}</td><td class="num">{esc(time)}</td><td class="num">{esc(share)}</td></tr>'
+        )
     head = "".join(f"<th>{esc(h)}</th>" for h in card.table.headers)
     links = " · ".join(_link(label, path) for label, path in card.links)
-    return (f'<div class="card"><h3>{esc(card.heading)}</h3><div class="muted">{links}</div>'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    return (
+        f'<div class="card"><h3>{esc(card.heading)}</h3><div class="muted">{links}</div>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _figure(plot: Plot) -> str:
     # Matplotlib's own SVG (the figure's text escaped by its writer), inline: no image request, crisp at any zoom.
     cls = ' class="wide"' if plot.wide else ""
-    return (f'<figure{cls} aria-label="{esc(plot.title)}"><h3>{esc(plot.title)}</h3>{plot.svg}'
-            f"<figcaption>{esc(plot.caption)}</figcaption></figure>")
+    return (
+        f'<figure{cls} aria-label="{esc(plot.title)}"><h3>{esc(plot.title)}</h3>{plot.svg}'
+        f"<figcaption>{esc(plot.caption)}</figcaption></figure>"
+    )
 
 
 def _legend(colours: dict[str, str]) -> str:
     """The variants' colours, the same in every plot (ids nx-colour-<i>, in the plots' variant numbering)."""
-    items = "".join(f'<span class="swatch" id="nx-colour-{i}" style="background:{esc(c)}"></span>{esc(v)}'
-                    for i, (v, c) in enumerate(colours.items()))
+    items = "".join(
+        f'<span class="swatch" id="nx-colour-{i}" style="background:{esc(c)}"></span>{esc(v)}'
+        for i, (v, c) in enumerate(colours.items())
+    )
     return f'<div class="legend">Variants:{items}</div>'
 
 
 def _pairs(pairs: list[tuple[str, str]]) -> str:
     half = (len(pairs) + 1) // 2  # two tables side by side: the page is wide, the list is long
-    return '<div class="envs">' + "".join(
-        '<table class="env">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part) + "</table>"
-        for part in (pairs[:half], pairs[half:]) if part) + "</div>"
+    return (
+        '<div class="envs">'
+        + "".join(
+            '<table class="env">'
+            + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part)
+            + "</table>"
+            for part in (pairs[:half], pairs[half:])
+            if part
+        )
+        + "</div>"
+    )
 
 
 def _body(section: Section, body: Body) -> str:
     ul = f'<ul class="{esc(section.css)}">' if section.css else "<ul>"
-    parts = [ul + "".join(f"<li>{esc(item)}</li>" for item in body.items) + "</ul>" if body.items else "",
-             _pairs(body.pairs) if body.pairs else "",
-             render_table(body.table, section.css) if body.table is not None else "",
-             "<ul>" + "".join(f'<li class="muted">{esc(n)}</li>' for n in body.notes) + "</ul>" if body.notes else "",
-             f'<div class="{esc(section.css)}">' + "".join(_card(c) for c in body.cards) + "</div>" if body.cards else "",
-             "<ul>" + "".join(f'<li><b>{esc(name)}</b>: <span class="error">{esc(err)}</span></li>'
-                              for name, err in body.errors) + "</ul>" if body.errors else ""]
+    parts = [
+        ul + "".join(f"<li>{esc(item)}</li>" for item in body.items) + "</ul>" if body.items else "",
+        _pairs(body.pairs) if body.pairs else "",
+        render_table(body.table, section.css) if body.table is not None else "",
+        "<ul>" + "".join(f'<li class="muted">{esc(n)}</li>' for n in body.notes) + "</ul>" if body.notes else "",
+        f'<div class="{esc(section.css)}">' + "".join(_card(c) for c in body.cards) + "</div>" if body.cards else "",
+        "<ul>"
+        + "".join(f'<li><b>{esc(name)}</b>: <span class="error">{esc(err)}</span></li>' for name, err in body.errors)
+        + "</ul>"
+        if body.errors
+        else "",
+    ]
     return "".join(parts)
 
 
@@ -132,9 +176,14 @@ def render_html(report: Report, figures: list[Plot]) -> str:
         if body is None and not figures:
             continue
         note = f'<p class="muted">{esc(section.note)}</p>' if section.note else ""
-        parts.append(f"<h2>{esc(section.title)}</h2>{note}" + (_body(section, body) if body is not None
-                                                             else _plots(report, figures)))
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f"<title>{esc(report.title)}</title><style>{_CSS}</style></head>\n<body>\n"
-            + "\n".join(parts) + "\n</body></html>\n")
+        parts.append(
+            f"<h2>{esc(section.title)}</h2>{note}"
+            + (_body(section, body) if body is not None else _plots(report, figures))
+        )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{esc(report.title)}</title><style>{_CSS}</style></head>\n<body>\n"
+        + "\n".join(parts)
+        + "\n</body></html>\n"
+    )

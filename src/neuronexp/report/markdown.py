@@ -37,8 +37,12 @@ def _body(body: Body) -> list[str]:
 
 
 def render_markdown(report: Report, figures: list[Plot] | None = None) -> str:
-    lines = [f"# {md(report.title)}", "",
-             f"{md(report.kind)} `{report.source}` · {md(status_line(report))} · baseline {md(report.baseline or '—')}", ""]
+    lines = [
+        f"# {md(report.title)}",
+        "",
+        f"{md(report.kind)} `{report.source}` · {md(status_line(report))} · baseline {md(report.baseline or '—')}",
+        "",
+    ]
     for section, body in sections(report):
         if body is None:  # the plots: pictures, in report.html; named below
             continue

@@ -25,10 +25,18 @@ from neuronexp.results import Results, read_any
 
 # env.json keys worth a line in the report, in reading order, with their labels.
 _ENV_FIELDS = [
-    ("host", "host"), ("platform", "platform"), ("python", "python"), ("torch_version", "torch"),
-    ("torch_neuronx_version", "torch-neuronx"), ("neuronx_cc_version", "neuronx-cc"), ("cuda_runtime", "CUDA runtime"),
-    ("cpu_count", "CPU cores"), ("torch_threads", "torch threads"), ("git_commit", "git commit"),
-    ("git_dirty", "uncommitted changes"), ("neuronexp_version", "neuronexp"),
+    ("host", "host"),
+    ("platform", "platform"),
+    ("python", "python"),
+    ("torch_version", "torch"),
+    ("torch_neuronx_version", "torch-neuronx"),
+    ("neuronx_cc_version", "neuronx-cc"),
+    ("cuda_runtime", "CUDA runtime"),
+    ("cpu_count", "CPU cores"),
+    ("torch_threads", "torch threads"),
+    ("git_commit", "git commit"),
+    ("git_dirty", "uncommitted changes"),
+    ("neuronexp_version", "neuronexp"),
 ]
 # A cell column naming the Neuron profile folder (the Neuron backend writes neuron_profile_dir, relative to
 # the job directory); a `neuron_profile/` folder in the job directory is the fallback.
@@ -72,7 +80,9 @@ def configured_baseline(job_dirs: list[Path]) -> Baseline | None:
             except yaml.YAMLError as exc:
                 raise ReportError(yaml_error_line(exc)) from None
             except (OSError, UnicodeDecodeError) as exc:
-                raise ReportError(f"{d / 'config.yaml'}: cannot be read ({exc}); neuronexp wrote it, so it was changed since") from None
+                raise ReportError(
+                    f"{d / 'config.yaml'}: cannot be read ({exc}); neuronexp wrote it, so it was changed since"
+                ) from None
             if not isinstance(config, dict):
                 raise ReportError(f"{d / 'config.yaml'}: not a neuronexp config (a YAML mapping of keys)")
             return parse_baseline(config.get("baseline"))
@@ -97,11 +107,23 @@ def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[st
         vals = [str(v) for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
         return "; ".join(vals)
 
-    rows = [(label, distinct(cells[col])) for label, col in (
-        ("experiment", "experiment"), ("backend", "backend"), ("device", "device_name"), ("dtype", "dtype"),
-        ("latency method", "timing_method"), ("profiled time source", "device_time_source"),
-        ("allocator", "allocator"), ("malloc", "malloc"), ("threads", "threads"), ("timing rounds", "latency_rounds"),
-        ("profile schedule", "profile_schedule")) if col in cells.columns]
+    rows = [
+        (label, distinct(cells[col]))
+        for label, col in (
+            ("experiment", "experiment"),
+            ("backend", "backend"),
+            ("device", "device_name"),
+            ("dtype", "dtype"),
+            ("latency method", "timing_method"),
+            ("profiled time source", "device_time_source"),
+            ("allocator", "allocator"),
+            ("malloc", "malloc"),
+            ("threads", "threads"),
+            ("timing rounds", "latency_rounds"),
+            ("profile schedule", "profile_schedule"),
+        )
+        if col in cells.columns
+    ]
     rows.append(("variants", distinct(cells["variant"])))
     rows.append(("shapes", distinct(cells.sort_values("numel", kind="stable")["input_shape"])))
     started = cells["started_at"].dropna().sort_values()
@@ -142,8 +164,10 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     """
     source = Path(source)
     if source.exists() and not source.is_dir():
-        raise ReportError(f"{source}: is a file, not a directory; point at a run directory (with cells.parquet) "
-                          "or a sweep directory (with results/ or job directories)")
+        raise ReportError(
+            f"{source}: is a file, not a directory; point at a run directory (with cells.parquet) "
+            "or a sweep directory (with results/ or job directories)"
+        )
     if not source.is_dir():
         raise ReportError(f"{source}: no such directory")
     out_dir = Path(out_dir) if out_dir is not None else source
@@ -163,8 +187,10 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     cells = cells.assign(variant=variant, input=inputs.agg(" ".join, axis=1))
     if baseline is not None and rule and cells["baseline_run_id"].isna().all():
         modules = ", ".join(sorted(cells["module"].astype(str).unique()))
-        raise ReportError(f"--baseline {baseline}: no cell matches it (modules here: {modules}); give KEY=VALUE pairs "
-                          "that pick one cell of each group, e.g. module=NAME or compile.enabled=false")
+        raise ReportError(
+            f"--baseline {baseline}: no cell matches it (modules here: {modules}); give KEY=VALUE pairs "
+            "that pick one cell of each group, e.g. module=NAME or compile.enabled=false"
+        )
     baseline = describe_baseline(rule) if cells["baseline_run_id"].notna().any() else None
     cells["trace_link"], cells["profile_link"] = links(cells, by_run, out_dir)
     results = results._replace(cells=cells)
@@ -172,10 +198,20 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     spots = {run: ops.head(top) for run, ops in every.items()}
     intervals = speedup_intervals(cells, results.samples)
     experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
-    title = f"neuronexp report: {experiment}" + (f" · {cells['variant'].iloc[0]} {cells['input_shape'].iloc[0]}" if kind == "run" else "")
+    title = f"neuronexp report: {experiment}" + (
+        f" · {cells['variant'].iloc[0]} {cells['input_shape'].iloc[0]}" if kind == "run" else ""
+    )
     return Report(
-        source=source.resolve(), out_dir=out_dir, kind=kind, title=title, baseline=baseline, results=results,
-        environment=environment_rows(cells, dirs), hotspots=spots, fusion=fusion_table(cells, results.ops),
-        findings=findings(cells, results.samples, spots, all_ops=every, intervals=intervals), intervals=intervals,
+        source=source.resolve(),
+        out_dir=out_dir,
+        kind=kind,
+        title=title,
+        baseline=baseline,
+        results=results,
+        environment=environment_rows(cells, dirs),
+        hotspots=spots,
+        fusion=fusion_table(cells, results.ops),
+        findings=findings(cells, results.samples, spots, all_ops=every, intervals=intervals),
+        intervals=intervals,
         missing=found.missing,
     )

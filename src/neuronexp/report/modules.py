@@ -24,8 +24,13 @@ def _line(name: str, calls: Any, total: float, share: float, self_share: float, 
     return f"{name:<{room}}{calls_txt:>5}{fmt_us(total):>10}{fmt_pct(share):>7}{fmt_pct(self_share):>6}"
 
 
-def tree_lines(table: pd.DataFrame, width: int = 80, max_depth: int = MAX_DEPTH, min_share: float = MIN_SHARE,
-               max_children: int = MAX_CHILDREN) -> list[str]:
+def tree_lines(
+    table: pd.DataFrame,
+    width: int = 80,
+    max_depth: int = MAX_DEPTH,
+    min_share: float = MIN_SHARE,
+    max_children: int = MAX_CHILDREN,
+) -> list[str]:
     kids = children(table)
     step = table["total_device_us"].max()
     lines: list[str] = []
@@ -34,8 +39,16 @@ def tree_lines(table: pd.DataFrame, width: int = 80, max_depth: int = MAX_DEPTH,
         row = table.loc[path]
         label = (path.rsplit(".", 1)[-1] if path else "(root)") + " " + short_type(row["module_type"])
         share = row["total_device_us"] / step if step > 0 else float("nan")
-        lines.append(_line(indent + label, row["calls"], row["total_device_us"], share,
-                           row["self_device_us"] / step if step > 0 else float("nan"), width))
+        lines.append(
+            _line(
+                indent + label,
+                row["calls"],
+                row["total_device_us"],
+                share,
+                row["self_device_us"] / step if step > 0 else float("nan"),
+                width,
+            )
+        )
         below = sorted(kids[path], key=lambda c: -table.at[c, "total_device_us"])
         if int(row["depth"]) >= max_depth:
             return
@@ -52,8 +65,14 @@ def tree_lines(table: pd.DataFrame, width: int = 80, max_depth: int = MAX_DEPTH,
     return lines
 
 
-def module_lines(modules: pd.DataFrame, device: str, width: int = 80, run_id: str | None = None,
-                 top_types: int = 6, top_units: int = 5) -> list[str]:
+def module_lines(
+    modules: pd.DataFrame,
+    device: str,
+    width: int = 80,
+    run_id: str | None = None,
+    top_types: int = 6,
+    top_units: int = 5,
+) -> list[str]:
     """The whole block for one run; empty when the run has no modules table."""
     table = of_run(modules, run_id)
     if table.empty:
@@ -65,13 +84,33 @@ def module_lines(modules: pd.DataFrame, device: str, width: int = 80, run_id: st
     lines.append("Summed by type (a module inside one of its own type counted once)")
     types = by_type(table)
     for row in types[types["instances"] > 1].head(top_types).itertuples():  # one of a kind is in the tree already
-        lines.append(_line(f"all {short_type(row.module_type)} ×{row.instances}", row.calls, row.total_device_us,
-                           row.share, float("nan"), width).rstrip("—").rstrip())
+        lines.append(
+            _line(
+                f"all {short_type(row.module_type)} ×{row.instances}",
+                row.calls,
+                row.total_device_us,
+                row.share,
+                float("nan"),
+                width,
+            )
+            .rstrip("—")
+            .rstrip()
+        )
     hot = hot_units(table).head(top_units)
     if not hot.empty:
         lines.append("Hotspots (study units, alike merged: neuronexp-extract RUN_DIR --top K)")
         for i, row in enumerate(hot.itertuples(), 1):
             where = row.paths[0] + (f" +{row.instances - 1}" if row.instances > 1 else "")
-            lines.append(_line(f"{i}. {short_type(row.module_type)} {where}", row.calls, row.total_device_us, row.share,
-                               float("nan"), width).rstrip("—").rstrip())
+            lines.append(
+                _line(
+                    f"{i}. {short_type(row.module_type)} {where}",
+                    row.calls,
+                    row.total_device_us,
+                    row.share,
+                    float("nan"),
+                    width,
+                )
+                .rstrip("—")
+                .rstrip()
+            )
     return lines

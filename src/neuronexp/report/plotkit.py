@@ -22,7 +22,7 @@ def svg(fig: Figure) -> str:
     with rc_context({"svg.fonttype": "none", "svg.hashsalt": "neuronexp"}):
         fig.savefig(buf, format="svg", dpi=DPI, bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def variant_colours(variants: list[str]) -> dict[str, str]:

@@ -8,32 +8,30 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.formatting import fmt_us, short_op
 from neuronexp.report.distplots import roof_share_plot, rounds_plot
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg, variant_colours
+from neuronexp.report.opplots import breakdown_plot
+from neuronexp.report.plotkit import input_labels, svg, variant_colours
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
 from neuronexp.results import usable_cells
 
 # The marks' ids: `nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
 # `nx-breakdown-<variant>-<bar>`, numbered by the variant's place in report_colours and the input's or bar's place
 # in its plot. The op-time breakdown colours ops from another palette and writes each bar's label in its variant's.
-_OTHER = "other"
-# An op gets its own colour when it takes at least this share of some cell's step.
-_MIN_SHARE = 0.05
-_MAX_OPS = 9
 # Series of one variant that differ in dtype or backend: told apart by line style, the colour stays the variant's.
 _STYLES = ["-", "--", ":", "-."]
 
 
 def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """Median and p10–p90 per cell from the raw samples (the cells' own columns when samples are missing)."""
-    q = samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack() if not samples.empty else pd.DataFrame()
+    q = (
+        samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack()
+        if not samples.empty
+        else pd.DataFrame()
+    )
     out = cells.set_index("run_id")[["latency_p10_us", "latency_median_us", "latency_p90_us"]].copy()
     out.columns = [0.1, 0.5, 0.9]
     out.update(q)
@@ -78,59 +76,9 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
     return svg(fig)
 
 
-def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
-    best: dict[str, float] = {}
-    for frame in hotspots.values():
-        for op, share in zip(frame["op"], frame["share"]):
-            if share >= _MIN_SHARE:
-                best[op] = max(best.get(op, 0.0), float(share))
-    ops = sorted(best, key=lambda op: best[op], reverse=True)[:_MAX_OPS]
-    palette = colormaps["Set3"]  # not the variants' palette: a colour means one variant throughout the report
-    return {op: palette(i) for i, op in enumerate(ops)}
-
-
-def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colours: dict[str, str]) -> str | None:
-    """Where each cell's profiled step goes: one 100% bar per cell, stacked by op, total time at the end.
-
-    Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver.
-    """
-    cells = usable_cells(cells).sort_values(["numel", "input_shape"], kind="stable")
-    cells = cells[[not hotspots.get(str(r), pd.DataFrame()).empty for r in cells["run_id"]]]
-    if cells.empty:
-        return None
-    total = len(cells)
-    while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
-        cells = cells[cells["numel"] > cells["numel"].min()]
-    op_colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
-    labels = [f"{v} · {s}" for v, s in zip(cells["variant"], input_labels(cells))]
-    fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
-    ax = fig.add_subplot()
-    y = np.arange(len(cells))[::-1]
-    for yi, (_, cell) in zip(y, cells.iterrows()):
-        spots = hotspots[str(cell["run_id"])]
-        left = 0.0
-        for op, share in zip(spots["op"], spots["share"].fillna(0.0)):
-            if op in op_colours and share > 0:
-                ax.barh(yi, share, left=left, color=op_colours[op], edgecolor="white", linewidth=0.5)
-                left += share
-        ax.barh(yi, max(1.0 - left, 0.0), left=left, color="#d0d0d0", edgecolor="white", linewidth=0.5)
-        ax.text(1.01, yi, fmt_us(cell["device_time_us"]), va="center", fontsize=8)
-    ax.set_yticks(y, [""] * len(y))
-    numbers = {v: i for i, v in enumerate(colours)}
-    for k, (yi, label, variant) in enumerate(zip(y, labels, cells["variant"])):  # text: tick labels drop their colour
-        text = ax.text(-0.01, yi, label, transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=8,
-                       color=colours.get(variant, "black"))
-        text.set_gid(f"nx-breakdown-{numbers.get(variant, 'x')}-{k}")
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share of profiled time per step (label: total per step)")
-    if len(cells) < total:
-        ax.set_title(f"largest inputs only: {len(cells)} of {total} cells", fontsize=9)
-    handles = [Patch(color=c, label=short_op(op, 32)) for op, c in op_colours.items()] + [Patch(color="#d0d0d0", label=_OTHER)]
-    ax.legend(handles=handles, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.4 / len(cells)), ncol=3, frameon=False)
-    return svg(fig)
-
-
-def speedup_plot(cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame) -> str | None:
+def speedup_plot(
+    cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame
+) -> str | None:
     """Speedup of every cell over its baseline cell per input, in the variant's colour: bars above 1 are faster;
     whiskers are the 95% bootstrap interval the findings state (findings.speedup_intervals)."""
     cells = usable_cells(cells)
@@ -159,8 +107,15 @@ def speedup_plot(cells: pd.DataFrame, baseline: str | None, colours: dict[str, s
             run = str(mine.loc[s, "run_id"])
             if run in ci.index and np.isfinite(ci.loc[run, ["ci_low", "ci_high"]].astype(float)).all():
                 low, high = float(ci.loc[run, "ci_low"]), float(ci.loc[run, "ci_high"])
-                drawn = ax.errorbar([x], [v], yerr=[[max(v - low, 0.0)], [max(high - v, 0.0)]], fmt="none",
-                                    ecolor="black", elinewidth=1, capsize=3)
+                drawn = ax.errorbar(
+                    [x],
+                    [v],
+                    yerr=[[max(v - low, 0.0)], [max(high - v, 0.0)]],
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=1,
+                    capsize=3,
+                )
                 drawn.lines[2][0].set_gid(f"nx-ci-{number}-{j}")
     values = cells["speedup_vs_baseline"].astype(float)
     if values.max() / max(values.min(), 1e-9) >= 20:
@@ -194,29 +149,74 @@ def figures(report) -> list[Plot]:
     out = []
     latency = latency_plot(cells, report.results.samples, colours)
     if latency:
-        out.append(Plot("Latency vs input size", "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.", latency))
+        out.append(
+            Plot(
+                "Latency vs input size",
+                "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.",
+                latency,
+            )
+        )
     speedup = speedup_plot(cells, report.baseline, colours, report.intervals)
     if speedup:
-        out.append(Plot(f"Speedup vs {report.baseline}", "Baseline median latency ÷ variant median latency, same input; "
-                        "whiskers: the 95% bootstrap interval stated in the findings.", speedup))
+        out.append(
+            Plot(
+                f"Speedup vs {report.baseline}",
+                "Baseline median latency ÷ variant median latency, same input; "
+                "whiskers: the 95% bootstrap interval stated in the findings.",
+                speedup,
+            )
+        )
     rounds = rounds_plot(cells, report.results.samples, colours)
     if rounds:
-        out.append(Plot("Samples by timing round", "Every timed call of each cell, a line per round (bar: the round's "
-                        "median, ◆: the cell's latency); rounds apart are a noisy cell's round spread (~).", rounds, wide=True))
+        out.append(
+            Plot(
+                "Samples by timing round",
+                "Every timed call of each cell, a line per round (bar: the round's "
+                "median, ◆: the cell's latency); rounds apart are a noisy cell's round spread (~).",
+                rounds,
+                wide=True,
+            )
+        )
     shares = roof_share_plot(cells, colours)
     if shares:
-        out.append(Plot("Achieved vs the roofs", "One point per cell: its share of the bandwidth roof and of the FLOP/s "
-                        "roof (hollow on the x axis: no FLOPs counted); dashed: 100%, the limit.", shares))
+        out.append(
+            Plot(
+                "Achieved vs the roofs",
+                "One point per cell: its share of the bandwidth roof and of the FLOP/s "
+                "roof (hollow on the x axis: no FLOPs counted); dashed: 100%, the limit.",
+                shares,
+            )
+        )
     roofline = roofline_plot(cells, colours)
     if roofline:
-        out.append(Plot("Roofline", "Achieved GFLOP/s against FLOP per byte of bytes_min, under each device's roofs "
-                        "(cells with no counted FLOPs are in the bandwidth plot only).", roofline))
+        out.append(
+            Plot(
+                "Roofline",
+                "Achieved GFLOP/s against FLOP per byte of bytes_min, under each device's roofs "
+                "(cells with no counted FLOPs are in the bandwidth plot only).",
+                roofline,
+            )
+        )
     bandwidth = bandwidth_plot(cells, colours)
     if bandwidth:
-        out.append(Plot("Achieved bandwidth", "bytes_min / median latency per cell, in its variant's colour; dashed: "
-                        "the peak bandwidth it is measured against; label: its share.", bandwidth, wide=True))
+        out.append(
+            Plot(
+                "Achieved bandwidth",
+                "bytes_min / median latency per cell, in its variant's colour; dashed: "
+                "the peak bandwidth it is measured against; label: its share.",
+                bandwidth,
+                wide=True,
+            )
+        )
     breakdown = breakdown_plot(cells, report.hotspots, colours)
     if breakdown:
-        out.append(Plot("Op-time breakdown", "Self time per op as a share of the profiled step; grey is everything else. "
-                        "Labels in their variant's colour.", breakdown, wide=True))
+        out.append(
+            Plot(
+                "Op-time breakdown",
+                "Self time per op as a share of the profiled step; grey is everything else. "
+                "Labels in their variant's colour.",
+                breakdown,
+                wide=True,
+            )
+        )
     return out

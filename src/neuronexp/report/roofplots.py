@@ -37,11 +37,21 @@ def roofline_plot(cells: pd.DataFrame, colours: dict[str, str] | None = None) ->
     xs = np.geomspace(low, high, 200)
     for roof in _roofs(cells).itertuples():
         if pd.notna(roof.peak_bw_gbs) and pd.notna(roof.peak_tflops):
-            ax.plot(xs, np.minimum(roof.peak_tflops * 1e3, xs * roof.peak_bw_gbs), color="black", linewidth=1,
-                    label=f"roof: {roof.peak_bw_gbs:.3g} GB/s, {roof.peak_tflops * 1e3:.3g} GFLOP/s")
+            ax.plot(
+                xs,
+                np.minimum(roof.peak_tflops * 1e3, xs * roof.peak_bw_gbs),
+                color="black",
+                linewidth=1,
+                label=f"roof: {roof.peak_bw_gbs:.3g} GB/s, {roof.peak_tflops * 1e3:.3g} GFLOP/s",
+            )
     for name, group in cells.groupby("variant", sort=False):
-        ax.scatter(group["intensity"], group["achieved_tflops"] * 1e3, label=name, zorder=3,
-                   color=(colours or {}).get(str(name)))
+        ax.scatter(
+            group["intensity"],
+            group["achieved_tflops"] * 1e3,
+            label=name,
+            zorder=3,
+            color=(colours or {}).get(str(name)),
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte of bytes_min)")

@@ -64,13 +64,27 @@ SECTIONS: list[Section] = [
     Section("Experiment and environment", "", lambda r: Body(pairs=list(r.environment)), css="env"),
     Section("Cells", "", lambda r: Body(table=summary_table(r)), css="summary"),
     Section("Variants side by side", "", lambda r: Body(table=grid_table(r)), css="grid"),
-    Section("How far from the limit", ROOFLINE_NOTE, lambda r: Body(table=roofline_table(r), notes=roof_notes(r)),
-            css="roofline"),
+    Section(
+        "How far from the limit",
+        ROOFLINE_NOTE,
+        lambda r: Body(table=roofline_table(r), notes=roof_notes(r)),
+        css="roofline",
+    ),
     Section("Plots", "", None),
-    Section("Fusion view", "Operators dispatched per profiled step, and which operators of the baseline are gone "
-            "(fused away) or new in each variant, on the same input.", lambda r: Body(table=fusion_rows(r)), css="fusion"),
-    Section("Hotspots", "Top operators by self time per profiled step, for every cell. Traces open in "
-            "ui.perfetto.dev or chrome://tracing.", _hotspots, css="cards"),
+    Section(
+        "Fusion view",
+        "Operators dispatched per profiled step, and which operators of the baseline are gone "
+        "(fused away) or new in each variant, on the same input.",
+        lambda r: Body(table=fusion_rows(r)),
+        css="fusion",
+    ),
+    Section(
+        "Hotspots",
+        "Top operators by self time per profiled step, for every cell. Traces open in "
+        "ui.perfetto.dev or chrome://tracing.",
+        _hotspots,
+        css="cards",
+    ),
     Section("Failed cells", "", lambda r: Body(errors=failed_cells(r)), optional=True),
 ]
 

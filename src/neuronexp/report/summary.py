@@ -12,19 +12,23 @@ from neuronexp.analysis.variants import cell_labels, comparison_grid
 from neuronexp.formatting import fmt_word, md_cell
 from neuronexp.report.cell_text import cell_lines, composite_words, output_differs, roof_sources
 
-ROOF_CAPTION = ("% BW: bytes_min / median latency as a share of the device's peak bandwidth (% FLOP/s for "
-                "compute-bound cells)")
+ROOF_CAPTION = (
+    "% BW: bytes_min / median latency as a share of the device's peak bandwidth (% FLOP/s for compute-bound cells)"
+)
 
 
 def host_line(cells: pd.DataFrame) -> str:
     """What the host did to the measurements: malloc and allocator mode, threads, timing rounds."""
+
     def values(col: str) -> str:
         if col not in cells.columns:
             return "?"
         return "/".join(sorted({fmt_word(v) for v in cells[col].dropna()})) or "?"
 
-    return (f"malloc {values('malloc')} (allocator {values('allocator')}), {values('threads')} thread(s), "
-            f"{values('latency_rounds')} timing round(s) per cell")
+    return (
+        f"malloc {values('malloc')} (allocator {values('allocator')}), {values('threads')} thread(s), "
+        f"{values('latency_rounds')} timing round(s) per cell"
+    )
 
 
 def speedup_caption(cells: pd.DataFrame, baseline: Baseline | None) -> str:
@@ -47,45 +51,69 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline
     if missing:  # planned but with no row: interrupted, or never started; not failed (no error to report)
         parts.append(f"{len(missing)} not run")
     experiment = ", ".join(sorted(cells["experiment"].dropna().unique())) if not cells.empty else ""
-    lines = [f"# Sweep summary: {md_cell(experiment) if experiment else 'no cell finished'}", "",
-             f"Directory: `{sweep_dir}`  ", f"Cells: {', '.join(parts) or 'none'}", ""]
+    lines = [
+        f"# Sweep summary: {md_cell(experiment) if experiment else 'no cell finished'}",
+        "",
+        f"Directory: `{sweep_dir}`  ",
+        f"Cells: {', '.join(parts) or 'none'}",
+        "",
+    ]
     if not cells.empty:
         devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
         methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
-        lines += [f"Devices: {md_cell(devices)}  ", f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}  ",
-                  f"Host: {md_cell(host_line(cells))}  ",
-                  f"Median latency {md_cell(speedup_caption(cells, baseline))}; {md_cell(ROOF_CAPTION)}  "]
+        lines += [
+            f"Devices: {md_cell(devices)}  ",
+            f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}  ",
+            f"Host: {md_cell(host_line(cells))}  ",
+            f"Median latency {md_cell(speedup_caption(cells, baseline))}; {md_cell(ROOF_CAPTION)}  ",
+        ]
         lines += [f"Roofs: {md_cell(source)}  " for source in roof_sources(cells)] + [""]
         axes, variants, grid = comparison_grid(cells, baseline)
         lines.append("| " + " | ".join(md_cell(h) for h in axes + variants) + " |")
         lines.append("|" + "---|" * (len(axes) + len(variants)))
         for key, by_variant in grid.items():
-            row = [md_cell(k) for k in key] + ["<br>".join(md_cell(x) for x in cell_lines(by_variant.get(v))) for v in variants]
+            row = [md_cell(k) for k in key] + [
+                "<br>".join(md_cell(x) for x in cell_lines(by_variant.get(v))) for v in variants
+            ]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
         flagged = int(cells.apply(noisy, axis=1).sum())
         if flagged:
-            lines += [f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): "
-                      "not findings; rerun them on a quiet machine.", ""]
+            lines += [
+                f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): "
+                "not findings; rerun them on a quiet machine.",
+                "",
+            ]
     composite = [(i, composite_words(c)) for i, c in cells.iterrows()] if not cells.empty else []
     composite = [(i, words) for i, words in composite if words]
     if composite:
         labels = cell_labels(cells)
-        lines += ["## Ops per step", ""] + [f"- {md_cell(labels[i])}: {md_cell(words)}" for i, words in composite] + [""]
+        lines += (
+            ["## Ops per step", ""] + [f"- {md_cell(labels[i])}: {md_cell(words)}" for i, words in composite] + [""]
+        )
     differs = cells[cells.apply(output_differs, axis=1)] if not cells.empty else cells
     if len(differs):
         labels = cell_labels(cells)
         lines += ["## Outputs that differ from their baseline's", ""]
-        lines += [f"- {md_cell(labels[i])}: {md_cell(note)}" for i, note in zip(differs.index, differs["output_note"])] + [""]
+        lines += [
+            f"- {md_cell(labels[i])}: {md_cell(note)}" for i, note in zip(differs.index, differs["output_note"])
+        ] + [""]
     failed = cells[cells["status"] == "error"] if not cells.empty else cells
     if len(failed):
         lines += ["## Failed cells", ""]
         labels = cell_labels(cells)
-        lines += [f"- {md_cell(labels[i])}: {md_cell(r.error)} ({md_cell(r.overrides)})" for i, r in zip(failed.index, failed.itertuples())]
+        lines += [
+            f"- {md_cell(labels[i])}: {md_cell(r.error)} ({md_cell(r.overrides)})"
+            for i, r in zip(failed.index, failed.itertuples())
+        ]
         lines.append("")
     if missing:
-        lines += ["## Cells not run", "",
-                  f"Interrupted, or never started: run the same command with `hydra.sweep.dir={sweep_dir}` to resume "
-                  "(finished cells are reused).", ""]
+        lines += [
+            "## Cells not run",
+            "",
+            f"Interrupted, or never started: run the same command with `hydra.sweep.dir={sweep_dir}` to resume "
+            "(finished cells are reused).",
+            "",
+        ]
         lines += [f"- job {md_cell(m)}" for m in missing] + [""]
     return "\n".join(lines)

@@ -39,26 +39,48 @@ def summary_table(report: Report) -> TextTable:
     """One row per cell, in sweep order: latency with spread, speedup, profiled time, ops, hotspot."""
     cells = report.cells
     speedup = [f"speedup vs {report.baseline}"] if report.baseline else []  # no baseline, no column
-    headers = ["variant", "input", "status", "median", "p10–p90", "n", *speedup,
-               "profiled time/step", "ops/step", "top op", "% of peak", "output", "first call", "files"]
+    headers = [
+        "variant",
+        "input",
+        "status",
+        "median",
+        "p10–p90",
+        "n",
+        *speedup,
+        "profiled time/step",
+        "ops/step",
+        "top op",
+        "% of peak",
+        "output",
+        "first call",
+        "files",
+    ]
     rows, links = [], []
     for _, c in cells.sort_values(["numel", "input_shape"], kind="stable").iterrows():
         ok = c["status"] != "error"
-        top = f"{short_op(str(c['top_op']), 40)} {fmt_pct(c['top_op_share'])}" if ok and isinstance(c["top_op"], str) else "—"
-        rows.append([
-            str(c["variant"]), str(c["input"]), str(c["status"]),
-            ((NOISY_MARK if noisy(c) else "") + fmt_us(c["latency_median_us"])) if ok else "—",
-            f"{fmt_us(c['latency_p10_us'])} – {fmt_us(c['latency_p90_us'])}" if ok else "—",
-            str(int(c["latency_samples"])) if ok and pd.notna(c["latency_samples"]) else "—",
-            *([fmt_speedup_ci(c) or "—"] if speedup else []),
-            f"{device_word(c)} {fmt_us(c['device_time_us'])}" if ok else "—",
-            ops_text(c) if ok and pd.notna(c["device_ops"]) else "—",
-            top,
-            (headline(c) or "—") if ok else "—",
-            output_word(c) if ok else "—",
-            f"{c['first_call_s']:.3g} s" if ok and pd.notna(c["first_call_s"]) else "—",
-            "",
-        ])
+        top = (
+            f"{short_op(str(c['top_op']), 40)} {fmt_pct(c['top_op_share'])}"
+            if ok and isinstance(c["top_op"], str)
+            else "—"
+        )
+        rows.append(
+            [
+                str(c["variant"]),
+                str(c["input"]),
+                str(c["status"]),
+                ((NOISY_MARK if noisy(c) else "") + fmt_us(c["latency_median_us"])) if ok else "—",
+                f"{fmt_us(c['latency_p10_us'])} – {fmt_us(c['latency_p90_us'])}" if ok else "—",
+                str(int(c["latency_samples"])) if ok and pd.notna(c["latency_samples"]) else "—",
+                *([fmt_speedup_ci(c) or "—"] if speedup else []),
+                f"{device_word(c)} {fmt_us(c['device_time_us'])}" if ok else "—",
+                ops_text(c) if ok and pd.notna(c["device_ops"]) else "—",
+                top,
+                (headline(c) or "—") if ok else "—",
+                output_word(c) if ok else "—",
+                f"{c['first_call_s']:.3g} s" if ok and pd.notna(c["first_call_s"]) else "—",
+                "",
+            ]
+        )
         links.append(cell_links(c))
     return TextTable(headers, rows, links)
 
@@ -77,29 +99,54 @@ def _fmt(value: Any, spec: str, scale: float = 1.0) -> str:
     return "—" if value is None or pd.isna(value) else format(float(value) * scale, spec)
 
 
-ROOFLINE_NOTE = ("bytes_min: inputs, weights read once and outputs written once; FLOPs: FlopCounterMode (matmul, "
-                 "convolution, attention; other operators count 0); GB/s and GFLOP/s over the median latency; % of "
-                 "the roofs below; output: checked against the baseline cell's output on the same inputs "
-                 "(docs/methodology.md).")
+ROOFLINE_NOTE = (
+    "bytes_min: inputs, weights read once and outputs written once; FLOPs: FlopCounterMode (matmul, "
+    "convolution, attention; other operators count 0); GB/s and GFLOP/s over the median latency; % of "
+    "the roofs below; output: checked against the baseline cell's output on the same inputs "
+    "(docs/methodology.md)."
+)
 
 
 def roofline_table(report: Report) -> TextTable:
     """Per cell: the work, what it achieved, its roofs and share of them, the bound, peak memory, the check."""
-    headers = ["variant", "input", "bytes_min", "FLOPs", "FLOP/B", "GB/s", "% peak BW", "GFLOP/s", "% peak FLOP/s",
-               "bound", "peak memory", "output", "max abs / rel err"]
+    headers = [
+        "variant",
+        "input",
+        "bytes_min",
+        "FLOPs",
+        "FLOP/B",
+        "GB/s",
+        "% peak BW",
+        "GFLOP/s",
+        "% peak FLOP/s",
+        "bound",
+        "peak memory",
+        "output",
+        "max abs / rel err",
+    ]
     rows: list[list[str]] = []
     cells = report.cells
     if "bytes_min" not in cells:
         return TextTable(headers, rows)
     for _, c in cells[cells["status"] != "error"].sort_values(["numel", "input_shape"], kind="stable").iterrows():
         errors = "—" if pd.isna(c.get("max_abs_err")) else f"{c['max_abs_err']:.2g} / {c['max_rel_err']:.2g}"
-        rows.append([str(c["variant"]), str(c["input"]), fmt_bytes(c["bytes_min"]), fmt_flops(c["flops"]),
-                     _fmt(c["intensity"], ".3g"), _fmt(c["achieved_gbs"], ".3g"),
-                     "—" if pd.isna(c["pct_peak_bw"]) else fmt_share(c["pct_peak_bw"]),
-                     _fmt(c["achieved_tflops"], ".3g", 1e3),
-                     "—" if pd.isna(c["pct_peak_flops"]) else fmt_share(c["pct_peak_flops"]),
-                     str(c["bound"]) if isinstance(c["bound"], str) else "—", fmt_bytes(c["peak_memory_bytes"]),
-                     output_word(c), errors])
+        rows.append(
+            [
+                str(c["variant"]),
+                str(c["input"]),
+                fmt_bytes(c["bytes_min"]),
+                fmt_flops(c["flops"]),
+                _fmt(c["intensity"], ".3g"),
+                _fmt(c["achieved_gbs"], ".3g"),
+                "—" if pd.isna(c["pct_peak_bw"]) else fmt_share(c["pct_peak_bw"]),
+                _fmt(c["achieved_tflops"], ".3g", 1e3),
+                "—" if pd.isna(c["pct_peak_flops"]) else fmt_share(c["pct_peak_flops"]),
+                str(c["bound"]) if isinstance(c["bound"], str) else "—",
+                fmt_bytes(c["peak_memory_bytes"]),
+                output_word(c),
+                errors,
+            ]
+        )
     return TextTable(headers, rows)
 
 
@@ -121,18 +168,26 @@ def grid_table(report: Report) -> TextTable:
 
 
 def fusion_rows(report: Report) -> TextTable:
-    headers = ["input", "variant", "ops/step (dispatched→executed)", "profiled time/step", "median latency",
-               f"ops gone vs {report.baseline or 'baseline'}", "ops new"]
+    headers = [
+        "input",
+        "variant",
+        "ops/step (dispatched→executed)",
+        "profiled time/step",
+        "median latency",
+        f"ops gone vs {report.baseline or 'baseline'}",
+        "ops new",
+    ]
     rows = []
     for r in report.fusion.itertuples():
-        gone = ", ".join(short_op(o, 40) for o in r.removed) or ("(baseline)" if r.is_baseline else "none" if r.compared else "—")
+        gone = ", ".join(short_op(o, 40) for o in r.removed) or (
+            "(baseline)" if r.is_baseline else "none" if r.compared else "—"
+        )
         new = ", ".join(short_op(o, 40) for o in r.added) or ("none" if r.compared else "" if r.is_baseline else "—")
         counts = {"device_ops": r.device_ops, "ops_dispatched": r.ops_dispatched}
         ops = ops_text(counts) if pd.notna(r.device_ops) else "—"
         words = composite_words(counts) if pd.notna(r.device_ops) else None
         ops += f" ({words})" if words else ""
-        rows.append([r.input, r.variant, ops,
-                     fmt_us(r.device_time_us), fmt_us(r.latency_median_us), gone, new])
+        rows.append([r.input, r.variant, ops, fmt_us(r.device_time_us), fmt_us(r.latency_median_us), gone, new])
     return TextTable(headers, rows)
 
 
@@ -159,6 +214,8 @@ def status_line(report: Report) -> str:
     counts = report.cells["status"].value_counts()
     line = f"{len(report.cells)} cell(s): " + ", ".join(f"{n} {s}" for s, n in counts.items())
     if report.missing:  # planned (jobs.json) but never finished: a killed or interrupted sweep
-        line += (f"; {len(report.missing)} planned cell(s) not run, interrupted or never started (job "
-                 f"{', '.join(report.missing)}): rerun the sweep into this directory to complete it")
+        line += (
+            f"; {len(report.missing)} planned cell(s) not run, interrupted or never started (job "
+            f"{', '.join(report.missing)}): rerun the sweep into this directory to complete it"
+        )
     return line

@@ -29,13 +29,19 @@ from neuronexp.results import Results
 
 def top_ops_table(results: Results, device: str, limit: int = 8) -> Table:
     table = Table(title=f"Top ops by self {device} time per step", title_justify="left")
-    columns: list[tuple[str, JustifyMethod]] = [("op", "left"), ("calls", "right"), (f"self {device}", "right"),
-                                                ("share", "right")]
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("op", "left"),
+        ("calls", "right"),
+        (f"self {device}", "right"),
+        ("share", "right"),
+    ]
     for name, justify in columns:
         table.add_column(name, justify=justify)
     spots = hotspots(results.ops, top=limit).get(str(results.cells["run_id"].iloc[0]), pd.DataFrame())
     for row in spots.itertuples():
-        table.add_row(escape(short_op(str(row.op), 60)), f"{row.calls:g}", fmt_us(row.self_device_us), fmt_pct(row.share))
+        table.add_row(
+            escape(short_op(str(row.op), 60)), f"{row.calls:g}", fmt_us(row.self_device_us), fmt_pct(row.share)
+        )
     return table
 
 
@@ -48,8 +54,10 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         f"{escape(str(cell['dtype']))} {escape(str(cell['input_shape']))}" + (" · compiled" if cell["compiled"] else "")
     )
     if cell["status"] == "cached":
-        console.print(f"reused: this directory already holds this cell's results (run_id {escape(str(cell['run_id']))}); "
-                      "nothing was measured again")
+        console.print(
+            f"reused: this directory already holds this cell's results (run_id {escape(str(cell['run_id']))}); "
+            "nothing was measured again"
+        )
     if cell["status"] == "error":
         console.print(f"[red]cell failed:[/] {escape(str(cell['error']))}")
     else:
@@ -63,16 +71,22 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         threads = cell.get("threads")
         console.print(
             f"latency ({escape(str(cell['timing_method']))}, {cell['latency_samples']} samples"
-            + (f" in {rounds} rounds" if rounds > 1 else "") + "): "
+            + (f" in {rounds} rounds" if rounds > 1 else "")
+            + "): "
             f"median [bold]{fmt_us(cell['latency_median_us'])}[/] "
             f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])}{spread})"
             + (f" · {int(threads)} thread{'s' if threads != 1 else ''}" if threads == threads and threads else "")
         )
         dispatched = cell.get("ops_dispatched")
-        ops = (f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed" if dispatched == dispatched and dispatched
-               is not None else f"{cell['device_ops']:g} ops")
-        console.print(f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, {ops} · first call "
-                      f"{cell['first_call_s']:.3f} s")
+        ops = (
+            f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed"
+            if dispatched == dispatched and dispatched is not None
+            else f"{cell['device_ops']:g} ops"
+        )
+        console.print(
+            f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, {ops} · first call "
+            f"{cell['first_call_s']:.3f} s"
+        )
         for line in limit_lines(cell):
             console.print(escape(line))
         if noisy(cell):
@@ -88,8 +102,10 @@ def limit_lines(cell: pd.Series) -> list[str]:
     """A single cell's work, roofline, peak memory and output check, in words (results.schema defines each)."""
     if "bytes_min" not in cell or pd.isna(cell.get("bytes_min")):
         return []
-    work = (f"work per call: {fmt_bytes(cell['bytes_min'])} at least (read {fmt_bytes(cell['bytes_read'])}, "
-            f"written {fmt_bytes(cell['bytes_written'])}) · {fmt_flops(cell['flops'])}")
+    work = (
+        f"work per call: {fmt_bytes(cell['bytes_min'])} at least (read {fmt_bytes(cell['bytes_read'])}, "
+        f"written {fmt_bytes(cell['bytes_written'])}) · {fmt_flops(cell['flops'])}"
+    )
     if isinstance(cell.get("flops_note"), str):
         work += f" ({cell['flops_note']})"
     lines = [work]
@@ -106,7 +122,10 @@ def limit_lines(cell: pd.Series) -> list[str]:
     if pd.notna(cell.get("peak_memory_bytes")):
         lines.append(f"peak memory {fmt_bytes(cell['peak_memory_bytes'])} ({cell.get('peak_memory_method')})")
     if isinstance(cell.get("output_check"), str):
-        lines.append(f"output check: {cell['output_check']}" + (f" ({cell['output_note']})" if isinstance(cell.get("output_note"), str) else ""))
+        lines.append(
+            f"output check: {cell['output_check']}"
+            + (f" ({cell['output_note']})" if isinstance(cell.get("output_note"), str) else "")
+        )
     return lines
 
 
@@ -118,19 +137,29 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: Baseline | None = None
     for v in variants:
         table.add_column(escape(v))
     for key, by_variant in grid.items():
-        table.add_row(*(escape(str(k)) for k in key), *(escape("\n".join(cell_lines(by_variant.get(v)))) for v in variants))
+        table.add_row(
+            *(escape(str(k)) for k in key), *(escape("\n".join(cell_lines(by_variant.get(v)))) for v in variants)
+        )
     return table
 
 
-def print_sweep(cells: pd.DataFrame, failed: int, baseline: Baseline | None, sweep_dir: Path, console: Console | None = None,
-                not_run: int = 0) -> None:
+def print_sweep(
+    cells: pd.DataFrame,
+    failed: int,
+    baseline: Baseline | None,
+    sweep_dir: Path,
+    console: Console | None = None,
+    not_run: int = 0,
+) -> None:
     """The comparison, each failed cell's whole error, and a last line: `failed` error rows, `not_run` planned cells
     with no row (interrupted: not failures), where the results are (never wrapped: a path is pasted back)."""
     console = console or Console(highlight=False)
     if not cells.empty:
         caption = speedup_caption(cells, baseline)
-        title = (f"neuronexp sweep · {len(cells)} cells · median latency {caption} · profiled time/step · ops/step · "
-                 "hotspot · % of peak BW (or FLOP/s)")
+        title = (
+            f"neuronexp sweep · {len(cells)} cells · median latency {caption} · profiled time/step · ops/step · "
+            "hotspot · % of peak BW (or FLOP/s)"
+        )
         # At the terminal's width: side by side when that fits, else one line per cell (report.fit).
         short = f"neuronexp sweep · {len(cells)} cells · {caption}"
         for part in sweep_layout(console, cells, short, baseline, rich_table(cells, title, baseline)):
@@ -141,8 +170,10 @@ def print_sweep(cells: pd.DataFrame, failed: int, baseline: Baseline | None, swe
         for key, by_variant in grid.items():  # the table cuts an error's text; here it is whole
             for variant, cell in by_variant.items():
                 if cell["status"] == "error":
-                    console.print(f"[red]failed:[/] {escape(variant)} · {escape(' '.join(map(str, key)))}: "
-                                  f"{escape(str(cell['error']))}")
+                    console.print(
+                        f"[red]failed:[/] {escape(variant)} · {escape(' '.join(map(str, key)))}: "
+                        f"{escape(str(cell['error']))}"
+                    )
     counts = ([f"[red]{failed} failed[/]"] if failed else []) + ([f"[yellow]{not_run} not run[/]"] if not_run else [])
     tail = ", ".join(counts) or "all cells ok"
     where, files = escape(str(sweep_dir / "results")), "(summary.md, cells/ops/samples .parquet + .csv)"

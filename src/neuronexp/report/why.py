@@ -3,7 +3,8 @@ ones that appeared, and how much of the profiled step moved with them (the fusio
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -29,8 +30,9 @@ def _times(ops: pd.DataFrame) -> pd.Series:
     return ran.groupby("op")["self_device_us"].sum()
 
 
-def explain(winner: Mapping[str, Any], other: Mapping[str, Any], winner_ops: pd.DataFrame | None,
-            other_ops: pd.DataFrame | None) -> str | None:
+def explain(
+    winner: Mapping[str, Any], other: Mapping[str, Any], winner_ops: pd.DataFrame | None, other_ops: pd.DataFrame | None
+) -> str | None:
     """One sentence: why `winner` is faster than `other` (two cells, their ops as analysis.ops.hotspots gives them:
     op, calls, self_device_us, share, largest first). None without both profiles."""
     if winner_ops is None or other_ops is None or winner_ops.empty or other_ops.empty:
@@ -49,6 +51,8 @@ def explain(winner: Mapping[str, Any], other: Mapping[str, Any], winner_ops: pd.
     if len(new):
         parts.append(f"new: {_names(list(new.index))} ({fmt_us(new.sum())})")
     if len(shared):
-        parts.append(f"the {len(shared)} op(s) both run: {fmt_us(o_times[shared].sum())} → {fmt_us(w_times[shared].sum())}")
+        parts.append(
+            f"the {len(shared)} op(s) both run: {fmt_us(o_times[shared].sum())} → {fmt_us(w_times[shared].sum())}"
+        )
     parts.append(f"profiled step {fmt_us(other.get('device_time_us'))} → {fmt_us(winner.get('device_time_us'))}")
     return "why: " + "; ".join(parts)

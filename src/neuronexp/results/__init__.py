@@ -1,16 +1,55 @@
 """The results contract and its files: the three tidy tables (schema), writing a job's files atomically
 (files) and reading runs and sweeps back (read). Imports nothing else from neuronexp."""
 
+from neuronexp.results.frames import Results, arrow_table, frame, to_arrow
 from neuronexp.results.read import (
-    JOBS_MANIFEST, DamagedResults, Found, job_dirs_of, load, read_any, read_job, read_jobs, run_dirs,
+    JOBS_MANIFEST,
+    DamagedResults,
+    Found,
+    job_dirs_of,
+    load,
+    read_any,
+    read_job,
+    read_jobs,
+    run_dirs,
 )
 from neuronexp.results.schema import (
-    CELL_SCHEMA, LABEL_COLUMNS, MODULE_SCHEMA, OP_SCHEMA, OPTIONAL_TABLES, SAMPLE_SCHEMA, SCHEMAS, TABLES, USABLE, Results, arrow_table, frame,
-    to_arrow, usable, usable_cells,
+    CELL_SCHEMA,
+    LABEL_COLUMNS,
+    MODULE_SCHEMA,
+    OP_SCHEMA,
+    OPTIONAL_TABLES,
+    SAMPLE_SCHEMA,
+    SCHEMAS,
+    TABLES,
+    USABLE,
+    usable,
+    usable_cells,
 )
 
 __all__ = [
-    "CELL_SCHEMA", "MODULE_SCHEMA", "OPTIONAL_TABLES", "DamagedResults", "Found", "JOBS_MANIFEST", "LABEL_COLUMNS", "OP_SCHEMA", "Results", "SAMPLE_SCHEMA", "SCHEMAS",
-    "TABLES", "USABLE", "arrow_table", "frame", "job_dirs_of", "load", "read_any", "read_job", "read_jobs",
-    "run_dirs", "to_arrow", "usable", "usable_cells",
+    "CELL_SCHEMA",
+    "MODULE_SCHEMA",
+    "OPTIONAL_TABLES",
+    "DamagedResults",
+    "Found",
+    "JOBS_MANIFEST",
+    "LABEL_COLUMNS",
+    "OP_SCHEMA",
+    "Results",
+    "SAMPLE_SCHEMA",
+    "SCHEMAS",
+    "TABLES",
+    "USABLE",
+    "arrow_table",
+    "frame",
+    "job_dirs_of",
+    "load",
+    "read_any",
+    "read_job",
+    "read_jobs",
+    "run_dirs",
+    "to_arrow",
+    "usable",
+    "usable_cells",
 ]

@@ -13,9 +13,10 @@ import json
 import os
 import stat
 import zipfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -23,7 +24,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, to_arrow, usable
+from neuronexp.results.frames import to_arrow
+from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, usable
+
 
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
@@ -128,8 +131,14 @@ def reset_job_dir(job_dir: Path) -> None:
     that succeeds, the old attempt's traceback beside its row).
     """
     # The outputs too: an output left from an earlier attempt must never be checked as this one's.
-    for stale in [job_dir / "cells.parquet", job_dir / "cells.arrow", job_dir / ERROR_LOG, job_dir / OUTPUT_FILE,
-                  job_dir / FLOAT32_OUTPUT_FILE, *job_dir.glob(".*.tmp-*")]:
+    for stale in [
+        job_dir / "cells.parquet",
+        job_dir / "cells.arrow",
+        job_dir / ERROR_LOG,
+        job_dir / OUTPUT_FILE,
+        job_dir / FLOAT32_OUTPUT_FILE,
+        *job_dir.glob(".*.tmp-*"),
+    ]:
         stale.unlink(missing_ok=True)
 
 

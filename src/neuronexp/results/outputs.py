@@ -11,7 +11,15 @@ import numpy as np
 
 from neuronexp.results.files import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, atomic_path
 
-__all__ = ["FLOAT32_OUTPUT_FILE", "OUTPUT_FILE", "OutputLeaf", "SAMPLE_ELEMENTS", "read_outputs", "sample_index", "write_outputs"]
+__all__ = [
+    "FLOAT32_OUTPUT_FILE",
+    "OUTPUT_FILE",
+    "OutputLeaf",
+    "SAMPLE_ELEMENTS",
+    "read_outputs",
+    "sample_index",
+    "write_outputs",
+]
 # Elements kept per output tensor: 1 MiB of float32. One per block of numel / SAMPLE_ELEMENTS positions: an error
 # that spans a block (one row of a [1, 4096, 4096] output spans 64) is always seen; a single wrong element of a
 # larger tensor may be missed (the whole-tensor stats still catch a NaN, an inf or a new largest value).
@@ -65,5 +73,12 @@ def read_outputs(path: Path) -> list[OutputLeaf]:
     """
     with np.load(path, allow_pickle=False) as data:
         count = sum(1 for k in data.files if k.startswith("shape"))
-        return [OutputLeaf(tuple(int(d) for d in data[f"shape{i}"]), data[f"values{i}"], data[f"index{i}"],
-                           dict(zip(STATS, map(float, data[f"stats{i}"])))) for i in range(count)]
+        return [
+            OutputLeaf(
+                tuple(int(d) for d in data[f"shape{i}"]),
+                data[f"values{i}"],
+                data[f"index{i}"],
+                dict(zip(STATS, map(float, data[f"stats{i}"]))),
+            )
+            for i in range(count)
+        ]

@@ -60,8 +60,11 @@ def _node_cpus(launcher: DictConfig) -> tuple[str, int | None]:
         if (wanted is None and name.endswith("*")) or name.rstrip("*") == wanted:
             return f"partition {name.rstrip('*')}", max(cpus)
     if wanted is not None and known:
-        raise ConfigError("hydra.launcher.partition", wanted,
-                          f"no such partition on this cluster; sinfo lists {', '.join(n.rstrip('*') for n in known)}")
+        raise ConfigError(
+            "hydra.launcher.partition",
+            wanted,
+            f"no such partition on this cluster; sinfo lists {', '.join(n.rstrip('*') for n in known)}",
+        )
     return "the default partition", None
 
 
@@ -104,21 +107,29 @@ def check_slurm_sweep(master: DictConfig, cpu_slots: set[tuple[int, int | None]]
     launcher = master.hydra.launcher
     timeout_min, delay = launcher.get("timeout_min"), launcher.get("signal_delay_s")
     if timeout_min is not None and delay is not None and timeout_min * 60 - delay < SIGNAL_SLACK_S:
-        raise ConfigError("hydra.launcher.timeout_min", timeout_min,
-                          f"submitit asks Slurm for its warning signal {delay} s before the limit (hydra.launcher."
-                          f"signal_delay_s), which could reach the task as it starts; set timeout_min>="
-                          f"{math.ceil((delay + SIGNAL_SLACK_S) / 60)} or lower signal_delay_s")
+        raise ConfigError(
+            "hydra.launcher.timeout_min",
+            timeout_min,
+            f"submitit asks Slurm for its warning signal {delay} s before the limit (hydra.launcher."
+            f"signal_delay_s), which could reach the task as it starts; set timeout_min>="
+            f"{math.ceil((delay + SIGNAL_SLACK_S) / 60)} or lower signal_delay_s",
+        )
     where, most = _node_cpus(launcher)
     cpus = launcher.get("cpus_per_task")
     if most is not None and cpus is not None and cpus > most:
-        raise ConfigError(CPUS_KEY, cpus, f"the nodes of {where} have at most {most} CPUs; set {CPUS_KEY}={most} or less")
+        raise ConfigError(
+            CPUS_KEY, cpus, f"the nodes of {where} have at most {most} CPUs; set {CPUS_KEY}={most} or less"
+        )
     binding = _binding()
     for devices, per in sorted(cpu_slots, key=str):
         if binding and cpus and devices * (per or 1) > cpus:
-            raise ConfigError("launcher.devices", devices,
-                              f"each Slurm task runs on its own {CPUS_KEY}={cpus} cores ({binding} binds it to them), "
-                              f"too few for {devices} slots of {per or 1}; set launcher.devices=1 (Slurm places "
-                              f"each task) or {CPUS_KEY}={devices * (per or 1)}")
+            raise ConfigError(
+                "launcher.devices",
+                devices,
+                f"each Slurm task runs on its own {CPUS_KEY}={cpus} cores ({binding} binds it to them), "
+                f"too few for {devices} slots of {per or 1}; set launcher.devices=1 (Slurm places "
+                f"each task) or {CPUS_KEY}={devices * (per or 1)}",
+            )
     _check_no_earlier_tasks(master)
 
 
@@ -154,9 +165,12 @@ def _check_no_earlier_tasks(master: DictConfig) -> None:
     if running:
         jobs = sorted({task.split("_")[0] for task, _ in running}, key=int)
         states = ", ".join(sorted({state for _, state in running}))
-        raise ConfigError("hydra.sweep.dir", str(master.hydra.sweep.dir),
-                          f"Slurm job {','.join(jobs)} of an earlier submission still runs its cells there ({states}); "
-                          f"wait until squeue no longer lists it, or scancel {' '.join(jobs)}, then resubmit")
+        raise ConfigError(
+            "hydra.sweep.dir",
+            str(master.hydra.sweep.dir),
+            f"Slurm job {','.join(jobs)} of an earlier submission still runs its cells there ({states}); "
+            f"wait until squeue no longer lists it, or scancel {' '.join(jobs)}, then resubmit",
+        )
 
 
 def signal_hint(signum: int) -> str:

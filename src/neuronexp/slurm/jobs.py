@@ -10,8 +10,9 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import submitit
 from hydra.core.singleton import Singleton
@@ -34,9 +35,24 @@ class SlurmStateWatcher(SlurmInfoWatcher):
     seconds after a submission, then every `delay_s`), from sacct, or from squeue once sacct has failed."""
 
     # Not over yet, in squeue's words as well as sacct's (submitit's own list knows sacct's states only).
-    ACTIVE = {"READY", "PENDING", "RUNNING", "UNKNOWN", "REQUEUED", "COMPLETING", "PREEMPTED", "CONFIGURING",
-              "SUSPENDED", "STOPPED", "RESIZING", "REQUEUE_HOLD", "REQUEUE_FED", "SIGNALING", "STAGE_OUT",
-              "RESV_DEL_HOLD"}
+    ACTIVE = {
+        "READY",
+        "PENDING",
+        "RUNNING",
+        "UNKNOWN",
+        "REQUEUED",
+        "COMPLETING",
+        "PREEMPTED",
+        "CONFIGURING",
+        "SUSPENDED",
+        "STOPPED",
+        "RESIZING",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+        "SIGNALING",
+        "STAGE_OUT",
+        "RESV_DEL_HOLD",
+    }
 
     def __init__(self, delay_s: int = 60) -> None:
         super().__init__(delay_s)
@@ -91,8 +107,12 @@ class WatchedSlurmExecutor(SlurmExecutor):
     def _internal_process_submissions(self, delayed_submissions: list[Any]) -> list[Any]:
         jobs = super()._internal_process_submissions(delayed_submissions)
         # submitit makes an array's jobs plain SlurmJob, watched by sacct: the same jobs, watched by ours.
-        return [job if isinstance(job, WatchedSlurmJob) else
-                WatchedSlurmJob(self.folder, job.job_id, tuple(range(job.num_tasks))) for job in jobs]
+        return [
+            job
+            if isinstance(job, WatchedSlurmJob)
+            else WatchedSlurmJob(self.folder, job.job_id, tuple(range(job.num_tasks)))
+            for job in jobs
+        ]
 
 
 def submit_and_wait(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Any]:
@@ -114,7 +134,9 @@ def submit_and_wait(launcher: Any, job_overrides: Sequence[Sequence[str]], initi
     if "mode" in sweep:
         os.chmod(str(sweep.dir), mode=int(str(sweep.mode), 8))
     nums = range(initial_job_idx, initial_job_idx + len(job_overrides))
-    args = [(list(o), "hydra.sweep.dir", n, f"job_id_for_{n}", Singleton.get_state()) for o, n in zip(job_overrides, nums)]
+    args = [
+        (list(o), "hydra.sweep.dir", n, f"job_id_for_{n}", Singleton.get_state()) for o, n in zip(job_overrides, nums)
+    ]
     jobs = executor.map_array(launcher, *zip(*args))
     array = jobs[0].job_id.split("_")[0]
     log.info("Slurm job %s, a task per cell: squeue -j %s shows them, scancel %s stops them", array, array, array)
@@ -148,6 +170,8 @@ def stop_cells_at_time_limit(timeout_min: Any) -> None:
             if callable(submitits):
                 submitits(num, frame)
         except UncompletedJobError as exc:
-            raise SlurmTimeLimit(f"the Slurm task reached its time limit (hydra.launcher.timeout_min={timeout_min})") from exc
+            raise SlurmTimeLimit(
+                f"the Slurm task reached its time limit (hydra.launcher.timeout_min={timeout_min})"
+            ) from exc
 
     signal.signal(signum, on_warning)

@@ -33,9 +33,13 @@ class SweepOutcome:
         return int((self.cells["status"] == "error").sum()) + len(self.missing)
 
 
-def aggregate(sweep_dir: Path, baseline: Baseline | None, cached: set[str] | frozenset[str] = frozenset(),
-              noise: Thresholds | None = None,
-              tolerances: dict[str, tuple[float | None, float | None]] | None = None) -> SweepOutcome:
+def aggregate(
+    sweep_dir: Path,
+    baseline: Baseline | None,
+    cached: set[str] | frozenset[str] = frozenset(),
+    noise: Thresholds | None = None,
+    tolerances: dict[str, tuple[float | None, float | None]] | None = None,
+) -> SweepOutcome:
     """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep.
 
     `cached`: run_ids reused from an earlier run of the sweep rather than measured now; their rows say

@@ -38,15 +38,19 @@ def dry_run_lines(cells: list[PlannedCell], sweep_dir: Path, master: Any) -> lis
     planned = copy.deepcopy(cells)  # assign points cells at directories: the plan itself stays as it was
     cached = assign(planned, sweep_dir) if sweep_dir.is_dir() else set()
     width = max([len(c.dir) for c in planned] + [3])
-    lines = [f"dry run: {len(cells)} cell(s) for {sweep_dir} (nothing is run or written)",
-             f"{'dir':<{width}}  {'run_id':<16}  {'status':<6}  cell"]
+    lines = [
+        f"dry run: {len(cells)} cell(s) for {sweep_dir} (nothing is run or written)",
+        f"{'dir':<{width}}  {'run_id':<16}  {'status':<6}  cell",
+    ]
     for c in planned:
         lines.append(f"{c.dir:<{width}}  {c.run_id:<16}  {'cached' if c.run_id in cached else 'to run':<6}  {c.label}")
     todo = [c for c in planned if c.run_id not in cached]
     max_seconds = float(OmegaConf.select(master, "timing.max_seconds", default=5.0) or 5.0)
     compiled = sum(c.compiled for c in todo)
-    lines.append(f"{len(todo)} to run, {len(cached)} cached · estimate: about {_duration(estimate_s(todo, max_seconds))} "
-                 f"(up to {max_seconds:g} s of timing a cell (timing.max_seconds) and ~{OVERHEAD_S:g} s for the rest"
-                 + (f"; {compiled} compiled cell(s), ~{COMPILE_S:g} s each to compile" if compiled else "")
-                 + "); run it without sweep.dry_run to measure")
+    lines.append(
+        f"{len(todo)} to run, {len(cached)} cached · estimate: about {_duration(estimate_s(todo, max_seconds))} "
+        f"(up to {max_seconds:g} s of timing a cell (timing.max_seconds) and ~{OVERHEAD_S:g} s for the rest"
+        + (f"; {compiled} compiled cell(s), ~{COMPILE_S:g} s each to compile" if compiled else "")
+        + "); run it without sweep.dry_run to measure"
+    )
     return lines

@@ -11,14 +11,21 @@ from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.config import CellSpec
 from neuronexp.results import Results, read_job
-from neuronexp.results.files import (CELL_MARKER, atomic_write_text, complete_run_id, reset_job_dir, write_json,
-                                    write_phase)
+from neuronexp.results.files import (
+    CELL_MARKER,
+    atomic_write_text,
+    complete_run_id,
+    reset_job_dir,
+    write_json,
+    write_phase,
+)
 from neuronexp.sweep._hydra import LauncherKind
 from neuronexp.sweep.pairing import collector_for
 
 
-def run_job_cell(spec: CellSpec, cfg: DictConfig, task: list[str], out_dir: Path, launcher: LauncherKind,
-                 sweep: bool) -> Results | None:
+def run_job_cell(
+    spec: CellSpec, cfg: DictConfig, task: list[str], out_dir: Path, launcher: LauncherKind, sweep: bool
+) -> Results | None:
     """The cell's tables: reused when `out_dir` already holds this exact cell complete (status `cached`),
     else measured now. A failing cell is an error row, never an exception. None: the cell is one of a group the
     sweep runs together once all its jobs are prepared (sweep.pairing).
@@ -34,12 +41,22 @@ def run_job_cell(spec: CellSpec, cfg: DictConfig, task: list[str], out_dir: Path
         return reused._replace(cells=reused.cells.assign(status="cached"))
     reset_job_dir(out_dir)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    write_json(out_dir / CELL_MARKER, {"written_by": "neuronexp", "run_id": spec.run_id, "overrides": task,
-                                       "started_at": started, "pid": os.getpid()})
+    write_json(
+        out_dir / CELL_MARKER,
+        {
+            "written_by": "neuronexp",
+            "run_id": spec.run_id,
+            "overrides": task,
+            "started_at": started,
+            "pid": os.getpid(),
+        },
+    )
     atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
     write_phase(out_dir, "start")  # no earlier run's phase may pass for this one's (a cell that dies at once)
     placed = spec.placed(str(out_dir))
-    isolate = spec.config.launcher.isolate or (not sweep and timeout_asked(task) and spec.config.launcher.cell_timeout_s)
+    isolate = spec.config.launcher.isolate or (
+        not sweep and timeout_asked(task) and spec.config.launcher.cell_timeout_s
+    )
     if not (sweep or isolate):
         return run_cell(placed, out_dir)
     from neuronexp.cellprocess.launch import run_supervised

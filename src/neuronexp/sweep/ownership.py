@@ -57,24 +57,38 @@ def check_ours(directory: Path, kind: str, key: str, ignore: tuple[str, ...] = (
         raise ConfigError(key, str(directory), "is not a directory; choose a new or empty directory")
     results = directory / "results"
     if kind == "sweep" and results.is_symlink():
-        raise ConfigError(key, str(directory), "its results/ is a symbolic link; neuronexp never writes through one: "
-                          "remove the link or choose another directory")
+        raise ConfigError(
+            key,
+            str(directory),
+            "its results/ is a symbolic link; neuronexp never writes through one: "
+            "remove the link or choose another directory",
+        )
     found = marker_kind(directory)
     if found == kind:
         return
     if found is not None:
         other_key, other = _KINDS[found]
-        raise ConfigError(key, str(directory), f"holds the results of {other} ({other_key}); {_KINDS[kind][1]} "
-                          "there would mix the two: choose another directory")
+        raise ConfigError(
+            key,
+            str(directory),
+            f"holds the results of {other} ({other_key}); {_KINDS[kind][1]} "
+            "there would mix the two: choose another directory",
+        )
     try:
         names = sorted(p.name for p in directory.iterdir() if p.name not in ignore)
     except OSError as exc:
-        raise ConfigError(key, str(directory), f"cannot be read ({exc.strerror or exc}); choose a readable directory") from None
+        raise ConfigError(
+            key, str(directory), f"cannot be read ({exc.strerror or exc}); choose a readable directory"
+        ) from None
     if names:
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        raise ConfigError(key, str(directory), f"holds files neuronexp did not write ({shown}); neuronexp writes only "
-                          "into a new or empty directory or one it wrote before, and never overwrites yours: "
-                          "choose another directory")
+        raise ConfigError(
+            key,
+            str(directory),
+            f"holds files neuronexp did not write ({shown}); neuronexp writes only "
+            "into a new or empty directory or one it wrote before, and never overwrites yours: "
+            "choose another directory",
+        )
 
 
 def mark(directory: Path, kind: str) -> None:
@@ -83,5 +97,7 @@ def mark(directory: Path, kind: str) -> None:
         return
     from neuronexp.results.files import write_json
 
-    write_json(directory / DIR_MARKER, {"written_by": _WRITTEN_BY, "kind": kind,
-                                        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    write_json(
+        directory / DIR_MARKER,
+        {"written_by": _WRITTEN_BY, "kind": kind, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+    )

@@ -6,8 +6,9 @@ where one process can run them as they would run alone; elsewhere they are timed
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.overrides import override_values
@@ -76,8 +77,10 @@ def plan_units(cells: list[Any], baseline: Baseline | None, todo: set[str]) -> t
             units.append(Unit([cells[j] for j in waiting], group_key(cell.overrides, keys)))
             placed.update(waiting)
             if len(waiting) < len(members):
-                notes.append(f"{cell.label}: {len(members) - len(waiting)} cell(s) of its group are complete already; "
-                             "the rest are timed together, their speedups over a reused baseline unpaired")
+                notes.append(
+                    f"{cell.label}: {len(members) - len(waiting)} cell(s) of its group are complete already; "
+                    "the rest are timed together, their speedups over a reused baseline unpaired"
+                )
         else:
             units.append(Unit([cell]))
             placed.add(i)

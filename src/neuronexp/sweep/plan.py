@@ -24,9 +24,9 @@ from neuronexp.backends.table import named_backend
 from neuronexp.config import BackendName, CellSpec, ConfigError, LauncherConfig
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
+from neuronexp.slurm.cluster import check_slurm_sweep
 from neuronexp.sweep._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
 from neuronexp.sweep.pairing import process_key
-from neuronexp.slurm.cluster import check_slurm_sweep
 
 
 @dataclass
@@ -140,8 +140,11 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
     launcher = launcher_kind(master)
     slurm = launcher == LauncherKind.slurm
     if slurm and not shutil.which("sbatch"):
-        raise ConfigError("hydra/launcher", "slurm", "no Slurm here (sbatch is not on PATH); "
-                          "hydra/launcher=submitit_local runs the same path on this machine")
+        raise ConfigError(
+            "hydra/launcher",
+            "slurm",
+            "no Slurm here (sbatch is not on PATH); hydra/launcher=submitit_local runs the same path on this machine",
+        )
     composer = CellComposer(master, loader)
     cells: list[PlannedCell] = []
     backends: set[BackendName] = set()
@@ -163,16 +166,31 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
         subdir = str(OmegaConf.select(cfg, "hydra.sweep.subdir"))
         label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
         if subdir in by_dir:
-            raise ConfigError("hydra.sweep.subdir", OmegaConf.select(master, "hydra.sweep.subdir", throw_on_resolution_failure=False),
-                              f"cells {by_dir[subdir]} and {num} would share the job directory {subdir!r}; "
-                              "keep ${hydra.job.num} in it, or every swept key")
+            raise ConfigError(
+                "hydra.sweep.subdir",
+                OmegaConf.select(master, "hydra.sweep.subdir", throw_on_resolution_failure=False),
+                f"cells {by_dir[subdir]} and {num} would share the job directory {subdir!r}; "
+                "keep ${hydra.job.num} in it, or every swept key",
+            )
         if spec.run_id in by_run:
             raise ConfigError("sweep", label, f"cells {by_run[spec.run_id]} and {num} are the same configuration")
         by_dir[subdir], by_run[spec.run_id] = num, num
-        cells.append(PlannedCell(num, subdir, list(job), spec.run_id, spec.config.backend.value, label,
-                                 bool(spec.config.compile.enabled), process_key(spec.config),
-                                 bool(spec.config.launcher.isolate), spec.config.correctness.rtol,
-                                 spec.config.correctness.atol, spec))
+        cells.append(
+            PlannedCell(
+                num,
+                subdir,
+                list(job),
+                spec.run_id,
+                spec.config.backend.value,
+                label,
+                bool(spec.config.compile.enabled),
+                process_key(spec.config),
+                bool(spec.config.launcher.isolate),
+                spec.config.correctness.rtol,
+                spec.config.correctness.atol,
+                spec,
+            )
+        )
     # Only now, with every value checked: the backends' checks import torch, the slot checks pandas (results' files).
     from neuronexp.backends import backend_kind, check_available
     from neuronexp.cellprocess.machine import check_slots_fit

@@ -12,9 +12,10 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -39,7 +40,7 @@ def fit(text: str, width: int) -> str:
 
 
 def clock(seconds: float) -> str:
-    """"1:05" or "2:01:05"."""
+    """ "1:05" or "2:01:05"."""
     s = int(round(seconds))
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
@@ -66,8 +67,14 @@ class SweepProgress:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._poll_phases, name="neuronexp-phases", daemon=True)
-        columns = [TextColumn("cells"), BarColumn(bar_width=16), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TextColumn("{task.fields[eta]}"), TextColumn("{task.description}", table_column=Column(no_wrap=True))]
+        columns = [
+            TextColumn("cells"),
+            BarColumn(bar_width=16),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[eta]}"),
+            TextColumn("{task.description}", table_column=Column(no_wrap=True)),
+        ]
         # Transient, on stderr: the bar is gone when the sweep ends, logs and the table stay.
         self.console = Console(stderr=True)
         self.bar = Progress(*columns, console=self.console, transient=True)
@@ -95,8 +102,9 @@ class SweepProgress:
     @contextmanager
     def watching(self) -> Iterator[None]:
         """Report cells as their files appear (cells run in other processes: launcher workers, Slurm jobs)."""
-        watcher = CellWatcher([self.sweep_dir / c.dir for c in self.todo],
-                              lambda i, row: self._report(self.todo[i], row, where=True)).start()
+        watcher = CellWatcher(
+            [self.sweep_dir / c.dir for c in self.todo], lambda i, row: self._report(self.todo[i], row, where=True)
+        ).start()
         try:
             yield
         finally:

@@ -49,7 +49,9 @@ def _free(sweep_dir: Path, planned: str, run_id: str, taken: set[str]) -> str:
     if usable(planned):
         return planned
     if planned.isdigit():
-        numbers = [int(p.name) for p in sweep_dir.iterdir() if p.name.isdigit()] + [int(t) for t in taken if t.isdigit()]
+        numbers = [int(p.name) for p in sweep_dir.iterdir() if p.name.isdigit()] + [
+            int(t) for t in taken if t.isdigit()
+        ]
         n = max(numbers, default=-1) + 1
         while not usable(str(n)):
             n += 1

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.analysis.baseline import Baseline, parse_baseline
+from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode
 from neuronexp.formatting import first_line
 from neuronexp.sweep._hydra import BASIC_LAUNCHER, LauncherKind, job_exception, launcher_kind, subdir_override
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
-from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.pairing import collecting, plan_units
 from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep, write_planned
@@ -74,12 +74,18 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     baseline = _baseline(ctx.master)
     with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
         invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
-        reused = assign(cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
+        reused = assign(
+            cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all"
+        )
         write_json(sweep_dir / JOBS_MANIFEST, [c.manifest() for c in cells])
         write_planned(sweep_dir, cells)  # what each job runs, as planned and checked here
         todo = [c for c in cells if c.run_id not in reused]
-        log.info("sweep of %d cells into %s%s", len(cells), sweep_dir,
-                 f" ({len(reused)} complete already, reused)" if reused else "")
+        log.info(
+            "sweep of %d cells into %s%s",
+            len(cells),
+            sweep_dir,
+            f" ({len(reused)} complete already, reused)" if reused else "",
+        )
         stopped, returns = None, []
         if server is not None and todo:
             server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
@@ -87,23 +93,39 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
             try:
                 returns = _launch(ctx, cells, todo, progress, baseline)
             except KeyboardInterrupt:
-                stopped = SweepStopped(130, f"interrupted; the finished cells are in {sweep_dir}/results. To resume, "
-                                            f"run the same command with hydra.sweep.dir={sweep_dir}")
+                stopped = SweepStopped(
+                    130,
+                    f"interrupted; the finished cells are in {sweep_dir}/results. To resume, "
+                    f"run the same command with hydra.sweep.dir={sweep_dir}",
+                )
             except JobFailed as exc:
                 stopped = SweepStopped(1, f"{exc}; rerun with hydra.sweep.dir={sweep_dir} to resume the sweep")
             except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
-                stopped = SweepStopped(1, f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
-                                          f"rerun with hydra.sweep.dir={sweep_dir} to resume it")
+                stopped = SweepStopped(
+                    1,
+                    f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
+                    f"rerun with hydra.sweep.dir={sweep_dir} to resume it",
+                )
         try:
-            outcome = aggregate(sweep_dir, baseline, cached=reused, noise=_noise_limits(ctx.master),
-                                tolerances={c.run_id: (c.rtol, c.atol) for c in cells})
+            outcome = aggregate(
+                sweep_dir,
+                baseline,
+                cached=reused,
+                noise=_noise_limits(ctx.master),
+                tolerances={c.run_id: (c.rtol, c.atol) for c in cells},
+            )
         except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
             why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {first_line(exc, 200)})"
             if stopped is not None:
                 raise SweepStopped(stopped.code, f"{stopped.message}; {why} too") from exc
-            raise SweepStopped(1, f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
-                                  f"with hydra.sweep.dir={sweep_dir} to aggregate again") from exc
-        print_sweep(outcome.cells, outcome.failed - len(outcome.missing), baseline, sweep_dir, not_run=len(outcome.missing))
+            raise SweepStopped(
+                1,
+                f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
+                f"with hydra.sweep.dir={sweep_dir} to aggregate again",
+            ) from exc
+        print_sweep(
+            outcome.cells, outcome.failed - len(outcome.missing), baseline, sweep_dir, not_run=len(outcome.missing)
+        )
     if stopped is not None:
         raise stopped
     if outcome.failed:
@@ -111,8 +133,13 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     return returns
 
 
-def _launch(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress,
-            baseline: Baseline | None) -> list[Any]:
+def _launch(
+    ctx: SweepContext,
+    cells: list[PlannedCell],
+    todo: list[PlannedCell],
+    progress: SweepProgress,
+    baseline: Baseline | None,
+) -> list[Any]:
     """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid; under
     the basic launcher, each comparison group's cells in one process, timed together (sweep.pairing)."""
     jobs = {c.run_id: [*c.overrides, subdir_override(c.dir)] for c in todo}
@@ -121,8 +148,11 @@ def _launch(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell]
     launcher = ctx.launcher
     if launcher_kind(ctx.master) != LauncherKind.basic:
         if baseline:
-            log.info("speedups are unpaired: %s runs each cell in a process of its own (docs/methodology.md, "
-                     "\"Paired timing\")", type(launcher).__name__)
+            log.info(
+                "speedups are unpaired: %s runs each cell in a process of its own (docs/methodology.md, "
+                '"Paired timing")',
+                type(launcher).__name__,
+            )
         with progress.watching():  # cells finish in other processes: seen on disk
             return list(launcher.launch(list(jobs.values()), initial_job_idx=0))
     # Hydra's basic launcher logs each launch; the progress line per finished cell says the same and more.
@@ -152,8 +182,9 @@ def _launch(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell]
 def _check(job_return: Any, cell: PlannedCell) -> None:
     failure = job_exception(job_return)
     if failure is not None:  # not the cell's own failure (that is its error row): neuronexp could not go on
-        raise JobFailed(f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: "
-                        f"{first_line(failure, 200)}") from failure
+        raise JobFailed(
+            f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: {first_line(failure, 200)}"
+        ) from failure
 
 
 def _cell_processes(master: DictConfig) -> AbstractContextManager[Any]:
@@ -174,4 +205,8 @@ def _noise_limits(master: DictConfig) -> Any:
     from neuronexp.config.noise import NoiseConfig
 
     node = OmegaConf.select(master, "noise", default=None)
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node)) if node is not None else NoiseConfig()
+    return (
+        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node))
+        if node is not None
+        else NoiseConfig()
+    )

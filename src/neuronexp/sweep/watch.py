@@ -7,8 +7,9 @@ by writing `cells.parquet` atomically, so a changed file is a finished cell wher
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -41,7 +42,9 @@ class CellWatcher:
     or touched; comparing against that snapshot, not a clock, keeps it right across hosts with skewed clocks.
     """
 
-    def __init__(self, job_dirs: list[Path], on_done: Callable[[int, dict[str, Any]], None], interval_s: float = 0.5) -> None:
+    def __init__(
+        self, job_dirs: list[Path], on_done: Callable[[int, dict[str, Any]], None], interval_s: float = 0.5
+    ) -> None:
         self.dirs = job_dirs
         self.files = [d / "cells.parquet" for d in job_dirs]
         self.before = [stamp(f) for f in self.files]

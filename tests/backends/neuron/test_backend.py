@@ -10,11 +10,18 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity
 
-from neuronexp.backends.neuron import api as neuron_api
 from neuronexp.backends import resolve_backend
 from neuronexp.backends.neuron import NeuronBackend
-from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronMode, NeuronProfilerConfig, ProfilerConfig, ScheduleConfig
+from neuronexp.backends.neuron import api as neuron_api
 from neuronexp.cell.profiling import profile_callable, steps_needed
+from neuronexp.config import (
+    ConfigError,
+    NeuronDeviceConfig,
+    NeuronMode,
+    NeuronProfilerConfig,
+    ProfilerConfig,
+    ScheduleConfig,
+)
 
 
 def _backend(device: NeuronDeviceConfig | None = None, **profiler: object) -> NeuronBackend:
@@ -70,11 +77,15 @@ def test_device_activities_compile_backend_and_warmup_floor(standin) -> None:
     assert backend.api.kind == neuron_api.DOCUMENTED and backend.api.version == standin.__version__
 
 
-def test_neuron_config_is_built_from_profiler_neuron_keys(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_neuron_config_is_built_from_profiler_neuron_keys(
+    standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
     monkeypatch.setattr(neuron_api, "OLD_NEFF_CACHE", str(tmp_path / "no-old-cache"))
     monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(tmp_path / "debug-dir"))
-    backend = _backend(modes=[NeuronMode.DEVICE, NeuronMode.CPU_UTIL], capture_enabled_for_nc="0,1,2-5", max_events_per_nc=250_000)
+    backend = _backend(
+        modes=[NeuronMode.DEVICE, NeuronMode.CPU_UTIL], capture_enabled_for_nc="0,1,2-5", max_events_per_nc=250_000
+    )
     kwargs = backend.profiler_kwargs(tmp_path)
     config = kwargs["experimental_config"]
     (made,) = standin.STATE.configs
@@ -88,7 +99,9 @@ def test_neuron_config_is_built_from_profiler_neuron_keys(standin, tmp_path: Pat
     assert "correlate_device_time" not in neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
     # on_trace_ready gets NeuronProfiler(<the same config>).export_trace, then neuronexp's own check.
     calls = []
-    monkeypatch.setattr(standin.profiling.NeuronProfiler, "export_trace", lambda self, prof: calls.append((self.config, prof)))
+    monkeypatch.setattr(
+        standin.profiling.NeuronProfiler, "export_trace", lambda self, prof: calls.append((self.config, prof))
+    )
     export, note = backend.trace_handlers(tmp_path)
     prof = object()
     export(prof)
@@ -109,7 +122,9 @@ def test_unset_optional_keys_are_not_passed(standin, tmp_path: Path, monkeypatch
     assert own["neff_cache_dir"] == "/mine"
 
 
-def test_without_a_named_cache_the_folder_holding_neffs_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_named_cache_the_folder_holding_neffs_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two defaults are documented: /tmp/neff_cache (Explorer guides) and $TORCH_NEURONX_DEBUG_DIR
     (TorchNeuron 2.33)."""
     old, debug = tmp_path / "neff_cache", tmp_path / "neuron_backend"
@@ -135,25 +150,36 @@ def test_correlate_device_time_only_where_the_signature_has_it(standin, tmp_path
     assert "correlate_device_time" not in standin.STATE.configs[-1]
     with pytest.raises(ConfigError) as err:
         _backend(correlate_device_time=True)
-    assert str(err.value).startswith(f"profiler.neuron.correlate_device_time=True: not accepted by the installed torch-neuronx {standin.__version__}")
+    assert str(err.value).startswith(
+        f"profiler.neuron.correlate_device_time=True: not accepted by the installed torch-neuronx {standin.__version__}"
+    )
 
 
-def test_a_profile_mode_the_installed_version_lacks_is_a_config_error(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_profile_mode_the_installed_version_lacks_is_a_config_error(
+    standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(standin.profiling, "ProfileMode", enum.Enum("ProfileMode", ["DEVICE", "RUNTIME"]))
     backend = _backend(modes=[NeuronMode.DEVICE, NeuronMode.HOST_MEMORY])
-    with pytest.raises(ConfigError, match=r"^profiler.neuron.modes=HOST_MEMORY: .* has no ProfileMode.HOST_MEMORY; it has DEVICE, RUNTIME$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^profiler.neuron.modes=HOST_MEMORY: .* has no ProfileMode.HOST_MEMORY; it has DEVICE, RUNTIME$",
+    ):
         backend.profiler_kwargs(tmp_path)
 
 
 @pytest.mark.parametrize("standin", ["legacy"], indirect=True)
 def test_april_2026_api_wraps_the_profiled_pass_in_its_context_manager(standin, tmp_path: Path) -> None:
-    backend = _backend(capture_enabled_for_nc="0,2-3", modes=[NeuronMode.DEVICE, NeuronMode.RUNTIME, NeuronMode.CPU_UTIL])
+    backend = _backend(
+        capture_enabled_for_nc="0,2-3", modes=[NeuronMode.DEVICE, NeuronMode.RUNTIME, NeuronMode.CPU_UTIL]
+    )
     assert backend.api.kind == neuron_api.LEGACY and backend.api.correlate_supported is False
     assert backend.activities() == [ProfilerActivity.CPU]
     assert backend.profiler_kwargs(tmp_path) == {}
     session = backend.profile_session(tmp_path)
     assert isinstance(session, standin.profiling.AprilNeuronProfiler)
-    assert session.pytorch_activities == [] and session.neuron_output_dir == str((tmp_path / "neuron_profile").resolve())
+    assert session.pytorch_activities == [] and session.neuron_output_dir == str(
+        (tmp_path / "neuron_profile").resolve()
+    )
     assert session.event_filters == {"nc": ["0", "2-3"]}
     assert any("modes is not honoured" in n for n in backend.notes)
     assert backend.trace_handlers(tmp_path) == [backend.observed.record]
@@ -165,7 +191,9 @@ def test_neither_api_fails_in_one_line_naming_the_installed_version(standin) -> 
         resolve_backend("neuron")
     line = str(err.value)
     assert "\n" not in line
-    assert line.startswith(f"backend=neuron: torch-neuronx {standin.__version__} has neither torch_neuronx.profiling.NeuronConfig")
+    assert line.startswith(
+        f"backend=neuron: torch-neuronx {standin.__version__} has neither torch_neuronx.profiling.NeuronConfig"
+    )
     assert resolve_backend("auto").name in ("cuda", "cpu")  # auto moves on
 
 

@@ -39,15 +39,25 @@ def test_pytorch_session_layout_is_one_session_with_everything_present(tmp_path:
     assert (s.instance_id, s.pid, s.timestamp) == ("i-0ade06f040a13f2bf", 210229, "20260701_120000_000")
     assert set(s.files) == {"cpu_util.pb", "host_mem.pb", "ntrace.pb", "trace_info.pb", "trace.json"}
     (ntff,) = s.ntffs
-    assert ntff["scheme"] == "session" and ntff["nc"] == 0 and ntff["neffs"] == ["neff_1111_vnc_0.neff", "neff_2222_vnc_0.neff"]
+    assert (
+        ntff["scheme"] == "session"
+        and ntff["nc"] == 0
+        and ntff["neffs"] == ["neff_1111_vnc_0.neff", "neff_2222_vnc_0.neff"]
+    )
     assert index.warnings == []
     # Every documented `neuron-explorer view -d` example passes the capture root, not the session folder.
     assert index.upload_dir() == root and session.parent.parent == root
     cols = artifact_columns(index, tmp_path / "job")
     assert cols == {
-        "neuron_profile_dir": "neuron_profile", "neuron_upload_dir": "neuron_profile",
-        "neuron_sessions": 1, "neuron_neff_files": 2, "neuron_ntff_files": 1, "neuron_ntff_empty": 0,
-        "neuron_ntff_unpaired": 0, "neuron_system_profile": True, "neuron_framework_trace": True,
+        "neuron_profile_dir": "neuron_profile",
+        "neuron_upload_dir": "neuron_profile",
+        "neuron_sessions": 1,
+        "neuron_neff_files": 2,
+        "neuron_ntff_files": 1,
+        "neuron_ntff_empty": 0,
+        "neuron_ntff_unpaired": 0,
+        "neuron_system_profile": True,
+        "neuron_framework_trace": True,
         "neuron_memory_snapshots": 0,
     }
     json.dumps(index.to_json())  # the manifest part is plain JSON
@@ -103,8 +113,12 @@ def test_ntffs_without_any_neff_point_at_the_neff_cache(tmp_path: Path) -> None:
     _write(tmp_path / PID_DIR / "ts" / "profile_nc_0_session_0.ntff")
     _write(tmp_path / PID_DIR / "ts" / "trace_info.pb")
     warnings = index_capture(tmp_path, ["DEVICE"], neff_hint="/tmp/neuron_backend (holds NEFFs)").warnings
-    assert any(w.startswith("no .neff files next to the .ntff files (NeuronConfig was given /tmp/neuron_backend (holds NEFFs))")
-               for w in warnings)
+    assert any(
+        w.startswith(
+            "no .neff files next to the .ntff files (NeuronConfig was given /tmp/neuron_backend (holds NEFFs))"
+        )
+        for w in warnings
+    )
 
 
 def test_an_empty_or_missing_capture_says_so(tmp_path: Path) -> None:

@@ -10,13 +10,23 @@ import pytest
 HAS_NEURON = importlib.util.find_spec("torch_neuronx") is not None
 
 
-@pytest.mark.parametrize(("args", "line"), [
-    (["neuron.visible_cores='0,2'"], "neuronexp: error: neuron.visible_cores=0,2: the Neuron runtime needs one contiguous"),
-    (["backend=neuron", "compile.enabled=true", "compile.dynamic=true"],
-     'neuronexp: error: compile.dynamic=True: torch.compile(backend="neuron") rejects dynamic=True'),
-    (["backend=neuron", "module=rmsnorm_compiled", "compile.mode=max-autotune"],
-     'neuronexp: error: compile.mode=max-autotune: torch.compile(backend="neuron") runs only the default mode'),
-])
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["neuron.visible_cores='0,2'"],
+            "neuronexp: error: neuron.visible_cores=0,2: the Neuron runtime needs one contiguous",
+        ),
+        (
+            ["backend=neuron", "compile.enabled=true", "compile.dynamic=true"],
+            'neuronexp: error: compile.dynamic=True: torch.compile(backend="neuron") rejects dynamic=True',
+        ),
+        (
+            ["backend=neuron", "module=rmsnorm_compiled", "compile.mode=max-autotune"],
+            'neuronexp: error: compile.mode=max-autotune: torch.compile(backend="neuron") runs only the default mode',
+        ),
+    ],
+)
 def test_neuron_config_mistakes_stop_in_one_line(cli, tmp_path: Path, args: list[str], line: str) -> None:
     res = cli(*args)
     assert res.returncode == 2, res.stderr

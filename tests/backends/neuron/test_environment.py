@@ -14,8 +14,14 @@ from neuronexp.backends.neuron import api as neuron_api
 from neuronexp.backends.neuron.process_env import inspect_conflict
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
-DEBUG_VARS = ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG", "NKI_DEBUG_INFO", "TORCH_NEURONX_NEFF_CACHE_DIR",
-              "TORCH_NEURONX_DEBUG_DIR")
+DEBUG_VARS = (
+    "XLA_IR_DEBUG",
+    "XLA_HLO_DEBUG",
+    "NEURON_FRAMEWORK_DEBUG",
+    "NKI_DEBUG_INFO",
+    "TORCH_NEURONX_NEFF_CACHE_DIR",
+    "TORCH_NEURONX_DEBUG_DIR",
+)
 
 
 @pytest.fixture
@@ -25,13 +31,17 @@ def clean_debug_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("value", ["1", "true", "TRUE", " True "])
-def test_inspect_enable_with_torch_profiler_is_refused_in_one_line(standin, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+def test_inspect_enable_with_torch_profiler_is_refused_in_one_line(
+    standin, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
     monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", value)
     for attempt in (lambda: resolve_backend("neuron"), lambda: check_available("neuron")):
         with pytest.raises(ConfigError) as err:
             attempt()
         line = str(err.value)
-        assert "\n" not in line and line.startswith(f"NEURON_RT_INSPECT_ENABLE={value}: conflicts with neuronexp's torch.profiler")
+        assert "\n" not in line and line.startswith(
+            f"NEURON_RT_INSPECT_ENABLE={value}: conflicts with neuronexp's torch.profiler"
+        )
         assert "unset it" in line
 
 
@@ -50,12 +60,17 @@ def test_inspect_enable_does_not_stop_auto_where_no_neuroncore_is(monkeypatch: p
 @pytest.mark.parametrize(
     ("version", "expected"),
     [
-        ("2.9.0.2.15.32035", "is the PyTorch/XLA-based library (PyTorch <= 2.9), not TorchNeuron; install torch-neuronx=="),
+        (
+            "2.9.0.2.15.32035",
+            "is the PyTorch/XLA-based library (PyTorch <= 2.9), not TorchNeuron; install torch-neuronx==",
+        ),
         ("1.13.1.1.12.0", "is the PyTorch/XLA-based library"),
         ("2.10.1.0", "is built for PyTorch 2.10 but torch"),
     ],
 )
-def test_an_xla_era_or_mismatched_package_is_named_as_such(standin, monkeypatch: pytest.MonkeyPatch, version: str, expected: str) -> None:
+def test_an_xla_era_or_mismatched_package_is_named_as_such(
+    standin, monkeypatch: pytest.MonkeyPatch, version: str, expected: str
+) -> None:
     monkeypatch.setattr(standin, "__version__", version)
     torch_mm = ".".join(torch.__version__.split(".")[:2])
     with pytest.raises(ConfigError) as err:
@@ -75,8 +90,14 @@ def test_the_matching_family_and_the_april_source_pass(standin, monkeypatch: pyt
 @pytest.mark.parametrize(
     ("compile_cfg", "message"),
     [
-        (CompileConfig(enabled=True, dynamic=True), 'compile.dynamic=True: torch.compile(backend="neuron") rejects dynamic=True'),
-        (CompileConfig(enabled=True, mode="max-autotune"), 'compile.mode=max-autotune: torch.compile(backend="neuron") runs only the default mode'),
+        (
+            CompileConfig(enabled=True, dynamic=True),
+            'compile.dynamic=True: torch.compile(backend="neuron") rejects dynamic=True',
+        ),
+        (
+            CompileConfig(enabled=True, mode="max-autotune"),
+            'compile.mode=max-autotune: torch.compile(backend="neuron") runs only the default mode',
+        ),
     ],
 )
 def test_compile_options_neuron_refuses_are_config_errors(standin, compile_cfg: CompileConfig, message: str) -> None:
@@ -91,23 +112,31 @@ def test_compile_notes_and_other_compile_backends(standin) -> None:
     assert any(n.startswith("compile.fullgraph=false: graph breaks run eagerly") for n in backend.notes)
     quiet = resolve_backend("neuron")
     quiet.check_compile(CompileConfig(enabled=True, fullgraph=True, dynamic=None))
-    quiet.check_compile(CompileConfig(enabled=True, backend="inductor", dynamic=True, mode="max-autotune"))  # not Neuron's
+    quiet.check_compile(
+        CompileConfig(enabled=True, backend="inductor", dynamic=True, mode="max-autotune")
+    )  # not Neuron's
     quiet.check_compile(CompileConfig(enabled=False, dynamic=True))
     assert quiet.notes == []
 
 
-def test_debug_info_sets_the_compile_time_variables_and_a_fresh_cache_then_restores(standin, clean_debug_env: None,
-                                                                                       tmp_path: Path) -> None:
+def test_debug_info_sets_the_compile_time_variables_and_a_fresh_cache_then_restores(
+    standin, clean_debug_env: None, tmp_path: Path
+) -> None:
     os.environ["TORCH_NEURONX_DEBUG_DIR"] = "/users/own/debug"
-    backend = resolve_backend("neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c")))
+    backend = resolve_backend(
+        "neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c"))
+    )
     cache = Path(os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"])
     assert {k: os.environ[k] for k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")} == dict.fromkeys(
-        ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG"), "1")
+        ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG"), "1"
+    )
     assert "NKI_DEBUG_INFO" not in os.environ  # NKI source lines cost compile time: their own switch
     assert cache.parent == tmp_path / "c" and cache.is_dir() and list(cache.iterdir()) == []  # fresh: nothing to reuse
     assert os.environ["TORCH_NEURONX_DEBUG_DIR"] == str(cache / "debug")
     assert backend.debug.label == "XLA_IR_DEBUG=1,XLA_HLO_DEBUG=1,NEURON_FRAMEWORK_DEBUG=1"
-    second = resolve_backend("neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c")))
+    second = resolve_backend(
+        "neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c"))
+    )
     assert second.debug.neff_cache != backend.debug.neff_cache  # every cell compiles afresh
     second.finish()
     backend.finish()
@@ -126,7 +155,9 @@ def test_nki_debug_info_alone(standin, clean_debug_env: None) -> None:
 def test_debug_info_after_the_runtime_started_says_so(standin, clean_debug_env: None) -> None:
     standin.device_count()  # an earlier cell of this process used the device
     backend = resolve_backend("neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig())
-    assert any(n.startswith("neuron.debug_info set after the Neuron runtime started in this process") for n in backend.notes)
+    assert any(
+        n.startswith("neuron.debug_info set after the Neuron runtime started in this process") for n in backend.notes
+    )
     backend.finish()
     Path(backend.debug.neff_cache).rmdir()
 
@@ -134,13 +165,16 @@ def test_debug_info_after_the_runtime_started_says_so(standin, clean_debug_env: 
 @pytest.mark.parametrize("standin", ["none"], indirect=True)
 def test_a_backend_that_cannot_start_leaves_no_debug_state(standin, clean_debug_env: None, tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
-        resolve_backend("neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path)))
+        resolve_backend(
+            "neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path))
+        )
     assert not any(k in os.environ for k in DEBUG_VARS)
     assert list(tmp_path.iterdir()) == []  # the empty cache folder it made is gone again
 
 
-def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(standin, clean_debug_env: None,
-                                                                           tmp_path: Path) -> None:
+def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(
+    standin, clean_debug_env: None, tmp_path: Path
+) -> None:
     """The keys as a user types them, composed by real Hydra from conf/, then handed to the backend as a cell does."""
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
@@ -148,9 +182,16 @@ def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(stand
     from neuronexp.config.compose import to_run_config
 
     neffs = tmp_path / "neffs"
-    overrides = ["backend=neuron", "neuron.visible_cores=2-3", "neuron.num_cores=2", "neuron.nki_debug_info=true",
-                 "profiler.neuron.modes=[DEVICE]", "profiler.neuron.capture_enabled_for_nc='2'",
-                 "profiler.neuron.max_events_per_nc=5000", f"profiler.neuron.neff_cache_dir={neffs}"]
+    overrides = [
+        "backend=neuron",
+        "neuron.visible_cores=2-3",
+        "neuron.num_cores=2",
+        "neuron.nki_debug_info=true",
+        "profiler.neuron.modes=[DEVICE]",
+        "profiler.neuron.capture_enabled_for_nc='2'",
+        "profiler.neuron.max_events_per_nc=5000",
+        f"profiler.neuron.neff_cache_dir={neffs}",
+    ]
     GlobalHydra.instance().clear()
     try:
         with initialize_config_module("neuronexp.conf", version_base="1.3"):
@@ -161,6 +202,11 @@ def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(stand
     assert standin.STATE.env_at_start == {"NEURON_RT_VISIBLE_CORES": "2-3", "NEURON_RT_NUM_CORES": "2"}
     assert os.environ["NKI_DEBUG_INFO"] == "True"
     kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
-    assert kwargs == {"modes": [standin.profiling.ProfileMode.DEVICE], "profile_output_dir": "/out",
-                      "capture_enabled_for_nc": "2", "max_events_per_nc": 5000, "neff_cache_dir": str(neffs)}
+    assert kwargs == {
+        "modes": [standin.profiling.ProfileMode.DEVICE],
+        "profile_output_dir": "/out",
+        "capture_enabled_for_nc": "2",
+        "max_events_per_nc": 5000,
+        "neff_cache_dir": str(neffs),
+    }
     backend.finish()

@@ -20,7 +20,11 @@ def test_dropped_event_counts_are_read_from_the_tool_output() -> None:
 def test_filters_skip_what_was_not_captured() -> None:
     assert capture_filters(["DEVICE", "RUNTIME"], None) == []
     assert capture_filters(["DEVICE", "RUNTIME"], ["0", "1"]) == ["--system-trace-filter-neuron-core", "0,1"]
-    assert capture_filters(["RUNTIME", "CPU_UTIL"], ["2"]) == ["--ignore-device-profile", "--system-trace-filter-neuron-core", "2"]
+    assert capture_filters(["RUNTIME", "CPU_UTIL"], ["2"]) == [
+        "--ignore-device-profile",
+        "--system-trace-filter-neuron-core",
+        "2",
+    ]
     assert capture_filters(["DEVICE"], ["2"]) == ["--ignore-system-profile"]
 
 
@@ -37,26 +41,41 @@ def _argv(log: Path) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("schema", ["7.4.0", "12.0.1"])
-def test_the_documented_command_runs_and_its_tables_are_read(tmp_path: Path, fake_explorer: Path,
-                                                              monkeypatch: pytest.MonkeyPatch, schema: str) -> None:
+def test_the_documented_command_runs_and_its_tables_are_read(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch, schema: str
+) -> None:
     monkeypatch.setenv("FAKE_EXPLORER_SCHEMA", schema)
     root = _capture(tmp_path)
     result = process_capture(root, tmp_path / "neuron_explorer", True, 60, ["--system-trace-filter-neuron-core", "0,1"])
     assert result.status == "ok", result.warnings
     (argv,) = _argv(fake_explorer)
-    assert argv == ["view", "-d", str(root), "--output-format", "parquet", "--output-file", str(tmp_path / "neuron_explorer"),
-                    "--system-trace-filter-neuron-core", "0,1"]
+    assert argv == [
+        "view",
+        "-d",
+        str(root),
+        "--output-format",
+        "parquet",
+        "--output-file",
+        str(tmp_path / "neuron_explorer"),
+        "--system-trace-filter-neuron-core",
+        "0,1",
+    ]
     assert result.command[1:] == argv and result.summary_files == ["Summary.parquet"]
-    assert result.columns["neuron_total_time_us"] == pytest.approx(403.0) and result.columns["neuron_dropped_events"] == 0
-    assert result.columns["neuron_profile_schema_version"] == schema and result.schema["units_source"] == ["SchemaFields"]
+    assert (
+        result.columns["neuron_total_time_us"] == pytest.approx(403.0) and result.columns["neuron_dropped_events"] == 0
+    )
+    assert result.columns["neuron_profile_schema_version"] == schema and result.schema["units_source"] == [
+        "SchemaFields"
+    ]
     assert result.columns["neuron_insights"] == "" and "transpose_flops" in result.columns["neuron_insights_checked"]
     assert result.device_ops.hlo_us == {"multiply": pytest.approx(10.0), "reduce": pytest.approx(3.0)}
     # Explorer's own Warning table lands in the cell's warnings.
     assert result.warnings == ["neuron-explorer: Missing Data: Current NEFF is missing compiler metrics."]
 
 
-def test_a_tool_that_rejects_the_filters_is_rerun_without_them(tmp_path: Path, fake_explorer: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tool_that_rejects_the_filters_is_rerun_without_them(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_EXPLORER_MODE", "noflags")
     root = _capture(tmp_path)
     result = process_capture(root, tmp_path / "out", True, 60, ["--ignore-system-profile"])
@@ -67,8 +86,9 @@ def test_a_tool_that_rejects_the_filters_is_rerun_without_them(tmp_path: Path, f
     assert result.warnings[0].endswith("; processed on attempt 2: view -d " + str(root))
 
 
-def test_a_tool_that_refuses_the_root_gets_the_session_folder(tmp_path: Path, fake_explorer: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tool_that_refuses_the_root_gets_the_session_folder(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_EXPLORER_MODE", "rootfail")
     root = _capture(tmp_path)
     session = root / "i-0abc_pid_1" / "ts"
@@ -84,8 +104,9 @@ def test_a_tool_that_refuses_the_root_gets_the_session_folder(tmp_path: Path, fa
         ("empty", "no_summary", "neuron-explorer wrote no Summary table"),
     ],
 )
-def test_tool_problems_become_warnings(tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch,
-                                       mode: str, status: str, expected: str) -> None:
+def test_tool_problems_become_warnings(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch, mode: str, status: str, expected: str
+) -> None:
     monkeypatch.setenv("FAKE_EXPLORER_MODE", mode)
     result = process_capture(_capture(tmp_path), tmp_path / "out", True, 60)
     assert result.status == status and len(result.attempts) == 1
@@ -106,7 +127,9 @@ def test_disabled_or_nothing_to_process(tmp_path: Path, fake_explorer: Path) -> 
     assert not fake_explorer.exists()  # never called
 
 
-def test_an_unreadable_table_is_a_warning_not_a_crash(tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_table_is_a_warning_not_a_crash(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(output_dir: Path) -> None:
         raise OSError("Parquet magic bytes not found in footer")
 
@@ -116,9 +139,13 @@ def test_an_unreadable_table_is_a_warning_not_a_crash(tmp_path: Path, fake_explo
     assert math.isnan(result.columns["neuron_total_time_us"])
 
 
-def test_a_tool_past_its_timeout_is_given_up_with_a_note(tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tool_past_its_timeout_is_given_up_with_a_note(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_EXPLORER_MODE", "hang")
     result = process_capture(_capture(tmp_path), tmp_path / "out", True, 1.5, ["--ignore-system-profile"])
     assert result.status == "timeout" and len(result.attempts) == 1  # a retry would only time out again
-    assert result.warnings == ["neuron-explorer view ran past 1.5 s (profiler.neuron.explorer_timeout_s); Summary columns are empty"]
+    assert result.warnings == [
+        "neuron-explorer view ran past 1.5 s (profiler.neuron.explorer_timeout_s); Summary columns are empty"
+    ]
     assert math.isnan(result.columns["neuron_total_time_us"])

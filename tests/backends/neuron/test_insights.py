@@ -18,16 +18,33 @@ def _cols(**values: float) -> dict[str, float]:
     return {f"neuron_{k}": v for k, v in values.items()}
 
 
-@pytest.mark.parametrize(("values", "fired", "checked"), [
-    # model FLOPS / active FLOPS = mfu% / tensor-engine active% (both over total_time): 10 / 25 = 40% < 50%
-    (dict(mfu_estimated_percent=10.0, tensor_engine_active_time_percent=25.0), "model FLOPS 40% of active tensor-engine FLOPS (< 50%)", "low_model_flops"),
-    (dict(mfu_estimated_percent=13.0, tensor_engine_active_time_percent=25.0), None, "low_model_flops"),
-    (dict(transpose_flops=11.0, hardware_flops=100.0), "transpose FLOPS 11% of hardware FLOPS (> 10%)", "transpose_flops"),
-    (dict(transpose_flops=10.0, hardware_flops=100.0), None, "transpose_flops"),
-    (dict(spill_reload_bytes=26.0, hbm_read_bytes=100.0), "spill reload bytes 26% of HBM reads (> 25%)", "spill_reload"),
-    (dict(spill_reload_bytes=25.0, hbm_read_bytes=100.0), None, "spill_reload"),
-])
-def test_each_ratio_rule_fires_past_its_documented_threshold(values: dict, fired: str | None, checked: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("values", "fired", "checked"),
+    [
+        # model FLOPS / active FLOPS = mfu% / tensor-engine active% (both over total_time): 10 / 25 = 40% < 50%
+        (
+            dict(mfu_estimated_percent=10.0, tensor_engine_active_time_percent=25.0),
+            "model FLOPS 40% of active tensor-engine FLOPS (< 50%)",
+            "low_model_flops",
+        ),
+        (dict(mfu_estimated_percent=13.0, tensor_engine_active_time_percent=25.0), None, "low_model_flops"),
+        (
+            dict(transpose_flops=11.0, hardware_flops=100.0),
+            "transpose FLOPS 11% of hardware FLOPS (> 10%)",
+            "transpose_flops",
+        ),
+        (dict(transpose_flops=10.0, hardware_flops=100.0), None, "transpose_flops"),
+        (
+            dict(spill_reload_bytes=26.0, hbm_read_bytes=100.0),
+            "spill reload bytes 26% of HBM reads (> 25%)",
+            "spill_reload",
+        ),
+        (dict(spill_reload_bytes=25.0, hbm_read_bytes=100.0), None, "spill_reload"),
+    ],
+)
+def test_each_ratio_rule_fires_past_its_documented_threshold(
+    values: dict, fired: str | None, checked: str, tmp_path: Path
+) -> None:
     pq.write_table(pa.Table.from_pylist([{"total_time": 1.0}]), tmp_path / "Summary.parquet")
     out = insights(find_profiles(tmp_path), _cols(**values))
     assert out["neuron_insights_checked"] == checked
@@ -37,8 +54,16 @@ def test_each_ratio_rule_fires_past_its_documented_threshold(values: dict, fired
 def test_rules_without_their_inputs_are_not_evaluated(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist([{"total_time": 1.0}]), tmp_path / "Summary.parquet")
     # No tensor-engine time (an RMSNorm), no hardware FLOPs, a NaN: nothing to judge, and it says so.
-    out = insights(find_profiles(tmp_path), _cols(mfu_estimated_percent=0.0, tensor_engine_active_time_percent=0.0,
-                                                   hardware_flops=0.0, spill_reload_bytes=math.nan, hbm_read_bytes=10.0))
+    out = insights(
+        find_profiles(tmp_path),
+        _cols(
+            mfu_estimated_percent=0.0,
+            tensor_engine_active_time_percent=0.0,
+            hardware_flops=0.0,
+            spill_reload_bytes=math.nan,
+            hbm_read_bytes=10.0,
+        ),
+    )
     assert out == {"neuron_insights": "", "neuron_insights_checked": ""}
     assert insights([], {}) == {"neuron_insights": None, "neuron_insights_checked": None}
 
@@ -47,35 +72,57 @@ def test_nki_coverage_counts_only_workloads_that_use_nki(tmp_path: Path) -> None
     rows = [{"engine": "tensor", "nki_source_location": None}] * 4 + [{"engine": "vector", "nki_source_location": None}]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "Instruction.parquet")
     out = insights(find_profiles(tmp_path), {})
-    assert out == {"neuron_insights": "", "neuron_insights_checked": "nki_coverage"}  # no NKI at all: advice not about it
+    assert out == {
+        "neuron_insights": "",
+        "neuron_insights_checked": "nki_coverage",
+    }  # no NKI at all: advice not about it
     rows[0] = {"engine": "tensor", "nki_source_location": "kernel.py:42"}
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "Instruction.parquet")
     fired = insights(find_profiles(tmp_path), {})["neuron_insights"]
-    assert fired == ("NKI instruction coverage 25% on the tensor engine (< 50%): write NKI kernel code for the operations "
-                     "in this profile; NKI instruction coverage 0% on the vector engine (< 50%): write NKI kernel code for "
-                     "the operations in this profile")
+    assert fired == (
+        "NKI instruction coverage 25% on the tensor engine (< 50%): write NKI kernel code for the operations "
+        "in this profile; NKI instruction coverage 0% on the vector engine (< 50%): write NKI kernel code for "
+        "the operations in this profile"
+    )
 
 
 def test_throttling_counts_only_while_the_tensor_engine_worked(tmp_path: Path) -> None:
-    pq.write_table(pa.Table.from_pylist([{"nc_idx": 0, "throttle_type": "all", "throttle_active_time_percent": 12.5},
-                                         {"nc_idx": 0, "throttle_type": "activity_0", "throttle_active_time_percent": 99.0}]),
-                   tmp_path / "ThrottleSummary.parquet")
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {"nc_idx": 0, "throttle_type": "all", "throttle_active_time_percent": 12.5},
+                {"nc_idx": 0, "throttle_type": "activity_0", "throttle_active_time_percent": 99.0},
+            ]
+        ),
+        tmp_path / "ThrottleSummary.parquet",
+    )
     idle = insights(find_profiles(tmp_path), _cols(tensor_engine_active_time_us=0.0))
     assert idle == {"neuron_insights": "", "neuron_insights_checked": ""}
     busy = insights(find_profiles(tmp_path), _cols(tensor_engine_active_time_us=5.0))
-    assert busy["neuron_insights"] == "throttling active 12.5% of the time while the tensor engine worked: investigate what throttles it"
+    assert (
+        busy["neuron_insights"]
+        == "throttling active 12.5% of the time while the tensor engine worked: investigate what throttles it"
+    )
     assert busy["neuron_insights_checked"] == "throttling"
 
 
-def test_an_insights_profile_through_the_cli(tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_insights_profile_through_the_cli(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_EXPLORER_MODE", "insights")
     (tmp_path / "cap").mkdir()
     (tmp_path / "cap" / "trace_info.pb").write_bytes(b"x")
     result = process_capture(tmp_path / "cap", tmp_path / "out", True, 60)
     fired = result.columns["neuron_insights"].split("; ")
     assert [f.split(" (")[0] for f in fired] == [
-        "model FLOPS 20% of active tensor-engine FLOPS", "transpose FLOPS 20% of hardware FLOPS",
-        "spill reload bytes 40% of HBM reads", "NKI instruction coverage 25% on the tensor engine",
-        "throttling active 9.9% of the time while the tensor engine worked: investigate what throttles it"]
-    assert result.columns["neuron_insights_checked"] == "low_model_flops,transpose_flops,spill_reload,nki_coverage,throttling"
+        "model FLOPS 20% of active tensor-engine FLOPS",
+        "transpose FLOPS 20% of hardware FLOPS",
+        "spill reload bytes 40% of HBM reads",
+        "NKI instruction coverage 25% on the tensor engine",
+        "throttling active 9.9% of the time while the tensor engine worked: investigate what throttles it",
+    ]
+    assert (
+        result.columns["neuron_insights_checked"]
+        == "low_model_flops,transpose_flops,spill_reload,nki_coverage,throttling"
+    )
     assert read_output(tmp_path / "out")[0]["neuron_insights"] == result.columns["neuron_insights"]

@@ -9,14 +9,21 @@ from pathlib import Path
 import pytest
 from torch import nn
 
+from helpers.layers import handed
 from neuronexp.cell.run import run_cell
 from neuronexp.config import (
-    BackendName, CellSpec, DType, InputConfig, NeuronDeviceConfig, NeuronProfilerConfig, ProfilerConfig, RunConfig,
-    ScheduleConfig, TimingConfig,
+    BackendName,
+    CellSpec,
+    DType,
+    InputConfig,
+    NeuronDeviceConfig,
+    NeuronProfilerConfig,
+    ProfilerConfig,
+    RunConfig,
+    ScheduleConfig,
+    TimingConfig,
 )
 from neuronexp.modules import NaiveRMSNorm
-
-from helpers.layers import handed
 
 
 class TwoNorms(nn.Module):
@@ -35,8 +42,11 @@ def _spec(active: int, debug_info: bool = False, **neuron: object) -> CellSpec:
         module=handed(TwoNorms()),
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName.neuron,
-        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1), modules=True,
-                                neuron=NeuronProfilerConfig(**neuron)),  # type: ignore[arg-type]
+        profiler=ProfilerConfig(
+            schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1),
+            modules=True,
+            neuron=NeuronProfilerConfig(**neuron),
+        ),  # type: ignore[arg-type]
         timing=TimingConfig(warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
         neuron=NeuronDeviceConfig(debug_info=debug_info),
     )
@@ -54,18 +64,24 @@ def test_device_events_reach_each_module_through_its_ops(standin, no_explorer: N
     assert cell["status"] == "ok", cell["error"]
     assert cell["device_time_source"] == "profiler_device_events" and cell["device_time_us"] == pytest.approx(280)
     rows = _by_path(results)
-    assert rows["first"]["self_device_us"] == pytest.approx(140) and rows["second"]["total_device_us"] == pytest.approx(140)
+    assert rows["first"]["self_device_us"] == pytest.approx(140) and rows["second"]["total_device_us"] == pytest.approx(
+        140
+    )
     assert rows[""]["total_device_us"] == pytest.approx(280) and rows["first"]["share"] == pytest.approx(0.5)
     assert rows["first"]["self_cpu_us"] > 0 and rows["first"]["calls"] == 1
 
 
-def test_neuron_explorer_per_op_time_is_shared_by_each_module_s_calls(standin, fake_explorer: Path, tmp_path: Path) -> None:
+def test_neuron_explorer_per_op_time_is_shared_by_each_module_s_calls(
+    standin, fake_explorer: Path, tmp_path: Path
+) -> None:
     results = run_cell(_spec(active=1, debug_info=True), tmp_path)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
     assert cell["device_time_source"] == "neuron_explorer"
     # fake_explorer_tables.DEVICE_NS: mul 30 us, mean 12, add 4, rsqrt 6 per call: 112 us per norm.
     rows = _by_path(results)
-    assert rows["first"]["self_device_us"] == pytest.approx(112) and rows["second"]["self_device_us"] == pytest.approx(112)
+    assert rows["first"]["self_device_us"] == pytest.approx(112) and rows["second"]["self_device_us"] == pytest.approx(
+        112
+    )
     assert rows[""]["total_device_us"] == pytest.approx(cell["device_time_us"])
     assert rows["second"]["share"] == pytest.approx(112 / cell["device_time_us"])

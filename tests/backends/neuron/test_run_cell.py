@@ -14,16 +14,23 @@ import pytest
 import torch
 
 import neuronexp
+from helpers.layers import handed
 from neuronexp.backends.neuron import api as neuron_api
+from neuronexp.cell.run import run_cell
 from neuronexp.config import (
-    BackendName, DType, InputConfig, NeuronDeviceConfig, NeuronProfilerConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig,
+    BackendName,
+    CellSpec,
+    DType,
+    InputConfig,
+    NeuronDeviceConfig,
+    NeuronProfilerConfig,
+    ProfilerConfig,
+    RunConfig,
+    ScheduleConfig,
+    TimingConfig,
 )
 from neuronexp.modules import NaiveRMSNorm
 from neuronexp.results import CELL_SCHEMA
-from neuronexp.config import CellSpec
-from neuronexp.cell.run import run_cell
-
-from helpers.layers import handed
 
 
 class Counting(NaiveRMSNorm):
@@ -50,8 +57,10 @@ def _spec(module: torch.nn.Module, backend: str = "neuron", active: int = 1, **n
         module=handed(module),
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName(backend),
-        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1),
-                                neuron=NeuronProfilerConfig(**{k: v for k, v in neuron.items() if k != "debug_info"})),
+        profiler=ProfilerConfig(
+            schedule=ScheduleConfig(wait=0, warmup=1, active=active, repeat=1),
+            neuron=NeuronProfilerConfig(**{k: v for k, v in neuron.items() if k != "debug_info"}),
+        ),
         timing=TimingConfig(min_seconds=0, warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
         neuron=NeuronDeviceConfig(debug_info=bool(neuron.get("debug_info", False))),
     )
@@ -69,15 +78,25 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     assert cell["device_time_source"] == "not_correlated"
     assert math.isnan(cell["device_time_us"]) and math.isnan(cell["device_ops"])
     warnings = cell["warnings"].split(" | ")
-    assert any(w.startswith(f"device time did not reach key_averages() with torch-neuronx {standin.__version__}")
-               and w.endswith("Explorer's per-op table needs layer names: set neuron.debug_info=true: device_time_us and "
-                              "device_ops are NaN; see neuron_total_time_us and latency_median_us") for w in warnings)
+    assert any(
+        w.startswith(f"device time did not reach key_averages() with torch-neuronx {standin.__version__}")
+        and w.endswith(
+            "Explorer's per-op table needs layer names: set neuron.debug_info=true: device_time_us and "
+            "device_ops are NaN; see neuron_total_time_us and latency_median_us"
+        )
+        for w in warnings
+    )
     assert "neuron-explorer: Missing Data: Current NEFF is missing compiler metrics." in warnings
     assert not any("export_trace" in w for w in warnings)
     # Artifacts: the capture root is what Neuron Explorer gets; one session folder with the framework trace in it.
     assert cell["neuron_upload_dir"] == "neuron_profile"
     (session,) = [p for p in (out / "neuron_profile").glob("i-0standin00000000_pid_*/*") if p.is_dir()]
-    assert {p.name for p in session.iterdir()} >= {"trace.json", "ntrace.pb", "trace_info.pb", "profile_nc_0_session_0.ntff"}
+    assert {p.name for p in session.iterdir()} >= {
+        "trace.json",
+        "ntrace.pb",
+        "trace_info.pb",
+        "profile_nc_0_session_0.ntff",
+    }
     assert (session / "trace.json").read_bytes() == (out / "trace.json").read_bytes()  # via the saved-trace proxy
     assert cell["neuron_sessions"] == 1 and cell["neuron_ntff_files"] == 1 and cell["neuron_neff_files"] == 1
     assert bool(cell["neuron_system_profile"]) and bool(cell["neuron_framework_trace"])
@@ -88,7 +107,9 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     assert cell["neuron_insights"] == "" and cell["neuron_debug_info"] == "off"
     assert cell["neuron_max_memory_reserved_bytes"] == standin.STATE.peak_reserved
     manifest = json.loads((out / cell["neuron_manifest"]).read_text())
-    assert manifest["api"] == neuron_api.DOCUMENTED and manifest["upload_dir"] == str((out / "neuron_profile").resolve())
+    assert manifest["api"] == neuron_api.DOCUMENTED and manifest["upload_dir"] == str(
+        (out / "neuron_profile").resolve()
+    )
     assert manifest["explorer"]["command"][1:4] == ["view", "-d", str((out / "neuron_profile").resolve())]
     assert manifest["explorer"]["schema"]["versions"] == ["7.4.0"] and len(manifest["sessions"]) == 1
     # On disk: the contract columns first, the neuron_* columns after them.
@@ -111,20 +132,26 @@ def test_at_least_three_warmup_calls_before_timing_and_profiling(standin, no_exp
     assert cpu.calls == 1 + 0 + 1 + 1 + 2 + 2
 
 
-def test_fallback_ops_hbm_and_missing_explorer_are_warnings_in_the_row(standin, no_explorer: None, tmp_path: Path) -> None:
+def test_fallback_ops_hbm_and_missing_explorer_are_warnings_in_the_row(
+    standin, no_explorer: None, tmp_path: Path
+) -> None:
     standin.STATE.fallback_ops.append("aten::stale")  # from an earlier cell: cleared in prepare()
     standin.STATE.peak_reserved = standin.STATE.total_memory - 2 * 2**30
     cell = run_cell(_spec(Counting(fallback="aten::_fused_rms_norm")), tmp_path).cells.iloc[0]
     assert cell["neuron_fallback_ops"] == "aten::_fused_rms_norm"
     warnings = cell["warnings"].split(" | ")
     assert "1 op(s) fell back to CPU: aten::_fused_rms_norm" in warnings
-    assert any(w.startswith("ProfileMode.DEVICE reserves about 5 GB of HBM") and "94.0 of 96.0 GiB" in w for w in warnings)
+    assert any(
+        w.startswith("ProfileMode.DEVICE reserves about 5 GB of HBM") and "94.0 of 96.0 GiB" in w for w in warnings
+    )
     assert any(w.startswith("neuron-explorer is not on PATH") for w in warnings)
     assert cell["neuron_explorer_status"] == "not_found" and math.isnan(cell["neuron_total_time_us"])
 
 
 @pytest.mark.parametrize("standin", ["legacy"], indirect=True)
-def test_april_2026_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_april_2026_api_cell_end_to_end(
+    standin, fake_explorer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = standin.STATE.log
     real_step = torch.profiler.profile.step
     monkeypatch.setattr(torch.profiler.profile, "step", lambda self: (log.append("step"), real_step(self))[1])
@@ -135,7 +162,9 @@ def test_april_2026_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     start, stop = log.index("legacy-start"), log.index("legacy-stop")
     assert "step" not in log[:start] and log[start:stop].count("step") == 2 and "step" not in log[stop:]
     (session,) = standin.STATE.legacy_sessions
-    assert session["pytorch_activities"] == [] and session["neuron_output_dir"] == str((tmp_path / "neuron_profile").resolve())
+    assert session["pytorch_activities"] == [] and session["neuron_output_dir"] == str(
+        (tmp_path / "neuron_profile").resolve()
+    )
     # This API writes no framework trace into the capture: neuronexp's is copied there, as the guide advises.
     manifest = json.loads((tmp_path / cell["neuron_manifest"]).read_text())
     assert manifest["framework_trace_copied"].endswith("trace.json") and bool(cell["neuron_framework_trace"])
@@ -152,8 +181,9 @@ def test_a_failing_cell_is_still_a_row(standin, no_explorer: None, tmp_path: Pat
 
 
 @pytest.mark.parametrize("active", [1, 2])
-def test_stand_in_device_events_give_known_device_sums_shares_and_counts(standin, no_explorer: None, tmp_path: Path,
-                                                                         active: int) -> None:
+def test_stand_in_device_events_give_known_device_sums_shares_and_counts(
+    standin, no_explorer: None, tmp_path: Path, active: int
+) -> None:
     """With correlate_device_time=true the stand-in attaches PrivateUse1 kernels of known length to each op call
     (a hypothesis about TorchNeuron, see _device_events): the per-step sums must come out exactly."""
     standin.STATE.device_us = {"aten::mul": 40.0, "aten::mean": 10.0, "aten::add": 5.0, "aten::rsqrt": 5.0}
@@ -166,14 +196,17 @@ def test_stand_in_device_events_give_known_device_sums_shares_and_counts(standin
     assert cell["device_ops"] == 6
     assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(120 / 140)
     device = results.ops[results.ops["device_type"] == "PrivateUse1"].set_index("op")
-    assert device.loc["neuron_exec::aten::mul", "calls"] == 3 and device.loc["neuron_exec::aten::mul", "self_device_us"] == pytest.approx(120)
+    assert device.loc["neuron_exec::aten::mul", "calls"] == 3 and device.loc[
+        "neuron_exec::aten::mul", "self_device_us"
+    ] == pytest.approx(120)
     assert device["device_share"].sum() == pytest.approx(1.0)
     assert not any("device time did not reach" in w for w in str(cell["warnings"]).split(" | "))
 
 
 @pytest.mark.parametrize("active", [1, 2])
-def test_explorer_per_op_time_fills_device_time_when_key_averages_has_none(standin, fake_explorer: Path, tmp_path: Path,
-                                                                           active: int) -> None:
+def test_explorer_per_op_time_fills_device_time_when_key_averages_has_none(
+    standin, fake_explorer: Path, tmp_path: Path, active: int
+) -> None:
     """Compiled with layer names (neuron.debug_info), the STAND-IN Explorer writes FrameworkInstruction rows of known
     length for each op call in the capture's trace; neuronexp divides by the profiled steps and fills the host rows."""
     module = Counting()
@@ -188,12 +221,21 @@ def test_explorer_per_op_time_fills_device_time_when_key_averages_has_none(stand
     assert cell["neuron_explorer_ops_unmatched_us"] == pytest.approx(1.0)
     assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(90 / 112)
     host = results.ops[results.ops["device_type"] == "CPU"].set_index("op")
-    assert host.loc["aten::rsqrt", "self_device_us"] == pytest.approx(6.0) and host.loc["aten::sum", "self_device_us"] == 0
+    assert (
+        host.loc["aten::rsqrt", "self_device_us"] == pytest.approx(6.0) and host.loc["aten::sum", "self_device_us"] == 0
+    )
     warnings = cell["warnings"].split(" | ")
-    assert any(w.startswith("device time per op from Neuron Explorer's FrameworkInstruction table: the whole capture "
-                            f"divided by {active} profiled step(s)") for w in warnings)
-    assert ("Neuron Explorer ops without a key_averages() row, left out of device_time_us: "
-            "nki::custom_kernel (1.0 us per step)") in warnings
+    assert any(
+        w.startswith(
+            "device time per op from Neuron Explorer's FrameworkInstruction table: the whole capture "
+            f"divided by {active} profiled step(s)"
+        )
+        for w in warnings
+    )
+    assert (
+        "Neuron Explorer ops without a key_averages() row, left out of device_time_us: "
+        "nki::custom_kernel (1.0 us per step)"
+    ) in warnings
     # The debug variables were recorded with the cell, and are gone once it ended.
     env = json.loads((tmp_path / "env.json").read_text())["neuron_env"]
     assert env["XLA_HLO_DEBUG"] == "1" and env["TORCH_NEURONX_NEFF_CACHE_DIR"] == cell["neuron_neff_cache_dir"]
@@ -205,7 +247,9 @@ def test_compile_options_neuron_refuses_make_an_error_row(standin, no_explorer: 
     spec = _spec(Counting())
     spec.config.compile.enabled, spec.config.compile.dynamic = True, True
     cell = run_cell(spec, tmp_path).cells.iloc[0]
-    assert cell["status"] == "error" and cell["error"].startswith('compile.dynamic=True: torch.compile(backend="neuron") rejects')
+    assert cell["status"] == "error" and cell["error"].startswith(
+        'compile.dynamic=True: torch.compile(backend="neuron") rejects'
+    )
 
 
 def test_a_memory_snapshot_in_the_capture_is_counted(standin, no_explorer: None, tmp_path: Path) -> None:
@@ -214,10 +258,14 @@ def test_a_memory_snapshot_in_the_capture_is_counted(standin, no_explorer: None,
     assert cell["neuron_memory_snapshots"] == 1
 
 
-@pytest.mark.parametrize(("standin", "filters"), [
-    ("documented", ["--ignore-device-profile", "--system-trace-filter-neuron-core", "0"]),
-    ("legacy", []),  # the April-2026 profiler captures its defaults whatever modes says
-], indirect=["standin"])
+@pytest.mark.parametrize(
+    ("standin", "filters"),
+    [
+        ("documented", ["--ignore-device-profile", "--system-trace-filter-neuron-core", "0"]),
+        ("legacy", []),  # the April-2026 profiler captures its defaults whatever modes says
+    ],
+    indirect=["standin"],
+)
 def test_explorer_skips_what_was_not_captured(standin, fake_explorer: Path, tmp_path: Path, filters: list[str]) -> None:
     from neuronexp.config import NeuronMode
 
@@ -228,8 +276,9 @@ def test_explorer_skips_what_was_not_captured(standin, fake_explorer: Path, tmp_
     assert argv[7:] == filters
 
 
-def test_a_failing_export_trace_is_a_note_and_the_framework_trace_is_copied(standin, no_explorer: None, tmp_path: Path,
-                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_export_trace_is_a_note_and_the_framework_trace_is_copied(
+    standin, no_explorer: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def export_without_trace(self, prof) -> None:  # the runtime wrote its files, the framework trace failed
         standin.profiling.write_capture(self.config.profile_output_dir, self.config.modes, True)
         raise RuntimeError("Trace is already saved.")
@@ -255,22 +304,28 @@ class Breaking(NaiveRMSNorm):
 
 
 @pytest.mark.slow  # torch.compile
-def test_a_compiled_cell_records_its_graph_breaks_and_fallback_mode(standin, no_explorer: None, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_compiled_cell_records_its_graph_breaks_and_fallback_mode(
+    standin, no_explorer: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "0")
     spec = _spec(Breaking())
     # "eager": a compile backend the CPU has; the metadata is Dynamo's, whatever compiles the graphs.
     spec.config.compile.enabled, spec.config.compile.backend, spec.config.compile.fullgraph = True, "eager", False
     cell = run_cell(spec, tmp_path).cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
-    assert cell["neuron_graph_breaks"] == 1 and cell["neuron_compiled_graphs"] == 2 and cell["neuron_compile_fallback"] == "eager"
+    assert (
+        cell["neuron_graph_breaks"] == 1
+        and cell["neuron_compiled_graphs"] == 2
+        and cell["neuron_compile_fallback"] == "eager"
+    )
     (tmp_path / "eager").mkdir()
     eager = run_cell(_spec(Counting()), tmp_path / "eager").cells.iloc[0]
     assert math.isnan(eager["neuron_graph_breaks"]) and eager["neuron_compile_fallback"] is None
 
 
 def test_a_neuron_cell_reports_the_runtime_peak_memory_and_the_logical_core_roofs(
-        standin, no_explorer: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    standin, no_explorer: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from neuronexp.backends.neuron import backend as neuron_backend
 
     for name in ("a", "b"):

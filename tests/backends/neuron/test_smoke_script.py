@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from helpers import REPO
 from helpers.neuron_standin.fixture import STANDIN_DIR
 
@@ -18,8 +19,11 @@ SCRIPT = REPO / "scripts" / "neuron_smoke.py"
 
 
 def _rows(text: str) -> dict[str, str]:
-    rows = {line.split("|")[1].strip(): line.split("|")[3].strip() for line in text.splitlines()
-            if line.startswith("| ") and "---" not in line}
+    rows = {
+        line.split("|")[1].strip(): line.split("|")[3].strip()
+        for line in text.splitlines()
+        if line.startswith("| ") and "---" not in line
+    }
     rows.pop("id")
     return rows
 
@@ -27,11 +31,30 @@ def _rows(text: str) -> dict[str, str]:
 @pytest.mark.slow  # several Python start-ups and four cells: about 20 s
 def test_smoke_script_reports_every_check_and_flags_the_stand_in(tmp_path: Path, fake_explorer: Path) -> None:
     report = tmp_path / "report.md"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(STANDIN_DIR), os.environ.get("PYTHONPATH", "")]), KINETO_LOG_LEVEL="6")
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(STANDIN_DIR), os.environ.get("PYTHONPATH", "")]),
+        KINETO_LOG_LEVEL="6",
+    )
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--device", "cpu", "--skip-compile", "--shape", "1,8,64",
-         "--workdir", str(tmp_path / "work"), "--out", str(report)],
-        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--device",
+            "cpu",
+            "--skip-compile",
+            "--shape",
+            "1,8,64",
+            "--workdir",
+            str(tmp_path / "work"),
+            "--out",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = report.read_text()
@@ -48,23 +71,35 @@ def test_smoke_script_reports_every_check_and_flags_the_stand_in(tmp_path: Path,
 
 def test_without_torch_neuronx_the_script_stops_in_one_line(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "report.md")], capture_output=True,
-                          text=True, timeout=120, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path / "report.md")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("neuron_smoke: torch-neuronx cannot be imported by ")
-    assert lines[0].endswith("run this on a Trn2/Trn3 instance after installing TorchNeuron (pip install -e .[neuron], see docs/neuron.md)")
+    assert lines[0].endswith(
+        "run this on a Trn2/Trn3 instance after installing TorchNeuron (pip install -e .[neuron], see docs/neuron.md)"
+    )
     assert proc.stdout == "" and not (tmp_path / "report.md").exists()
 
 
-def test_a_check_that_raises_is_one_line_in_the_report_and_the_run_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_check_that_raises_is_one_line_in_the_report_and_the_run_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(REPO / "scripts"))
     import neuron_smoke_checks as checks
 
     def broken(ctx: checks.Context) -> tuple[str, str]:
         raise RuntimeError("neuron-explorer crashed\nsecond line")
 
-    monkeypatch.setattr(checks, "CHECKS", [("Z1", "a check that raises", broken), ("Z2", "one that passes", lambda c: ("PASS", "ok"))])
+    monkeypatch.setattr(
+        checks, "CHECKS", [("Z1", "a check that raises", broken), ("Z2", "one that passes", lambda c: ("PASS", "ok"))]
+    )
     report = checks.Report()
     checks.run_checks(checks.Context(None, tmp_path), report, ("Z",))
     assert report.rows[0][:3] == ("Z1", "a check that raises", "FAIL")
@@ -73,8 +108,9 @@ def test_a_check_that_raises_is_one_line_in_the_report_and_the_run_fails(tmp_pat
     assert "Traceback (most recent call last)" in report.tracebacks[0]
 
 
-def test_explorer_timeout_flag_bounds_each_explorer_run(tmp_path: Path, fake_explorer: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explorer_timeout_flag_bounds_each_explorer_run(
+    tmp_path: Path, fake_explorer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """--explorer-timeout: an Explorer that hangs is given up on after that long, each of D2's three runs."""
     import argparse
     import time

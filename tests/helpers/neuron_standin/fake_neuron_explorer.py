@@ -74,7 +74,9 @@ def main(argv: list[str]) -> int:
     out = Path(args.output_file)
     out.mkdir(parents=True, exist_ok=True)
     if mode != "empty" and not getattr(args, "ignore_device_profile", False):
-        row, fields = summary_row(version.replace("-noschemafields", ""), INSIGHTS_US if mode == "insights" else SUMMARY_US)
+        row, fields = summary_row(
+            version.replace("-noschemafields", ""), INSIGHTS_US if mode == "insights" else SUMMARY_US
+        )
         _write(out, "Summary", [row])
         _write(out, "Metadata", [{"profile_schema_version": version.replace("-noschemafields", ""), "ntff_version": 2}])
         framework = os.environ.get("FAKE_EXPLORER_FRAMEWORK", "auto")
@@ -82,8 +84,10 @@ def main(argv: list[str]) -> int:
             _write(out, "FrameworkInstruction", framework_rows(capture))
         for table, rows in other_tables(mode).items():
             _write(out, table, rows)
-        timeline = [{"table_name": t, "field_name": "start_ts", "field_unit": "nanoseconds", "field_maximum": None}
-                    for t in ("FrameworkInstruction", "HloInstruction")]
+        timeline = [
+            {"table_name": t, "field_name": "start_ts", "field_unit": "nanoseconds", "field_maximum": None}
+            for t in ("FrameworkInstruction", "HloInstruction")
+        ]
         if not version.endswith("-noschemafields"):
             _write(out, "SchemaFields", fields + timeline)
     _write(out, "Warning", [{"message": "Current NEFF is missing compiler metrics.", "category": "Missing Data"}])

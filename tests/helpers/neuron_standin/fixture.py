@@ -6,8 +6,9 @@ import importlib
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import torch
@@ -61,8 +62,10 @@ def fake_explorer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bin_dir = tmp_path / "fake-bin"
     bin_dir.mkdir()
     exe = bin_dir / "neuron-explorer"
-    exe.write_text(f"#!{sys.executable}\nimport runpy, sys\nsys.argv[0] = 'neuron-explorer'\n"
-                   f"runpy.run_path({str(STANDIN_DIR / 'fake_neuron_explorer.py')!r}, run_name='__main__')\n")
+    exe.write_text(
+        f"#!{sys.executable}\nimport runpy, sys\nsys.argv[0] = 'neuron-explorer'\n"
+        f"runpy.run_path({str(STANDIN_DIR / 'fake_neuron_explorer.py')!r}, run_name='__main__')\n"
+    )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     log = tmp_path / "explorer-argv.jsonl"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")

@@ -5,14 +5,19 @@ top-level `synthetic_kernels` where the stand-in's folder is on the path) and th
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
 
-def attach_kernels(events: list[FunctionEvent], kernel_us: Callable[[str], float | None], device_type: DeviceType,
-                   use_device: str, prefix: str) -> list[FunctionEvent]:
+def attach_kernels(
+    events: list[FunctionEvent],
+    kernel_us: Callable[[str], float | None],
+    device_type: DeviceType,
+    use_device: str,
+    prefix: str,
+) -> list[FunctionEvent]:
     """`events` plus one device kernel of `kernel_us(op name)` µs for every synchronous CPU op it names (None:
     no kernel), each appended to its launching op as a correlated kernel."""
     kernels = []
@@ -22,9 +27,19 @@ def attach_kernels(events: list[FunctionEvent], kernel_us: Callable[[str], float
             continue
         fe.use_device = use_device  # what a profile of that device's backend sets on the launching op
         start = fe.time_range.start
-        kernel = FunctionEvent(id=fe.id, name=prefix + fe.name, thread=fe.thread, start_us=start, end_us=start + us,
-                               fwd_thread=fe.thread, input_shapes=[], stack=[], use_device=use_device,
-                               device_type=device_type, device_index=0)
+        kernel = FunctionEvent(
+            id=fe.id,
+            name=prefix + fe.name,
+            thread=fe.thread,
+            start_us=start,
+            end_us=start + us,
+            fwd_thread=fe.thread,
+            input_shapes=[],
+            stack=[],
+            use_device=use_device,
+            device_type=device_type,
+            device_index=0,
+        )
         fe.append_kernel(kernel.name, 0, us)
         kernels.append(kernel)
     return list(events) + kernels

@@ -53,14 +53,22 @@ def family_problem(tnx: ModuleType, version: str, torch_version: str) -> str | N
     has a `torch_neuronx.xla_impl` module. The April-2026 source (0.1.0) is neither, and passes.
     """
     tnx_rel, torch_rel = _release(version), _release(torch_version)
-    want = f"torch-neuronx=={torch_rel[0]}.{torch_rel[1]}.*" if len(torch_rel) >= 2 else "the torch-neuronx family matching torch"
+    want = (
+        f"torch-neuronx=={torch_rel[0]}.{torch_rel[1]}.*"
+        if len(torch_rel) >= 2
+        else "the torch-neuronx family matching torch"
+    )
     xla_era = "torch_neuronx.xla_impl" in sys.modules or hasattr(tnx, "xla_impl")
     if xla_era or (len(tnx_rel) >= 5 and (1, 0) <= tnx_rel[:2] <= (2, 9)):
-        return (f"torch-neuronx {version} is the PyTorch/XLA-based library (PyTorch <= 2.9), not TorchNeuron; "
-                f"install {want} (TorchNeuron; Neuron SDK 2.33 pairs it with PyTorch 2.13 and 2.14)")
+        return (
+            f"torch-neuronx {version} is the PyTorch/XLA-based library (PyTorch <= 2.9), not TorchNeuron; "
+            f"install {want} (TorchNeuron; Neuron SDK 2.33 pairs it with PyTorch 2.13 and 2.14)"
+        )
     if len(tnx_rel) == 4 and tnx_rel[:2] >= (2, 10) and len(torch_rel) >= 2 and tnx_rel[:2] != torch_rel[:2]:
-        return (f"torch-neuronx {version} is built for PyTorch {tnx_rel[0]}.{tnx_rel[1]} but torch {torch_version} "
-                f"is installed; install {want}, the family matching your PyTorch")
+        return (
+            f"torch-neuronx {version} is built for PyTorch {tnx_rel[0]}.{tnx_rel[1]} but torch {torch_version} "
+            f"is installed; install {want}, the family matching your PyTorch"
+        )
     return None
 
 
@@ -152,7 +160,8 @@ def check_correlate(api: NeuronApi, cfg: NeuronProfilerConfig) -> None:
     """
     if cfg.correlate_device_time and api.correlate_supported is False:
         raise ConfigError(
-            "profiler.neuron.correlate_device_time", True,
+            "profiler.neuron.correlate_device_time",
+            True,
             f"not accepted by the installed torch-neuronx {api.version} ({api.kind} API); set it to null",
         )
 
@@ -165,7 +174,9 @@ def neuron_config_kwargs(api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: 
         name = getattr(mode, "value", str(mode))
         if not hasattr(mode_enum, name):
             have = ", ".join(m for m in ("DEVICE", "RUNTIME", "CPU_UTIL", "HOST_MEMORY") if hasattr(mode_enum, m))
-            raise ConfigError("profiler.neuron.modes", name, f"torch-neuronx {api.version} has no ProfileMode.{name}; it has {have}")
+            raise ConfigError(
+                "profiler.neuron.modes", name, f"torch-neuronx {api.version} has no ProfileMode.{name}; it has {have}"
+            )
         modes.append(getattr(mode_enum, name))
     kwargs: dict[str, Any] = {"modes": modes, "profile_output_dir": output_dir}
     if cfg.capture_enabled_for_nc is not None:
@@ -192,8 +203,11 @@ def build_neuron_config(api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: s
         return api.module.NeuronConfig(**kwargs)
     except TypeError as exc:
         if "correlate_device_time" in kwargs and "correlate_device_time" in str(exc):
-            raise ConfigError("profiler.neuron.correlate_device_time", kwargs["correlate_device_time"],
-                              f"not accepted by the installed torch-neuronx {api.version}; set it to null") from None
+            raise ConfigError(
+                "profiler.neuron.correlate_device_time",
+                kwargs["correlate_device_time"],
+                f"not accepted by the installed torch-neuronx {api.version}; set it to null",
+            ) from None
         raise
 
 
@@ -208,7 +222,9 @@ def legacy_profiler_kwargs(cfg: NeuronProfilerConfig, output_dir: str) -> tuple[
         kwargs["event_filters"] = {"nc": str(cfg.capture_enabled_for_nc).replace(" ", "").split(",")}
     notes = []
     if [getattr(m, "value", str(m)) for m in cfg.modes] != ["DEVICE", "RUNTIME"]:
-        notes.append("profiler.neuron.modes is not honoured by the April-2026 NeuronProfiler (it captures the runtime defaults)")
+        notes.append(
+            "profiler.neuron.modes is not honoured by the April-2026 NeuronProfiler (it captures the runtime defaults)"
+        )
     if cfg.max_events_per_nc is not None:
         notes.append("profiler.neuron.max_events_per_nc is not honoured by the April-2026 NeuronProfiler")
     return kwargs, notes

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 import torch
 from torch.autograd import DeviceType
@@ -103,8 +104,10 @@ class NeuronBackend(Backend):
             return
         check_neuron_compile(compile_cfg)
         if not compile_cfg.fullgraph:
-            self.notes.append("compile.fullgraph=false: graph breaks run eagerly; the TorchNeuron torch.compile "
-                              "reference recommends fullgraph=true on Neuron")
+            self.notes.append(
+                "compile.fullgraph=false: graph breaks run eagerly; the TorchNeuron torch.compile "
+                "reference recommends fullgraph=true on Neuron"
+            )
 
     def device_name(self) -> str:
         try:

@@ -10,8 +10,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-SYSTEM_FILES = {"trace.json": "framework_trace", "ntrace.pb": "ntrace", "trace_info.pb": "trace_info",
-                "cpu_util.pb": "cpu_util", "host_mem.pb": "host_mem"}
+SYSTEM_FILES = {
+    "trace.json": "framework_trace",
+    "ntrace.pb": "ntrace",
+    "trace_info.pb": "trace_info",
+    "cpu_util.pb": "cpu_util",
+    "host_mem.pb": "host_mem",
+}
 # The file each ProfileMode is documented to produce (DEVICE: .ntff, checked separately).
 MODE_FILES = {"RUNTIME": ("trace_info.pb", "ntrace.pb"), "CPU_UTIL": ("cpu_util.pb",), "HOST_MEMORY": ("host_mem.pb",)}
 
@@ -69,8 +74,12 @@ class CaptureIndex:
         return self.root
 
     def to_json(self) -> dict[str, Any]:
-        return {"root": str(self.root), "upload_dir": str(self.upload_dir()),
-                "sessions": [asdict(s) for s in self.sessions], "warnings": list(self.warnings)}
+        return {
+            "root": str(self.root),
+            "upload_dir": str(self.upload_dir()),
+            "sessions": [asdict(s) for s in self.sessions],
+            "warnings": list(self.warnings),
+        }
 
 
 def _session_for(root: Path, folder: Path) -> Session:
@@ -93,13 +102,27 @@ def _add_file(session: Session, path: Path) -> None:
     elif _is_memory_snapshot(name):
         session.memory_snapshots.append(name)
     elif m := _NEFF.match(name):
-        session.neffs.append({"file": str(path.name if path.parent.name != "neffs" else f"neffs/{name}"),
-                              "hash": m["hash"], "vnc": None if m["vnc"] is None else int(m["vnc"]), "bytes": size})
+        session.neffs.append(
+            {
+                "file": str(path.name if path.parent.name != "neffs" else f"neffs/{name}"),
+                "hash": m["hash"],
+                "vnc": None if m["vnc"] is None else int(m["vnc"]),
+                "bytes": size,
+            }
+        )
     elif m := _NTFF_MODEL.match(name):
         session.ntffs.append({"file": name, "scheme": "model", "hash": m["hash"], "nc": int(m["vnc"]), "bytes": size})
     elif m := _NTFF_SESSION.match(name):
-        session.ntffs.append({"file": name, "scheme": "session", "hash": None, "nc": int(m["nc"]),
-                              "session": int(m["session"]), "bytes": size})
+        session.ntffs.append(
+            {
+                "file": name,
+                "scheme": "session",
+                "hash": None,
+                "nc": int(m["nc"]),
+                "session": int(m["session"]),
+                "bytes": size,
+            }
+        )
     elif path.suffix in (".neff", ".ntff", ".pb"):
         session.unrecognized.append(name)
 
@@ -112,8 +135,12 @@ def index_capture(root: Path, modes: list[str], neff_hint: str = "the NEFF cache
     index = CaptureIndex(root)
     by_folder: dict[Path, Session] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []:
-        capture_file = (path.name in SYSTEM_FILES or is_framework_trace(path.name) or _is_memory_snapshot(path.name)
-                        or path.suffix in (".neff", ".ntff", ".pb"))
+        capture_file = (
+            path.name in SYSTEM_FILES
+            or is_framework_trace(path.name)
+            or _is_memory_snapshot(path.name)
+            or path.suffix in (".neff", ".ntff", ".pb")
+        )
         if not capture_file:
             continue
         folder = path.parent.parent if path.parent.name == "neffs" else path.parent
@@ -139,8 +166,10 @@ def _pair(index: CaptureIndex) -> None:
 
 def _warnings(index: CaptureIndex, modes: list[str], neff_hint: str) -> list[str]:
     if not index.sessions:
-        return [f"no Neuron capture files under {index.root.name}/: profiling was not enabled, "
-                "or nothing ran on a NeuronCore"]
+        return [
+            f"no Neuron capture files under {index.root.name}/: profiling was not enabled, "
+            "or nothing ran on a NeuronCore"
+        ]
     out: list[str] = []
     ntffs, present = index.ntffs, {name for s in index.sessions for name in s.files}
     if "DEVICE" in modes and not ntffs:
@@ -149,16 +178,22 @@ def _warnings(index: CaptureIndex, modes: list[str], neff_hint: str) -> list[str
     if ntffs and len(empty) == len(ntffs):
         out.append(f"all {len(ntffs)} .ntff files are empty: nothing executed on a NeuronCore while capturing")
     elif empty:
-        out.append(f"{len(empty)} of {len(ntffs)} .ntff files are empty (NeuronCores held but unused): set neuron.num_cores "
-                   "to the cores used, or profiler.neuron.capture_enabled_for_nc")
+        out.append(
+            f"{len(empty)} of {len(ntffs)} .ntff files are empty (NeuronCores held but unused): set neuron.num_cores "
+            "to the cores used, or profiler.neuron.capture_enabled_for_nc"
+        )
     unpaired = sorted({n["hash"] for n in ntffs if n["scheme"] == "model" and not n.get("neff")})
     if unpaired:
-        out.append(f"{len(unpaired)} .ntff without a .neff of the same hash ({', '.join(unpaired[:3])}): Neuron Explorer "
-                   "cannot process them; keep profiler.neuron.copy_neffs=true or copy the NEFFs from the compile cache")
+        out.append(
+            f"{len(unpaired)} .ntff without a .neff of the same hash ({', '.join(unpaired[:3])}): Neuron Explorer "
+            "cannot process them; keep profiler.neuron.copy_neffs=true or copy the NEFFs from the compile cache"
+        )
     if ntffs and not index.neffs:
-        out.append(f"no .neff files next to the .ntff files (NeuronConfig was given {neff_hint}): set "
-                   "profiler.neuron.neff_cache_dir (or TORCH_NEURONX_NEFF_CACHE_DIR) to the folder that holds them "
-                   "before the run; Neuron Explorer cannot process an NTFF without its NEFF")
+        out.append(
+            f"no .neff files next to the .ntff files (NeuronConfig was given {neff_hint}): set "
+            "profiler.neuron.neff_cache_dir (or TORCH_NEURONX_NEFF_CACHE_DIR) to the folder that holds them "
+            "before the run; Neuron Explorer cannot process an NTFF without its NEFF"
+        )
     for mode, names in MODE_FILES.items():
         missing = [n for n in names if n not in present]
         if mode in modes and missing:

@@ -40,9 +40,11 @@ class SavedTraceProxy:
 
 def not_correlated(version: str, correlate_state: str, warnings: list[str], hint: str = "") -> dict[str, Any]:
     """Cell columns for a profile whose key_averages() held no Neuron device time: NaN, and said so."""
-    warnings.append(f"device time did not reach key_averages() with torch-neuronx {version} "
-                    f"(correlate_device_time: {correlate_state}) and Neuron Explorer gave no per-op time{hint}: "
-                    "device_time_us and device_ops are NaN; see neuron_total_time_us and latency_median_us")
+    warnings.append(
+        f"device time did not reach key_averages() with torch-neuronx {version} "
+        f"(correlate_device_time: {correlate_state}) and Neuron Explorer gave no per-op time{hint}: "
+        "device_time_us and device_ops are NaN; see neuron_total_time_us and latency_median_us"
+    )
     return {"device_time_us": math.nan, "device_ops": math.nan, "device_time_source": "not_correlated"}
 
 
@@ -102,16 +104,21 @@ def hbm_note(tnx: ModuleType, modes: list[str], warnings: list[str]) -> None:
     except Exception:  # memory queries differ between versions; the note is best effort
         return
     if peak is not None and total > 0 and total - peak < DEVICE_HBM_RESERVE:
-        warnings.append(f"ProfileMode.DEVICE reserves about 5 GB of HBM on Trn2/Trn3 and this cell peaked at "
-                        f"{peak / 2**30:.1f} of {total / 2**30:.1f} GiB: drop DEVICE from profiler.neuron.modes "
-                        "if it runs out of memory")
+        warnings.append(
+            f"ProfileMode.DEVICE reserves about 5 GB of HBM on Trn2/Trn3 and this cell peaked at "
+            f"{peak / 2**30:.1f} of {total / 2**30:.1f} GiB: drop DEVICE from profiler.neuron.modes "
+            "if it runs out of memory"
+        )
 
 
 def dynamo_counts() -> dict[str, int]:
     """Dynamo's process-wide graph-break and graph counters (never reset by torch._dynamo.reset())."""
     from torch._dynamo.utils import counters
 
-    return {"graph_breaks": sum(counters["graph_break"].values()), "graphs": int(counters["stats"].get("unique_graphs", 0))}
+    return {
+        "graph_breaks": sum(counters["graph_break"].values()),
+        "graphs": int(counters["stats"].get("unique_graphs", 0)),
+    }
 
 
 def compile_columns(before: dict[str, int] | None) -> dict[str, Any]:
@@ -121,6 +128,8 @@ def compile_columns(before: dict[str, int] | None) -> dict[str, Any]:
         return {"neuron_graph_breaks": math.nan, "neuron_compiled_graphs": math.nan, "neuron_compile_fallback": None}
     now = dynamo_counts()
     value = os.environ.get("TORCH_NEURONX_DISABLE_FALLBACK_EXECUTION", "1").strip().lower()
-    return {"neuron_graph_breaks": float(now["graph_breaks"] - before["graph_breaks"]),
-            "neuron_compiled_graphs": float(now["graphs"] - before["graphs"]),
-            "neuron_compile_fallback": "eager" if value in ("0", "false") else "raise"}
+    return {
+        "neuron_graph_breaks": float(now["graph_breaks"] - before["graph_breaks"]),
+        "neuron_compiled_graphs": float(now["graphs"] - before["graphs"]),
+        "neuron_compile_fallback": "eager" if value in ("0", "false") else "raise",
+    }

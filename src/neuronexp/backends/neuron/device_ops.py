@@ -76,7 +76,11 @@ class Breakdown:
         def top(d: dict[str, float]) -> dict[str, float]:
             return dict(sorted(d.items(), key=lambda kv: -kv[1])[:TOP])
 
-        return {"framework_us": top(self.framework_us), "hlo_us": top(self.hlo_us), "opcode_active_us": top(self.opcode_us)}
+        return {
+            "framework_us": top(self.framework_us),
+            "hlo_us": top(self.hlo_us),
+            "opcode_active_us": top(self.opcode_us),
+        }
 
 
 def breakdown(profiles: list[Profile]) -> Breakdown:
@@ -84,8 +88,10 @@ def breakdown(profiles: list[Profile]) -> Breakdown:
     cols = ["framework_name", "hlo_name", "time_intervals", "start_ts", "end_ts"]
     for profile in profiles:
         units = read_units(profile)
-        for table, name_col, key in (("FrameworkInstruction", "framework_name", framework_op),
-                                     ("HloInstruction", "hlo_name", lambda n: re.sub(r"\.\d+$", "", str(n)))):
+        for table, name_col, key in (
+            ("FrameworkInstruction", "framework_name", framework_op),
+            ("HloInstruction", "hlo_name", lambda n: re.sub(r"\.\d+$", "", str(n))),
+        ):
             df = profile.read(table, cols)
             factor = _timeline_factor(units, table)
             if df.empty or name_col not in df:
@@ -94,17 +100,25 @@ def breakdown(profiles: list[Profile]) -> Breakdown:
                 out.notes.append(f"{table}.start_ts has unit {units.unit(table, 'start_ts')!r}: not read")
                 continue
             df = df[df[name_col].notna()]
-            _add(out.framework_us if table == "FrameworkInstruction" else out.hlo_us, _union_by(df, df[name_col].map(key), factor))
+            _add(
+                out.framework_us if table == "FrameworkInstruction" else out.hlo_us,
+                _union_by(df, df[name_col].map(key), factor),
+            )
         ops = profile.read("OpcodeSummary", ["engine", "opcode", "active_time_ns"])
         if not ops.empty and {"engine", "opcode", "active_time_ns"} <= set(ops.columns):
             unit = units.unit("OpcodeSummary", "active_time_ns") if units else None
             factor = TO_US.get("nanoseconds" if unit is None else unit, 1e-3)
             keys = ops["engine"].astype(str) + ":" + ops["opcode"].astype(str)
-            _add(out.opcode_us, (pd.to_numeric(ops["active_time_ns"], errors="coerce") * factor).groupby(keys).sum().to_dict())
+            _add(
+                out.opcode_us,
+                (pd.to_numeric(ops["active_time_ns"], errors="coerce") * factor).groupby(keys).sum().to_dict(),
+            )
     return out
 
 
-def per_step(framework_us: dict[str, float], host_ops: set[str], steps: int) -> tuple[dict[str, float], dict[str, float]]:
+def per_step(
+    framework_us: dict[str, float], host_ops: set[str], steps: int
+) -> tuple[dict[str, float], dict[str, float]]:
     """Framework-op device time per profiled step, split into ops key_averages() lists and ops it does not."""
     matched = {op: us / steps for op, us in framework_us.items() if op in host_ops}
     return matched, {op: us / steps for op, us in framework_us.items() if op not in host_ops}

@@ -34,8 +34,9 @@ class ExplorerResult:
 
 
 def empty_columns() -> dict[str, Any]:
-    cols: dict[str, Any] = dict(combine([]), neuron_dropped_events=math.nan, neuron_profile_schema_version=None,
-                                neuron_units_source=None)
+    cols: dict[str, Any] = dict(
+        combine([]), neuron_dropped_events=math.nan, neuron_profile_schema_version=None, neuron_units_source=None
+    )
     cols.update(insights([], {}))
     return cols
 
@@ -44,11 +45,23 @@ def find_explorer() -> str | None:
     found = shutil.which("neuron-explorer")
     if found:
         return found
-    return next((str(Path(d) / "neuron-explorer") for d in SEARCH_DIRS if (Path(d) / "neuron-explorer").is_file()), None)
+    return next(
+        (str(Path(d) / "neuron-explorer") for d in SEARCH_DIRS if (Path(d) / "neuron-explorer").is_file()), None
+    )
 
 
 def explorer_command(exe: str, capture_dir: Path, output_dir: Path, filters: list[str] | None = None) -> list[str]:
-    return [exe, "view", "-d", str(capture_dir), "--output-format", "parquet", "--output-file", str(output_dir), *(filters or [])]
+    return [
+        exe,
+        "view",
+        "-d",
+        str(capture_dir),
+        "--output-format",
+        "parquet",
+        "--output-file",
+        str(output_dir),
+        *(filters or []),
+    ]
 
 
 def capture_filters(modes: list[str], cores: list[str] | None) -> list[str]:
@@ -87,13 +100,18 @@ def read_output(output_dir: Path) -> tuple[dict[str, Any], list[str], dict[str, 
         sources.add("SchemaFields" if units else "documented 7.4.0")
         versions.add(schema_version(profile) or "unknown")
         reads.append(convert_summary(profile.read("Summary"), units))
-    cols = dict(combine(reads), neuron_profile_schema_version=",".join(sorted(versions)) or None,
-                neuron_units_source=",".join(sorted(sources)) or None)
+    cols = dict(
+        combine(reads),
+        neuron_profile_schema_version=",".join(sorted(versions)) or None,
+        neuron_units_source=",".join(sorted(sources)) or None,
+    )
     warnings, account = summary_notes(reads)
     unknown = sorted(v for v in versions if major(v) not in KNOWN_MAJORS)
     if unknown:
-        warnings.append(f"profile schema {', '.join(unknown)} is not one neuronexp was written against (7.x, 12.x): "
-                        "fields are read by name and units from SchemaFields; missing ones stay NaN")
+        warnings.append(
+            f"profile schema {', '.join(unknown)} is not one neuronexp was written against (7.x, 12.x): "
+            "fields are read by name and units from SchemaFields; missing ones stay NaN"
+        )
     cols.update(insights(profiles, cols))
     ops = breakdown(profiles)
     files = [str(p.relative_to(output_dir)) for prof in with_summary for p in prof.files["Summary"]]
@@ -109,8 +127,14 @@ def _run(cmd: list[str], timeout_s: float) -> tuple[int | None, str]:
     return proc.returncode, (proc.stdout or "") + "\n" + (proc.stderr or "")
 
 
-def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, timeout_s: float,
-                    filters: list[str] | None = None, fallback_dir: Path | None = None) -> ExplorerResult:
+def process_capture(
+    capture_dir: Path | None,
+    output_dir: Path,
+    enabled: bool,
+    timeout_s: float,
+    filters: list[str] | None = None,
+    fallback_dir: Path | None = None,
+) -> ExplorerResult:
     """Run `neuron-explorer view` into `output_dir` and read its tables (never raises on tool failure)."""
     empty = empty_columns()
     if not enabled:
@@ -119,9 +143,14 @@ def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, t
         return ExplorerResult("no_capture", empty)
     exe = find_explorer()
     if exe is None:
-        return ExplorerResult("not_found", empty, [
-            "neuron-explorer is not on PATH: the neuron_* Summary columns are empty (install aws-neuronx-tools, "
-            "or export PATH=/opt/aws/neuron/bin:$PATH)"])
+        return ExplorerResult(
+            "not_found",
+            empty,
+            [
+                "neuron-explorer is not on PATH: the neuron_* Summary columns are empty (install aws-neuronx-tools, "
+                "or export PATH=/opt/aws/neuron/bin:$PATH)"
+            ],
+        )
     plans = [(capture_dir, filters or [])] + ([(capture_dir, [])] if filters else [])
     plans += [(fallback_dir, [])] if fallback_dir is not None and fallback_dir != capture_dir else []
     result = ExplorerResult("failed", dict(empty))
@@ -135,8 +164,10 @@ def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, t
         result.attempts.append({"command": cmd, "returncode": code})
         if code is None:
             result.status = "timeout"
-            result.warnings.append(f"neuron-explorer view ran past {timeout_s:g} s (profiler.neuron.explorer_timeout_s); "
-                                   "Summary columns are empty")
+            result.warnings.append(
+                f"neuron-explorer view ran past {timeout_s:g} s (profiler.neuron.explorer_timeout_s); "
+                "Summary columns are empty"
+            )
             return result
         dropped = dropped_events(text)
         result.columns["neuron_dropped_events"] = float(dropped)
@@ -152,8 +183,10 @@ def process_capture(capture_dir: Path | None, output_dir: Path, enabled: bool, t
 
 def _finish(result: ExplorerResult, out: Path, dropped: int) -> ExplorerResult:
     if dropped:
-        result.warnings.append(f"{dropped} trace events were dropped: raise profiler.neuron.max_events_per_nc "
-                               "(default 1,000,000), capture fewer NeuronCores, or profile fewer steps")
+        result.warnings.append(
+            f"{dropped} trace events were dropped: raise profiler.neuron.max_events_per_nc "
+            "(default 1,000,000), capture fewer NeuronCores, or profile fewer steps"
+        )
     try:
         cols, warnings, schema, ops, files = read_output(out)
     except Exception as exc:  # a half-written or newer-format table must not cost the cell its row
@@ -166,4 +199,3 @@ def _finish(result: ExplorerResult, out: Path, dropped: int) -> ExplorerResult:
         result.warnings.append("neuron-explorer wrote no Summary table (no device profile in the capture?)")
     result.status = "ok" if files else "no_summary"
     return result
-

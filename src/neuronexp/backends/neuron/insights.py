@@ -15,7 +15,14 @@ import pandas as pd
 
 from neuronexp.backends.neuron.tables import Profile
 
-_ENGINE_FAMILY = {"tensor": "tensor", "pe": "tensor", "vector": "vector", "dve": "vector", "scalar": "scalar", "act": "scalar"}
+_ENGINE_FAMILY = {
+    "tensor": "tensor",
+    "pe": "tensor",
+    "vector": "vector",
+    "dve": "vector",
+    "scalar": "scalar",
+    "act": "scalar",
+}
 
 
 def _num(cols: dict[str, Any], name: str) -> float:
@@ -32,39 +39,53 @@ def _ratio_rules(cols: dict[str, Any]) -> tuple[list[str], list[str]]:
         # normalised by total_time in the schema's definitions.
         checked.append("low_model_flops")
         if mfu / te_active < 0.5:
-            fired.append(f"model FLOPS {mfu / te_active:.0%} of active tensor-engine FLOPS (< 50%): make instructions "
-                         "use the entire tensor engine and pipeline them")
+            fired.append(
+                f"model FLOPS {mfu / te_active:.0%} of active tensor-engine FLOPS (< 50%): make instructions "
+                "use the entire tensor engine and pipeline them"
+            )
     hw, tr = _num(cols, "neuron_hardware_flops"), _num(cols, "neuron_transpose_flops")
     if hw > 0 and not math.isnan(tr):
         checked.append("transpose_flops")
         if tr / hw > 0.10:
-            fired.append(f"transpose FLOPS {tr / hw:.0%} of hardware FLOPS (> 10%): improve the memory layout to "
-                         "reduce transposes")
+            fired.append(
+                f"transpose FLOPS {tr / hw:.0%} of hardware FLOPS (> 10%): improve the memory layout to "
+                "reduce transposes"
+            )
     reads, reload = _num(cols, "neuron_hbm_read_bytes"), _num(cols, "neuron_spill_reload_bytes")
     if reads > 0 and not math.isnan(reload):
         checked.append("spill_reload")
         if reload / reads > 0.25:
-            fired.append(f"spill reload bytes {reload / reads:.0%} of HBM reads (> 25%): look for data dependencies "
-                         "that cause spill/reload")
+            fired.append(
+                f"spill reload bytes {reload / reads:.0%} of HBM reads (> 25%): look for data dependencies "
+                "that cause spill/reload"
+            )
     return fired, checked
 
 
 def _nki_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
     """Per engine family, the share of instructions with an NKI source location; only for NKI workloads."""
     frames = [p.read("Instruction", ["engine", "nki_source_location"]) for p in profiles if p.has("Instruction")]
-    df = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(not f.empty for f in frames) else pd.DataFrame()
+    df = (
+        pd.concat([f for f in frames if not f.empty], ignore_index=True)
+        if any(not f.empty for f in frames)
+        else pd.DataFrame()
+    )
     if df.empty or not {"engine", "nki_source_location"} <= set(df.columns):
         return [], False
     nki = ~df["nki_source_location"].fillna("").astype(str).str.strip().isin(["", "[]", "None"])
     if not nki.any():
         return [], True  # no NKI in this workload: the advice to write NKI kernels is not about it
-    family = df["engine"].astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), None))
+    family = (
+        df["engine"].astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), None))
+    )
     fired = []
     for name in ("tensor", "vector", "scalar"):
         mine = family == name
         if mine.any() and nki[mine].mean() < 0.5:
-            fired.append(f"NKI instruction coverage {nki[mine].mean():.0%} on the {name} engine (< 50%): write NKI "
-                         "kernel code for the operations in this profile")
+            fired.append(
+                f"NKI instruction coverage {nki[mine].mean():.0%} on the {name} engine (< 50%): write NKI "
+                "kernel code for the operations in this profile"
+            )
     return fired, True
 
 
@@ -72,15 +93,25 @@ def _throttle_rule(profiles: list[Profile], cols: dict[str, Any]) -> tuple[list[
     """Throttling while the tensor engine worked. The schema has no "Active Throttled %", so: ThrottleSummary's
     share of time under throttling (type "all"), counted only when the tensor engine was active at all."""
     frames = [p.read("ThrottleSummary") for p in profiles if p.has("ThrottleSummary")]
-    df = pd.concat([f for f in frames if not f.empty], ignore_index=True) if any(not f.empty for f in frames) else pd.DataFrame()
-    if df.empty or "throttle_active_time_percent" not in df or not _num(cols, "neuron_tensor_engine_active_time_us") > 0:
+    df = (
+        pd.concat([f for f in frames if not f.empty], ignore_index=True)
+        if any(not f.empty for f in frames)
+        else pd.DataFrame()
+    )
+    if (
+        df.empty
+        or "throttle_active_time_percent" not in df
+        or not _num(cols, "neuron_tensor_engine_active_time_us") > 0
+    ):
         return [], False
     if "throttle_type" in df and (df["throttle_type"] == "all").any():
         df = df[df["throttle_type"] == "all"]
     share = pd.to_numeric(df["throttle_active_time_percent"], errors="coerce").max()
     if not share > 0:
         return [], True
-    return [f"throttling active {share:.1f}% of the time while the tensor engine worked: investigate what throttles it"], True
+    return [
+        f"throttling active {share:.1f}% of the time while the tensor engine worked: investigate what throttles it"
+    ], True
 
 
 def insights(profiles: list[Profile], cols: dict[str, Any]) -> dict[str, str | None]:

@@ -34,31 +34,45 @@ class Observed:
     def record(self, prof: Any) -> None:
         # The same test the profiling summary uses for device time: PrivateUse1 rows with self time.
         rows = prof.key_averages()
-        self.correlated.append(any(e.device_type == DeviceType.PrivateUse1 and e.self_device_time_total > 0 for e in rows))
+        self.correlated.append(
+            any(e.device_type == DeviceType.PrivateUse1 and e.self_device_time_total > 0 for e in rows)
+        )
         self.host_ops.update(e.key for e in rows if e.device_type == DeviceType.CPU and not e.key.startswith(_STEP))
         self.steps += sum(e.count for e in rows if e.key.startswith(_STEP))  # one row, "ProfilerStep*", counts them
 
 
-def device_time(observed: Observed, explorer: ExplorerResult, version: str, state: str, warnings: list[str]) -> dict[str, Any]:
+def device_time(
+    observed: Observed, explorer: ExplorerResult, version: str, state: str, warnings: list[str]
+) -> dict[str, Any]:
     """Columns saying where device time per op comes from: key_averages(), Neuron Explorer, or nowhere (NaN)."""
     framework = explorer.device_ops.framework_us
     steps = max(observed.steps, 1)
     matched, unmatched = per_step(framework, observed.host_ops, steps)
-    cols: dict[str, Any] = {"neuron_explorer_ops_matched": float(len(matched)) if framework else math.nan,
-                            "neuron_explorer_ops_unmatched_us": sum(unmatched.values()) if framework else math.nan,
-                            "neuron_explorer_op_steps": float(steps)}
+    cols: dict[str, Any] = {
+        "neuron_explorer_ops_matched": float(len(matched)) if framework else math.nan,
+        "neuron_explorer_ops_unmatched_us": sum(unmatched.values()) if framework else math.nan,
+        "neuron_explorer_op_steps": float(steps),
+    }
     if any(observed.correlated):
         return cols
     if matched:
         observed.filled = matched
-        warnings.append(f"device time per op from Neuron Explorer's FrameworkInstruction table: the whole capture "
-                        f"divided by {steps} profiled step(s), since key_averages() had none (correlate_device_time: {state})")
+        warnings.append(
+            f"device time per op from Neuron Explorer's FrameworkInstruction table: the whole capture "
+            f"divided by {steps} profiled step(s), since key_averages() had none (correlate_device_time: {state})"
+        )
         if unmatched:
             names = ", ".join(sorted(unmatched, key=lambda k: -unmatched[k])[:5])
-            warnings.append(f"Neuron Explorer ops without a key_averages() row, left out of device_time_us: {names} "
-                            f"({sum(unmatched.values()):.1f} us per step)")
+            warnings.append(
+                f"Neuron Explorer ops without a key_averages() row, left out of device_time_us: {names} "
+                f"({sum(unmatched.values()):.1f} us per step)"
+            )
         return dict(cols, device_time_source="neuron_explorer")
-    hint = "; Explorer's per-op table needs layer names: set neuron.debug_info=true" if explorer.status == "ok" and not framework else ""
+    hint = (
+        "; Explorer's per-op table needs layer names: set neuron.debug_info=true"
+        if explorer.status == "ok" and not framework
+        else ""
+    )
     return dict(cols, **not_correlated(version, state, warnings, hint))
 
 
@@ -97,8 +111,9 @@ def profile_columns(backend: Captured, out_dir: Path) -> dict[str, Any]:
     # The April-2026 profiler captures its own defaults whatever `modes` says: no filters for it.
     filters = capture_filters(modes, cores) if api.kind == neuron_api.DOCUMENTED else []
     single = root / index.sessions[0].dir if len(index.sessions) == 1 else None
-    explorer = process_capture(root if index.sessions else None, out_dir / EXPLORER_DIR, cfg.explorer, cfg.explorer_timeout_s,
-                               filters, single)
+    explorer = process_capture(
+        root if index.sessions else None, out_dir / EXPLORER_DIR, cfg.explorer, cfg.explorer_timeout_s, filters, single
+    )
     warnings += explorer.warnings
     cols: dict[str, Any] = {
         "neuron_api": api.kind,
@@ -118,13 +133,23 @@ def profile_columns(backend: Captured, out_dir: Path) -> dict[str, Any]:
     cols.update(compile_columns(backend.compile_counts))
     hbm_note(backend.tnx, modes, warnings)
     cols["warnings"] = " | ".join(dict.fromkeys(warnings)) or None
-    manifest = dict(index.to_json(), api=api.kind, torch_neuronx=api.version, framework_trace_copied=copied,
-                    neff_cache={"dir": cache[0], "chosen_by": cache[1]} if cache else None,
-                    debug_info={"variables": backend.debug.values},
-                    explorer={"status": explorer.status, "command": explorer.command, "attempts": explorer.attempts,
-                              "summary_files": explorer.summary_files, "schema": explorer.schema,
-                              "device_ops": explorer.device_ops.to_json()},
-                    columns={k: None if isinstance(v, float) and math.isnan(v) else v for k, v in cols.items()})
+    manifest = dict(
+        index.to_json(),
+        api=api.kind,
+        torch_neuronx=api.version,
+        framework_trace_copied=copied,
+        neff_cache={"dir": cache[0], "chosen_by": cache[1]} if cache else None,
+        debug_info={"variables": backend.debug.values},
+        explorer={
+            "status": explorer.status,
+            "command": explorer.command,
+            "attempts": explorer.attempts,
+            "summary_files": explorer.summary_files,
+            "schema": explorer.schema,
+            "device_ops": explorer.device_ops.to_json(),
+        },
+        columns={k: None if isinstance(v, float) and math.isnan(v) else v for k, v in cols.items()},
+    )
     root.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / MANIFEST, manifest)
     return cols

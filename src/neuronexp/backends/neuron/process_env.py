@@ -27,9 +27,13 @@ def inspect_conflict(environ: dict[str, str] | os._Environ[str] = os.environ) ->
     value = environ.get(INSPECT_ENABLE)
     if value is None or value.strip().lower() not in ("1", "true"):
         return None
-    return ConfigError(INSPECT_ENABLE, value, "conflicts with neuronexp's torch.profiler capture (Neuron Explorer docs: "
-                       "\"Don't combine it with torch.profiler\"); unset it, neuronexp captures through NeuronConfig "
-                       "(profiler.neuron.*)")
+    return ConfigError(
+        INSPECT_ENABLE,
+        value,
+        "conflicts with neuronexp's torch.profiler capture (Neuron Explorer docs: "
+        '"Don\'t combine it with torch.profiler"); unset it, neuronexp captures through NeuronConfig '
+        "(profiler.neuron.*)",
+    )
 
 
 def _within(current: str | None, wanted: str) -> bool:
@@ -44,16 +48,20 @@ def _within(current: str | None, wanted: str) -> bool:
 def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> list[str]:
     """Export neuron.visible_cores / neuron.num_cores; notes for values the started runtime can no longer see."""
     notes = []
-    for key, env, value in (("neuron.visible_cores", "NEURON_RT_VISIBLE_CORES", device_cfg.visible_cores),
-                            ("neuron.num_cores", "NEURON_RT_NUM_CORES", device_cfg.num_cores)):
+    for key, env, value in (
+        ("neuron.visible_cores", "NEURON_RT_VISIBLE_CORES", device_cfg.visible_cores),
+        ("neuron.num_cores", "NEURON_RT_NUM_CORES", device_cfg.num_cores),
+    ):
         if value is None:
             continue
         value = str(value).replace(" ", "")
         if env == "NEURON_RT_VISIBLE_CORES" and _within(os.environ.get(env), value):
             continue  # already narrowed to part of these cores (a launcher slot, or the user): keep it
         if runtime_started and os.environ.get(env) != value:
-            notes.append(f"{key}={value} not applied: the Neuron runtime already started in this process with "
-                         f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead")
+            notes.append(
+                f"{key}={value} not applied: the Neuron runtime already started in this process with "
+                f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead"
+            )
         os.environ[env] = value
     return notes
 
@@ -83,7 +91,9 @@ class DebugInfo:
         self.saved = {}
 
 
-def apply_debug_info(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig, runtime_started: bool) -> DebugInfo:
+def apply_debug_info(
+    device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig, runtime_started: bool
+) -> DebugInfo:
     """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile.
 
     The folder is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without
@@ -106,7 +116,9 @@ def apply_debug_info(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfile
     info.saved = {k: os.environ.get(k) for k in info.values}
     os.environ.update(info.values)
     if runtime_started:
-        info.notes.append("neuron.debug_info set after the Neuron runtime started in this process: graphs an earlier "
-                          "cell compiled may run again without layer names; run each cell in a fresh process "
-                          "(launcher.isolate=true)")
+        info.notes.append(
+            "neuron.debug_info set after the Neuron runtime started in this process: graphs an earlier "
+            "cell compiled may run again without layer names; run each cell in a fresh process "
+            "(launcher.isolate=true)"
+        )
     return info

@@ -15,24 +15,61 @@ from neuronexp.backends.neuron.tables import TO_US, Units
 _ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
 # field -> kind; the 7.4.0 unit of each kind is in DOCUMENTED_UNIT.
 SUMMARY_FIELDS: dict[str, str] = {
-    "total_time": "time", "total_exec_time": "time", "total_active_time": "time", "total_active_time_percent": "percent",
-    "neuroncore_cycle_count": "cycles", "model_flops": "flops", "hardware_flops": "flops", "transpose_flops": "flops",
+    "total_time": "time",
+    "total_exec_time": "time",
+    "total_active_time": "time",
+    "total_active_time_percent": "percent",
+    "neuroncore_cycle_count": "cycles",
+    "model_flops": "flops",
+    "hardware_flops": "flops",
+    "transpose_flops": "flops",
     "adjusted_hardware_flops": "flops",
-    "mfu_estimated_percent": "percent", "mfu_max_achievable_estimated_percent": "percent",
-    "mfu_hlo_estimated_percent": "percent", "mfu_inst_estimated_percent": "percent",
-    "hfu_estimated_percent": "percent", "mbu_estimated_percent": "percent", "mbu_min_read_util_percent": "percent",
-    "mm_arithmetic_intensity": "ratio", "peak_flops_bandwidth_ratio": "ratio",
-    "hbm_read_bytes": "bytes", "hbm_write_bytes": "bytes", "sbuf_read_bytes": "bytes", "sbuf_write_bytes": "bytes",
-    "spill_save_bytes": "bytes", "spill_reload_bytes": "bytes",
-    "dma_active_time": "time", "dma_active_time_percent": "percent", "dma_transfer_count": "count",
-    "dma_transfer_total_bytes": "bytes", "dma_transfer_average_bytes": "mean_bytes", "matmul_instruction_count": "count",
-    **{f"{e}_engine_{k}": kind for e in _ENGINES for k, kind in
-       (("active_time", "time"), ("active_time_percent", "percent"), ("instruction_count", "count"))},
+    "mfu_estimated_percent": "percent",
+    "mfu_max_achievable_estimated_percent": "percent",
+    "mfu_hlo_estimated_percent": "percent",
+    "mfu_inst_estimated_percent": "percent",
+    "hfu_estimated_percent": "percent",
+    "mbu_estimated_percent": "percent",
+    "mbu_min_read_util_percent": "percent",
+    "mm_arithmetic_intensity": "ratio",
+    "peak_flops_bandwidth_ratio": "ratio",
+    "hbm_read_bytes": "bytes",
+    "hbm_write_bytes": "bytes",
+    "sbuf_read_bytes": "bytes",
+    "sbuf_write_bytes": "bytes",
+    "spill_save_bytes": "bytes",
+    "spill_reload_bytes": "bytes",
+    "dma_active_time": "time",
+    "dma_active_time_percent": "percent",
+    "dma_transfer_count": "count",
+    "dma_transfer_total_bytes": "bytes",
+    "dma_transfer_average_bytes": "mean_bytes",
+    "matmul_instruction_count": "count",
+    **{
+        f"{e}_engine_{k}": kind
+        for e in _ENGINES
+        for k, kind in (("active_time", "time"), ("active_time_percent", "percent"), ("instruction_count", "count"))
+    },
 }
-DOCUMENTED_UNIT = {"time": "seconds", "percent": "percent", "bytes": "bytes", "mean_bytes": "bytes", "flops": "flops",
-                   "cycles": "cycles", "count": "", "ratio": ""}
-_ALLOWED = {"percent": {"percent", ""}, "bytes": {"bytes", ""}, "mean_bytes": {"bytes", ""}, "flops": {"flops", ""},
-            "cycles": {"cycles", ""}, "count": {"", "count"}, "ratio": {"", "ratio"}}
+DOCUMENTED_UNIT = {
+    "time": "seconds",
+    "percent": "percent",
+    "bytes": "bytes",
+    "mean_bytes": "bytes",
+    "flops": "flops",
+    "cycles": "cycles",
+    "count": "",
+    "ratio": "",
+}
+_ALLOWED = {
+    "percent": {"percent", ""},
+    "bytes": {"bytes", ""},
+    "mean_bytes": {"bytes", ""},
+    "flops": {"flops", ""},
+    "cycles": {"cycles", ""},
+    "count": {"", "count"},
+    "ratio": {"", "ratio"},
+}
 _WEIGHTED = ("percent", "ratio", "mean_bytes")  # not additive across device profiles: weighted by total_time
 
 
@@ -95,7 +132,11 @@ def combine(reads: list[SummaryRead]) -> dict[str, float]:
         values = rows[name]
         if kind in _WEIGHTED and weights is not None:
             mask = values.notna() & weights.notna() & (weights > 0)
-            value = float((values[mask] * weights[mask]).sum() / weights[mask].sum()) if mask.any() else float(values.mean())
+            value = (
+                float((values[mask] * weights[mask]).sum() / weights[mask].sum())
+                if mask.any()
+                else float(values.mean())
+            )
         elif kind in _WEIGHTED:  # no total_time to weigh by
             value = float(values.mean())
         else:
@@ -107,7 +148,11 @@ def combine(reads: list[SummaryRead]) -> dict[str, float]:
 def summary_notes(reads: list[SummaryRead]) -> tuple[list[str], dict[str, Any]]:
     """Warnings for fields whose unit did not fit, and the manifest's account of missing and new fields."""
     problems = sorted({p for r in reads for p in r.unit_problems})
-    warnings = [f"neuron-explorer Summary fields with a unit neuronexp does not convert, left NaN: {', '.join(problems)}"] if problems else []
+    warnings = (
+        [f"neuron-explorer Summary fields with a unit neuronexp does not convert, left NaN: {', '.join(problems)}"]
+        if problems
+        else []
+    )
     missing = sorted(set.intersection(*[set(r.missing) for r in reads])) if reads else []
     extra = sorted({f for r in reads for f in r.extra_fields})
     return warnings, {"missing_fields": missing, "unread_fields": extra, "unit_problems": problems}

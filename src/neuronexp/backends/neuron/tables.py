@@ -98,5 +98,14 @@ def read_units(profile: Profile) -> Units:
 
 
 # Time units to microseconds; the schema names its units in words ("seconds", "nanoseconds").
-TO_US = {"seconds": 1e6, "second": 1e6, "s": 1e6, "milliseconds": 1e3, "ms": 1e3,
-         "microseconds": 1.0, "us": 1.0, "nanoseconds": 1e-3, "ns": 1e-3}
+TO_US = {
+    "seconds": 1e6,
+    "second": 1e6,
+    "s": 1e6,
+    "milliseconds": 1e3,
+    "ms": 1e3,
+    "microseconds": 1.0,
+    "us": 1.0,
+    "nanoseconds": 1e-3,
+    "ns": 1e-3,
+}

@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch.autograd.profiler as autograd_profiler
+from synthetic_kernels import attach_kernels  # the stand-in's folder is on the path
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
-
-from synthetic_kernels import attach_kernels  # the stand-in's folder is on the path
 from torch_neuronx import STATE
 
 _ORIGINAL = autograd_profiler.profile._parse_kineto_results

@@ -20,7 +20,6 @@ from typing import Any
 
 from torch._C._profiler import _ExperimentalConfig
 from torch.profiler import ProfilerActivity
-
 from torch_neuronx import STATE
 
 INSTANCE_ID = "i-0standin00000000"
@@ -39,14 +38,27 @@ _Mode = ProfileMode  # select_api may remove the public name; the emulated runti
 
 
 class NeuronConfig(_ExperimentalConfig):
-    def __init__(self, *, modes: list[ProfileMode] | None = None, max_events_per_nc: int = 1_000_000,
-                 capture_enabled_for_nc: str | None = None, profile_output_dir: str = "./output",
-                 neff_cache_dir: str | None = None, precache_node_info: bool = True,
-                 correlate_device_time: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        modes: list[ProfileMode] | None = None,
+        max_events_per_nc: int = 1_000_000,
+        capture_enabled_for_nc: str | None = None,
+        profile_output_dir: str = "./output",
+        neff_cache_dir: str | None = None,
+        precache_node_info: bool = True,
+        correlate_device_time: bool = False,
+    ) -> None:
         super().__init__()
-        self.kwargs = dict(modes=modes, max_events_per_nc=max_events_per_nc, capture_enabled_for_nc=capture_enabled_for_nc,
-                           profile_output_dir=profile_output_dir, neff_cache_dir=neff_cache_dir,
-                           precache_node_info=precache_node_info, correlate_device_time=correlate_device_time)
+        self.kwargs = dict(
+            modes=modes,
+            max_events_per_nc=max_events_per_nc,
+            capture_enabled_for_nc=capture_enabled_for_nc,
+            profile_output_dir=profile_output_dir,
+            neff_cache_dir=neff_cache_dir,
+            precache_node_info=precache_node_info,
+            correlate_device_time=correlate_device_time,
+        )
         self.modes = modes if modes is not None else [_Mode.DEVICE, _Mode.RUNTIME]
         self.profile_output_dir = profile_output_dir
         self.neff_cache_dir = neff_cache_dir
@@ -54,12 +66,24 @@ class NeuronConfig(_ExperimentalConfig):
 
 
 class NeuronConfigWithoutCorrelate(NeuronConfig):
-    def __init__(self, *, modes: list[ProfileMode] | None = None, max_events_per_nc: int = 1_000_000,
-                 capture_enabled_for_nc: str | None = None, profile_output_dir: str = "./output",
-                 neff_cache_dir: str | None = None, precache_node_info: bool = True) -> None:
-        super().__init__(modes=modes, max_events_per_nc=max_events_per_nc, capture_enabled_for_nc=capture_enabled_for_nc,
-                         profile_output_dir=profile_output_dir, neff_cache_dir=neff_cache_dir,
-                         precache_node_info=precache_node_info)
+    def __init__(
+        self,
+        *,
+        modes: list[ProfileMode] | None = None,
+        max_events_per_nc: int = 1_000_000,
+        capture_enabled_for_nc: str | None = None,
+        profile_output_dir: str = "./output",
+        neff_cache_dir: str | None = None,
+        precache_node_info: bool = True,
+    ) -> None:
+        super().__init__(
+            modes=modes,
+            max_events_per_nc=max_events_per_nc,
+            capture_enabled_for_nc=capture_enabled_for_nc,
+            profile_output_dir=profile_output_dir,
+            neff_cache_dir=neff_cache_dir,
+            precache_node_info=precache_node_info,
+        )
         del self.kwargs["correlate_device_time"]
 
 
@@ -93,16 +117,23 @@ class NeuronProfiler:
 
     def export_trace(self, prof: Any) -> None:
         if self.session is None:
-            self.session = write_capture(self.config.profile_output_dir, self.config.modes, self.config.neff_cache_dir is not None)
+            self.session = write_capture(
+                self.config.profile_output_dir, self.config.modes, self.config.neff_cache_dir is not None
+            )
         prof.export_chrome_trace(str(self.session / "trace.json"))
 
 
 class AprilNeuronProfiler:
     """April-2026 API: a context manager that runs the runtime capture (and optionally its own torch.profiler)."""
 
-    def __init__(self, pytorch_activities: list[ProfilerActivity] | None = None, record_shapes: bool = False,
-                 pytorch_trace_file: str | None = None, neuron_output_dir: str = "./output",
-                 event_filters: dict[str, list[str] | list[int]] | None = None) -> None:
+    def __init__(
+        self,
+        pytorch_activities: list[ProfilerActivity] | None = None,
+        record_shapes: bool = False,
+        pytorch_trace_file: str | None = None,
+        neuron_output_dir: str = "./output",
+        event_filters: dict[str, list[str] | list[int]] | None = None,
+    ) -> None:
         self.pytorch_activities = pytorch_activities or []
         self.neuron_output_dir = neuron_output_dir
         self.event_filters = event_filters
@@ -117,8 +148,13 @@ class AprilNeuronProfiler:
     def stop(self) -> None:
         self._active = False
         STATE.log.append("legacy-stop")
-        STATE.legacy_sessions.append({"neuron_output_dir": self.neuron_output_dir, "event_filters": self.event_filters,
-                                      "pytorch_activities": self.pytorch_activities})
+        STATE.legacy_sessions.append(
+            {
+                "neuron_output_dir": self.neuron_output_dir,
+                "event_filters": self.event_filters,
+                "pytorch_activities": self.pytorch_activities,
+            }
+        )
         write_capture(self.neuron_output_dir, [_Mode.DEVICE, _Mode.RUNTIME], with_neffs=True)
 
     def __enter__(self) -> AprilNeuronProfiler:
