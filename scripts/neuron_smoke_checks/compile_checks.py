@@ -88,9 +88,8 @@ def f1_run_cell(ctx: Context) -> tuple[str, str]:
         )
         job = ctx.work / f"f1-{name}"
         job.mkdir(parents=True, exist_ok=True)
-        spec = CellSpec(
-            cfg, lambda cls=cls: cls(shape[-1]), run_id=f"smoke-{name}", experiment="smoke", module_name=name
-        )
+        # The module is built from cfg.module's _target_ (CellSpec is plain data: no builder travels with it).
+        spec = CellSpec(cfg, run_id=f"smoke-{name}", experiment="smoke", module_name=name)
         cell = run_cell(spec, job).cells.iloc[0].to_dict()
         ok = ok and cell["status"] == "ok"
         keep = {
