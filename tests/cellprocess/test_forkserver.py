@@ -138,6 +138,20 @@ def test_how_a_cell_process_ended_comes_back(
         assert "RuntimeError: target failed" in (tmp_path / "cell.log").read_text()
 
 
+@pytest.mark.parametrize(("in_slurm", "code", "sig"), [(True, 4, None), (False, None, signal.SIGUSR2)])
+def test_in_a_slurm_task_the_time_limit_warning_is_left_to_the_supervisor(
+    server: Path, tmp_path: Path, in_slurm: bool, code: int | None, sig: int | None
+) -> None:
+    """Slurm signals every process of the task; the supervisor writes the cell's "timed out" row, so the cell must
+    not die of the warning first (the race CI lost once: "killed by SIGUSR2" instead of "timed out")."""
+    request = _request(tmp_path, "behave", mode="warned")
+    request["env"] = {k: v for k, v in os.environ.items() if k != "SLURM_JOB_ID"}
+    if in_slurm:
+        request["env"]["SLURM_JOB_ID"] = "1"
+    ended = run_forked(_typed(request), timeout_s=60)
+    assert (ended.code, ended.signal) == (code, sig)
+
+
 def test_a_time_limit_kills_the_cell_and_everything_it_started(server: Path, tmp_path: Path) -> None:
     start = time.monotonic()
     ended = run_forked(_typed(_request(tmp_path, "behave", mode="hang")), timeout_s=1.5)

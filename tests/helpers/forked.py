@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -62,6 +63,10 @@ def behave(payload: dict[str, Any]) -> int:
         raise RuntimeError("target failed")
     if mode == "segv":
         ctypes.string_at(0)
+    if mode == "warned":  # Slurm's time-limit warning, as every process of the task gets it
+        os.kill(os.getpid(), signal.SIGUSR2)
+        time.sleep(0.2)
+        os._exit(4)
     if mode == "hang":
         grandchild = subprocess.Popen(["sleep", "300"])
         _write(payload, {"pid": os.getpid(), "grandchild": grandchild.pid})

@@ -81,6 +81,12 @@ def enter_cell_process(request: ForkRequest, template: int) -> None:
     for sig in (signal.SIGCHLD, *PASSED_ON):  # what a fresh Python process has
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if "SLURM_JOB_ID" in request.env:
+        # Slurm's time-limit warning (--signal, USR1 or USR2) reaches every process of the task; it is for the
+        # supervisor, which stops this cell and writes its "timed out" row. Left at its default it would kill the
+        # cell first, in a race with the supervisor, and the row would say "killed by SIGUSR2" instead.
+        for sig in (signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(sig, signal.SIG_IGN)
     # The supervisor's environment, not the template's (which turned thread pools off for the fork), plus the
     # slot's: CUDA_VISIBLE_DEVICES and NEURON_RT_VISIBLE_CORES are read when the device runtime starts, which is
     # in this process, later.

@@ -179,6 +179,4 @@ def signal_hint(signum: int) -> str:
         return ""
     if signum == signal.SIGTERM:
         return " (Slurm stopped the task: scancel, preemption or its time limit)"
-    if signum == signal.SIGUSR2:
-        return " (Slurm's warning that the task's time limit is near)"
     return ""
