@@ -43,7 +43,10 @@ def test_each_pair_calls_every_variant_once_in_a_fresh_random_order() -> None:
         return lambda: order.append(j) or 100.0
 
     stats = time_calls([call(0), call(1), call(2)], Clocked(), _cfg(), seed=1)
-    timed = order[3:]  # after one warm-up pass
+    # One warm-up pass; round 0's 20 pairs; then each round: one unrecorded call of each, in sweep order (after
+    # the host reference that ends the round before), and its 20 pairs.
+    assert len(order) == 3 + 60 + 2 * 63 and order[63:66] == order[126:129] == [0, 1, 2]
+    timed = order[3:63] + order[66:126] + order[129:]
     pairs = [tuple(timed[i : i + 3]) for i in range(0, len(timed), 3)]
     assert len(pairs) == 60 and all(sorted(p) == [0, 1, 2] for p in pairs)
     assert len(set(pairs)) > 3  # not one fixed order: every permutation position is taken by each variant

@@ -36,8 +36,11 @@ def test_samples_are_taken_in_rounds_and_the_median_is_over_round_medians() -> N
     assert stats.round_medians_us == [10.0, 50.0, 12.0]
     assert stats.median_us == 12.0  # the median of the round medians
     assert stats.round_spread == pytest.approx((50 - 10) / 12)
-    assert len(calls) == 2 + 9  # warm-up, then the samples (no extra call without a gap)
+    # Warm-up, the samples, and one warm call before rounds 1 and 2: each round ends with the host reference.
+    assert len(calls) == 2 + 9 + 2
     assert stats.activity is not None and stats.activity.wall_s > 0
+    assert stats.host is not None and len(stats.host.dispatch_us) == len(stats.host.memory_us) == 3
+    assert all(0 < d < m for d, m in zip(stats.host.dispatch_us, stats.host.memory_us))
 
 
 def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:

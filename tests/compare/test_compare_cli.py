@@ -132,6 +132,17 @@ def test_a_changed_torch_version_is_noted(pair, tmp_path: Path) -> None:
     assert "torch_version differs" not in _compare(a, b, tmp_path).stdout
 
 
+def test_a_host_that_moved_as_much_as_the_cells_is_not_called_unless_told_so(pair, tmp_path: Path) -> None:
+    """B's cells ×1.06, and its host reference workloads (host.reference) ×1.06 too: the host moved, not the code."""
+    a, _ = pair
+    moved = {col: (lambda cells, col=col: cells[col] * FACTOR) for col in ("host_dispatch_us", "host_memory_us")}
+    b = _copy(a, tmp_path / "host", FACTOR, **moved)
+    res = _compare(a, b, tmp_path, "--fail-on-regression")
+    assert res.returncode == 0 and "4 no change" in res.stdout and "the host itself moved" in res.stdout, res.stdout
+    raw = _compare(a, b, tmp_path, "--no-host-reference", "--fail-on-regression")
+    assert raw.returncode == 1 and "4 slower" in raw.stdout and "intervals as measured" in raw.stdout, raw.stdout
+
+
 def test_further_runs_a_side_put_run_to_run_variance_in_the_interval(pair, tmp_path: Path) -> None:
     """One run a side calls B (×1.06) slower everywhere. Give each side a second run that sits where the other
     side's first one did (A at ×1.06, B at ×1): the same cells, measured in two processes a side, differ between

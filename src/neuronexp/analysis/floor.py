@@ -57,3 +57,17 @@ def noise_floor(groups: list[np.ndarray], factor: float) -> float:
 def process_terms(floor: float, rng: np.random.Generator, resamples: int) -> np.ndarray:
     """Multiplicative factors exp(N(0, floor²)), one per bootstrap resample: a fresh process's luck."""
     return np.exp(floor * rng.standard_normal(resamples)) if floor > 0 else np.ones(resamples)
+
+
+def host_widened(ci_low: float, ci_high: float, moves: list[float]) -> tuple[float, float]:
+    """A cell's B/A interval when the host itself moved by each of `moves` (B's host reference ÷ A's: host.reference).
+
+    The union of the interval as measured and the interval with each move wholly taken out: how much of the host's
+    move a cell felt lies between none and all of it, since cells do not slow alike (a memory-bound call feels the
+    bandwidth the neighbours leave, a small one the core's speed). Moves that are not finite are left out.
+    """
+    low, high = ci_low, ci_high
+    for move in moves:
+        if np.isfinite(move) and move > 0:
+            low, high = min(low, ci_low / move), max(high, ci_high / move)
+    return low, high

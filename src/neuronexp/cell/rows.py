@@ -155,6 +155,7 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
     noise = noise_columns(m.latency, m.threads, format_units(host_cpus()), limits)
     hint = noise.pop("noise_hint")
     schedule = m.profile.schedule
+    host_dispatch, host_memory = m.latency.host.medians() if m.latency.host else (None, None)
     return dict(
         latency_median_us=m.latency.median_us,
         latency_p10_us=m.latency.p10_us,
@@ -179,6 +180,8 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
         top_op_share=top_share,
         trace_path=str(m.profile.trace_paths[0].name) if m.profile.trace_paths else None,
         threads=m.threads,
+        host_dispatch_us=host_dispatch,
+        host_memory_us=host_memory,
         warnings=join_warnings(noise["noise"] and f"{NOISE_WARNING}{noise['noise']} ({hint})", profile_warning(ratio)),
         **noise,
     )

@@ -20,6 +20,7 @@ import numpy as np
 from neuronexp.backends import Backend
 from neuronexp.config import TimingConfig
 from neuronexp.host.activity import Activity, snapshot, window
+from neuronexp.host.reference import HostReference, ReferenceTimes
 
 
 @dataclass
@@ -34,6 +35,7 @@ class LatencyStats:
     warmup_calls: int = 0  # made before the samples; fewer than timing.warmup when max_seconds cut them short
     pairs: list[int] | None = None  # each sample's pair index when timed paired with its group (time_calls)
     block: int = 1  # calls per sample: short paired calls are timed in blocks (BLOCK_US)
+    host: ReferenceTimes | None = None  # the host reference workloads, each round (host.reference)
 
     @property
     def round_spread(self) -> float:
@@ -127,7 +129,8 @@ def time_calls(
     round starts with the inputs moved to a fresh place in memory (cell.build.Built.relocate says why), so the
     rounds sample placements as they sample drift. The garbage collector is off while samples are taken
     (as timeit does): a collection would land on whichever call happened to trigger it. The machine's activity
-    over the timed rounds is recorded with them.
+    over the timed rounds is recorded with them, and each round ends with the host reference (host.reference):
+    how fast the host itself was then.
     """
     n = len(calls)
     rng = np.random.default_rng(seed)
@@ -149,6 +152,7 @@ def time_calls(
     labels: list[list[int]] = [[] for _ in calls]
     pairs: list[list[int]] = [[] for _ in calls]
     pair = 0
+    reference = HostReference()
     before = snapshot()
     collecting = gc.isenabled()
     gc.disable()
@@ -160,8 +164,8 @@ def time_calls(
             if moved:
                 for move in relocate or ():
                     move(int(rng.integers(_SPACER_STEPS)) * _SPACER_STEP)
-            if moved or (r and cfg.round_gap_s > 0):
-                for fn in calls:  # one call after the pause or the move, so a round starts warm (caches, threads)
+            if moved or r:  # after the move, or the last round's reference and the pause: a round starts warm
+                for fn in calls:
                     fn()
                 backend.synchronize()
             started = time.perf_counter()
@@ -176,6 +180,7 @@ def time_calls(
                 taken += 1
                 if taken >= minimum and time.perf_counter() > deadline:
                     break
+            reference.measure()  # after the round's samples, so that it never stands between a warm call and them
     finally:
         if collecting:
             gc.enable()
@@ -183,6 +188,6 @@ def time_calls(
     out = []
     for j in range(n):
         stats = summarize_samples(samples[j], labels[j], warmup_calls, pairs[j] if n > 1 else None, blocks[j])
-        stats.activity = activity
+        stats.activity, stats.host = activity, reference.times
         out.append(stats)
     return out

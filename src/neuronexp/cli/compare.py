@@ -54,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="a cell not called whose CI still allows a change beyond this is 'inconclusive' (default 0.25 = ±25%%)",
     )
+    p.add_argument(
+        "--no-host-reference",
+        dest="host_reference",
+        action="store_false",
+        help="intervals as measured: do not widen them by how far the host's own reference workloads moved",
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="false discovery rate across cells (default 0.05)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
@@ -91,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             more_a=more[: len(args.also_a)],
             more_b=more[len(args.also_a) :],
             inconclusive=args.inconclusive,
+            host_reference=args.host_reference,
         )
         if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
             raise CompareError(

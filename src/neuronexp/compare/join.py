@@ -8,14 +8,16 @@ profiler settings), and never on labels the user names with `ignore`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from neuronexp.analysis.floor import FLOOR_FACTOR
+from neuronexp.analysis.floor import FLOOR_FACTOR, host_widened
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
+from neuronexp.compare.host import HOST_COLUMNS, host_moves, host_notes
 from neuronexp.compare.keys import CompareError, cell_names, differing_labels, expand_ignored, keyed_cells
 from neuronexp.compare.notes import environment_notes, statistics_notes
 from neuronexp.compare.ops import op_changes
@@ -101,10 +103,12 @@ def compare(
     more_b: list[Results] | None = None,
     inconclusive: float = 0.25,
     floor: float = FLOOR_FACTOR,
+    host_reference: bool = True,
 ) -> Comparison:
     """Compare B against A cell by cell (see the module docstring for how cells are joined). `more_a`, `more_b`:
     further runs of the same cells on each side; every cell's interval then resamples the runs too (a side of
-    one run carries its noise floor instead, `floor` × its drift: analysis.floor). `inconclusive`: see
+    one run carries its noise floor instead, `floor` × its drift: analysis.floor); with `host_reference`, each
+    interval also holds the host's own move between the sides (compare.host). `inconclusive`: see
     analysis.stats.verdict.
 
     Raises:
@@ -132,6 +136,10 @@ def compare(
         ca, cb = ran_a[key], ran_b[key]
         (cells_a, samples_a), (cells_b, samples_b) = _runs_of(key, ca, sa, runs_a), _runs_of(key, cb, sb, runs_b)
         stats = compare_runs(samples_a, samples_b, seed=seed + i, floor=floor)
+        moves = host_moves(cells_a, cells_b)
+        if host_reference:
+            low, high = host_widened(stats.ci_low, stats.ci_high, list(moves.values()))
+            stats = dataclasses.replace(stats, ci_low=low, ci_high=high)
         label = name[key]
         pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
         rows.append(
@@ -141,6 +149,7 @@ def compare(
                 "run_id_a": ca["run_id"],
                 "run_id_b": cb["run_id"],
                 **vars(stats),
+                **moves,
                 "noisy": any(noisy(c) for c in cells_a + cells_b),
                 **limit_pair(ca, cb),
             }
@@ -153,6 +162,7 @@ def compare(
             "run_id_a",
             "run_id_b",
             *CellStats.__dataclass_fields__,
+            *HOST_COLUMNS.values(),
             "noisy",
             *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab"),
         ],
@@ -175,6 +185,7 @@ def compare(
     ]
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
     notes = environment_notes(a.cells, b.cells) + statistics_notes(cells, threshold)
+    notes += host_notes(cells, threshold, host_reference)
     if runs_a or runs_b:
         notes.insert(
             0,

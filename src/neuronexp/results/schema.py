@@ -122,6 +122,11 @@ CELL_SCHEMA = pa.schema(
         ("load_avg_1m", _F64),
         ("other_cpu", _F64),
         ("cpu_steal", _F64),
+        # The host reference (host.reference): medians over the timing rounds of two fixed workloads timed in the
+        # cell's process at each round's start, a 16-element add and a 16 MiB multiply (µs). They never change, so
+        # between two runs they move with the host alone: compare widens a cell's interval by that.
+        ("host_dispatch_us", _F64),
+        ("host_memory_us", _F64),
         # True when the figures above say the latency is not a finding; `noise` says why (also in `warnings`).
         ("noisy", _BOOL),
         ("noise", _STR),

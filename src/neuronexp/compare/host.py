@@ -1,0 +1,47 @@
+"""How far the host itself moved between A and B: the host reference (host.reference) each cell's row carries,
+B's median over its runs ÷ A's, one move per workload. compare widens each cell's interval by them
+(analysis.floor.host_widened), so that a host that got slower is not called a regression of the code."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+# The reference's columns (results.schema) and the name of each move in the comparison's table.
+HOST_COLUMNS = {"host_dispatch_us": "host_dispatch_move", "host_memory_us": "host_memory_move"}
+
+
+def host_moves(cells_a: list[pd.Series], cells_b: list[pd.Series]) -> dict[str, float]:
+    """{move column: B ÷ A} for each workload; NaN where a side has no figure (a run that predates the reference)."""
+    return {move: _median(cells_b, col) / _median(cells_a, col) for col, move in HOST_COLUMNS.items()}
+
+
+def _median(cells: list[pd.Series], column: str) -> float:
+    values = [float(c[column]) for c in cells if column in c and c[column] is not None and pd.notna(c[column])]
+    return float(np.median(values)) if values else math.nan
+
+
+def host_notes(cells: pd.DataFrame, threshold: float, used: bool) -> list[str]:
+    """What the host reference said: that the host moved (and the intervals hold it), or that a side lacks it."""
+    moves = cells[list(HOST_COLUMNS.values())] if not cells.empty else pd.DataFrame()
+    if moves.empty:
+        return []
+    if moves.isna().any(axis=None):
+        return [
+            f"{int(moves.isna().any(axis=1).sum())} cell(s) lack the host reference on a side (runs measured before "
+            "it): their intervals cannot hold a change in the host's own speed between A and B"
+        ]
+    far = moves[(np.log(moves).abs() > math.log1p(threshold)).any(axis=1)]
+    if far.empty:
+        return []
+    span = ", ".join(
+        f"{col.split('_')[1]} ×{moves[col].min():.2f}–×{moves[col].max():.2f}" for col in HOST_COLUMNS.values()
+    )
+    if not used:
+        return [f"the host itself moved between A and B ({span}); --no-host-reference: intervals as measured"]
+    return [
+        f"the host itself moved between A and B ({span}, its reference workloads B ÷ A): {len(far)} cell(s) have "
+        "intervals that span the change as measured and with that move taken out (--no-host-reference: as measured)"
+    ]

@@ -1,0 +1,88 @@
+"""compare and the host reference (host.reference): a host that got slower is not called a regression of the code,
+while code that got slower on a steady host still is. On the session's real sweep, its copies scaled as each case
+says (the reference columns are what a real run wrote)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from neuronexp import load
+from neuronexp.analysis.floor import host_widened
+from neuronexp.compare import compare
+from neuronexp.compare.host import HOST_COLUMNS
+from neuronexp.results import Results
+
+
+def _scaled(results: Results, code: float, host: float | None) -> Results:
+    """Every latency ×`code`; the host reference ×`host` (None: dropped, as in a run that predates it)."""
+    cells, samples = results.cells.copy(), results.samples.copy()
+    samples["latency_us"] *= code
+    for col in [c for c in cells.columns if c.startswith("latency_") and c.endswith("_us")]:
+        cells[col] *= code
+    for col in HOST_COLUMNS:
+        cells[col] = cells[col] * host if host is not None else np.nan
+    return Results(cells, results.ops, samples)
+
+
+def test_every_timed_cell_carries_both_reference_workloads(sweep: Path) -> None:
+    cells = load(sweep).cells
+    assert cells["host_dispatch_us"].gt(0).all() and cells["host_memory_us"].gt(0).all()
+    # 16 elements against 16 MiB: the two workloads measure different things, and say so in their sizes.
+    assert (cells["host_memory_us"] > 5 * cells["host_dispatch_us"]).all()
+
+
+def _interval(cmp) -> np.ndarray:
+    return cmp.cells[["ci_low", "ci_high"]].to_numpy()
+
+
+def test_a_host_that_got_slower_is_not_called_but_slower_code_is(sweep: Path) -> None:
+    """Checked as relations between intervals, which hold however noisy the session's sweep was."""
+    a = load(sweep)
+    host_slower = compare(a, _scaled(a, 1.5, 1.5))  # everything ×1.5, the reference too: the host moved
+    as_measured = compare(a, _scaled(a, 1.5, 1.5), host_reference=False)
+    assert np.allclose(host_slower.cells["host_dispatch_move"], 1.5)
+    # The interval as measured, and with the host's ×1.5 taken out: it holds 1, so no cell can be called.
+    assert np.allclose(_interval(host_slower), _interval(as_measured) / [1.5, 1.0])
+    assert (host_slower.cells["ci_low"] <= 1.0).all() and (host_slower.cells["verdict"] != "slower").all()
+    assert any("the host itself moved" in n for n in host_slower.notes)
+    assert any("--no-host-reference: intervals as measured" in n for n in as_measured.notes)
+    # The code ×2 on a host as it was: the reference costs the call nothing.
+    code_slower = compare(a, _scaled(a, 2.0, 1.0))
+    assert np.allclose(_interval(code_slower), _interval(compare(a, _scaled(a, 2.0, 1.0), host_reference=False)))
+    assert list(code_slower.cells["verdict"]) == list(
+        compare(a, _scaled(a, 2.0, 1.0), host_reference=False).cells["verdict"]
+    )
+    # The code ×2 on a host ×1.5 slower (×3 in all): with the host's move taken out, still the ×2.
+    both = compare(a, _scaled(a, 3.0, 1.5))
+    assert np.allclose(both.cells["ci_low"], code_slower.cells["ci_low"])
+
+
+def test_a_side_without_the_reference_is_said_and_compared_as_measured(sweep: Path) -> None:
+    a = load(sweep)
+    old = compare(_scaled(a, 1.0, None), _scaled(a, 2.0, 1.0))
+    assert old.cells["host_dispatch_move"].isna().all()
+    assert np.allclose(_interval(old), _interval(compare(a, _scaled(a, 2.0, 1.0), host_reference=False)))
+    assert any("lack the host reference" in n for n in old.notes)
+
+
+@pytest.mark.parametrize(
+    ("moves", "expected"),
+    [
+        ([1.0, 1.0], (1.4, 1.6)),
+        ([2.0, 1.0], (0.7, 1.6)),  # half the interval's values are the host's doing at most
+        ([0.5, 1.25], (1.12, 3.2)),  # a faster host: the code may be slower still
+        ([math.nan, 2.0], (0.7, 1.6)),
+    ],
+)
+def test_the_interval_spans_the_change_as_measured_and_with_each_move_taken_out(moves, expected) -> None:
+    assert host_widened(1.4, 1.6, moves) == pytest.approx(expected)
+
+
+def test_the_reference_moves_are_columns_of_the_comparison(sweep: Path) -> None:
+    cells = compare(load(sweep), load(sweep)).cells
+    assert isinstance(cells, pd.DataFrame) and (cells[list(HOST_COLUMNS.values())] == 1.0).all(axis=None)
