@@ -2,6 +2,8 @@
 
     python bench/compare_truth.py double SWEEP [-- COMPARE_ARGS]   # SWEEP vs a copy with every sample ×2
     python bench/compare_truth.py aa SWEEP_A SWEEP_A2 [-- ARGS]    # two real sweeps of the same study (A/A)
+    python bench/compare_truth.py pairs SWEEP...                   # N real sweeps: every pair A/A, every ordered
+                                                                   # pair ×2, with the host reference and without
     python bench/compare_truth.py rounds FILE.jsonl... [--factor K]  # the floor on fresh processes' round medians
     python bench/compare_truth.py csv FILE.csv... [--factor K]     # estimate the floor's effect on old compare CSVs
 
@@ -100,6 +102,45 @@ def check_aa(args) -> int:
     rc, cells, out = run_compare(args.sweeps[0], args.sweeps[1], args.out / f"aa-{args.stamp}.csv", args.extra)
     report = {"check": "aa", "sweeps": [str(s) for s in args.sweeps], **summary(cells)}
     return finish(report, report["called"] == 0, out, args.out / f"aa-{args.stamp}.json")
+
+
+def check_pairs(args) -> int:
+    """N real runs of one study: every pair as an A/A, and every ordered pair with B's samples ×2 (a regression in
+    a later run, with the host's real moves between the runs), each with the host reference and without (the
+    intervals as measured, K = FLOOR_FACTOR). In-process (neuronexp.compare), as the CLI would take hours here."""
+    from neuronexp import load
+    from neuronexp.compare import compare
+    from neuronexp.results import Results
+
+    if len(args.sweeps) < 2:
+        fail("pairs needs two or more sweep directories")
+    runs = {str(path): load(path) for path in args.sweeps}
+
+    def doubled(r: Results) -> Results:
+        cells, samples = r.cells.copy(), r.samples.copy()
+        samples["latency_us"] *= 2
+        for col in [c for c in cells.columns if c.startswith("latency_") and c.endswith("_us")]:
+            cells[col] *= 2
+        return Results(cells, r.ops, samples)
+
+    twice = {k: doubled(v) for k, v in runs.items()}
+    report: dict = {"check": "pairs", "sweeps": list(runs)}
+    for mode, host in (("host_reference", True), ("as_measured", False)):
+        aa = [compare(runs[a], runs[b], host_reference=host).cells for a, b in itertools.combinations(runs, 2)]
+        x2 = [compare(runs[a], twice[b], host_reference=host).cells for a, b in itertools.permutations(runs, 2)]
+        report[mode] = {
+            "aa_cells": sum(len(c) for c in aa),
+            "aa_called": sum(int(c["verdict"].isin(["slower", "faster"]).sum()) for c in aa),
+            "x2_cells": sum(len(c) for c in x2),
+            "x2_called_slower": sum(int((c["verdict"] == "slower").sum()) for c in x2),
+        }
+        if host:
+            moves = pd.concat(aa)[["host_dispatch_move", "host_memory_move"]]
+            report["host_move_range"] = [round(float(moves.min(axis=None)), 3), round(float(moves.max(axis=None)), 3)]
+    met = report["host_reference"]["aa_called"] == 0 and (
+        report["host_reference"]["x2_called_slower"] == report["host_reference"]["x2_cells"]
+    )
+    return finish(report, met, json.dumps(report, indent=1), args.out / f"pairs-{args.stamp}.json")
 
 
 def finish(report: dict, met: bool, output: str, path: Path) -> int:
@@ -209,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("check", choices=["double", "aa", "rounds", "csv"])
+    p.add_argument("check", choices=["double", "aa", "pairs", "rounds", "csv"])
     p.add_argument("sweeps", nargs="+", type=Path, help="sweep directories (double, aa) or files (rounds, csv)")
     p.add_argument(
         "--out",
@@ -225,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         fail(f"no such path: {', '.join(missing)}")
     args.out.mkdir(parents=True, exist_ok=True)
-    return {"double": check_double, "aa": check_aa, "rounds": check_rounds, "csv": check_csv}[args.check](args)
+    checks = {"double": check_double, "aa": check_aa, "pairs": check_pairs, "rounds": check_rounds, "csv": check_csv}
+    return checks[args.check](args)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from neuronexp import load
-from neuronexp.analysis.floor import host_widened
+from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host_widened
 from neuronexp.compare import compare
 from neuronexp.compare.host import HOST_COLUMNS
 from neuronexp.results import Results
@@ -41,11 +41,14 @@ def _interval(cmp) -> np.ndarray:
 
 
 def test_a_host_that_got_slower_is_not_called_but_slower_code_is(sweep: Path) -> None:
-    """Checked as relations between intervals, which hold however noisy the session's sweep was."""
+    """Checked as relations between intervals, which hold however noisy the session's sweep was (the comparisons
+    without the reference are given the floor the reference's comparisons get, so that only the widening differs)."""
     a = load(sweep)
-    host_slower = compare(a, _scaled(a, 1.5, 1.5))  # everything ×1.5, the reference too: the host moved
-    as_measured = compare(a, _scaled(a, 1.5, 1.5), host_reference=False)
-    assert np.allclose(host_slower.cells["host_dispatch_move"], 1.5)
+    same = REFERENCED_FLOOR_FACTOR
+    host = 1.5  # the reference moved ×1.5, and every cell ×1.5
+    host_slower = compare(a, _scaled(a, 1.5, host))
+    as_measured = compare(a, _scaled(a, 1.5, host), host_reference=False, floor=same)
+    assert np.allclose(host_slower.cells["host_dispatch_move"], host)
     # The interval as measured, and with the host's ×1.5 taken out: it holds 1, so no cell can be called.
     assert np.allclose(_interval(host_slower), _interval(as_measured) / [1.5, 1.0])
     assert (host_slower.cells["ci_low"] <= 1.0).all() and (host_slower.cells["verdict"] != "slower").all()
@@ -53,16 +56,16 @@ def test_a_host_that_got_slower_is_not_called_but_slower_code_is(sweep: Path) ->
     assert any("--no-host-reference: intervals as measured" in n for n in as_measured.notes)
     # The code ×2 on a host as it was: the reference costs the call nothing.
     code_slower = compare(a, _scaled(a, 2.0, 1.0))
-    assert np.allclose(_interval(code_slower), _interval(compare(a, _scaled(a, 2.0, 1.0), host_reference=False)))
-    assert list(code_slower.cells["verdict"]) == list(
-        compare(a, _scaled(a, 2.0, 1.0), host_reference=False).cells["verdict"]
-    )
-    # The code ×2 on a host ×1.5 slower (×3 in all): with the host's move taken out, still the ×2.
-    both = compare(a, _scaled(a, 3.0, 1.5))
+    raw = compare(a, _scaled(a, 2.0, 1.0), host_reference=False, floor=same)
+    assert np.allclose(_interval(code_slower), _interval(raw))
+    assert list(code_slower.cells["verdict"]) == list(raw.cells["verdict"])
+    # The code ×2 on a host ×1.5 slower (×3 in all): with the move taken out, still the ×2.
+    both = compare(a, _scaled(a, 3.0, host))
     assert np.allclose(both.cells["ci_low"], code_slower.cells["ci_low"])
 
 
 def test_a_side_without_the_reference_is_said_and_compared_as_measured(sweep: Path) -> None:
+    """... with the wider floor that must then hold the host's moves too (analysis.floor.FLOOR_FACTOR)."""
     a = load(sweep)
     old = compare(_scaled(a, 1.0, None), _scaled(a, 2.0, 1.0))
     assert old.cells["host_dispatch_move"].isna().all()
@@ -70,16 +73,28 @@ def test_a_side_without_the_reference_is_said_and_compared_as_measured(sweep: Pa
     assert any("lack the host reference" in n for n in old.notes)
 
 
+def test_the_floor_is_narrower_where_the_reference_holds_the_hosts_moves(sweep: Path) -> None:
+    a = load(sweep)
+    with_reference, without = compare(a, _scaled(a, 2.0, 1.0)), compare(a, _scaled(a, 2.0, 1.0), host_reference=False)
+    drifted = without.cells["floor_a"] > 0
+    assert drifted.any()  # a real sweep's rounds drift a little at least
+    ratio = with_reference.cells["floor_a"][drifted] / without.cells["floor_a"][drifted]
+    assert np.allclose(ratio, REFERENCED_FLOOR_FACTOR / FLOOR_FACTOR)
+    assert np.allclose(
+        compare(a, a, floor=1.0).cells["floor_a"][drifted], without.cells["floor_a"][drifted] / FLOOR_FACTOR
+    )
+
+
 @pytest.mark.parametrize(
     ("moves", "expected"),
     [
         ([1.0, 1.0], (1.4, 1.6)),
-        ([2.0, 1.0], (0.7, 1.6)),  # half the interval's values are the host's doing at most
+        ([2.0, 1.0], (0.7, 1.6)),  # the host's part of the change may be all of it, or none
         ([0.5, 1.25], (1.12, 3.2)),  # a faster host: the code may be slower still
         ([math.nan, 2.0], (0.7, 1.6)),
     ],
 )
-def test_the_interval_spans_the_change_as_measured_and_with_each_move_taken_out(moves, expected) -> None:
+def test_the_interval_spans_the_change_as_measured_and_with_the_hosts_move_taken_out(moves, expected) -> None:
     assert host_widened(1.4, 1.6, moves) == pytest.approx(expected)
 
 

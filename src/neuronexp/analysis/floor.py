@@ -1,8 +1,8 @@
 """The noise floor a side of one run measures itself: how far its level may sit from another process's.
 
 One run cannot see what differs from one process to the next, but its drift over its own rounds shows what the
-machine was doing; FLOOR_FACTOR × that drift is added to its bootstrap draws as a log-normal process term, so
-noise widens the interval instead of vetoing the call (docs/methodology.md, "compare with one run a side").
+machine was doing; a factor × that drift is added to its bootstrap draws as a log-normal process term, so noise
+widens the interval instead of vetoing the call (docs/methodology.md, "compare with one run a side").
 """
 
 from __future__ import annotations
@@ -16,6 +16,11 @@ from neuronexp.analysis.bootstrap import bootstrap_medians
 # calls kept falling; what is left are processes that ran steadily at levels ×5 apart, which no figure a
 # process measures about itself predicts (only several runs a side do).
 FLOOR_FACTOR = 2.0
+# With the host reference on both sides (host.reference; compare widens by its move, host_widened), the floor need
+# only hold what the reference cannot see: in 13 runs of the main study on 2 December (docs/methodology.md, "The
+# host reference"), 0.5 with the reference called 4 of 936 A/A cells and 97% of ×2 regressions across runs, where
+# 2 without it called 20 and 64% (1 with it: 2 and 86%).
+REFERENCED_FLOOR_FACTOR = 0.5
 # With one round, the samples (in the order taken) are cut into this many slices of at least
 # FLOOR_MIN_SLICE samples each: fewer samples than 2 slices give no floor (0).
 FLOOR_SLICES = 5
@@ -64,8 +69,7 @@ def host_widened(ci_low: float, ci_high: float, moves: list[float]) -> tuple[flo
 
     The union of the interval as measured and the interval with each move wholly taken out: how much of the host's
     move a cell felt lies between none and all of it, since cells do not slow alike (a memory-bound call feels the
-    bandwidth the neighbours leave, a small one the core's speed). Moves that are not finite are left out.
-    """
+    bandwidth the neighbours leave, a small one the core's speed). Moves that are not finite are left out."""
     low, high = ci_low, ci_high
     for move in moves:
         if np.isfinite(move) and move > 0:

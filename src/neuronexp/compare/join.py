@@ -9,11 +9,12 @@ profiler settings), and never on labels the user names with `ignore`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from neuronexp.analysis.floor import FLOOR_FACTOR, host_widened
+from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host_widened
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
@@ -102,13 +103,14 @@ def compare(
     more_a: list[Results] | None = None,
     more_b: list[Results] | None = None,
     inconclusive: float = 0.25,
-    floor: float = FLOOR_FACTOR,
+    floor: float | None = None,
     host_reference: bool = True,
 ) -> Comparison:
     """Compare B against A cell by cell (see the module docstring for how cells are joined). `more_a`, `more_b`:
     further runs of the same cells on each side; every cell's interval then resamples the runs too (a side of
-    one run carries its noise floor instead, `floor` × its drift: analysis.floor); with `host_reference`, each
-    interval also holds the host's own move between the sides (compare.host). `inconclusive`: see
+    one run carries its noise floor instead, `floor` × its drift: analysis.floor). With `host_reference`, each
+    interval also holds the host's own move between the sides (compare.host), and `floor` (None) defaults to
+    REFERENCED_FLOOR_FACTOR where both sides have the reference, FLOOR_FACTOR where not. `inconclusive`: see
     analysis.stats.verdict.
 
     Raises:
@@ -135,9 +137,11 @@ def compare(
     for i, key in enumerate(matched):
         ca, cb = ran_a[key], ran_b[key]
         (cells_a, samples_a), (cells_b, samples_b) = _runs_of(key, ca, sa, runs_a), _runs_of(key, cb, sb, runs_b)
-        stats = compare_runs(samples_a, samples_b, seed=seed + i, floor=floor)
         moves = host_moves(cells_a, cells_b)
-        if host_reference:
+        referenced = host_reference and all(math.isfinite(m) for m in moves.values())
+        factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
+        stats = compare_runs(samples_a, samples_b, seed=seed + i, floor=factor)
+        if referenced:
             low, high = host_widened(stats.ci_low, stats.ci_high, list(moves.values()))
             stats = dataclasses.replace(stats, ci_low=low, ci_high=high)
         label = name[key]
