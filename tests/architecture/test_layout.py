@@ -25,7 +25,7 @@ ALLOWED = {
     "modules": set(),
     # The host probe writes its cache file through results' atomic writes.
     "host": {"results"},
-    "backends": {"config", "results"},
+    "backends": {"config", "results", "host"},
     "analysis": {"results", "formatting"},
     "cell": {"backends", "config", "results", "analysis", "host"},
     "report": {"analysis", "results", "formatting"},

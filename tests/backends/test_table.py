@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from neuronexp.backends import BACKENDS, HOST, backend_info, backend_kind, named_backend, resolve_backend
-from neuronexp.backends.table import host_cpus
 from neuronexp.cellprocess.launch import default_pool
 from neuronexp.cellprocess.placement import plan_slots
 from neuronexp.config import ConfigError, LauncherConfig, format_units
+from neuronexp.host.threads import host_cpus
 
 
 def test_reading_the_table_imports_no_torch() -> None:

@@ -16,7 +16,7 @@ import pytest
 import neuronexp
 from helpers import FAST, console_script, run_dirs
 from helpers.hostile import write_hostile_layers
-from neuronexp.cell.environment import host_cpus
+from neuronexp.host.threads import host_cpus
 
 CPUS = len(host_cpus())
 BAD_CONFIGS = [

@@ -16,7 +16,7 @@ import pytest
 import neuronexp
 from helpers import FAST, console_script
 from helpers.hostile import write_hostile_layers
-from neuronexp.cell.environment import host_cpus
+from neuronexp.host.threads import host_cpus
 from neuronexp.results.files import read_arrow
 from neuronexp.sweep.lock import locked
 

@@ -18,6 +18,7 @@ from typing import Any
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.backends.info import BackendInfo, never_started
 from neuronexp.config import BackendName, NeuronDeviceConfig, NeuronProfilerConfig, RunConfig, format_units, parse_units
+from neuronexp.host.threads import host_cpus
 
 
 def _collect() -> None:
@@ -25,13 +26,6 @@ def _collect() -> None:
 
 
 # --- the host CPU -------------------------------------------------------------------------------------------------
-
-
-def host_cpus() -> list[int]:
-    """The cores this process may run on (its affinity: a Slurm job sees only its allocation)."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
 
 
 def _build_cpu(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig) -> Backend:

@@ -14,9 +14,10 @@ from typing import Any
 
 import torch
 
-from neuronexp.backends.table import backend_info, host_cpus
+from neuronexp.backends.table import backend_info
 from neuronexp.config import format_units
 from neuronexp.host.allocator import preload_environment
+from neuronexp.host.threads import host_cpus
 
 
 def package_version(name: str) -> str | None:

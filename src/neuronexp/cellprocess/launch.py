@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronexp.backends import backend_kind
-from neuronexp.backends.table import HOST, backend_info, host_cpus
+from neuronexp.backends.table import HOST, backend_info
 from neuronexp.cellprocess.childproc import ForkRequest
 from neuronexp.cellprocess.entry import run_cell_process
 from neuronexp.cellprocess.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
 from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.config import CellSpec, LauncherConfig, format_units, parse_units
+from neuronexp.host.threads import host_cpus
 from neuronexp.results.files import read_phase
 from neuronexp.slurm.cluster import SlurmTimeLimit, signal_hint
 

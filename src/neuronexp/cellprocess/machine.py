@@ -4,10 +4,11 @@ for a slot that can never be free."""
 
 from __future__ import annotations
 
-from neuronexp.backends.table import backend_info, host_cpus
+from neuronexp.backends.table import backend_info
 from neuronexp.cellprocess.launch import default_pool
 from neuronexp.cellprocess.placement import PlacementError, plan_slots
 from neuronexp.config import ConfigError, LauncherConfig, format_units, parse_units
+from neuronexp.host.threads import host_cpus
 
 
 def check_slots_fit(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> None:

@@ -10,9 +10,16 @@ from __future__ import annotations
 import os
 
 
+def host_cpus() -> list[int]:
+    """The cores this process may run on (its affinity: a Slurm job sees only its allocation)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
 def default_threads(torch_threads: int) -> int | None:
     """The cell's thread count for `threads: null`; None keeps torch's."""
     if os.environ.get("OMP_NUM_THREADS"):
         return None
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = len(host_cpus())
     return cpus - 1 if cpus > 1 and torch_threads >= cpus else None
