@@ -32,9 +32,10 @@ class NeuronexpSweeper(Sweeper):
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.launcher: Any = None
+        self.task_function: TaskFunction | None = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
-        self.hydra_context, self.config = hydra_context, config
+        self.hydra_context, self.config, self.task_function = hydra_context, config, task_function
         self.launcher = Plugins.instance().instantiate_launcher(
             hydra_context=hydra_context, task_function=task_function, config=config
         )
@@ -44,5 +45,13 @@ class NeuronexpSweeper(Sweeper):
 
         assert self.config is not None and self.hydra_context is not None
         return run_sweep(
-            SweepContext(self.config, self.params, list(arguments), self.launcher, self.hydra_context.config_loader)
+            SweepContext(
+                self.config,
+                self.params,
+                list(arguments),
+                self.launcher,
+                self.hydra_context.config_loader,
+                self.hydra_context,
+                self.task_function,
+            )
         )

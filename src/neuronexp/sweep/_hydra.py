@@ -1,13 +1,15 @@
 """What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3 and
 tested against Hydra's own composition (tests/sweep/test_hydra_compat.py): value overrides applied to a copy of a
 composition (a sweep composes once per choice of config groups: ~60 ms a cell saved), Hydra's override_dirname,
-the one test of which launcher runs a sweep (`launcher_kind`), and what a basic-launcher job raised.
+the one test of which launcher runs a sweep (`launcher_kind`), what a basic-launcher job raised, and a job run as the
+basic launcher runs it, from a config composed that way (`run_basic_job`).
 """
 
 from __future__ import annotations
 
 import re
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -92,3 +94,25 @@ def subdir_override(subdir: str) -> str:
     """
     quoted = re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), subdir)
     return f"hydra.sweep.subdir='{quoted}'"
+
+
+def run_basic_job(hydra_context: Any, task_function: Any, master: DictConfig, job_config: DictConfig) -> Any:
+    """One job, exactly as Hydra's basic launcher runs it (BasicLauncher.launch, hydra-core 1.3), but from
+    `job_config`, the job's config as the sweep's plan composed it (sweep.plan.CellComposer): the launcher would
+    compose it again from scratch, 0.3 s a cell. The same files and JobReturn: tests/sweep/test_hydra_compat.py."""
+    from hydra.core.utils import configure_log, run_job, setup_globals
+
+    setup_globals()
+    configure_log(master.hydra.hydra_logging, master.hydra.verbose)
+    Path(str(master.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
+    with open_dict(job_config):
+        job_config.hydra.job.id = job_config.hydra.job.num  # as the launcher has it: the number, not its text
+    job_return = run_job(
+        hydra_context=hydra_context,
+        task_function=task_function,
+        config=job_config,
+        job_dir_key="hydra.sweep.dir",
+        job_subdir_key="hydra.sweep.subdir",
+    )
+    configure_log(master.hydra.hydra_logging, master.hydra.verbose)
+    return job_return

@@ -106,15 +106,20 @@ class CellComposer:
         parsed = OverridesParser.create().parse_overrides(job)
         group_overrides = [o for o in parsed if o.key_or_group.lstrip("+~") in self.groups or o.package is not None]
         values = [o for o in parsed if o not in group_overrides and not o.is_hydra_override()]
-        hydra_values = [o for o in parsed if o.is_hydra_override()]
+        # A value in Hydra's own node (the planned hydra.sweep.subdir, different for every cell) is set on the copy
+        # like any value; a choice of a Hydra group (hydra/launcher=...) is composed.
+        hydra_values = [o for o in parsed if o.is_hydra_override() and o not in group_overrides]
         # Parsed from text, so each has its input line.
-        key = tuple(o.input_line for o in group_overrides + hydra_values if o.input_line is not None)
+        key = tuple(o.input_line for o in group_overrides if o.input_line is not None)
         if key not in self.cache:
             self.cache[key] = self.loader.load_sweep_config(self.master, list(key))
         cfg = copy.deepcopy(self.cache[key])
         apply_value_overrides(cfg, values)
         task = [o for o in parsed if not o.is_hydra_override()]
         with open_dict(cfg):
+            for o in hydra_values:  # (set as Hydra sets them: the value as parsed, never resolved first)
+                OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+                cfg.hydra.overrides.hydra.append(o.input_line)
             cfg.hydra.overrides.task = [o.input_line for o in task]
             cfg.hydra.job.override_dirname = override_dirname(cfg, task)
             cfg.hydra.job.num = num

@@ -19,11 +19,18 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode
 from neuronexp.formatting import first_line
-from neuronexp.sweep._hydra import BASIC_LAUNCHER, LauncherKind, job_exception, launcher_kind, subdir_override
+from neuronexp.sweep._hydra import (
+    BASIC_LAUNCHER,
+    LauncherKind,
+    job_exception,
+    launcher_kind,
+    run_basic_job,
+    subdir_override,
+)
 from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
 from neuronexp.sweep.lock import locked
 from neuronexp.sweep.pairing import collecting, plan_units
-from neuronexp.sweep.plan import PlannedCell, grid, plan_sweep, write_planned
+from neuronexp.sweep.plan import CellComposer, PlannedCell, grid, plan_sweep, write_planned
 from neuronexp.sweep.stopped import SweepStopped
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
@@ -43,6 +50,8 @@ class SweepContext:
     arguments: list[str]  # the command line's overrides
     launcher: Any  # the configured Hydra launcher, set up
     loader: Any  # Hydra's config loader (public ConfigLoader interface)
+    hydra_context: Any = None  # what Hydra gave the sweeper (basic-launcher jobs run from the plan's configs with it)
+    task_function: Any = None
 
 
 def run_sweep(ctx: SweepContext) -> list[Any]:
@@ -161,11 +170,16 @@ def _launch(
     for note in notes:
         log.info("%s", note)
     returns: list[Any] = []
+    composer = CellComposer(ctx.master, ctx.loader)  # composes once per choice of config groups, as the plan did
     for unit in units:
         with collecting({c.run_id for c in unit.cells}) as collector:
             for cell in unit.cells:  # one at a time, so each finished cell is reported at once
                 progress.running(cell)
-                returns += list(launcher.launch([jobs[cell.run_id]], initial_job_idx=cell.num))
+                if ctx.task_function is None:  # a context without Hydra's (an embedding caller): the launcher composes
+                    returns += list(launcher.launch([jobs[cell.run_id]], initial_job_idx=cell.num))
+                else:
+                    job_config = composer.compose(jobs[cell.run_id], cell.num)
+                    returns.append(run_basic_job(ctx.hydra_context, ctx.task_function, ctx.master, job_config))
                 _check(returns[-1], cell)
                 if not collector.specs or collector.specs[-1].run_id != cell.run_id:
                     progress.finished(cell)
