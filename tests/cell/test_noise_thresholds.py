@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from neuronexp.cell.noise import noise_columns
-from neuronexp.cell.timing import summarize_samples
+from neuronexp.cell.timing import slice_medians, summarize_samples
 from neuronexp.host.activity import Activity
 
 
@@ -50,3 +52,20 @@ def test_other_processes_and_steal_from_both_sides() -> None:
     assert busy["noisy"] is True and busy["noise"] == "other processes used 0.60 cores"
     stolen = _rounds(medians, activity=Activity(1.0, 0.5, 0.0, 0.20))
     assert stolen["noisy"] is True and stolen["noise"] == "CPU steal 20%"
+
+
+def test_twenty_short_rounds_are_judged_by_five_slices_of_the_window() -> None:
+    # 20 rounds of 5 samples scattered ±20% around one level: the 20 round medians alone spread ~40% (a round of 5
+    # samples has a loose median), but the host did not move; five slices of four rounds each say so.
+    rng = np.random.default_rng(4)
+    steady = [100 * float(np.exp(rng.normal(0, 0.2))) for _ in range(100)]
+    rounds = [r for r in range(20) for _ in range(5)]
+    stats = summarize_samples(steady, rounds)
+    spread_of_20 = (max(stats.round_medians_us) - min(stats.round_medians_us)) / stats.median_us
+    cols = noise_columns(stats)
+    assert spread_of_20 > 0.3 and cols["round_spread"] < 0.25 and cols["noisy"] is False
+    assert slice_medians(steady, rounds) == [float(np.median(steady[20 * k : 20 * (k + 1)])) for k in range(5)]
+    # The host 40% slower for the window's last quarter (rounds 15-19): the last slice sees it.
+    moved = [x * (1.4 if r >= 15 else 1.0) for x, r in zip(steady, rounds)]
+    cols = noise_columns(summarize_samples(moved, rounds))
+    assert cols["round_spread"] > 0.3 and cols["noisy"] is True

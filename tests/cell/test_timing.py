@@ -53,6 +53,12 @@ def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
     assert len(calls) == 4 + 3  # one warm call after each pause
 
 
+def test_there_are_never_more_rounds_than_samples_asked_for() -> None:
+    cfg = TimingConfig(min_seconds=0, warmup=0, iters=4, min_iters=4, rounds=20, round_gap_s=0.0, max_seconds=60)
+    stats = time_callable(lambda: None, ScriptedBackend([5.0, 6.0, 7.0, 8.0]), cfg)
+    assert stats.rounds == [0, 1, 2, 3] and stats.samples_us == [5.0, 6.0, 7.0, 8.0]
+
+
 def test_each_round_gets_its_share_of_the_time_budget() -> None:
     cfg = TimingConfig(min_seconds=0, warmup=0, iters=1000, min_iters=4, rounds=2, round_gap_s=0.0, max_seconds=0.02)
     stats = time_callable(lambda: time.sleep(0.004), CpuBackend(), cfg)

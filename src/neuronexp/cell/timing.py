@@ -1,9 +1,9 @@
 """The wall-clock pass: synchronized per-call samples in rounds, kept apart from the profiled pass.
 
-A cell's latency is the median of its round medians, not the median of pooled samples: on a shared host
-the time a call takes drifts by ±10% over seconds (another guest, another process), so samples taken
-back to back are not independent. Rounds spread over the cell's window sample that drift, and the
-spread between them is the cell's noise figure (docs/methodology.md, "Rounds").
+A cell's latency is the median of its round medians, not of pooled samples: on a shared host a call's time
+drifts by ±10% over seconds, so samples taken back to back are not independent. Rounds spread over the window
+sample that drift and, each at a new place of the inputs, their placement; the spread between slices of them
+is the cell's noise figure (docs/methodology.md, "Rounds").
 """
 
 from __future__ import annotations
@@ -39,9 +39,28 @@ class LatencyStats:
 
     @property
     def round_spread(self) -> float:
-        """(max - min) / median of the round medians: 0 with one round."""
-        meds = self.round_medians_us
-        return (max(meds) - min(meds)) / self.median_us if len(meds) > 1 and self.median_us > 0 else 0.0
+        """(max - min) / median of the medians of the window's slices (SLICES runs of consecutive rounds; the rounds
+        themselves when there are no more): 0 with one round."""
+        meds = slice_medians(self.samples_us, self.rounds)
+        mid = float(np.median(meds)) if meds else math.nan
+        return (max(meds) - min(meds)) / mid if len(meds) > 1 and mid > 0 else 0.0
+
+
+# The noise figure compares SLICES parts of the timed window, whatever the round count: rounds are many and short
+# (each one a placement of the inputs, docs/methodology.md "Rounds"), and the spread of 20 medians of 5 samples
+# each measures how few samples a round has, not how far the host moved; 5 slices keep noise.round_spread's scale.
+SLICES = 5
+
+
+def slice_medians(samples_us: Sequence[float], rounds: Sequence[int]) -> list[float]:
+    """The median of each of SLICES runs of consecutive rounds (each round its own slice when there are no more)."""
+    if not len(samples_us):
+        return []
+    labels = np.asarray(rounds)
+    order = sorted(set(labels.tolist()))
+    slice_of = {r: i * min(SLICES, len(order)) // len(order) for i, r in enumerate(order)}
+    arr, parts = np.asarray(samples_us, dtype=float), np.array([slice_of[r] for r in labels.tolist()])
+    return [float(np.median(arr[parts == k])) for k in sorted(set(parts.tolist()))]
 
 
 def summarize_samples(
@@ -146,8 +165,9 @@ def time_calls(
         warmup_calls += 1
     backend.synchronize()
     blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
-    target, minimum = _per_round(cfg.iters, cfg.rounds), _per_round(cfg.min_iters, cfg.rounds)
-    budget = cfg.max_seconds * n / cfg.rounds
+    rounds = max(1, min(cfg.rounds, cfg.iters))  # never more rounds than samples asked for: iters=5 is 5 samples
+    target, minimum = _per_round(cfg.iters, rounds), _per_round(cfg.min_iters, rounds)
+    budget = cfg.max_seconds * n / rounds
     samples: list[list[float]] = [[] for _ in calls]
     labels: list[list[int]] = [[] for _ in calls]
     pairs: list[list[int]] = [[] for _ in calls]
@@ -157,7 +177,7 @@ def time_calls(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for r in range(cfg.rounds):
+        for r in range(rounds):
             moved = bool(relocate) and cfg.relocate
             if r and cfg.round_gap_s > 0:
                 time.sleep(cfg.round_gap_s)
@@ -169,7 +189,7 @@ def time_calls(
                     fn()
                 backend.synchronize()
             started = time.perf_counter()
-            deadline, long_enough = started + budget, started + min(cfg.min_seconds, cfg.max_seconds) * n / cfg.rounds
+            deadline, long_enough = started + budget, started + min(cfg.min_seconds, cfg.max_seconds) * n / rounds
             taken = 0
             while taken < target or time.perf_counter() < long_enough:
                 for j in rng.permutation(n) if n > 1 else (0,):

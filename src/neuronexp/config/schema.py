@@ -147,8 +147,8 @@ class TimingConfig:
     max_seconds: float = 5.0
     min_iters: int = 5
     min_seconds: float = 0.5
-    rounds: int = 5  # `round_gap_s` apart: latency = median of round medians, noise = their spread
-    round_gap_s: float = 0.05
+    rounds: int = 20  # each a fresh placement of the inputs (relocate): latency = median of round medians
+    round_gap_s: float = 0.0  # a pause before each round after the first
     relocate: bool = True  # host cells: each round, the inputs move to a fresh place in memory (methodology.md)
 
 

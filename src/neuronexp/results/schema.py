@@ -112,8 +112,8 @@ CELL_SCHEMA = pa.schema(
         ("allocator", _STR),
         ("malloc", _STR),
         ("allocator_note", _STR),
-        # Rounds: latency_median_us is the median of `latency_rounds` round medians; round_spread is their
-        # (max - min) / median; p90_p10 the ratio of the pooled samples' p90 to p10.
+        # Rounds: latency_median_us is the median of `latency_rounds` round medians; round_spread the (max - min) /
+        # median of five slices of them (cell.timing.SLICES); p90_p10 the ratio of the pooled samples' p90 to p10.
         ("latency_rounds", _I64),
         ("round_spread", _F64),
         ("p90_p10", _F64),
