@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from neuronexp.analysis.samples import samples_by_run
-from neuronexp.analysis.stats import compare_rounds, hierarchical_medians, median_of_rounds
+from neuronexp.analysis.stats import compare_rounds
 from neuronexp.results import usable_cells
 
 SPEEDUP_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high", "method"]
@@ -30,10 +30,11 @@ def paired_ratio(
 ) -> tuple[float, float, float]:
     """(speedup, interval low, high) from per-pair times aligned by pair, in time order, each pair's round.
 
-    With rounds: the median over rounds of each round's median per-pair ratio, its interval the hierarchical
-    bootstrap over rounds then pairs (analysis.stats): the ratio itself drifts between rounds on a shared host
-    (the variants do not all slow down alike when a neighbour takes memory bandwidth), and an interval over pairs
-    alone would not see it. With one round: the median per-pair ratio and a moving-block bootstrap over pairs.
+    The speedup is the median of the per-pair ratios. With rounds, its interval is a hierarchical bootstrap over
+    rounds then pairs (pooled_round_medians): the ratio itself moves between rounds on a shared host (each round is
+    another placement of the inputs, and the variants do not all slow down alike when a neighbour takes memory
+    bandwidth), and an interval over pairs alone would not see it. With one round: a moving-block bootstrap over
+    pairs.
     """
     ratios = np.asarray(base_us, dtype=float) / np.asarray(cell_us, dtype=float)
     keep = np.isfinite(ratios) & (ratios > 0)
@@ -44,11 +45,11 @@ def paired_ratio(
     rng = np.random.default_rng(seed)
     tail = (1 - level) / 2 * 100
     labels = np.asarray(rounds)[keep] if rounds is not None else None
+    point = float(np.median(ratios))
     if labels is not None and len(set(labels.tolist())) > 1:
         groups = [ratios[labels == r] for r in sorted(set(labels.tolist()))]
-        low, high = np.percentile(hierarchical_medians(groups, rng, resamples), [tail, 100 - tail])
-        return median_of_rounds(groups), float(low), float(high)
-    point = float(np.median(ratios))
+        low, high = np.percentile(pooled_round_medians(groups, rng, resamples), [tail, 100 - tail])
+        return point, float(low), float(high)
     if n < 3:
         return point, math.nan, math.nan
     block = max(1, math.ceil(n ** (1 / 3)))
@@ -57,6 +58,28 @@ def paired_ratio(
     idx = (starts[:, :, None] + np.arange(block)).reshape(resamples, -1)[:, :n]
     low, high = np.percentile(np.median(ratios[idx], axis=1), [tail, 100 - tail])
     return point, float(low), float(high)
+
+
+# At most this many values a bootstrap resample: a fast cell's thousands of pairs cost no more than a slow one's.
+_RESAMPLE_VALUES = 4000
+
+
+def pooled_round_medians(groups: list[np.ndarray], rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Bootstrap distribution of the pooled median of rounds of values: each resample draws the rounds with
+    replacement, then the same number of values from each drawn round with replacement (the rounds' mean size, less
+    where a resample would pass _RESAMPLE_VALUES: fewer draws only widen the interval), and takes their median."""
+    k, sizes = len(groups), np.array([len(g) for g in groups])
+    per_round = max(1, min(round(sizes.mean()), _RESAMPLE_VALUES // k))
+    flat, starts = np.concatenate(groups), np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    out = np.empty(resamples)
+    step = max(1, 10**6 // (k * per_round))  # resamples at a time: a few MB of indices, whatever the cell
+    for first in range(0, resamples, step):
+        picked = rng.integers(0, k, size=(min(step, resamples - first), k))
+        offsets = (rng.random((*picked.shape, per_round)) * sizes[picked][:, :, None]).astype(np.int64)
+        out[first : first + len(picked)] = np.median(
+            flat[starts[picked][:, :, None] + offsets].reshape(len(picked), -1), axis=1
+        )
+    return out
 
 
 def _paired_samples(samples: pd.DataFrame) -> dict[str, pd.DataFrame]:
