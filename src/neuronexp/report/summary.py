@@ -9,7 +9,7 @@ import pandas as pd
 from neuronexp.analysis.baseline import Baseline, describe_baseline
 from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.analysis.variants import cell_labels, comparison_grid
-from neuronexp.formatting import fmt_word, md_cell
+from neuronexp.formatting import INTERVAL_LEGEND, fmt_word, has_intervals, md_cell
 from neuronexp.report.cell_text import cell_lines, composite_words, output_differs, roof_sources
 
 ROOF_CAPTION = (
@@ -77,6 +77,8 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline
             ]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+        if has_intervals(cells):  # a pooled figure that holds the host's changes needs reruns: compare --also-a/-b
+            lines += [f"{md_cell(INTERVAL_LEGEND)} (`neuronexp-compare --also-a/--also-b` pools reruns)", ""]
         flagged = int(cells.apply(noisy, axis=1).sum())
         if flagged:
             lines += [

@@ -19,7 +19,17 @@ from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, fmt_spread, nois
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.roofline import fmt_share
 from neuronexp.analysis.variants import comparison_grid
-from neuronexp.formatting import UNPAIRED_LEGEND, device_word, fmt_bytes, fmt_flops, fmt_pct, fmt_us, short_op
+from neuronexp.formatting import (
+    INTERVAL_LEGEND,
+    UNPAIRED_LEGEND,
+    device_word,
+    fmt_bytes,
+    fmt_flops,
+    fmt_pct,
+    fmt_us,
+    has_intervals,
+    short_op,
+)
 from neuronexp.report.cell_text import cell_lines
 from neuronexp.report.fit import sweep_layout
 from neuronexp.report.modules import module_lines
@@ -166,6 +176,8 @@ def print_sweep(
             console.print(part)
         if "speedup_method" in cells and (cells["speedup_method"] == "unpaired").any():
             console.print(escape(UNPAIRED_LEGEND))
+        if has_intervals(cells):
+            console.print(escape(INTERVAL_LEGEND))
         _, _, grid = comparison_grid(cells, baseline)
         for key, by_variant in grid.items():  # the table cuts an error's text; here it is whole
             for variant, cell in by_variant.items():
