@@ -168,3 +168,20 @@ def test_a_hotspot_shown_keeps_enough_of_its_op_name_to_say_which(width: int) ->
         assert not shown and "hotspot" not in text.split("────")[0].splitlines()[-1], text
     else:
         assert shown and all(len(name) >= 9 for name in shown), text  # 9 characters and "…"
+
+
+def test_speedup_intervals_come_with_what_they_cover_and_not_without_them() -> None:
+    plain = _cells(VARIANTS[:3])
+    assert "this run's 95% interval" not in render(plain, 160)
+    with_intervals = plain.assign(
+        speedup_ci_low=plain["speedup_vs_baseline"] * 0.95, speedup_ci_high=plain["speedup_vs_baseline"] * 1.05
+    )
+    for width in (80, 160):
+        text = render(with_intervals, width)
+        assert "(lo–hi): this run's 95% interval; on a changing host a rerun can land outside it" in text
+        assert max(len(ln) for ln in text.splitlines()) <= width
+    from neuronexp.report.summary import summary_markdown
+
+    summary = summary_markdown(with_intervals, [], parse_baseline("llama_mlp"), Path("sweep"))
+    assert "this run's 95% interval" in summary and "--also-a/--also-b" in summary
+    assert "this run's 95% interval" not in summary_markdown(plain, [], parse_baseline("llama_mlp"), Path("sweep"))
