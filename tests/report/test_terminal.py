@@ -185,3 +185,28 @@ def test_speedup_intervals_come_with_what_they_cover_and_not_without_them() -> N
     summary = summary_markdown(with_intervals, [], parse_baseline("llama_mlp"), Path("sweep"))
     assert "this run's 95% interval" in summary and "--also-a/--also-b" in summary
     assert "this run's 95% interval" not in summary_markdown(plain, [], parse_baseline("llama_mlp"), Path("sweep"))
+
+
+@pytest.mark.parametrize("warnings", [None, float("nan"), "allocator: glibc refused"])
+def test_a_single_cell_prints_its_warnings_only_when_it_has_some(warnings, tmp_path: Path) -> None:
+    # A null warnings column comes back from Parquet as NaN: it printed "warnings: nan" under a clean cell.
+    import pandas as pd
+
+    from neuronexp.report.terminal import print_cell
+    from neuronexp.results import Results
+
+    row = _cells(VARIANTS[:1]).iloc[[0]].assign(
+        timing_method="wallclock",
+        latency_samples=100,
+        latency_rounds=20,
+        round_spread=0.08,
+        latency_p10_us=90.0,
+        latency_p90_us=110.0,
+        first_call_s=0.04,
+        warnings=warnings,
+    )
+    out = io.StringIO()
+    print_cell(Results(row, pd.DataFrame(), pd.DataFrame()), tmp_path, Console(file=out, width=100))
+    text = out.getvalue()
+    assert "100 samples in 20 rounds" in text and "nan" not in text
+    assert ("warnings: allocator: glibc refused" in text) == isinstance(warnings, str)

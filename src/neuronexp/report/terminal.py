@@ -101,7 +101,9 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             console.print(escape(line))
         if noisy(cell):
             console.print(f"[yellow]{NOISY_MARK} noisy, not a finding:[/] {escape(str(cell.get('noise')))}")
-        other = [w for w in str(cell.get("warnings") or "").split(" | ") if w and not w.startswith(NOISE_WARNING)]
+        warnings = cell.get("warnings")  # null in the table (None, or NaN once pandas has read it): none
+        text = warnings if isinstance(warnings, str) else ""
+        other = [w for w in text.split(" | ") if w and not w.startswith(NOISE_WARNING)]
         if other:
             console.print(f"[yellow]warnings:[/] {escape(' | '.join(other))}")
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
