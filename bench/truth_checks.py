@@ -166,6 +166,7 @@ def timer(args, work: Path) -> dict:
         )
         print(pairs[-1], flush=True)
     nx, tm = statistics.median(p["neuronexp_us"] for p in pairs), statistics.median(p["timer_us"] for p in pairs)
+    spread = {k: max(p[k] for p in pairs) / min(p[k] for p in pairs) for k in ("neuronexp_us", "timer_us")}
     return {
         "cell": TIMER_CELL,
         "threads": args.threads,
@@ -173,6 +174,11 @@ def timer(args, work: Path) -> dict:
         "neuronexp_median_us": nx,
         "timer_median_us": tm,
         "ratio": nx / tm,
+        # The host drifts ±25% over tens of seconds here, alike for both processes of a pair: each pair's ratio
+        # cancels it, and their median is the bias of one method against the other.
+        "pair_ratio_median": statistics.median(p["neuronexp_us"] / p["timer_us"] for p in pairs),
+        "neuronexp_max_min": spread["neuronexp_us"],
+        "timer_max_min": spread["timer_us"],
     }
 
 
