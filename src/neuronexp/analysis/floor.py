@@ -19,7 +19,8 @@ FLOOR_FACTOR = 2.0
 # With the host reference on both sides (host.reference; compare widens by its move, host_widened), the floor need
 # only hold what the reference cannot see: in 13 runs of the main study on 2 December (docs/methodology.md, "The
 # host reference"), 0.5 with the reference called 4 of 936 A/A cells and 97% of ×2 regressions across runs, where
-# 2 without it called 20 and 64% (1 with it: 2 and 86%).
+# 2 without it called 20 and 64% (1 with it: 2 and 86%). Checked again with 20 rounds a cell (9 runs, another VM):
+# 0 of 432 A/A cells called, 98.3% of ×2 regressions.
 REFERENCED_FLOOR_FACTOR = 0.5
 # With one round, the samples (in the order taken) are cut into this many slices of at least
 # FLOOR_MIN_SLICE samples each: fewer samples than 2 slices give no floor (0).
