@@ -81,3 +81,65 @@ def test_a_quiet_machine_gets_no_noise_lines() -> None:
     lines = findings(cells, samples, {})
     assert len(lines) == 1 and lines[0].startswith("[1,8,64]: rmsnorm_compiled fastest")
     assert noise_line(cells.assign(_variant="v", _input="i").to_dict("records")) is None
+
+
+def _paired_tables(times: dict[str, float], noisy: set[str], drift: float = 0.4, pairs: int = 100):
+    """One group timed together: every pair shares a host level that drifts ±`drift` (log sd), so each cell's
+    median moves a lot over its window (flagged noisy) while the per-pair ratios hold still (±1%)."""
+    rng = np.random.default_rng(2)
+    level = np.exp(drift * rng.standard_normal(pairs))
+    cells, samples = [], []
+    for module, median in times.items():
+        run = f"{module}-[1,8,64]"
+        lat = median * level * np.exp(0.01 * rng.standard_normal(pairs))
+        cells.append(
+            dict(
+                run_id=run,
+                experiment="x",
+                module=module,
+                compiled=module.endswith("compiled"),
+                backend="cpu",
+                device="cpu",
+                dtype="float32",
+                input_shape="[1,8,64]",
+                numel=512,
+                status="ok",
+                latency_median_us=float(np.median(lat)),
+                latency_samples=pairs,
+                device_ops=OPS[module][1],
+                ops_dispatched=OPS[module][0],
+                device_time_us=median,
+                overrides=f"module={module}",
+                noisy=module in noisy,
+                noise="rounds spread 45%" if module in noisy else None,
+                output_check="baseline" if module == "rmsnorm_naive" else "pass",
+                timing_group="g1",
+            )
+        )
+        samples += [dict(run_id=run, sample=i, latency_us=float(v), round=i // 5, pair=i) for i, v in enumerate(lat)]
+    return add_speedups(frame("cells", cells), parse_baseline("rmsnorm_naive")), frame("samples", samples)
+
+
+def test_a_group_timed_paired_keeps_its_noisy_cells_in_the_finding_with_the_paired_speedup() -> None:
+    # The issue's complaint: on a shared runner most cells are noisy, and each was "left out, not a finding" while
+    # its paired speedup had a tight interval. The drift here is ±40% per pair; the compiled cell is ×1.67 faster.
+    cells, samples = _paired_tables(MEDIANS, noisy={"rmsnorm_naive", "rmsnorm_compiled"})
+    first, line, _ = findings(cells, samples, {})
+    assert first.startswith("noisy: 2 of 3 cells (rounds spread 45% in 2): their latencies are not findings; 2 of them")
+    assert line.startswith("[1,8,64]: rmsnorm_compiled fastest (")
+    assert "×1.67 vs rmsnorm_naive (95% CI 1.6" in line and "left out" not in line
+    # Unpaired (no timing group), the same cells are left out as before.
+    unpaired = cells.assign(timing_group=None)
+    first, line, _ = findings(unpaired, samples, {})
+    assert first.startswith("noisy, not findings: 2 of 3 cells") and "only rmsnorm_fused was measured quietly" in line
+
+
+def test_in_a_paired_group_a_tie_is_decided_by_the_per_pair_ratio() -> None:
+    # Compiled and fused 1% apart under a ±40% drift: their medians alone would pick a winner; the pairs tie them.
+    cells, samples = _paired_tables({"rmsnorm_naive": 100.0, "rmsnorm_fused": 60.6, "rmsnorm_compiled": 60.0}, set())
+    (line,) = findings(cells, samples, {})
+    assert "ties with rmsnorm_fused (difference below 2.0% or not significant)" in line
+    # 10% apart, the pairs call it (a cell 10% slower than the winner is not a tie).
+    cells, samples = _paired_tables({"rmsnorm_naive": 100.0, "rmsnorm_fused": 66.0, "rmsnorm_compiled": 60.0}, set())
+    (line,) = findings(cells, samples, {})
+    assert line.startswith("[1,8,64]: rmsnorm_compiled fastest (") and "ties with" not in line

@@ -195,15 +195,19 @@ def test_a_single_cell_prints_its_warnings_only_when_it_has_some(warnings, tmp_p
     from neuronexp.report.terminal import print_cell
     from neuronexp.results import Results
 
-    row = _cells(VARIANTS[:1]).iloc[[0]].assign(
-        timing_method="wallclock",
-        latency_samples=100,
-        latency_rounds=20,
-        round_spread=0.08,
-        latency_p10_us=90.0,
-        latency_p90_us=110.0,
-        first_call_s=0.04,
-        warnings=warnings,
+    row = (
+        _cells(VARIANTS[:1])
+        .iloc[[0]]
+        .assign(
+            timing_method="wallclock",
+            latency_samples=100,
+            latency_rounds=20,
+            round_spread=0.08,
+            latency_p10_us=90.0,
+            latency_p90_us=110.0,
+            first_call_s=0.04,
+            warnings=warnings,
+        )
     )
     out = io.StringIO()
     print_cell(Results(row, pd.DataFrame(), pd.DataFrame()), tmp_path, Console(file=out, width=100))

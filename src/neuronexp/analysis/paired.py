@@ -82,7 +82,20 @@ def pooled_round_medians(groups: list[np.ndarray], rng: np.random.Generator, res
     return out
 
 
-def _paired_samples(samples: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def ratio_between(by_pair: dict[str, pd.DataFrame], slower: str, faster: str) -> tuple[float, float, float] | None:
+    """`slower`'s time ÷ `faster`'s over the pairs the two were timed in together, with its interval (paired_ratio);
+    None when they share no pair. `by_pair`: paired_samples' table."""
+    if slower not in by_pair or faster not in by_pair:
+        return None
+    a, b = by_pair[slower].align(by_pair[faster], join="inner")
+    if not len(a):
+        return None
+    return paired_ratio(
+        a["latency_us"].to_numpy(), b["latency_us"].to_numpy(), b["round"].to_numpy() if "round" in b else None
+    )
+
+
+def paired_samples(samples: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """run_id → its samples by pair: the latency (the pair's mean where a pair has several samples) and round."""
     if samples.empty or "pair" not in samples:
         return {}
@@ -100,7 +113,7 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
     ok = usable_cells(cells)
     group = dict(zip(ok["run_id"].astype(str), ok.get("timing_group", pd.Series(None, index=ok.index))))
     latency = dict(zip(ok["run_id"].astype(str), ok["latency_median_us"].astype(float)))
-    by_pair, by_round = _paired_samples(samples), samples_by_run(samples)
+    by_pair, by_round = paired_samples(samples), samples_by_run(samples)
     rows: list[tuple[Any, ...]] = []
     for run, ref in zip(ok["run_id"].astype(str), ok["baseline_run_id"]):
         if not isinstance(ref, str) or ref not in latency or ref == run:

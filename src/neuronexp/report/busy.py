@@ -43,9 +43,17 @@ def noise_line(cells: list[dict[str, Any]]) -> str | None:
         shown = sorted({f for f in figures if f}, key=_size)
         span = (shown[0] if len(shown) == 1 else f"{shown[0]}–{shown[-1]}") + unit if shown else ""
         parts.append(f"{kind} {span}".strip() + f" in {len(figures)}")
+    held = sum(bool(c.get("_paired")) for c in flagged)  # report.findings: timed together with their group
+    if not held:
+        return (
+            f"noisy, not findings: {len(flagged)} of {len(cells)} cells ({'; '.join(parts)}): their latencies and "
+            "speedups are left out of the comparisons below; rerun them on a quiet machine"
+        )
     return (
-        f"noisy, not findings: {len(flagged)} of {len(cells)} cells ({'; '.join(parts)}): their latencies and "
-        "speedups are left out of the comparisons below; rerun them on a quiet machine"
+        f"noisy: {len(flagged)} of {len(cells)} cells ({'; '.join(parts)}): their latencies are not findings; "
+        f"{held} of them were timed paired with their group, so their speedups and ranking below stand (the drift "
+        "fell on every variant alike, and their intervals hold what was left)"
+        + ("" if held == len(flagged) else "; the others are left out: rerun them on a quiet machine")
     )
 
 

@@ -10,7 +10,7 @@ import math
 import pandas as pd
 
 from neuronexp.analysis.noise import noisy
-from neuronexp.analysis.paired import speedup_table
+from neuronexp.analysis.paired import paired_samples, ratio_between, speedup_table
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
@@ -61,24 +61,59 @@ def speedup_intervals(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFram
     return speedup_table(cells, samples)[INTERVAL_COLUMNS]
 
 
-def _fastest(group: list[dict]) -> dict | None:
-    quiet = [c for c in group if not noisy(c)]
-    return min(quiet, key=lambda c: c["latency_median_us"]) if quiet else None
+def _mark_paired(group: list[dict]) -> None:
+    """`_paired` on each cell of a group timed together (one timing_group, analysis.paired): there the host's drift
+    fell on every variant alike, so a noisy flag (the level moved over the window) does not leave a cell out."""
+    together = {c.get("timing_group") for c in group}
+    paired = len(group) > 1 and len(together) == 1 and isinstance(next(iter(together)), str)
+    for c in group:
+        c["_paired"] = paired
+
+
+def _left_aside(cell: dict) -> bool:
+    """Noisy and not held by pairing: its latency cannot be compared with its group's."""
+    return noisy(cell) and not cell.get("_paired")
+
+
+def _fastest(group: list[dict], speedups: dict[str, float]) -> dict | None:
+    """The group's fastest cell that can be compared: by paired speedup where the group was timed together (the
+    baseline ×1), else by median latency."""
+    quiet = [c for c in group if not _left_aside(c)]
+    if not quiet:
+        return None
+    if all(c["_paired"] for c in quiet):
+        ranked = {str(c["run_id"]): speedups.get(str(c["run_id"]), 1.0 if _is_ref(c) else math.nan) for c in quiet}
+        if all(math.isfinite(v) for v in ranked.values()):
+            return max(quiet, key=lambda c: ranked[str(c["run_id"])])
+    return min(quiet, key=lambda c: c["latency_median_us"])
+
+
+def _is_ref(cell: dict) -> bool:
+    return cell.get("baseline_run_id") == cell["run_id"]
 
 
 def _left_out(group: list[dict]) -> str:
     """The group's noisy cells by name only: their reasons are in the one noise line (report.busy)."""
-    flagged = [c["_variant"] for c in group if noisy(c)]
+    flagged = [c["_variant"] for c in group if _left_aside(c)]
     return f"; noisy, left out: {', '.join(flagged)}" if flagged else ""
 
 
 def _other(group: list[dict], best: dict, ref: dict | None) -> dict | None:
     """What the winner is explained against: the group's baseline cell, or the runner-up when the baseline wins
     or is noisy (None when that cell ties with the winner: then there is no difference to explain)."""
-    if ref is not None and ref is not best and not noisy(ref):
+    if ref is not None and ref is not best and not _left_aside(ref):
         return ref
-    rest = [c for c in group if c is not best and not noisy(c)]
+    rest = [c for c in group if c is not best and not _left_aside(c)]
     return min(rest, key=lambda c: c["latency_median_us"]) if rest else None
+
+
+def _paired_tie(by_pair: dict[str, pd.DataFrame], cell: dict, best: dict, threshold: float) -> bool | None:
+    """Whether `cell` ties with `best` by their per-pair ratio (timed together): slower only when the ratio's whole
+    95% interval lies beyond the threshold, as compare calls a change; None when they share no pair."""
+    found = ratio_between(by_pair, str(cell["run_id"]), str(best["run_id"]))
+    if found is None or not math.isfinite(found[1]):
+        return None
+    return not found[1] > 1 + threshold
 
 
 def findings(
@@ -99,35 +134,43 @@ def findings(
         return []
     variant, _, rows = names(ok)
     ok = ok.assign(_variant=variant, _input=rows.agg(" ".join, axis=1))
-    by_run = samples_by_run(samples)
+    by_run, by_pair = samples_by_run(samples), paired_samples(samples)
     groups = _groups(ok)
+    for group in groups:
+        _mark_paired(group)
     pairs: list[tuple[int, str, CellStats]] = []
-    bests = [_fastest(group) for group in groups]  # each group's quiet fastest cell, or None
+    tied: dict[int, set[str]] = {}
+    if intervals is None:
+        intervals = speedup_intervals(cells, samples)
+    by_cell = {str(r.run_id): r for r in intervals.itertuples()}
+    speedups = {run: float(r.speedup) for run, r in by_cell.items()}
+    bests = [_fastest(group, speedups) for group in groups]  # each group's fastest comparable cell, or None
     for i, (group, best) in enumerate(zip(groups, bests)):
         for cell in group:
-            if best is not None and cell is not best and not noisy(cell):
+            if best is not None and cell is not best and not _left_aside(cell):
+                tie = _paired_tie(by_pair, cell, best, threshold) if cell["_paired"] else None
+                if tie is not None:  # timed together: the per-pair ratio decides
+                    if tie:
+                        tied.setdefault(i, set()).add(str(cell["run_id"]))
+                    continue
                 (xa, ra), (xb, rb) = (
                     by_run.get(str(best["run_id"]), NO_SAMPLES),
                     by_run.get(str(cell["run_id"]), NO_SAMPLES),
                 )
                 pairs.append((i, str(cell["run_id"]), compare_rounds(xa, xb, ra, rb)))
     q = benjamini_hochberg([s.p_value for _, _, s in pairs])
-    tied: dict[int, set[str]] = {}
     for (i, run, s), qv in zip(pairs, q):
         if verdict(s.ratio, qv, alpha, threshold, s.separable, s.ci_low, s.ci_high) in ("no change", "n/a"):
             tied.setdefault(i, set()).add(run)
-    if intervals is None:
-        intervals = speedup_intervals(cells, samples)
-    by_cell = {str(r.run_id): r for r in intervals.itertuples()}
     ops = all_ops if all_ops is not None else spots
     lines = []
     for i, (group, best) in enumerate(zip(groups, bests)):
         if best is None:
             lines.append(f"{group[0]['_input']}: every cell is noisy, no finding")
             continue
-        ref = next((c for c in group if c.get("baseline_run_id") == c["run_id"]), None)  # None: the baseline failed
+        ref = next((c for c in group if _is_ref(c)), None)  # None: the baseline failed
         line = f"{best['_input']}: {best['_variant']}"
-        if sum(not noisy(c) for c in group) == 1:
+        if sum(not _left_aside(c) for c in group) == 1:
             if len(group) == 1:  # a cell on its own (no baseline): its latency and hotspot
                 lines.append(line + f" {fmt_us(best['latency_median_us'])}" + _hotspot(best, spots))
             else:
@@ -142,7 +185,12 @@ def findings(
             f"(difference below {fmt_pct(threshold)} or not significant)"
         )
         interval = by_cell.get(str(best["run_id"])) if ref is not None and best is not ref else None
-        if interval is not None and ref is not None and not noisy(ref) and str(ref["run_id"]) not in tied.get(i, set()):
+        if (
+            interval is not None
+            and ref is not None
+            and not _left_aside(ref)
+            and str(ref["run_id"]) not in tied.get(i, set())
+        ):
             line += (
                 f", ×{interval.speedup:.2f} vs {ref['_variant']} (95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f})"
             )

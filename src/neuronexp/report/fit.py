@@ -165,7 +165,8 @@ def sweep_layout(
     speedups = any(fields[1] for _, _, fields in rows)
     notes: list[RenderableType] = []
     if any(fields[0].startswith(NOISY_MARK) for _, _, fields in rows):
-        notes.append(Text(f"{NOISY_MARK} noisy: not a finding (the cell's `noise` column says why)"))
+        # A latency that moved over its window; a speedup timed paired keeps its interval (report.findings).
+        notes.append(Text(f"{NOISY_MARK} noisy latency: not a finding (`noise` says why); a paired speedup stands"))
     if any(fields[4].endswith(OUTPUT_MARK) for _, _, fields in rows):
         # The same words as the wide table's cells (summary.OUTPUT_FLAG): a noisy cell's extra line can switch layouts.
         notes.append(Text(f"{OUTPUT_FLAG}: beyond tolerance of its baseline's (the cell's warnings say by how much)"))

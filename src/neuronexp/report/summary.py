@@ -82,8 +82,9 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline
         flagged = int(cells.apply(noisy, axis=1).sum())
         if flagged:
             lines += [
-                f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): "
-                "not findings; rerun them on a quiet machine.",
+                f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): their "
+                "latencies are not findings; a speedup timed paired with its baseline stands, its interval holds the "
+                "drift; rerun the rest on a quiet machine.",
                 "",
             ]
     composite = [(i, composite_words(c)) for i, c in cells.iterrows()] if not cells.empty else []
