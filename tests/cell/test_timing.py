@@ -126,3 +126,9 @@ def test_only_the_cells_own_cpus_count(monkeypatch: pytest.MonkeyPatch) -> None:
     assert activity._cpu_ticks() == (100, 0, 0, 50, 0, 0, 0, 0, 0, 0)
     monkeypatch.setattr(activity, "_affinity", lambda: {0, 1})
     assert activity._cpu_ticks() == (300, 0, 0, 100, 0, 0, 0, 0, 0, 0)
+
+
+def test_iters_is_the_number_of_samples_in_all_whatever_the_rounds() -> None:
+    cfg = TimingConfig(min_seconds=0, warmup=0, iters=30, min_iters=1, rounds=20, round_gap_s=0.0, max_seconds=60)
+    stats = time_callable(lambda: None, ScriptedBackend([5.0]), cfg)
+    assert len(stats.samples_us) == 30 and stats.rounds == [r for r in range(20) for _ in range(2 if r < 10 else 1)]

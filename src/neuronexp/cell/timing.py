@@ -166,7 +166,7 @@ def time_calls(
     backend.synchronize()
     blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
     rounds = max(1, min(cfg.rounds, cfg.iters))  # never more rounds than samples asked for: iters=5 is 5 samples
-    target, minimum = _per_round(cfg.iters, rounds), _per_round(cfg.min_iters, rounds)
+    minimum = _per_round(cfg.min_iters, rounds)
     budget = cfg.max_seconds * n / rounds
     samples: list[list[float]] = [[] for _ in calls]
     labels: list[list[int]] = [[] for _ in calls]
@@ -191,6 +191,7 @@ def time_calls(
             started = time.perf_counter()
             deadline, long_enough = started + budget, started + min(cfg.min_seconds, cfg.max_seconds) * n / rounds
             taken = 0
+            target = cfg.iters // rounds + (r < cfg.iters % rounds)  # iters in all: 30 in 20 rounds, 2 then 1
             while taken < target or time.perf_counter() < long_enough:
                 for j in rng.permutation(n) if n > 1 else (0,):
                     samples[j].append(_sample(calls[j], backend, blocks[j]))
