@@ -82,17 +82,16 @@ def pooled_round_medians(groups: list[np.ndarray], rng: np.random.Generator, res
     return out
 
 
-def ratio_between(by_pair: dict[str, pd.DataFrame], slower: str, faster: str) -> tuple[float, float, float] | None:
-    """`slower`'s time ÷ `faster`'s over the pairs the two were timed in together, with its interval (paired_ratio);
-    None when they share no pair. `by_pair`: paired_samples' table."""
-    if slower not in by_pair or faster not in by_pair:
+def ratio_between(by_pair: dict[str, pd.DataFrame], a: str, b: str) -> tuple[float, float, float] | None:
+    """Run `a`'s time ÷ run `b`'s over the pairs the two were timed in together, with its interval (paired_ratio; a
+    speedup is the baseline's time ÷ the cell's); None when they share no pair. `by_pair`: paired_samples' table."""
+    if a not in by_pair or b not in by_pair:
         return None
-    a, b = by_pair[slower].align(by_pair[faster], join="inner")
-    if not len(a):
+    top, bottom = by_pair[a].align(by_pair[b], join="inner")
+    if not len(top):
         return None
-    return paired_ratio(
-        a["latency_us"].to_numpy(), b["latency_us"].to_numpy(), b["round"].to_numpy() if "round" in b else None
-    )
+    rounds = bottom["round"].to_numpy() if "round" in bottom else None
+    return paired_ratio(top["latency_us"].to_numpy(), bottom["latency_us"].to_numpy(), rounds)
 
 
 def paired_samples(samples: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -119,14 +118,10 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
         if not isinstance(ref, str) or ref not in latency or ref == run:
             continue
         g = group.get(run)
-        if isinstance(g, str) and g == group.get(ref) and run in by_pair and ref in by_pair:
-            base, cell = by_pair[ref].align(by_pair[run], join="inner")
-            if len(base):
-                rounds = cell["round"].to_numpy() if "round" in cell else None
-                rows.append(
-                    (run, *paired_ratio(base["latency_us"].to_numpy(), cell["latency_us"].to_numpy(), rounds), "paired")
-                )
-                continue
+        paired = ratio_between(by_pair, ref, run) if isinstance(g, str) and g == group.get(ref) else None
+        if paired is not None:
+            rows.append((run, *paired, "paired"))
+            continue
         if run in by_round and ref in by_round:
             (xc, rc), (xb, rb) = by_round[run], by_round[ref]
             s = compare_rounds(xc, xb, rc, rb)

@@ -110,7 +110,7 @@ def _other(group: list[dict], best: dict, ref: dict | None) -> dict | None:
 def _paired_tie(by_pair: dict[str, pd.DataFrame], cell: dict, best: dict, threshold: float) -> bool | None:
     """Whether `cell` ties with `best` by their per-pair ratio (timed together): slower only when the ratio's whole
     95% interval lies beyond the threshold, as compare calls a change; None when they share no pair."""
-    found = ratio_between(by_pair, str(cell["run_id"]), str(best["run_id"]))
+    found = ratio_between(by_pair, str(cell["run_id"]), str(best["run_id"]))  # cell's time ÷ the winner's
     if found is None or not math.isfinite(found[1]):
         return None
     return not found[1] > 1 + threshold
