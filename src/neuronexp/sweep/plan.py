@@ -135,7 +135,7 @@ def _all_groups(loader: Any, parent: str = "") -> set[str]:
     return out
 
 
-def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[PlannedCell]:
+def plan_sweep(master: DictConfig, jobs: list[list[str]], composer: CellComposer) -> list[PlannedCell]:
     """Compose and validate every cell and give each its job directory.
 
     Raises:
@@ -150,7 +150,6 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], loader: Any) -> list[P
             "slurm",
             "no Slurm here (sbatch is not on PATH); hydra/launcher=submitit_local runs the same path on this machine",
         )
-    composer = CellComposer(master, loader)
     cells: list[PlannedCell] = []
     backends: set[BackendName] = set()
     cpu_slots: set[tuple[int, int | None]] = set()

@@ -61,16 +61,20 @@ def run_sweep(ctx: SweepContext) -> list[Any]:
         ConfigError: a bad value in any cell, a directory another sweep holds; nothing has run then.
         SweepStopped: cells failed, the launcher stopped, or Ctrl-C; what finished is aggregated first.
     """
+    # Composes once per choice of config groups, for the plan and then for the basic launcher's jobs.
+    composer = CellComposer(ctx.master, ctx.loader)
     if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
-        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
+        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), composer)
         print("\n".join(dry_run_lines(cells, Path(str(ctx.master.hydra.sweep.dir)), ctx.master)))
         return []
     with _cell_processes(ctx.master) as server:  # started first: its `import torch` overlaps the planning
-        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), ctx.loader)
-        return _run(ctx, cells, server)
+        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), composer)
+        return _run(ctx, cells, server, composer)
 
 
-def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> list[Any]:
+def _run(
+    ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None, composer: CellComposer | None
+) -> list[Any]:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.report.terminal import print_sweep
     from neuronexp.results import JOBS_MANIFEST, invocation
@@ -100,7 +104,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
             server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
         with SweepProgress(sweep_dir, cells, reused) as progress:
             try:
-                returns = _launch(ctx, cells, todo, progress, baseline)
+                returns = _launch(ctx, cells, todo, progress, baseline, composer)
             except KeyboardInterrupt:
                 stopped = SweepStopped(
                     130,
@@ -148,6 +152,7 @@ def _launch(
     todo: list[PlannedCell],
     progress: SweepProgress,
     baseline: Baseline | None,
+    composer: CellComposer | None,
 ) -> list[Any]:
     """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid; under
     the basic launcher, each comparison group's cells in one process, timed together (sweep.pairing)."""
@@ -170,12 +175,11 @@ def _launch(
     for note in notes:
         log.info("%s", note)
     returns: list[Any] = []
-    composer = CellComposer(ctx.master, ctx.loader)  # composes once per choice of config groups, as the plan did
     for unit in units:
         with collecting({c.run_id for c in unit.cells}) as collector:
             for cell in unit.cells:  # one at a time, so each finished cell is reported at once
                 progress.running(cell)
-                if ctx.task_function is None:  # a context without Hydra's (an embedding caller): the launcher composes
+                if composer is None or ctx.task_function is None:  # not from Hydra's sweeper: the launcher composes
                     returns += list(launcher.launch([jobs[cell.run_id]], initial_job_idx=cell.num))
                 else:
                     job_config = composer.compose(jobs[cell.run_id], cell.num)
