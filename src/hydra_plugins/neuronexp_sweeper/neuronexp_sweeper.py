@@ -1,5 +1,5 @@
 """The `neuronexp` sweeper: Hydra's grid sweep, with every cell planned and validated before the first runs,
-complete cells reused by configuration, and `results/` aggregated at the end (neuronexp.sweep.sweeper).
+complete cells reused by configuration, and `results/` aggregated at the end (neuronexp.engine.sweeper).
 
 Selected by neuronexp's primary config (`override hydra/sweeper: neuronexp`); any Hydra launcher runs the
 cells. Kept small and cheap to import: Hydra imports every plugin module at start-up.
@@ -41,7 +41,7 @@ class NeuronexpSweeper(Sweeper):
         )
 
     def sweep(self, arguments: list[str]) -> Any:
-        from neuronexp.sweep.sweeper import SweepContext, run_sweep  # here: keeps Hydra's plugin scan light
+        from neuronexp.engine.sweeper import SweepContext, run_sweep  # here: keeps Hydra's plugin scan light
 
         assert self.config is not None and self.hydra_context is not None
         return run_sweep(

@@ -27,11 +27,11 @@ class RunChecks(Callback):
             from neuronexp.backends import backend_kind, check_available
             from neuronexp.cellprocess.machine import check_slots_fit
             from neuronexp.results.files import owner
-            from neuronexp.sweep.lock import locked
+            from neuronexp.engine.lock import locked
 
             check_available(spec.config.backend)
             check_slots_fit(backend_kind(spec.config.backend), spec.config.launcher, spec.config.neuron.visible_cores)
-            from neuronexp.sweep.job import timeout_asked
+            from neuronexp.engine.job import timeout_asked
 
             if spec.config.launcher.isolate or timeout_asked(list(config.hydra.overrides.task)):  # takes a slot
                 from neuronexp.cellprocess.placement import check_lock_dir

@@ -23,7 +23,7 @@ from neuronexp.cli.callbacks import RunRejected  # noqa: E402
 from neuronexp.cli.errors import user_error_line  # noqa: E402
 from neuronexp.cli.pipe import stdout_closed  # noqa: E402
 from neuronexp.config.compose import override_dirname, spec_from, task_overrides  # noqa: E402
-from neuronexp.sweep.stopped import SweepStopped  # noqa: E402
+from neuronexp.engine.stopped import SweepStopped  # noqa: E402
 
 # Where results go is decided by Hydra (hydra.run.dir / hydra.sweep.dir); the job writes only there.
 CONFIG_PACKAGE = "pkg://neuronexp.conf"
@@ -47,8 +47,8 @@ class RunAborted(BaseException):
 def _job(cfg: DictConfig) -> dict[str, Any]:
     """Hydra's task function: one cell, in a single run or as one job of a sweep."""
     from neuronexp.report.terminal import print_cell
-    from neuronexp.sweep._hydra import launcher_kind
-    from neuronexp.sweep.job import run_job_cell
+    from neuronexp.engine._hydra import launcher_kind
+    from neuronexp.engine.job import run_job_cell
 
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
@@ -56,7 +56,7 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
     try:
         spec = None
         if hc.mode == RunMode.MULTIRUN:  # a sweep's job: its cell as the sweep planned and checked it
-            from neuronexp.sweep.plan import planned_spec
+            from neuronexp.engine.plan import planned_spec
 
             spec = planned_spec(Path(str(hc.sweep.dir)), out_dir, task)
         if spec is None:  # a single run (or a sweeper other than neuronexp's): built and checked here, once

@@ -13,9 +13,9 @@ from omegaconf import OmegaConf
 import neuronexp
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.stopped import SweepStopped
-from neuronexp.sweep.sweeper import SweepContext, _run
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.stopped import SweepStopped
+from neuronexp.engine.sweeper import SweepContext, _run
 
 
 class RowWriter:

@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode
 from neuronexp.formatting import first_line
-from neuronexp.sweep._hydra import (
+from neuronexp.engine._hydra import (
     BASIC_LAUNCHER,
     LauncherKind,
     job_exception,
@@ -27,16 +27,16 @@ from neuronexp.sweep._hydra import (
     run_basic_job,
     subdir_override,
 )
-from neuronexp.sweep.dryrun import dry_run_lines, is_dry_run
-from neuronexp.sweep.lock import locked
-from neuronexp.sweep.pairing import collecting, plan_units
-from neuronexp.sweep.plan import CellComposer, PlannedCell, grid, plan_sweep, write_planned
-from neuronexp.sweep.stopped import SweepStopped
+from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
+from neuronexp.engine.lock import locked
+from neuronexp.engine.pairing import collecting, plan_units
+from neuronexp.engine.plan import CellComposer, PlannedCell, grid, plan_sweep, write_planned
+from neuronexp.engine.stopped import SweepStopped
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
-    from neuronexp.sweep.progress import SweepProgress
+    from neuronexp.engine.progress import SweepProgress
 
-log = logging.getLogger("neuronexp.sweep")
+log = logging.getLogger("neuronexp.engine")
 
 
 class JobFailed(Exception):
@@ -79,9 +79,9 @@ def _run(
     from neuronexp.report.terminal import print_sweep
     from neuronexp.results import JOBS_MANIFEST, invocation
     from neuronexp.results.files import write_json
-    from neuronexp.sweep.aggregate import aggregate
-    from neuronexp.sweep.progress import SweepProgress
-    from neuronexp.sweep.resume import assign
+    from neuronexp.engine.aggregate import aggregate
+    from neuronexp.engine.progress import SweepProgress
+    from neuronexp.engine.resume import assign
 
     sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
     baseline = _baseline(ctx.master)

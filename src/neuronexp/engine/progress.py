@@ -24,10 +24,10 @@ from rich.table import Column
 
 from neuronexp.formatting import fmt_us
 from neuronexp.results.files import PHASE_FILE, read_phase
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.watch import CellWatcher, finished_row, stamp
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.watch import CellWatcher, finished_row, stamp
 
-log = logging.getLogger("neuronexp.sweep")
+log = logging.getLogger("neuronexp.engine")
 # Hydra's log prefix, "[12:00:00][HYDRA] ", which the log line must leave room for.
 _LOG_PREFIX = 18
 # cells, the bar, n/N, elapsed and the estimate take about this much of the bar's line.

@@ -25,8 +25,8 @@ from neuronexp.config import BackendName, CellSpec, ConfigError, LauncherConfig
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
 from neuronexp.slurm.cluster import check_slurm_sweep
-from neuronexp.sweep._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
-from neuronexp.sweep.pairing import process_key
+from neuronexp.engine._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
+from neuronexp.engine.pairing import process_key
 
 
 @dataclass

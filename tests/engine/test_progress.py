@@ -12,8 +12,8 @@ import pytest
 
 from helpers import FAST, run_cli, run_dirs
 from neuronexp.results.files import PHASE_FILE, read_phase, write_phase
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.progress import SweepProgress, eta_text, fit
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.progress import SweepProgress, eta_text, fit
 
 
 def _cells(n: int) -> list[PlannedCell]:
@@ -58,7 +58,7 @@ def test_a_finished_cells_line_has_the_outcome_and_estimate_and_fits_the_termina
     cells = _cells(4)
     cells[0].label = "module=a_very_long_module_name_that_cannot_fit input.shape=[1,2048,4096]"
     progress = SweepProgress(tmp_path, cells, reused={"run3"})  # one reused: 1 of 4 done at the start
-    with caplog.at_level(logging.INFO, logger="neuronexp.sweep"):
+    with caplog.at_level(logging.INFO, logger="neuronexp.engine"):
         progress._report(cells[0], {"status": "ok", "latency_median_us": 2410.0})
         progress._report(cells[1], {"status": "error", "error": "RuntimeError: boom"})
     first, second = (r.getMessage() for r in caplog.records)

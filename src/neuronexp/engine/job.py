@@ -19,8 +19,8 @@ from neuronexp.results.files import (
     write_json,
     write_phase,
 )
-from neuronexp.sweep._hydra import LauncherKind
-from neuronexp.sweep.pairing import collector_for
+from neuronexp.engine._hydra import LauncherKind
+from neuronexp.engine.pairing import collector_for
 
 
 def run_job_cell(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.resume import assign
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.resume import assign
 
 
 def _complete(job: Path, run_id: str, status: str = "ok") -> None:

@@ -11,8 +11,8 @@ from omegaconf import OmegaConf
 from helpers import FAST
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
-from neuronexp.sweep.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
-from neuronexp.sweep.plan import PlannedCell
+from neuronexp.engine.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
+from neuronexp.engine.plan import PlannedCell
 
 
 def _cells() -> list[PlannedCell]:

@@ -1,5 +1,5 @@
 """What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3 and
-tested against Hydra's own composition (tests/sweep/test_hydra_compat.py): value overrides applied to a copy of a
+tested against Hydra's own composition (tests/engine/test_hydra_compat.py): value overrides applied to a copy of a
 composition (a sweep composes once per choice of config groups: ~60 ms a cell saved), Hydra's override_dirname,
 the one test of which launcher runs a sweep (`launcher_kind`), what a basic-launcher job raised, and a job run as the
 basic launcher runs it, from a config composed that way (`run_basic_job`).
@@ -99,7 +99,7 @@ def subdir_override(subdir: str) -> str:
 def run_basic_job(hydra_context: Any, task_function: Any, master: DictConfig, job_config: DictConfig) -> Any:
     """One job, exactly as Hydra's basic launcher runs it (BasicLauncher.launch, hydra-core 1.3), but from
     `job_config`, the job's config as the sweep's plan composed it (sweep.plan.CellComposer): the launcher would
-    compose it again from scratch, 0.3 s a cell. The same files and JobReturn: tests/sweep/test_hydra_compat.py."""
+    compose it again from scratch, 0.3 s a cell. The same files and JobReturn: tests/engine/test_hydra_compat.py."""
     from hydra.core.utils import configure_log, run_job, setup_globals
 
     setup_globals()

@@ -10,8 +10,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from neuronexp.config import ConfigError
-from neuronexp.sweep._hydra import subdir_override
-from neuronexp.sweep.plan import CellComposer, grid
+from neuronexp.engine._hydra import subdir_override
+from neuronexp.engine.plan import CellComposer, grid
 
 JOBS = [
     ["module=rmsnorm_fused", "input.shape=[1,8,64]", "input.dtype=float32"],
@@ -74,7 +74,7 @@ def test_a_planned_job_runs_as_hydras_basic_launcher_runs_it(loader, tmp_path) -
     from hydra.core.utils import JobStatus
     from hydra.types import HydraContext
 
-    from neuronexp.sweep._hydra import run_basic_job
+    from neuronexp.engine._hydra import run_basic_job
 
     seen = []
 
