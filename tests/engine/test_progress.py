@@ -63,7 +63,7 @@ def test_a_finished_cells_line_has_the_outcome_and_estimate_and_fits_the_termina
         progress._report(cells[1], {"status": "error", "error": "RuntimeError: boom"})
     first, second = (r.getMessage() for r in caplog.records)
     assert first.startswith("cell 2/4 ok 2.41 ms · eta 0:00 · module=a_very_long") and first.endswith("…")
-    assert len(first) == 100 - 18  # the terminal's width less Hydra's "[hh:mm:ss][HYDRA] "
+    assert len(first) == 100 - 11  # the terminal's width less the log prefix "[hh:mm:ss] "
     assert second.startswith("cell 3/4 error · ") and second.endswith("module=m1 input.shape=[1,1]: RuntimeError: boom")
 
 

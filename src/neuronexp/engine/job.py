@@ -1,8 +1,10 @@
-"""One job of a run or a sweep: reuse a complete cell, mark the directory as this cell's, then run the cell in a
-supervised process of its own (cellprocess.launch), or, for a single run, in this process."""
+"""A cell's job directory: reused when it already holds this exact cell complete, else made this cell's before the cell
+runs (its marker, its config.yaml, its first phase), whichever executor then runs it; and a cell that Hydra runs as a
+job of its own (a Slurm task's), from its job directory to its row."""
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -10,6 +12,8 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.config import CellSpec
+from neuronexp.engine._hydra import LauncherKind, launcher_kind
+from neuronexp.engine.plan import PlannedCell
 from neuronexp.results import Results, read_job
 from neuronexp.results.files import (
     CELL_MARKER,
@@ -19,57 +23,95 @@ from neuronexp.results.files import (
     write_json,
     write_phase,
 )
-from neuronexp.engine._hydra import LauncherKind
-from neuronexp.engine.pairing import collector_for
 
 
-def run_job_cell(
-    spec: CellSpec, cfg: DictConfig, task: list[str], out_dir: Path, launcher: LauncherKind, sweep: bool
-) -> Results | None:
-    """The cell's tables: reused when `out_dir` already holds this exact cell complete (status `cached`),
-    else measured now. A failing cell is an error row, never an exception. None: the cell is one of a group the
-    sweep runs together once all its jobs are prepared (sweep.pairing).
-
-    A sweep's cells each run in a supervised process of their own, on a device slot under a parallel launcher
-    or with launcher.isolate=true. A single run runs in this process unless launcher.isolate=true: it is the
-    interactive path (a debugger, prints and the layer's traceback in the terminal), where a crash is seen at
-    once, and a template process would add an `import torch` (docs/methodology.md, "Where a cell runs")."""
-    from neuronexp.cell.run import run_cell
-
-    if spec.config.sweep.rerun != "all" and complete_run_id(out_dir) == spec.run_id:
-        reused = read_job(out_dir)
-        return reused._replace(cells=reused.cells.assign(status="cached"))
-    reset_job_dir(out_dir)
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    write_json(
-        out_dir / CELL_MARKER,
-        {
-            "written_by": "neuronexp",
-            "run_id": spec.run_id,
-            "overrides": task,
-            "started_at": started,
-            "pid": os.getpid(),
-        },
-    )
-    atomic_write_text(out_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-    write_phase(out_dir, "start")  # no earlier run's phase may pass for this one's (a cell that dies at once)
-    placed = spec.placed(str(out_dir))
-    isolate = spec.config.launcher.isolate or (
-        not sweep and timeout_asked(task) and spec.config.launcher.cell_timeout_s
-    )
-    if not (sweep or isolate):
-        return run_cell(placed, out_dir)
-    from neuronexp.cellprocess.launch import run_supervised
-
-    slotted = bool(isolate) or launcher != LauncherKind.basic
-    collector = collector_for(spec.run_id)
-    if collector is not None and not slotted:  # one of a group timed together: the sweep runs the group (sweep.pairing)
-        collector.specs.append(placed)
+def reused(out_dir: Path, cell: PlannedCell) -> Results | None:
+    """The cell's tables when `out_dir` holds this exact cell complete (status `cached`) and sweep.rerun allows
+    reusing it; else None."""
+    assert cell.spec is not None
+    if cell.spec.config.sweep.rerun == "all" or complete_run_id(out_dir) != cell.run_id:
         return None
-    return run_supervised(placed, slotted)
+    found = read_job(out_dir)
+    return found._replace(cells=found.cells.assign(status="cached"))
 
 
-def timeout_asked(task: list[str]) -> bool:
+def prepare(cell: PlannedCell, out_dir: Path) -> CellSpec:
+    """Make `out_dir` this cell's: an earlier attempt's row and outputs gone, its marker and config written, its
+    phase `start` (no earlier run's phase may pass for this one's, e.g. for a cell that dies at once). The cell's
+    spec, placed there."""
+    assert cell.spec is not None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    reset_job_dir(out_dir)
+    marker = {
+        "written_by": "neuronexp",
+        "run_id": cell.run_id,
+        "overrides": cell.overrides,
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "pid": os.getpid(),
+    }
+    write_json(out_dir / CELL_MARKER, marker)
+    atomic_write_text(out_dir / "config.yaml", cell.config_yaml)
+    write_phase(out_dir, "start")
+    return cell.spec.placed(str(out_dir))
+
+
+def timeout_asked(overrides: list[str]) -> bool:
     """`launcher.cell_timeout_s` given on a single run's command line. Applying it needs a supervisor, so the cell
     then runs in a process of its own, as with launcher.isolate=true (the 30-minute default is never a reason to)."""
-    return any(o.lstrip("+").startswith("launcher.cell_timeout_s=") for o in task)
+    return any(o.lstrip("+").startswith("launcher.cell_timeout_s=") for o in overrides)
+
+
+def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
+    """A cell Hydra runs as a job of its own, in its job directory: a Slurm task's (or another Hydra launcher's) cell
+    of a neuronexp sweep, or a job of another sweeper. Planned here, checked against what the sweep planned for
+    this directory (a changed layer or config is an error row, never another cell's result), then run supervised,
+    on a device slot of its own under a launcher that runs several at once."""
+    from neuronexp.cellprocess.launch import run_supervised
+    from neuronexp.config.compose import override_dirname, spec_from, task_overrides
+
+    out_dir = Path(str(hydra.runtime.output_dir))
+    task = task_overrides(hydra.overrides.task)
+    spec = spec_from(cfg, dict(hydra.runtime.choices), task, override_dirname(task))
+    cell = PlannedCell(
+        num=int(hydra.job.num or 0),
+        dir=".",
+        overrides=task,
+        run_id=spec.run_id,
+        backend=spec.config.backend.value,
+        label=" ".join(task),
+        spec=spec,
+        config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
+    )
+    found = reused(out_dir, cell)
+    if found is not None:
+        return found
+    placed = prepare(cell, out_dir)
+    planned = planned_run_id(Path(str(hydra.sweep.dir)), out_dir)
+    if planned not in (None, spec.run_id):
+        return _changed_since_planned(placed, planned)
+    return run_supervised([placed], slotted=launcher_kind(hydra) != LauncherKind.basic or cell.isolated)[0]
+
+
+def planned_run_id(sweep_dir: Path, out_dir: Path) -> str | None:
+    """The run_id a neuronexp sweep planned for `out_dir` (its jobs.json: plain data), or None (another sweeper)."""
+    from neuronexp.results import JOBS_MANIFEST
+    from neuronexp.results.files import read_regular
+
+    try:
+        jobs = json.loads(read_regular(sweep_dir / JOBS_MANIFEST))
+        where = os.path.relpath(os.path.abspath(out_dir), os.path.abspath(sweep_dir))
+        return next((str(j["run_id"]) for j in jobs if os.path.normpath(str(j["dir"])) == where), None)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _changed_since_planned(spec: CellSpec, planned: str) -> Results:
+    from neuronexp.backends import backend_kind
+    from neuronexp.cell.rows import write_lost_cell
+
+    error = (
+        f"the cell changed since the sweep planned it (run_id {spec.run_id}, planned {planned}): its config or "
+        "its layer's code was edited while the sweep ran; rerun the sweep to plan it again"
+    )
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return write_lost_cell(spec, Path(spec.out_dir), error, backend_kind(spec.config.backend), {}, started)

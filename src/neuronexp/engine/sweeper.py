@@ -1,14 +1,13 @@
-"""A sweep from start to end: plan and validate every cell, lock the directory, reuse complete cells, hand the
-rest to the configured Hydra launcher, aggregate `results/`, print the comparison.
-
-Called by neuronexp's Hydra sweeper plugin (hydra_plugins/neuronexp_sweeper), which Hydra instantiates from
-`hydra/sweeper: neuronexp` (conf/config.yaml). The outcome reaches the exit status as an exception,
-SweepStopped, which only the command line catches.
+"""An invocation from start to end, the same for the command line (Hydra's sweeper plugin calls `run`) and for
+Python (neuronexp.api): plan and validate every cell, lock the directory, reuse complete cells, run the rest
+(engine.executor), aggregate `results/`, print. A single run is a plan of one, into hydra.run.dir. The outcome
+reaches the exit status as one exception, Stopped, which only the command line turns into a status.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,200 +16,220 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.analysis.baseline import Baseline, parse_baseline
-from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode
-from neuronexp.formatting import first_line
-from neuronexp.engine._hydra import (
-    BASIC_LAUNCHER,
-    LauncherKind,
-    job_exception,
-    launcher_kind,
-    run_basic_job,
-    subdir_override,
-)
+from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
+from neuronexp.config import ConfigError
+from neuronexp.engine._hydra import subdir_override
 from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
+from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
 from neuronexp.engine.lock import locked
-from neuronexp.engine.pairing import collecting, plan_units
-from neuronexp.engine.plan import CellComposer, PlannedCell, grid, plan_sweep, write_planned
-from neuronexp.engine.stopped import SweepStopped
+from neuronexp.engine.plan import CellComposer, PlannedCell, grid, plan_sweep, swept_keys
+from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.units import Unit, plan_units
+from neuronexp.formatting import first_line
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
     from neuronexp.engine.progress import SweepProgress
+    from neuronexp.results import Results
 
 log = logging.getLogger("neuronexp.engine")
 
 
-class JobFailed(Exception):
-    """A job raised in this process (a write that failed on a full disk), not a cell failing (an error row)."""
+@dataclass
+class SweepContext:
+    master: DictConfig  # the invocation's composed config (with its `hydra` node)
+    params: dict[str, str]  # hydra.sweeper.params
+    arguments: list[str]  # the command line's overrides
+    loader: Any  # Hydra's config loader (public ConfigLoader interface)
+    single: bool = False  # no -m: a run of one cell into hydra.run.dir, unless the config sweeps (params)
+    launcher: Callable[[], Any] | None = None  # the Hydra launcher, made only for the launcher executor
+    # Modules from this process's memory (neuronexp.sweep(modules=...), engine.memory): their cells run here.
+    memory: Any = None
+
+    @property
+    def in_process(self) -> bool:
+        return self.memory is not None
 
 
 @dataclass
-class SweepContext:
-    master: DictConfig  # the sweep's composed config (with its `hydra` node)
-    params: dict[str, str]  # hydra.sweeper.params
-    arguments: list[str]  # the command line's overrides
-    launcher: Any  # the configured Hydra launcher, set up
-    loader: Any  # Hydra's config loader (public ConfigLoader interface)
-    hydra_context: Any = None  # what Hydra gave the sweeper (basic-launcher jobs run from the plan's configs with it)
-    task_function: Any = None
+class Outcome:
+    """What an invocation left: its tables (empty for a dry run), and how it stopped when not with every cell ok
+    (the command line's exit status; Python's caller gets the tables and the error rows in them)."""
+
+    results: Results
+    stopped: Stopped | None = None
 
 
-def run_sweep(ctx: SweepContext) -> list[Any]:
-    """Run the sweep; returns the launcher's job returns.
+def run(ctx: SweepContext) -> Outcome:
+    """Run the invocation.
 
     Raises:
-        ConfigError: a bad value in any cell, a directory another sweep holds; nothing has run then.
-        SweepStopped: cells failed, the launcher stopped, or Ctrl-C; what finished is aggregated first.
+        ConfigError: a bad value in any cell, a directory another invocation holds; nothing has run then.
+        Stopped: the results could not be gathered (a full disk), or Ctrl-C before any cell ran.
     """
-    # Composes once per choice of config groups, for the plan and then for the basic launcher's jobs.
-    composer = CellComposer(ctx.master, ctx.loader)
+    jobs = grid(ctx.params, ctx.arguments)
+    if ctx.single and not ctx.params:
+        swept = swept_keys(ctx.arguments)
+        if swept:
+            raise ConfigError(
+                swept[0].split("=", 1)[0], swept[0].split("=", 1)[-1], "a list of values is a sweep: add -m"
+            )
+        from neuronexp.engine.single import run_single
+
+        return run_single(ctx, jobs[0])
+    return run_sweep(ctx, jobs)
+
+
+def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
     if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
-        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), composer)
-        print("\n".join(dry_run_lines(cells, Path(str(ctx.master.hydra.sweep.dir)), ctx.master)))
-        return []
-    with _cell_processes(ctx.master) as server:  # started first: its `import torch` overlaps the planning
-        cells = plan_sweep(ctx.master, grid(ctx.params, ctx.arguments), composer)
-        return _run(ctx, cells, server, composer)
+        cells = _plan(ctx, jobs)
+        print("\n".join(dry_run_lines(cells, sweep_dir(ctx.master), ctx.master)))
+        from neuronexp.results import no_results
+
+        return Outcome(no_results())
+    with _cell_processes(ctx) as server:  # started first: its `import torch` overlaps the planning
+        return _run(ctx, _plan(ctx, jobs), server)
 
 
-def _run(
-    ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None, composer: CellComposer | None
-) -> list[Any]:
+def _plan(ctx: SweepContext, jobs: list[list[str]]) -> list[PlannedCell]:
+    composer = CellComposer(ctx.master, ctx.loader)  # composes once per choice of config groups
+    if ctx.memory is None:
+        return plan_sweep(ctx.master, jobs, composer)
+    from neuronexp.engine.memory import plan_memory_cells
+    from neuronexp.engine.plan import check_runnable
+
+    cells = plan_memory_cells(jobs, composer, ctx.memory)
+    check_runnable(ctx.master, cells)
+    return cells
+
+
+def sweep_dir(master: DictConfig) -> Path:
+    return Path(str(master.hydra.sweep.dir))
+
+
+def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
-    from neuronexp.report.terminal import print_sweep
-    from neuronexp.results import JOBS_MANIFEST, invocation
-    from neuronexp.results.files import write_json
-    from neuronexp.engine.aggregate import aggregate
     from neuronexp.engine.progress import SweepProgress
     from neuronexp.engine.resume import assign
+    from neuronexp.results import JOBS_MANIFEST, invocation, read_any
+    from neuronexp.results.files import write_json
 
-    sweep_dir = Path(str(ctx.master.hydra.sweep.dir))
-    baseline = _baseline(ctx.master)
-    with locked(sweep_dir, "hydra.sweep.dir", "sweep"):
+    where = sweep_dir(ctx.master)
+    with locked(where, "hydra.sweep.dir", "sweep"):
         invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
-        reused = assign(
-            cells, sweep_dir, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all"
-        )
-        write_json(sweep_dir / JOBS_MANIFEST, [c.manifest() for c in cells])
-        write_planned(sweep_dir, cells)  # what each job runs, as planned and checked here
+        reused = assign(cells, where, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
+        write_json(where / JOBS_MANIFEST, [c.manifest() for c in cells])
         todo = [c for c in cells if c.run_id not in reused]
         log.info(
             "sweep of %d cells into %s%s",
             len(cells),
-            sweep_dir,
+            where,
             f" ({len(reused)} complete already, reused)" if reused else "",
         )
-        stopped, returns = None, []
         if server is not None and todo:
             server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
-        with SweepProgress(sweep_dir, cells, reused) as progress:
-            try:
-                returns = _launch(ctx, cells, todo, progress, baseline, composer)
-            except KeyboardInterrupt:
-                stopped = SweepStopped(
-                    130,
-                    f"interrupted; the finished cells are in {sweep_dir}/results. To resume, "
-                    f"run the same command with hydra.sweep.dir={sweep_dir}",
-                )
-            except JobFailed as exc:
-                stopped = SweepStopped(1, f"{exc}; rerun with hydra.sweep.dir={sweep_dir} to resume the sweep")
-            except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
-                stopped = SweepStopped(
-                    1,
-                    f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
-                    f"rerun with hydra.sweep.dir={sweep_dir} to resume it",
-                )
-        try:
-            outcome = aggregate(
-                sweep_dir,
-                baseline,
-                cached=reused,
-                noise=_noise_limits(ctx.master),
-                tolerances={c.run_id: (c.rtol, c.atol) for c in cells},
-            )
-        except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
-            why = f"aggregating {sweep_dir}/results failed ({type(exc).__name__}: {first_line(exc, 200)})"
-            if stopped is not None:
-                raise SweepStopped(stopped.code, f"{stopped.message}; {why} too") from exc
-            raise SweepStopped(
-                1,
-                f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
-                f"with hydra.sweep.dir={sweep_dir} to aggregate again",
-            ) from exc
-        print_sweep(
-            outcome.cells, outcome.failed - len(outcome.missing), baseline, sweep_dir, not_run=len(outcome.missing)
+        with SweepProgress(where, cells, reused) as progress:
+            stopped = _execute_or_stop(ctx, cells, todo, progress)
+        stopped = _finish(ctx, cells, reused, stopped)
+    return Outcome(read_any(where).results, stopped)
+
+
+def _execute_or_stop(
+    ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress
+) -> Stopped | None:
+    """Run the cells still to run; how the run stopped early, if it did (the finished cells are aggregated anyway)."""
+    where = sweep_dir(ctx.master)
+    try:
+        _execute(ctx, cells, todo, progress)
+    except KeyboardInterrupt:
+        return Stopped(
+            130,
+            f"interrupted; the finished cells are in {where}/results. To resume, run the same command with "
+            f"hydra.sweep.dir={where}",
         )
-    if stopped is not None:
-        raise stopped
-    if outcome.failed:
-        raise SweepStopped(1)
-    return returns
+    except OSError as exc:  # this process could not write a job's files (a full disk)
+        return Stopped(1, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
+    except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
+        return Stopped(
+            1,
+            f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
+            f"rerun with hydra.sweep.dir={where} to resume it",
+        )
+    return None
 
 
-def _launch(
-    ctx: SweepContext,
-    cells: list[PlannedCell],
-    todo: list[PlannedCell],
-    progress: SweepProgress,
-    baseline: Baseline | None,
-    composer: CellComposer | None,
-) -> list[Any]:
-    """Each cell in its planned directory (a `hydra.sweep.subdir` override), whatever its place in the grid; under
-    the basic launcher, each comparison group's cells in one process, timed together (sweep.pairing)."""
-    jobs = {c.run_id: [*c.overrides, subdir_override(c.dir)] for c in todo}
-    if not jobs:  # every cell was complete already (launchers refuse an empty batch)
-        return []
-    launcher = ctx.launcher
-    if launcher_kind(ctx.master) != LauncherKind.basic:
+def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress) -> None:
+    """Each cell still to run in its planned directory, by the invocation's executor (engine.executor)."""
+    if not todo:
+        return
+    from neuronexp.engine.job import prepare
+
+    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
+    if executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
         if baseline:
             log.info(
-                "speedups are unpaired: %s runs each cell in a process of its own (docs/methodology.md, "
-                '"Paired timing")',
-                type(launcher).__name__,
+                "speedups are unpaired: a Hydra launcher runs each cell in a process of its own "
+                '(docs/methodology.md, "Paired timing")'
             )
-        with progress.watching():  # cells finish in other processes: seen on disk
-            return list(launcher.launch(list(jobs.values()), initial_job_idx=0))
-    # Hydra's basic launcher logs each launch; the progress line per finished cell says the same and more.
-    logging.getLogger(BASIC_LAUNCHER.rsplit(".", 1)[0]).setLevel(logging.WARNING)
-    units, notes = plan_units(cells, baseline, set(jobs))
+        assert ctx.launcher is not None
+        jobs = [[*c.overrides, subdir_override(c.dir)] for c in todo]
+        run_launched(ctx.launcher(), jobs, progress.watching)
+        return
+    units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
     for note in notes:
         log.info("%s", note)
-    returns: list[Any] = []
-    for unit in units:
-        with collecting({c.run_id for c in unit.cells}) as collector:
-            for cell in unit.cells:  # one at a time, so each finished cell is reported at once
-                progress.running(cell)
-                if composer is None or ctx.task_function is None:  # not from Hydra's sweeper: the launcher composes
-                    returns += list(launcher.launch([jobs[cell.run_id]], initial_job_idx=cell.num))
-                else:
-                    job_config = composer.compose(jobs[cell.run_id], cell.num)
-                    returns.append(run_basic_job(ctx.hydra_context, ctx.task_function, ctx.master, job_config))
-                _check(returns[-1], cell)
-                if not collector.specs or collector.specs[-1].run_id != cell.run_id:
-                    progress.finished(cell)
-        if collector.specs:  # the group's jobs are prepared: one process times them together
-            from neuronexp.cellprocess.launch import run_group_supervised
 
-            progress.running(unit.cells[0])
-            run_group_supervised(collector.specs)
-            for spec in collector.specs:
-                progress.finished(next(c for c in unit.cells if c.run_id == spec.run_id))
-    return returns
+    def start(unit: Unit) -> list[Any]:
+        return [prepare(c, where / c.dir) for c in unit.cells]
+
+    if ctx.in_process:
+        from neuronexp.engine.executor import run_inline
+
+        for unit in units:
+            run_inline(start(unit))
+            for cell in unit.cells:
+                progress.finished(cell)
+        return
+    run_local(units, start, local_slots(ctx.master), progress.finished)
 
 
-def _check(job_return: Any, cell: PlannedCell) -> None:
-    failure = job_exception(job_return)
-    if failure is not None:  # not the cell's own failure (that is its error row): neuronexp could not go on
-        raise JobFailed(
-            f"cell {cell.num} ({cell.label}) could not finish: {type(failure).__name__}: {first_line(failure, 200)}"
-        ) from failure
+def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
+    """Aggregate results/ and print the comparison; how the sweep ended, if not with every cell ok.
+
+    Raises:
+        Stopped: results/ could not be written.
+    """
+    from neuronexp.engine.aggregate import aggregate
+    from neuronexp.report.terminal import print_sweep
+
+    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
+    try:
+        outcome = aggregate(
+            where,
+            baseline,
+            cached=reused,
+            noise=_noise_limits(ctx.master),
+            tolerances={c.run_id: (c.rtol, c.atol) for c in cells},
+        )
+    except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
+        why = f"aggregating {where}/results failed ({type(exc).__name__}: {first_line(exc, 200)})"
+        if stopped is not None:
+            raise Stopped(stopped.code, f"{stopped.message}; {why} too") from exc
+        raise Stopped(
+            1,
+            f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
+            f"with hydra.sweep.dir={where} to aggregate again",
+        ) from exc
+    print_sweep(outcome.cells, outcome.failed - len(outcome.missing), baseline, where, not_run=len(outcome.missing))
+    return stopped or (Stopped(1) if outcome.failed else None)
 
 
-def _cell_processes(master: DictConfig) -> AbstractContextManager[Any]:
-    """The fork server that this host's cell processes are forked from (cellprocess.forkserver); none for Slurm,
-    whose tasks run elsewhere and start their own."""
-    if launcher_kind(master) == LauncherKind.slurm:
+def _cell_processes(ctx: SweepContext) -> AbstractContextManager[Any]:
+    """The fork server that this host's cell processes are forked from (cellprocess.forkserver): one already
+    running for this process (a caller's, e.g. a test session's), else one for this sweep; none where no cell
+    process is forked here (Slurm tasks start their own; cells from Python's memory run in this process)."""
+    if ctx.in_process or executor_for(ctx.master) == Executor.launcher or server_address() is not None:
         return nullcontext()
-    return ForkServer(warm=None, allocator=allocator_mode(master))
+    return ForkServer(warm=None, allocator=allocator_mode(ctx.master))
 
 
 def _baseline(master: DictConfig) -> Baseline | None:

@@ -1,7 +1,7 @@
 """The results contract and its files: the three tidy tables (schema), writing a job's files atomically
 (files) and reading runs and sweeps back (read). Imports nothing else from neuronexp."""
 
-from neuronexp.results.frames import Results, arrow_table, frame, to_arrow
+from neuronexp.results.frames import Results, arrow_table, frame, no_results, to_arrow
 from neuronexp.results.read import (
     JOBS_MANIFEST,
     DamagedResults,
@@ -43,6 +43,7 @@ __all__ = [
     "USABLE",
     "arrow_table",
     "frame",
+    "no_results",
     "job_dirs_of",
     "load",
     "read_any",
