@@ -17,8 +17,23 @@ from neuronexp.engine.plan import PlannedCell
 
 def _cells() -> list[PlannedCell]:
     return [
-        PlannedCell(0, "0", ["module=rmsnorm_naive"], "aaaa000000000000", "cpu", "module=rmsnorm_naive"),
-        PlannedCell(1, "1", ["module=rmsnorm_compiled"], "bbbb000000000000", "cpu", "module=rmsnorm_compiled", True),
+        PlannedCell(
+            num=0,
+            dir="0",
+            overrides=["module=rmsnorm_naive"],
+            run_id="aaaa000000000000",
+            backend="cpu",
+            label="module=rmsnorm_naive",
+        ),
+        PlannedCell(
+            num=1,
+            dir="1",
+            overrides=["module=rmsnorm_compiled"],
+            run_id="bbbb000000000000",
+            backend="cpu",
+            label="module=rmsnorm_compiled",
+            compiled=True,
+        ),
     ]
 
 

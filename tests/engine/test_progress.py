@@ -18,7 +18,15 @@ from neuronexp.engine.progress import SweepProgress, eta_text, fit
 
 def _cells(n: int) -> list[PlannedCell]:
     return [
-        PlannedCell(i, str(i), [f"module=m{i}"], f"run{i}", "cpu", f"module=m{i} input.shape=[1,{i}]") for i in range(n)
+        PlannedCell(
+            num=i,
+            dir=str(i),
+            overrides=[f"module=m{i}"],
+            run_id=f"run{i}",
+            backend="cpu",
+            label=f"module=m{i} input.shape=[1,{i}]",
+        )
+        for i in range(n)
     ]
 
 
@@ -45,9 +53,8 @@ def test_phases_of_running_cells_are_read_from_their_job_directories(tmp_path: P
     write_phase(tmp_path / "1", "profiling")
     progress._report(cells[1], {"status": "ok", "latency_median_us": 12.0}, where=False)  # cell 1 finished
     assert [(c.dir, p) for c, p in progress.running_phases()] == [("0", "compile")]
-    # A cell in this process (the basic launcher) is the one running, whatever else the disk says.
-    progress.running(cells[2])
-    assert [(c.dir, p) for c, p in progress.running_phases()] == [("2", "timing")]
+    write_phase(tmp_path / "2", "timing")  # rewritten now: cell 2 runs too
+    assert [(c.dir, p) for c, p in progress.running_phases()] == [("0", "compile"), ("2", "timing")]
     assert read_phase(tmp_path / "nowhere") is None
 
 

@@ -55,12 +55,6 @@ def prepare(cell: PlannedCell, out_dir: Path) -> CellSpec:
     return cell.spec.placed(str(out_dir))
 
 
-def timeout_asked(overrides: list[str]) -> bool:
-    """`launcher.cell_timeout_s` given on a single run's command line. Applying it needs a supervisor, so the cell
-    then runs in a process of its own, as with launcher.isolate=true (the 30-minute default is never a reason to)."""
-    return any(o.lstrip("+").startswith("launcher.cell_timeout_s=") for o in overrides)
-
-
 def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
     """A cell Hydra runs as a job of its own, in its job directory: a Slurm task's (or another Hydra launcher's) cell
     of a neuronexp sweep, or a job of another sweeper. Planned here, checked against what the sweep planned for

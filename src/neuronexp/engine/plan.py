@@ -68,11 +68,8 @@ def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
 
 def swept_keys(arguments: list[str]) -> list[str]:
     """The command line's overrides that list several values (`module=a,b`)."""
-    return [
-        o.input_line or o.key_or_group
-        for o in OverridesParser.create().parse_overrides(arguments)
-        if o.is_sweep_override()
-    ]
+    parsed = OverridesParser.create().parse_overrides(arguments)
+    return [o.input_line or o.key_or_group for o in parsed if o.is_sweep_override()]
 
 
 class CellComposer:
@@ -121,8 +118,8 @@ def _all_groups(loader: Any, parent: str = "") -> set[str]:
 
 
 def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> PlannedCell:
-    """One composed job as a planned cell: its spec built and its plain values validated (no torch imported)."""
-    spec = spec_from_sweep_config(cfg, check_code=False)  # the checks that import torch: check_runnable
+    """One composed job as a planned cell: its spec built, its plain values validated (no torch: check_runnable)."""
+    spec = spec_from_sweep_config(cfg, check_code=False)
     config = spec.config
     label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
     return PlannedCell(

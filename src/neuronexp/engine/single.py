@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from neuronexp.config import ConfigError
 from neuronexp.engine.dryrun import is_dry_run
-from neuronexp.engine.job import prepare, reused, timeout_asked
 from neuronexp.engine.lock import locked
 from neuronexp.engine.plan import CellComposer, PlannedCell, check_runnable, plan_cell
 from neuronexp.engine.stopped import Stopped
@@ -31,7 +30,7 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
     from neuronexp.engine.sweeper import Outcome
 
     cell = plan_cell(0, job, CellComposer(ctx.master, ctx.loader).compose(job, 0), set())
-    cell.dir, cell.isolated = ".", cell.isolated or timeout_asked(cell.overrides)
+    cell.dir, cell.isolated = ".", cell.isolated or _timeout_asked(cell.overrides)
     check_runnable(ctx.master, [cell], single=True)
     run_dir = Path(str(ctx.master.hydra.run.dir))
     if is_dry_run(ctx.master):  # the one cell, as a sweep's dry run lists it
@@ -42,6 +41,8 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
         from neuronexp.results import no_results
 
         return Outcome(no_results())
+    # Imported once the cell is planned: pandas, pyarrow and rich are not needed to report a bad value.
+    from neuronexp.engine.job import reused
     from neuronexp.report.terminal import print_cell
     from neuronexp.results import invocation
 
@@ -53,8 +54,15 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
     return Outcome(results, Stopped(1) if results.cells.iloc[0]["status"] == "error" else None)
 
 
+def _timeout_asked(overrides: list[str]) -> bool:
+    """`launcher.cell_timeout_s` given on the command line. Applying it needs a supervisor, so the cell then runs in a
+    process of its own, as with launcher.isolate=true (the 30-minute default is never a reason to)."""
+    return any(o.lstrip("+").startswith("launcher.cell_timeout_s=") for o in overrides)
+
+
 def _measure(cell: PlannedCell, run_dir: Path, in_process: bool) -> Results:
     from neuronexp.engine.executor import run_inline
+    from neuronexp.engine.job import prepare
 
     spec = prepare(cell, run_dir)
     if cell.isolated and not in_process:
