@@ -119,6 +119,7 @@ def test_inputs_are_rebuilt_as_specs_with_the_factories_of_a_llama_layer() -> No
         {"shape": [1, 8], "dtype": "complex64"},
         {"shape": [1, 8], "dtype": "float32", "fill": "exec"},
         {"shape": [1, 8], "dtype": "float32", "causal_mask": "yes"},
+        {"shape": [1, 8], "dtype": "int64", "low": 0.5, "high": 9},
         {"_unsupported_": "DynamicCache", "extra": 1},
         float("nan"),
     ],

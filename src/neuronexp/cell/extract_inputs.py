@@ -76,8 +76,8 @@ def _check(value: Any, at: str, depth: int) -> None:
         return
     what = f"a mapping of {shown(', '.join(map(str, value)))}" if isinstance(value, dict) else shown(repr(value))
     raise BadSpecs(
-        f"{at} is {what}; a recorded input is a tensor (shape, dtype, fill, low, high, value), a literal, a list "
-        "or an unsupported object's name, never a target or code: the table was changed"
+        f"{at} is {what}; a recorded input is a tensor (shape, dtype, fill, integer low, high, value), a literal, "
+        "a list or an unsupported object's name, never a target or code: the table was changed"
     )
 
 
@@ -91,7 +91,7 @@ def _tensor_ok(spec: dict[str, Any]) -> bool:
         and spec.get("dtype") in _DTYPES
         and spec.get("fill", "randn") in FILLS
         and isinstance(spec.get("causal_mask", False), bool)
-        and all(isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) for n in numbers)
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)  # the recorder's bounds are ints
     )
 
 

@@ -30,8 +30,8 @@ Exit status: 0 written; 2 bad input (one line), nothing written."""
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="neuronexp-extract",
-        description="Turn the hottest modules of a run profiled with profiler.modules=true into layer studies "
-        "(Hydra configs): each module alone, eager vs compiled and its fused form where one is known.",
+        description="Turn the hottest modules of a run profiled with profiler.modules=true into layer studies\n"
+        "(Hydra configs): each module alone, eager vs compiled, and its fused form where one is known.",
         epilog=_WRITES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -72,7 +72,10 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
     cfg = run_config(job_dir)
     model, dtype = build_model(cfg, str(job_dir / "config.yaml"))
     files, lines = study_files(units, model, dtype, cfg, out)
-    commit(owned, files)
+    try:
+        commit(owned, files)
+    except OSError as exc:  # a full or read-only disk: what it had staged or placed is gone again
+        raise ExtractError(f"--out={out}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return lines
 
 

@@ -79,7 +79,14 @@ def unit_study(
     ]
     node, fused = _module_files(unit.name, how, module, inputs, header, files)
     files[f"experiment/{unit.name}.yaml"] = _experiment(unit.name, fused is not None, command)
-    alone, noise = _alone_us(copy.deepcopy(module) if how.saved else _built(node, dtype), inputs)
+    try:
+        alone, noise = _alone_us(copy.deepcopy(module) if how.saved else _built(node, dtype), inputs)
+    except Exception as exc:  # the study would fail the same way: say so, and write none of it
+        first = str(exc).strip().splitlines()
+        raise ExtractError(
+            f"{label}: the rebuilt module failed when called alone ({shown(first[0] if first else exc)}); "
+            "nothing was written"
+        ) from None
     return [
         f"{label}: rebuilt from its {how.how}; " + (f"fused: {fused}" if fused else "no fused form known"),
         f"   in the model {fmt_pct(unit.share)} of the step, {fmt_us(unit.per_call_us)} per call (profiled op time) · "

@@ -45,7 +45,8 @@ def plan_units(hot: Any, table: Any, where: Path) -> list[Unit]:
     from neuronexp.cell.extract import study_name
     from neuronexp.cell.extract_inputs import read_specs, shown
 
-    units, used = [], set[str]()
+    units: list[Unit] = []
+    used: set[str] = set()
     for rank, row in enumerate(hot.itertuples(), 1):
         path, base = row.paths[0], study_name(row.module_type)
         if base is None:
