@@ -13,7 +13,7 @@ import pytest
 
 from neuronexp.results import owned
 from neuronexp.results.owned import MANIFEST, Refused, check_free, commit, prepare
-from neuronexp.sweep.ownership import DIR_MARKER
+from neuronexp.engine.ownership import DIR_MARKER
 
 
 def _tree(root: Path) -> dict[str, bytes | str]:

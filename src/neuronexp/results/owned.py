@@ -16,7 +16,7 @@ from typing import Any
 
 MANIFEST = ".neuronexp-files.json"
 _WRITTEN_BY = "neuronexp"
-# What marks a results directory (sweep.ownership.DIR_MARKER, files.CELL_MARKER, a job's or a run's table).
+# What marks a results directory (engine.ownership.DIR_MARKER, files.CELL_MARKER, a job's or a run's table).
 RESULTS_MARKS = (".neuronexp-dir.json", "cell.json", "cells.parquet")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
