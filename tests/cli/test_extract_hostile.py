@@ -24,6 +24,7 @@ from omegaconf import OmegaConf
 import helpers.extract_models as models
 from helpers import REPO, run_cli
 from neuronexp.cli.extract import extract, main
+from neuronexp.engine.ownership import mark
 
 PAYLOAD = {"_target_": "builtins.print", "x": {"_target_": "os.system", "command": "touch PWNED"}}  # issue 32, E12
 
@@ -46,7 +47,8 @@ def _profiled(root: Path, module: dict) -> Path:
     run.mkdir()
     cell = run_cell(CellSpec(config=cfg, run_id="study", experiment="t", module_name="study_net"), run).cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
-    (run / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg), resolve=True))  # as sweep.job does
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg), resolve=True))  # as engine.job does
+    mark(run, "run")
     return run
 
 

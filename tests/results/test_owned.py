@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from neuronexp.engine.ownership import DIR_MARKER
 from neuronexp.results import owned
 from neuronexp.results.owned import MANIFEST, Refused, check_free, commit, prepare
-from neuronexp.engine.ownership import DIR_MARKER
 
 
 def _tree(root: Path) -> dict[str, bytes | str]:
@@ -79,12 +79,16 @@ def test_a_full_disk_leaves_nothing_it_made(tmp_path: Path, monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("mark", [DIR_MARKER, "cell.json", "cells.parquet"])
-def test_a_results_directory_and_what_is_under_it_are_refused(tmp_path: Path, mark: str) -> None:
+def test_a_results_directory_and_what_is_under_a_marked_one_are_refused(tmp_path: Path, mark: str) -> None:
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / mark).write_text("{}")
-    for out in (tmp_path / "run", tmp_path / "run" / "studies"):
+    with pytest.raises(Refused, match="is a results directory"):
+        prepare(tmp_path / "run", "--out")
+    if mark == DIR_MARKER:  # neuronexp's own marker: nothing goes under it either
         with pytest.raises(Refused, match="is a results directory"):
-            prepare(out, "--out")
+            prepare(tmp_path / "run" / "studies", "--out")
+    else:  # a file of that name higher up may be anyone's
+        prepare(tmp_path / "run" / "studies", "--out")
 
 
 def test_a_record_it_did_not_write_is_refused(tmp_path: Path) -> None:

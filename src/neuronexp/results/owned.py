@@ -16,7 +16,8 @@ from typing import Any
 
 MANIFEST = ".neuronexp-files.json"
 _WRITTEN_BY = "neuronexp"
-# What marks a results directory (engine.ownership.DIR_MARKER, files.CELL_MARKER, a job's or a run's table).
+# What marks a results directory (engine.ownership.DIR_MARKER, files.CELL_MARKER, a job's or a run's table); a
+# directory under one is known by the first alone (a `cell.json` of another tool higher up proves nothing).
 RESULTS_MARKS = (".neuronexp-dir.json", "cell.json", "cells.parquet")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -50,8 +51,10 @@ def prepare(root: Path, key: str) -> OwnedDir:
         raise Refused(f"{key}: {existing} is not a directory; choose a new directory or one neuronexp wrote")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise Refused(f"{key}: {existing} is not writable; choose a directory you can write")
-    for place in (root.absolute(), *root.absolute().parents):
-        found = [m for m in RESULTS_MARKS if os.path.lexists(place / m)]
+    for place in (root.absolute(), *root.absolute().parents):  # above it, only neuronexp's own marker counts
+        found = [
+            m for m in (RESULTS_MARKS if place == root.absolute() else RESULTS_MARKS[:1]) if os.path.lexists(place / m)
+        ]
         if found:
             raise Refused(
                 f"{key}: {place} is a results directory (it holds {found[0]}); generated files do not go among "
