@@ -46,8 +46,8 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
     from neuronexp.report.terminal import print_cell
     from neuronexp.results import invocation
 
+    _check_owner(run_dir, cell.run_id)  # before the lock: a refused run leaves the directory as it was
     with locked(run_dir, "hydra.run.dir", "run"):
-        _check_owner(run_dir, cell.run_id)
         invocation.begin()  # this run's identity, in every row it writes
         results = reused(run_dir, cell) or _measure(cell, run_dir, ctx.in_process)
         print_cell(results, run_dir)
