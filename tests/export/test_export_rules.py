@@ -103,8 +103,9 @@ def secret(tmp_path: Path) -> Path:
     "planted", ["0/env.json", "1/config.yaml", "1/trace.json", "0/error.log", "results/summary.md"]
 )
 def test_a_linked_artifact_is_refused_before_anything_is_written(
-    small: Path, tmp_path: Path, secret: Path, capsys, planted: str
+    small: Path, tmp_path: Path, secret: Path, capsys, monkeypatch, planted: str
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # where MLflow would put a SQLite store's artifacts (./mlruns)
     copy = _copy(small, tmp_path / "copy")
     _plant(copy / planted, secret)
     db, bench = tmp_path / "m.db", tmp_path / "bench.json"
@@ -164,8 +165,10 @@ def _millis(text: str) -> int:
     return int(datetime.fromisoformat(text).timestamp() * 1000)
 
 
-def test_a_cells_run_is_named_as_the_terminal_and_lasts_its_measured_calls(small: Path) -> None:
-    client, found, done = _recorded(small)
+@pytest.mark.parametrize("block", [None, 4])
+def test_a_cells_run_is_named_as_the_terminal_and_lasts_its_measured_calls(small: Path, block: int | None) -> None:
+    """`block`: calls per sample, as a paired cell shorter than 10 µs is timed (each sample the mean of the block)."""
+    client, found, done = _recorded(small, None if block is None else lambda c: c.assign(sample_block=block))
     cells, samples = found.results.cells, found.results.samples
     names = dict(zip(cells["run_id"], cell_labels(cells)))
     children = {r["tags"]["neuronexp.run_id"]: r for r in client.runs.values() if r["tags"]["neuronexp.kind"] == "cell"}
@@ -262,7 +265,7 @@ def test_non_finite_figures_are_left_out_and_said(small: Path, tmp_path: Path, c
     assert {r["model"]["name"] for r in records} == set(names)
 
 
-@pytest.mark.parametrize("target", ["results/cells.parquet", "mine.json", "link.json", "a-dir"])
+@pytest.mark.parametrize("target", ["results/cells.parquet", "mine.json", "link.json", "link-to-ours.json", "a-dir"])
 def test_the_benchmark_file_never_replaces_what_neuronexp_did_not_write(
     small: Path, tmp_path: Path, capsys, target: str
 ) -> None:
@@ -271,12 +274,20 @@ def test_the_benchmark_file_never_replaces_what_neuronexp_did_not_write(
     victim.write_text('{"mine": true}\n')
     (copy / "mine.json").write_text('[{"benchmark": {"name": "someone else"}}]\n')
     (copy / "link.json").symlink_to(victim)
+    ours = tmp_path / "ours.json"  # a benchmark file neuronexp wrote, reached through the user's link
+    assert main([str(small), "--pytorch-benchmark", str(ours)]) == 0
+    (copy / "link-to-ours.json").symlink_to(ours)
     (copy / "a-dir").mkdir()
     path = copy / target
-    before = {p: p.read_bytes() for p in (copy / "results" / "cells.parquet", copy / "mine.json", victim)}
+    capsys.readouterr()
+    kept = (copy / "results" / "cells.parquet", copy / "mine.json", victim, ours)
+    before = {p: p.read_bytes() for p in kept}
     assert main([str(copy), "--pytorch-benchmark", str(path)]) == 2
-    assert f"--pytorch-benchmark {path}: " in _one_line(capsys)
+    err = _one_line(capsys)
+    assert f"--pytorch-benchmark {path}: " in err
+    assert ("a symbolic link; neuronexp writes no file through a link" in err) == target.startswith("link")
     assert {p: p.read_bytes() for p in before} == before
+    assert (copy / "link-to-ours.json").is_symlink() and (copy / "link.json").is_symlink()
     assert not [p for p in copy.rglob(".*.tmp-*")]
 
 

@@ -31,14 +31,14 @@ def load(*paths: str | os.PathLike[str]) -> Results:
     """
     if not paths:
         raise TypeError("load() needs at least one directory or glob pattern")
-    roots = _distinct([root for path in paths for root in _expand(path)])
+    roots = [root for path in paths for root in _expand(path)]
     parts: list[Results] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, ...]] = set()
     for root in roots:
         found = load_root(root)
         keys = _measurements(found.cells)
-        repeated = {run for run, key in zip(found.cells["run_id"], keys) if key is not None and key in seen}
-        seen.update(k for k in keys if k is not None)
+        repeated = {run for run, key in zip(found.cells["run_id"], keys) if key in seen}
+        seen.update(keys)
         parts.append(Results.of((_from(t, root, repeated) for t in found), _from(found.modules, root, repeated)))
     tables = [pd.concat([p[i] for p in parts], ignore_index=True) for i in range(len(TABLES))]
     tables[0] = by_shape(tables[0])
@@ -56,20 +56,10 @@ def _expand(path: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
-def _distinct(roots: list[Path]) -> list[Path]:
-    """Each directory once, the first spelling kept (`d`, `./d` and a pattern that matches `d` are one)."""
-    firsts: dict[str, Path] = {}
-    for root in roots:
-        firsts.setdefault(os.path.realpath(root), root)
-    return list(firsts.values())
-
-
-def _measurements(cells: pd.DataFrame) -> list[tuple[str, str] | None]:
-    """Each cell as one invocation measured it (run_id, invocation_id); None where the invocation is not known."""
-    return [
-        (str(run), str(inv)) if isinstance(inv, str) and inv else None
-        for run, inv in zip(cells["run_id"], cells["invocation_id"])
-    ]
+def _measurements(cells: pd.DataFrame) -> list[tuple[str, ...]]:
+    """Each cell as one invocation measured it: the same directory read twice, a job directory and its sweep, a
+    copy, all hold the same (run_id, invocation_id, started_at)."""
+    return [tuple(map(str, key)) for key in zip(cells["run_id"], cells["invocation_id"], cells["started_at"])]
 
 
 def _from(table: pd.DataFrame, root: Path, repeated: set[Any]) -> pd.DataFrame:
