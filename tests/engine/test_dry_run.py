@@ -9,10 +9,10 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import FAST
-from neuronexp.results import arrow_table
-from neuronexp.results.files import write_job_tables
 from neuronexp.engine.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
 from neuronexp.engine.plan import PlannedCell
+from neuronexp.results import arrow_table
+from neuronexp.results.files import write_job_tables
 
 
 def _cells() -> list[PlannedCell]:

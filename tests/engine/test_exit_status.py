@@ -10,10 +10,10 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 import neuronexp
-from neuronexp.results import arrow_table
-from neuronexp.results.files import write_job_tables
 from neuronexp.engine.plan import PlannedCell
 from neuronexp.engine.sweeper import Outcome, SweepContext, _run
+from neuronexp.results import arrow_table
+from neuronexp.results.files import write_job_tables
 
 
 class RowWriter:

@@ -16,9 +16,9 @@ import pytest
 import neuronexp
 from helpers import FAST, console_script
 from helpers.hostile import write_hostile_layers
+from neuronexp.engine.lock import locked
 from neuronexp.host.threads import host_cpus
 from neuronexp.results.files import read_arrow
-from neuronexp.engine.lock import locked
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 PAIR = ["module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]"]

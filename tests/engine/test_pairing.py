@@ -11,8 +11,8 @@ import pytest
 import neuronexp
 from helpers import FAST, run_cli
 from neuronexp.analysis.baseline import parse_baseline
-from neuronexp.engine.units import plan_units, unpaired_reason
 from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.units import plan_units, unpaired_reason
 
 
 def _cell(

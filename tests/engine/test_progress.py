@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from helpers import FAST, run_cli, run_dirs
-from neuronexp.results.files import PHASE_FILE, read_phase, write_phase
 from neuronexp.engine.plan import PlannedCell
 from neuronexp.engine.progress import SweepProgress, eta_text, fit
+from neuronexp.results.files import PHASE_FILE, read_phase, write_phase
 
 
 def _cells(n: int) -> list[PlannedCell]:
