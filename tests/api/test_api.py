@@ -1,0 +1,107 @@
+"""The Python API (neuronexp.run, neuronexp.sweep) on the command line's engine: the tables it returns are the ones
+neuronexp.load reads back, modules from Python's memory are profiled and timed paired against a baseline module,
+and mistakes are the command line's one-line errors, raised as NeuronexpError before anything is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+import neuronexp
+from helpers import FAST
+
+CPU = [*FAST, "backend=cpu", "input.dtype=float32", "roofline.probe=off"]
+
+
+class Naive(torch.nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class Fused(Naive):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.rms_norm(x, (x.shape[-1],), self.weight, 1e-6)
+
+
+def test_run_returns_the_tables_load_reads_back(tmp_path: Path) -> None:
+    res = neuronexp.run("module=rmsnorm_fused", *CPU, out=tmp_path / "one")
+    assert list(res.cells["module"]) == ["rmsnorm_fused"] and list(res.cells["status"]) == ["ok"]
+    assert res.cells.iloc[0]["module_source"] == "config" and len(res.samples) >= 3 and len(res.ops) > 0
+    again = neuronexp.load(tmp_path / "one")
+    pd.testing.assert_frame_equal(res.ops.reset_index(drop=True), again.ops.reset_index(drop=True))
+    assert list(again.cells["run_id"]) == list(res.cells["run_id"])
+
+
+def test_sweep_times_a_group_paired_and_returns_the_aggregated_tables(tmp_path: Path) -> None:
+    out = tmp_path / "s"
+    res = neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", *CPU, baseline="rmsnorm_naive", out=out)
+    by = res.cells.set_index("module")
+    assert by.loc["rmsnorm_fused", "speedup_method"] == "paired"
+    assert by.loc["rmsnorm_fused", "timing_group"] == by.loc["rmsnorm_naive", "timing_group"]
+    assert (out / "results" / "summary.md").is_file() and len(neuronexp.load(out).cells) == 2
+
+
+def test_modules_from_memory_are_timed_paired_against_the_baseline_module(tmp_path: Path) -> None:
+    naive = Naive(64)
+    before = {k: v.clone() for k, v in naive.state_dict().items()}
+    res = neuronexp.sweep(
+        *[a for a in CPU if not a.startswith(("input.shape", "input.dtype"))],
+        modules={"naive": naive, "fused": Fused(64)},
+        baseline="naive",
+        inputs=lambda: (torch.randn(1, 8, 64),),
+        out=tmp_path / "mem",
+    )
+    by = res.cells.set_index("module")
+    assert set(by.index) == {"naive", "fused"} and set(by["module_source"]) == {"memory"}
+    assert by.loc["fused", "speedup_method"] == "paired" and by.loc["fused", "speedup_vs_baseline"] > 0
+    assert by.loc["fused", "output_match"]  # the same math: checked against the baseline module's output
+    assert by.loc["fused", "input_shape"] == "[1,8,64]" and by.loc["fused", "dtype"] == "float32"
+    assert "never reused" in by.loc["fused", "warnings"]
+    assert all(torch.equal(v, before[k]) for k, v in naive.state_dict().items()) and naive.training  # untouched
+    # Run again into the same directory: modules from memory have no code fingerprint, so nothing is reused.
+    again = neuronexp.sweep(
+        *[a for a in CPU if not a.startswith(("input.shape", "input.dtype"))],
+        modules={"naive": naive, "fused": Fused(64)},
+        baseline="naive",
+        inputs=(torch.randn(1, 8, 64),),
+        out=tmp_path / "mem",
+    )
+    assert set(again.cells["status"]) == {"ok"} and not set(again.cells["run_id"]) & set(res.cells["run_id"])
+
+
+@pytest.mark.parametrize(
+    ("call", "line"),
+    [
+        (lambda out: neuronexp.run("timing.iters=0", out=out), "timing.iters=0: must be an integer >= 1"),
+        (lambda out: neuronexp.run("module=a,b", out=out), "module=a,b"),
+        (lambda out: neuronexp.sweep("module=nosuch", out=out), "module=nosuch: unknown option"),
+        (lambda out: neuronexp.sweep(modules={"x": object()}, inputs=(torch.ones(1),), out=out), "torch.nn.Module"),
+        (lambda out: neuronexp.sweep(modules={"x": Naive(4)}, inputs=(torch.ones(1, 4), 3), out=out), "forward"),
+        (lambda out: neuronexp.sweep(inputs=(torch.ones(1),), out=out), "inputs: given without modules"),
+    ],
+)
+def test_a_mistake_is_the_one_line_error_before_anything_is_written(tmp_path: Path, call, line: str) -> None:
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        call(tmp_path / "out")
+    assert line in str(raised.value) and "\n" not in str(raised.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_failing_cell_is_a_row_not_an_exception(tmp_path: Path) -> None:
+    res = neuronexp.run("module._target_=helpers.layers.Broken", *CPU, out=tmp_path / "bad")
+    assert list(res.cells["status"]) == ["error"] and res.cells.iloc[0]["error"]
+
+
+@pytest.mark.slow  # compiles one module (tens of seconds on 2 cores)
+def test_the_main_study_runs_from_python(tmp_path: Path) -> None:
+    res = neuronexp.sweep("+experiment=rmsnorm_sweep", *CPU, out=tmp_path / "study")
+    by = res.cells.set_index("module")
+    assert set(by.index) == {"rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"}
+    assert set(by.loc[["rmsnorm_fused", "rmsnorm_compiled"], "speedup_method"]) == {"paired"}
