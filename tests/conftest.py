@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import CliResult, run_cli
+from helpers import CliResult, run_process
 from helpers.inproc import run_main
 from helpers.neuron_standin.fixture import fake_explorer, no_explorer, standin
 
@@ -72,6 +72,6 @@ def cli_process(tmp_path: Path):
     cell, the interpreter's own start-up and imports)."""
 
     def _run(*args: str, **kwargs) -> CliResult:
-        return run_cli(list(args), cwd=tmp_path, **kwargs)
+        return run_process(list(args), cwd=tmp_path, **kwargs)
 
     return _run

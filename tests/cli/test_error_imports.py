@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import run_process as run_cli
 
 HEAVY = ("torch", "pandas", "pyarrow", "matplotlib")
 
