@@ -100,7 +100,9 @@ def _invoke(
         raise _stopped_error(outcome.stopped)
     if outcome.stopped is not None and outcome.stopped.message:  # the launcher gave up: what finished is returned
         print(f"neuronexp: {outcome.stopped.message}", file=sys.stderr)
-    return outcome.results
+    from neuronexp.results import load, no_results
+
+    return load(outcome.directory) if outcome.directory is not None else no_results()
 
 
 def _stopped_error(stopped: Stopped) -> BaseException:

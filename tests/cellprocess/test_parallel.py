@@ -1,9 +1,8 @@
-"""Parallel sweeps: device slots (unit), the joblib and submitit_local launchers end to end (a process of its own per
+"""Parallel sweeps: device slots (unit), hydra/launcher=parallel and submitit_local end to end (a process of its own per
 cell, forked from the fork server's template), and cells or workers killed mid-sweep."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -29,9 +28,6 @@ from neuronexp.host.threads import default_threads
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPU cores for 2 slots")
-JOBLIB = pytest.mark.skipif(
-    importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None, reason="pip install '.[parallel]'"
-)
 
 # A user layer for the end-to-end tests: building it takes a while (so two cells surely overlap), and with
 # PROBE_PARK set its forward on 32-wide inputs records its pid and its supervisor's (the launcher worker) and waits
@@ -213,7 +209,6 @@ def basic_sweep(tmp_path_factory: pytest.TempPathFactory) -> neuronexp.Results:
 
 
 @TWO_CPUS
-@JOBLIB
 @pytest.mark.slow  # 17 s on the 2-core VM
 def test_parallel_sweep_places_cells_on_distinct_slots_with_the_basic_tables(cli, tmp_path: Path, basic_sweep) -> None:
     (tmp_path / "probe.py").write_text(PROBE)
@@ -302,7 +297,6 @@ def _rerun(cli, tmp_path: Path) -> neuronexp.Results:
 
 
 @TWO_CPUS
-@JOBLIB
 @pytest.mark.slow  # 22 s on the 2-core VM
 def test_a_killed_cell_is_an_error_row_a_killed_worker_stops_the_sweep_and_resume_finishes_both(
     cli, tmp_path: Path

@@ -3,7 +3,6 @@ and the honest profile (cycles, dispatched vs executed ops, Python frames, memor
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,9 +15,6 @@ from neuronexp.config.noise import NoiseConfig
 from neuronexp.host.allocator import malloc_name
 
 GLIBC = malloc_name().startswith("glibc")
-JOBLIB = pytest.mark.skipif(
-    importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None, reason="pip install '.[parallel]'"
-)
 
 # A layer whose calls get 4x slower after its 8th call: the first timing round is fast, the second slow, as if
 # another process had taken the core half-way through the cell.
@@ -110,7 +106,6 @@ def test_bad_measurement_keys_are_one_line(cli, tmp_path: Path, override: str, f
     assert not run_dirs(tmp_path) or not any(run_dirs(tmp_path)[0].glob("*.parquet"))
 
 
-@JOBLIB
 @pytest.mark.slow  # 9 s on the 2-core VM
 def test_fresh_cell_processes_get_their_allocator_before_python_starts(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"

@@ -129,7 +129,7 @@ def test_a_real_sweep_is_timed_paired_and_a_partial_rerun_says_what_is_unpaired(
     assert "†" in res.stdout and "unpaired" in res.stdout
 
 
-@pytest.mark.slow  # a real sweep under the joblib launcher (about 10 s)
+@pytest.mark.slow  # a real sweep under submitit's local launcher (about 10 s)
 def test_a_launcher_that_runs_a_cell_a_process_gives_unpaired_speedups_and_says_so(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     res = run_cli(
@@ -139,8 +139,7 @@ def test_a_launcher_that_runs_a_cell_a_process_gives_unpaired_speedups_and_says_
             "baseline=rmsnorm_naive",
             *FAST,
             "roofline.probe=off",
-            "hydra/launcher=joblib",
-            "hydra.launcher.n_jobs=1",
+            "hydra/launcher=submitit_local",
             f"hydra.sweep.dir={out}",
         ],
         cwd=tmp_path,

@@ -16,7 +16,6 @@ from omegaconf import OmegaConf
 import neuronexp.config.compose  # noqa: F401  (registers the schema, `base_config`)
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
 
 
 def _compose(*overrides: str):

@@ -56,4 +56,4 @@ class NeuronexpSweeper(Sweeper):
         outcome = run(context)
         if outcome.stopped is not None:  # the exit status (cli.main)
             raise outcome.stopped
-        return outcome.results
+        return outcome.directory

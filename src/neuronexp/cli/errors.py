@@ -13,10 +13,9 @@ from neuronexp.config import ConfigError
 from neuronexp.config.validate import schema_keys
 from neuronexp.formatting import first_line, yaml_error_line
 
-# Launchers of optional extras, named when they are not installed (hydra/launcher=parallel builds on joblib).
+# Launchers of optional extras, named when they are not installed (hydra/launcher=parallel needs none).
 LAUNCHER_PLUGINS = {
-    name: f"; install it with pip install 'neuronexp[{extra}]'"
-    for name, extra in (("joblib", "parallel"), ("submitit_local", "slurm"), ("submitit_slurm", "slurm"))
+    name: "; install it with pip install 'neuronexp[slurm]'" for name in ("submitit_local", "submitit_slurm")
 }
 
 

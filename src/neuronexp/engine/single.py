@@ -38,9 +38,7 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
             f"dry run: 1 cell, run_id {cell.run_id}: {cell.label}".rstrip()
             + " (nothing is run; run it without sweep.dry_run to measure)"
         )
-        from neuronexp.results import no_results
-
-        return Outcome(no_results())
+        return Outcome(None)
     # Imported once the cell is planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.job import reused
     from neuronexp.report.terminal import print_cell
@@ -51,7 +49,7 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
         invocation.begin()  # this run's identity, in every row it writes
         results = reused(run_dir, cell) or _measure(cell, run_dir, ctx.in_process)
         print_cell(results, run_dir)
-    return Outcome(results, Stopped(1) if results.cells.iloc[0]["status"] == "error" else None)
+    return Outcome(run_dir, Stopped(1) if results.cells.iloc[0]["status"] == "error" else None)
 
 
 def _timeout_asked(overrides: list[str]) -> bool:

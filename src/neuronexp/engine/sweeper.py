@@ -29,7 +29,6 @@ from neuronexp.formatting import first_line
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
     from neuronexp.engine.progress import SweepProgress
-    from neuronexp.results import Results
 
 log = logging.getLogger("neuronexp.engine")
 
@@ -52,10 +51,10 @@ class SweepContext:
 
 @dataclass
 class Outcome:
-    """What an invocation left: its tables (empty for a dry run), and how it stopped when not with every cell ok
-    (the command line's exit status; Python's caller gets the tables and the error rows in them)."""
+    """What an invocation left: the directory it wrote (None for a dry run), and how it stopped when not with every
+    cell ok (the command line's exit status; Python's caller reads the tables there, error rows and all)."""
 
-    results: Results
+    directory: Path | None
     stopped: Stopped | None = None
 
 
@@ -83,9 +82,7 @@ def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
     if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
         cells = _plan(ctx, jobs)
         print("\n".join(dry_run_lines(cells, sweep_dir(ctx.master), ctx.master)))
-        from neuronexp.results import no_results
-
-        return Outcome(no_results())
+        return Outcome(None)
     with _cell_processes(ctx) as server:  # started first: its `import torch` overlaps the planning
         return _run(ctx, _plan(ctx, jobs), server)
 
@@ -110,7 +107,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
     from neuronexp.engine.resume import assign
-    from neuronexp.results import JOBS_MANIFEST, invocation, read_any
+    from neuronexp.results import JOBS_MANIFEST, invocation
     from neuronexp.results.files import write_json
 
     where = sweep_dir(ctx.master)
@@ -130,7 +127,7 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
         with SweepProgress(where, cells, reused) as progress:
             stopped = _execute_or_stop(ctx, cells, todo, progress)
         stopped = _finish(ctx, cells, reused, stopped)
-    return Outcome(read_any(where).results, stopped)
+    return Outcome(where, stopped)
 
 
 def _execute_or_stop(
