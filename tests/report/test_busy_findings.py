@@ -143,3 +143,14 @@ def test_in_a_paired_group_a_tie_is_decided_by_the_per_pair_ratio() -> None:
     cells, samples = _paired_tables({"rmsnorm_naive": 100.0, "rmsnorm_fused": 66.0, "rmsnorm_compiled": 60.0}, set())
     (line,) = findings(cells, samples, {})
     assert line.startswith("[1,8,64]: rmsnorm_compiled fastest (") and "ties with" not in line
+
+
+def test_without_a_baseline_each_noisy_cell_gets_its_own_line_not_the_same_line_twice() -> None:
+    # Every cell is its own group without a baseline: each noisy one said "[1,8,64]: every cell is noisy, no
+    # finding", so a sweep of two noisy cells printed that line twice (issue 32).
+    cells, samples = _tables(("[1,8,64]",))
+    cells = cells[cells["module"] != "rmsnorm_fused"].assign(baseline_run_id=None)
+    lines = findings(cells, samples, {})
+    groups = [ln for ln in lines if ln.startswith("[1,8,64]")]
+    assert groups == ["[1,8,64]: rmsnorm_naive is noisy, no finding", "[1,8,64]: rmsnorm_compiled is noisy, no finding"]
+    assert len(set(lines)) == len(lines)
