@@ -72,3 +72,17 @@ def test_the_console_script_says_it_in_one_line_and_exits_2(tmp_path: Path) -> N
     result = run_cli(["module=1.5"], cwd=tmp_path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert result.stderr.startswith("neuronexp: error: module=1.5: unknown option"), result.stderr[-2000:]
+
+
+def test_inside_a_running_hydra_the_options_come_from_its_own_config_loader(tmp_path: Path) -> None:
+    from hydra import initialize_config_dir
+
+    from neuronexp.cli.errors import user_error_line
+
+    (tmp_path / "module").mkdir()
+    (tmp_path / "module" / "mine.yaml").write_text("_target_: torch.nn.Identity\n")
+    (tmp_path / "config.yaml").write_text("defaults:\n  - module: mine\n")
+    error = ValueError("Config group override must be a string or a list. Got float")
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
+        line = user_error_line(error, ["module=1.5"])
+    assert line == "module=1.5: unknown option (1.5 reads as a number, not a config's name); allowed: one of mine"

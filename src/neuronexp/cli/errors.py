@@ -75,7 +75,10 @@ def _group_options(group: str, argv: list[str]) -> str | None:
     """The options of config group `group` (`+group` to add it) where Hydra looks for them (neuronexp's configs,
     --config-dir), from Hydra's own error for a missing option; None when `group` is not a config group."""
     from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
 
+    if GlobalHydra.instance().is_initialized():  # raised inside Hydra's run: its loader has the run's search path
+        return ", ".join(GlobalHydra.instance().config_loader().get_group_options(group.lstrip("+"))) or None
     dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-cd", "--config-dir")]
     dirs += [a.split("=", 1)[1] for a in argv if a.startswith("--config-dir=")]
     search = ",".join(f"'file://{os.path.abspath(d)}'" for d in dirs)
