@@ -9,6 +9,7 @@ from neuronexp.cell.group import run_cells
 from neuronexp.config import CellSpec
 from neuronexp.config.schema import (
     BackendName,
+    CompileConfig,
     CorrectnessConfig,
     DType,
     InputConfig,
@@ -71,3 +72,20 @@ def test_a_cell_that_does_not_fit_beside_its_group_is_timed_alone_and_says_so(tm
         not (tmp_path / "second" / "error.log").exists()
         or "MemoryError" in (tmp_path / "second" / "error.log").read_text()
     )
+
+
+def test_a_group_of_compiled_cells_compiles_each_once_with_one_dynamo_reset(tmp_path: Path) -> None:
+    # A Dynamo reset between the cells of a group would drop the earlier cells' compiled code: they would compile
+    # again in the middle of the timed pass. Two modules (two graphs), compiled with the eager backend (cheap).
+    import torch._dynamo.utils
+
+    compiled = [_spec("naive", RMSNORM), _spec("fused", {**RMSNORM, "_target_": "neuronexp.modules.FusedRMSNorm"})]
+    for spec in compiled:
+        spec.config.compile = CompileConfig(enabled=True, backend="eager")
+    dirs = [tmp_path / s.run_id for s in compiled]
+    for d in dirs:
+        d.mkdir()
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    naive, fused = run_cells(compiled, dirs)
+    assert naive.cells["status"].iloc[0] == fused.cells["status"].iloc[0] == "ok"
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] - graphs == 2  # one graph each, compiled once

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -154,3 +155,22 @@ def test_a_compiled_cell_says_it_has_no_time_per_module(tmp_path: Path) -> None:
     assert cell["status"] == "ok", cell["error"]
     assert "profiler.modules: time per module is for eager cells" in cell["warnings"]
     assert results.modules.empty and not (tmp_path / "modules.parquet").exists()
+
+
+def test_device_times_from_another_source_are_summed_over_the_active_steps_like_the_cycles_own() -> None:
+    # A cycle holds its modules' times summed over its active steps (module_rows divides by them); a per-step figure
+    # from another source (Neuron Explorer) is shared out by calls, then counted for every active step too.
+    from neuronexp.cell.modules import ModuleCycle, fill_module_device_times
+
+    cycle = ModuleCycle()
+    cycle.op_calls = {"block.a": Counter({"aten::mul": 2}), "block.b": Counter({"aten::mul": 1, "aten::add": 1})}
+    fill_module_device_times([cycle], {"aten::mul": 30.0, "aten::add": 6.0}, active=3)
+    assert cycle.self_device_us == {"block.a": 60.0, "block.b": 30.0 + 18.0}
+    assert sum(cycle.self_device_us.values()) == (30.0 + 6.0) * 3
+
+
+def test_the_median_cycle_of_an_even_count_is_the_lower_middle() -> None:
+    from neuronexp.cell.module_rows import median_cycle
+
+    assert median_cycle([4.0, 1.0, 3.0, 2.0]) == 3  # step times sorted 1, 2, 3, 4: the cycle of 2.0
+    assert median_cycle([5.0, 1.0, 3.0]) == 2 and median_cycle([7.0]) == 0

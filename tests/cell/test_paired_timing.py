@@ -4,6 +4,8 @@ its pair index, short calls are timed in blocks, and the per-pair ratio cancels 
 from __future__ import annotations
 
 import itertools
+import time
+import types
 
 import numpy as np
 import pytest
@@ -78,6 +80,28 @@ def test_short_paired_calls_are_timed_in_blocks_and_long_ones_call_by_call() -> 
     assert len(short_stats.samples_us) == len(long_stats.samples_us) == 10
     # Blocks are timed on the wall clock (the scripted figure sized them); each sample is one block's mean.
     assert calls["short"] == 1 + 4 * 10 and calls["long"] == 1 + 10
+
+
+def test_a_block_sample_is_the_time_per_call_not_the_blocks_total(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fake wall clock that each short call advances by 2.5 µs (and the long one by 100 µs): a block of four short
+    # calls lasts 10 µs on it, and its sample must say 2.5 µs a call, as the long call's says 100 µs.
+    import neuronexp.cell.timing as timing
+
+    clock = {"ns": 0}
+
+    def advancing(us: float):
+        def call() -> float:
+            clock["ns"] += int(us * 1000)
+            return us
+
+        return call
+
+    fake = types.SimpleNamespace(**{n: getattr(time, n) for n in ("perf_counter", "sleep")})
+    fake.perf_counter_ns = lambda: clock["ns"]
+    monkeypatch.setattr(timing, "time", fake)
+    short, long = time_calls([advancing(2.5), advancing(100.0)], Clocked(), _cfg(iters=10, min_iters=10, rounds=1))
+    assert short.block == 4 and long.block == 1
+    assert short.samples_us == [2.5] * 10 and long.samples_us == [100.0] * 10
 
 
 def test_the_per_pair_ratio_cancels_a_drift_that_unpaired_medians_do_not() -> None:

@@ -54,9 +54,13 @@ def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
 
 
 def test_there_are_never_more_rounds_than_samples_asked_for() -> None:
+    calls: list[int] = []
     cfg = TimingConfig(min_seconds=0, warmup=0, iters=4, min_iters=4, rounds=20, round_gap_s=0.0, max_seconds=60)
-    stats = time_callable(lambda: None, ScriptedBackend([5.0, 6.0, 7.0, 8.0]), cfg)
+    stats = time_callable(lambda: calls.append(1), ScriptedBackend([5.0, 6.0, 7.0, 8.0]), cfg)
     assert stats.rounds == [0, 1, 2, 3] and stats.samples_us == [5.0, 6.0, 7.0, 8.0]
+    # Four rounds, not twenty empty ones: four host references, one warm call before each round after the first.
+    assert stats.host is not None and len(stats.host.dispatch_us) == 4
+    assert len(calls) == 4 + 3
 
 
 def test_each_round_gets_its_share_of_the_time_budget() -> None:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -92,26 +93,31 @@ def test_slots_that_do_not_fit_say_which_key_to_change(kind, devices, per, pool,
         plan_slots(kind, devices, per, pool, [0, 1])
 
 
-def _hold(slots: list[Slot], lock_dir: str, log: str, hold_s: float) -> None:
+def _hold(slots: list[Slot], lock_dir: str, log: str, hold_s: float, meet: Any = None) -> None:
     with hold_slot(slots, Path(lock_dir), poll_s=0.01) as slot:
-        start = time.monotonic()
+        start = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process of the machine
+        if meet is not None:
+            meet.wait()  # held until another process holds a slot too (a Barrier of two): both at the same moment
         time.sleep(hold_s)
         with open(log, "a") as f:
             f.write(json.dumps([slot.index, start, time.monotonic()]) + "\n")
 
 
 def test_concurrent_processes_never_share_a_slot(tmp_path: Path) -> None:
-    # 1. Six processes compete for two slots at once; 2. each logs the interval it held its slot;
-    # 3. per slot, the intervals must not overlap, and both slots must have been used.
+    # Six processes compete for two slots; each holds its slot until a second process holds one too (a barrier of
+    # two), so holders meet in pairs whatever the load: if they could share a slot, a pair would be on one slot;
+    # if the second slot were never handed out, no second holder would come and the barrier would time out.
+    # Per slot, the intervals held (one clock for all processes) must never overlap.
     slots = plan_slots("cpu", 2, 1, ["0", "1"], [0, 1])
     log = tmp_path / "held.jsonl"
     ctx = mp.get_context("fork")
-    procs = [ctx.Process(target=_hold, args=(slots, str(tmp_path / "locks"), str(log), 0.15)) for _ in range(6)]
+    meet = ctx.Barrier(2, timeout=60)
+    procs = [ctx.Process(target=_hold, args=(slots, str(tmp_path / "locks"), str(log), 0.05, meet)) for _ in range(6)]
     for p in procs:
         p.start()
     for p in procs:
-        p.join(30)
-    assert all(p.exitcode == 0 for p in procs)
+        p.join(120)
+    assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
     held = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(held) == 6 and {h[0] for h in held} == {0, 1}
     for index in (0, 1):

@@ -56,3 +56,14 @@ def test_builtin_and_installed_targets_have_one_and_do_not_follow_installed_pack
     start = time.perf_counter()
     code_fingerprint("torch.nn.LayerNorm")  # torch.nn's __init__ only: torch's thousands of files are not read
     assert time.perf_counter() - start < 2.0
+
+
+def test_a_nested_class_is_fingerprinted_with_the_file_it_is_defined_in(project: Path) -> None:
+    # `mypkg.nested.Outer.Inner`: Hydra locates it in the module mypkg.nested (the longest prefix that is a module),
+    # so editing that file must make a new cell, as for a top-level class.
+    layer = "import torch\n\nclass Outer:\n    class Inner(torch.nn.Module):\n        def forward(self, x):\n"
+    (project / "mypkg" / "nested.py").write_text(layer + "            return x\n")
+    before = code_fingerprint("mypkg.nested.Outer.Inner")
+    assert before != code_fingerprint("no_such_module.Outer.Inner")  # the file is hashed, not only the versions
+    _edit(project / "mypkg" / "nested.py", layer + "            return x * 2\n")
+    assert code_fingerprint("mypkg.nested.Outer.Inner") != before

@@ -82,6 +82,20 @@ class Broken(torch.nn.Module):
         raise ValueError("this layer is broken")
 
 
+class RaisesAfter(torch.nn.Module):
+    """Runs `calls` calls, then raises at every later one: past its first call, in the warm-up or timing."""
+
+    def __init__(self, calls: int = 1) -> None:
+        super().__init__()
+        self.calls, self.made = calls, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.made += 1
+        if self.made > self.calls:
+            raise RuntimeError(f"gave up after {self.calls} calls")
+        return x * 2
+
+
 # Modules a test built itself and inspects afterwards, by key: a cell builds its module from its config alone
 # (cell.build), so a test hands an instance over as `module: handed(instance)`.
 _HANDED: dict[str, nn.Module] = {}

@@ -197,7 +197,7 @@ def add_speedups(cells: pd.DataFrame, baseline: Baseline | None, samples: pd.Dat
     if samples is None:
         return cells
     table = speedup_table(cells, samples).set_index("run_id")
-    at = cells["run_id"].astype(str).map(lambda r: r in table.index)
+    at = cells["run_id"].astype(str).isin(table.index)  # boolean whatever the rows (a map over none gives str)
     runs = cells.loc[at, "run_id"].astype(str)
     cells.loc[at, "speedup_vs_baseline"] = runs.map(table["speedup"]).to_numpy(float)
     cells.loc[at, "speedup_ci_low"] = runs.map(table["ci_low"]).to_numpy(float)

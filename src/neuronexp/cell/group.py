@@ -16,11 +16,12 @@ import torch
 
 from neuronexp.cell.build import timing_config
 from neuronexp.cell.run import CellRun
-from neuronexp.cell.timing import time_calls
+from neuronexp.cell.timing import CallFailed, LatencyStats, time_calls
 from neuronexp.config import CellSpec
 from neuronexp.host import allocator
 from neuronexp.host.threads import default_threads
 from neuronexp.results import Results
+from neuronexp.results.files import write_phase
 
 
 def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | None = None) -> list[Results]:
@@ -67,9 +68,48 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
 
 
 def _time_and_finish(live: list[tuple[CellRun, Callable[[], object]]], asked: int, unpaired_note: str | None) -> None:
+    """Time the live cells together, then finish each. A cell whose call raises during the timed pass (warm-up
+    included) gets its error row, and the others are timed again without it (their samples must not straddle it)."""
+    while live:
+        try:
+            stats = _timed_pass(live)
+        except CallFailed as failed:  # that cell's failure: its row says its own error
+            broken, error = [live[failed.index]], failed.__cause__ or failed
+        except Exception as exc:  # no one call's (a device error seen at a synchronize): every cell of the pass
+            broken, error = list(live), exc
+        else:
+            _finish_timed(live, stats, asked, unpaired_note)
+            return
+        for run, _ in broken:
+            run.fail(error, during="timing")
+            run.finish(None)
+        live = [cell for cell in live if cell not in broken]
+
+
+def _finish_timed(
+    live: list[tuple[CellRun, Callable[[], object]]], stats: list[LatencyStats], asked: int, unpaired_note: str | None
+) -> None:
+    group = uuid.uuid4().hex[:12] if len(live) > 1 else None
+    for (run, _), latency in zip(live, stats):
+        run.timing_group = group
+        if len(live) < asked and asked > 1:
+            run.notes.append(
+                f"timed paired with {len(live) - 1} of the {asked - 1} other cells of its group "
+                "(the others failed before or during timing)"
+                if len(live) > 1
+                else "timed alone: the other cells of its group failed before or during timing"
+            )
+        if unpaired_note and len(live) == 1:
+            run.notes.append(unpaired_note)
+        run.finish(latency)
+
+
+def _timed_pass(live: list[tuple[CellRun, Callable[[], object]]]) -> list[LatencyStats]:
     first = live[0][0]
     backend = first.backend
     assert backend is not None
+    for run, _ in live:
+        write_phase(run.out_dir, "timing")
     modes = {type(run.grad()) for run, _ in live}
     if len(modes) == 1:  # the usual case: one grad mode for the whole pass, entered once
         grad = first.grad()
@@ -77,24 +117,10 @@ def _time_and_finish(live: list[tuple[CellRun, Callable[[], object]]], asked: in
     else:  # cells of one group asking for different grad modes: each call in its own
         grad = contextlib.nullcontext()
         calls = [_in_grad(run, call) for run, call in live]
-    group = uuid.uuid4().hex[:12] if len(live) > 1 else None
     # Moving inputs between rounds is measured on the host only (cell.build.Built.relocate); a device keeps its own.
     moves = [run.built.relocate for run, _ in live if run.built is not None] if backend.relocates_inputs else None
     with grad:
-        stats = time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)
-    for (run, _), latency in zip(live, stats):
-        run.timing_group = group
-        if len(live) < asked and asked > 1:
-            run.notes.append(
-                f"timed paired with {len(live) - 1} of the {asked - 1} other cells of its group "
-                "(the others failed before timing)"
-                if len(live) > 1
-                else "timed alone: the other cells of its group failed before timing"
-            )
-        if unpaired_note and len(live) == 1:
-            run.notes.append(unpaired_note)
-        run.finish(latency)
-    del calls
+        return time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)
 
 
 def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:

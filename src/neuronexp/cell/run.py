@@ -109,11 +109,17 @@ class CellRun:
         except ConfigError as exc:
             self.error = str(exc)
         except (Exception, SystemExit) as exc:  # failures are data: the sweep goes on with an error row
-            self.error = _error_text(exc)
-            self.out_of_memory = isinstance(exc, (MemoryError, torch.OutOfMemoryError))
-            atomic_write_text(self.out_dir / ERROR_LOG, traceback.format_exc())  # the row keeps one line, this the rest
-            # The same traceback in the job's log only (cell.joblog), so the terminal keeps the one-line error.
-            trace_log.error("cell %s failed: %s", self.spec.run_id, self.error, exc_info=True)
+            self.fail(exc)
+
+    def fail(self, exc: BaseException, during: str | None = None) -> None:
+        """`exc` is this cell's failure: its root cause in one line for the row (`during`: the step it broke in,
+        when not the build or first call), its traceback in error.log."""
+        self.error = _error_text(exc) + (f" (during {during})" if during else "")
+        self.out_of_memory = isinstance(exc, (MemoryError, torch.OutOfMemoryError))
+        # The row keeps one line, error.log the rest.
+        atomic_write_text(self.out_dir / ERROR_LOG, "".join(traceback.format_exception(exc)))
+        # The same traceback in the job's log only (cell.joblog), so the terminal keeps the one-line error.
+        trace_log.error("cell %s failed: %s", self.spec.run_id, self.error, exc_info=exc)
 
     def finish(self, latency: LatencyStats | None) -> Results:
         """Profile, measure the limits, write the rows and files; the cell's tables."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +102,23 @@ BLOCK_US = 10.0
 _MAX_BLOCK = 1000
 
 
+class CallFailed(Exception):
+    """One of the timed calls raised (during warm-up, a round's warm call or a sample): `index` says which; the
+    error itself is the `__cause__`. cell.group makes it that cell's error row and times the others again."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"timed call {index} raised")
+        self.index = index
+
+
+@contextmanager
+def _blamed(index: int) -> Iterator[None]:
+    try:
+        yield
+    except (Exception, SystemExit) as exc:  # a layer's sys.exit is its failure too (cell.run)
+        raise CallFailed(index) from exc
+
+
 def time_callable(fn: Callable[[], Any], backend: Backend, cfg: TimingConfig) -> LatencyStats:
     """One cell's timed pass: `time_calls` with nothing to pair it with."""
     return time_calls([fn], backend, cfg)[0]
@@ -153,17 +171,7 @@ def time_calls(
     """
     n = len(calls)
     rng = np.random.default_rng(seed)
-    deadline = time.perf_counter() + cfg.max_seconds * n
-    warmup_calls = 0
-    warm_us = [math.nan] * n
-    while warmup_calls < cfg.warmup and (warmup_calls < backend.min_warmup_calls or time.perf_counter() < deadline):
-        for j, fn in enumerate(calls):
-            if n > 1:  # the last warm-up pass sizes the blocks
-                warm_us[j] = backend.time_call(fn)
-            else:
-                fn()
-        warmup_calls += 1
-    backend.synchronize()
+    warmup_calls, warm_us = _warm_up(calls, backend, cfg)
     blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
     rounds = max(1, min(cfg.rounds, cfg.iters))  # never more rounds than samples asked for: iters=5 is 5 samples
     minimum = _per_round(cfg.min_iters, rounds)
@@ -182,11 +190,13 @@ def time_calls(
             if r and cfg.round_gap_s > 0:
                 time.sleep(cfg.round_gap_s)
             if moved:
-                for move in relocate or ():
-                    move(int(rng.integers(_SPACER_STEPS)) * _SPACER_STEP)
+                for j, move in enumerate(relocate or ()):
+                    with _blamed(j):
+                        move(int(rng.integers(_SPACER_STEPS)) * _SPACER_STEP)
             if moved or r:  # after the move, or the last round's reference and the pause: a round starts warm
-                for fn in calls:
-                    fn()
+                for j, fn in enumerate(calls):
+                    with _blamed(j):
+                        fn()
                 backend.synchronize()
             started = time.perf_counter()
             deadline, long_enough = started + budget, started + min(cfg.min_seconds, cfg.max_seconds) * n / rounds
@@ -194,7 +204,8 @@ def time_calls(
             target = cfg.iters // rounds + (r < cfg.iters % rounds)  # iters in all: 30 in 20 rounds, 2 then 1
             while taken < target or time.perf_counter() < long_enough:
                 for j in rng.permutation(n) if n > 1 else (0,):
-                    samples[j].append(_sample(calls[j], backend, blocks[j]))
+                    with _blamed(int(j)):  # around the sample, not in it: the clock never sees the guard
+                        samples[j].append(_sample(calls[j], backend, blocks[j]))
                     labels[j].append(r)
                     pairs[j].append(pair)
                 pair += 1
@@ -212,3 +223,20 @@ def time_calls(
         stats.activity, stats.host = activity, reference.times
         out.append(stats)
     return out
+
+
+def _warm_up(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig) -> tuple[int, list[float]]:
+    """The warm-up passes made (see time_calls), and each call's time in the last one when there are several."""
+    n = len(calls)
+    deadline = time.perf_counter() + cfg.max_seconds * n
+    made, warm_us = 0, [math.nan] * n
+    while made < cfg.warmup and (made < backend.min_warmup_calls or time.perf_counter() < deadline):
+        for j, fn in enumerate(calls):
+            with _blamed(j):
+                if n > 1:  # the last warm-up pass sizes the blocks
+                    warm_us[j] = backend.time_call(fn)
+                else:
+                    fn()
+        made += 1
+    backend.synchronize()
+    return made, warm_us

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 from neuronexp.backends.table import HOST
+from neuronexp.cellprocess.cell_log import capped_output
 from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV
 
 T = TypeVar("T")
@@ -122,24 +123,27 @@ def enter_cell_process(request: ForkRequest, template: int) -> None:
 
 
 def run_work(request: ForkRequest) -> NoReturn:
-    """Call the request's `entry(argument)` and exit with its return value (0 for None).
+    """Call the request's `entry(argument)` and exit with its return value (0 for None), its output capped in the
+    request's log (cellprocess.cell_log).
 
     `os._exit`: the template's atexit handlers and buffers are not this process's to run or flush.
     """
     code = 1
     try:
+        with capped_output(request.log):
+            code = _call(request)
+    finally:
+        os._exit(code)
+
+
+def _call(request: ForkRequest) -> int:
+    try:
         entry, argument = pickle.loads(request.work)
-        code = int(entry(argument) or 0)
+        return int(entry(argument) or 0)
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, int) and exc.code is not None:
             print(exc.code, file=sys.stderr)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:
         traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(code)
+        return 1

@@ -121,8 +121,9 @@ def _open(path: Path) -> int:
 
 
 def check_lock_dir(value: str | None) -> None:
-    """Raises ConfigError when the slot locks' directory (`launcher.lock_dir`, or the default) cannot hold them:
-    checked before the first cell, since a cell that cannot take its slot has no terminal to say so on."""
+    """Raises ConfigError when the slot locks' directory (`launcher.lock_dir`, or the default) cannot hold them, or
+    holds a link, a FIFO or a device under a lock's name: checked before the first cell, since a cell that cannot
+    take its slot has no terminal to say so on."""
     from neuronexp.config import ConfigError
 
     root = Path(value) if value else default_lock_dir()
@@ -141,6 +142,19 @@ def check_lock_dir(value: str | None) -> None:
             str(value or root),
             f"{probe} is not writable by this user; choose a directory this user can write",
         )
+    for path in sorted(root.glob("*.lock")) if probe == root else ():
+        try:
+            kind = stat.S_IFMT(os.lstat(path).st_mode)
+        except OSError:  # gone meanwhile
+            continue
+        if kind != stat.S_IFREG:  # put there by someone: a cell would find its slot's lock unusable (_open)
+            what = {stat.S_IFLNK: "a symbolic link", stat.S_IFIFO: "a FIFO"}.get(kind, "not a regular file")
+            raise ConfigError(
+                "launcher.lock_dir",
+                str(value or root),
+                f"the slot lock {path} is {what}, not a lock file neuronexp made; remove it, or set "
+                "launcher.lock_dir to a directory of your own",
+            )
 
 
 def _lock(path: Path) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import yaml
@@ -26,6 +27,8 @@ def user_error_line(exc: BaseException, argv: list[str] | None = None) -> str | 
     often names only the token it stopped at)."""
     if isinstance(exc, ConfigError):
         return str(exc)
+    if isinstance(exc, ValueError) and str(exc).startswith(_GROUP_VALUE) and (bad := _group_value(argv or [])):
+        return bad
     if isinstance(exc, (OverrideParseException, ValueError)) and (bad := _unparsable(argv or [])) is not None:
         return bad
     if (bad_yaml := _yaml_error(exc)) is not None:  # a user's config file that does not parse
@@ -34,6 +37,57 @@ def user_error_line(exc: BaseException, argv: list[str] | None = None) -> str | 
         return _missing_option_line(str(exc), exc)
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         return _hydra_error_line(str(exc), exc.__cause__)
+    return None
+
+
+# Hydra's error for a config group's value that its grammar reads as a number, a boolean or null (`module=1.5`).
+_GROUP_VALUE = "Config group override must be a string"
+
+
+def _group_value(argv: list[str]) -> str | None:
+    """`module=1.5`, `module=inf`, `-m module=ident,nan`: the first override giving a config group a value that is
+    not a name, with the group's options; None when no override does."""
+    parser = OverridesParser.create()
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        try:
+            (override,) = parser.parse_overrides([arg])
+            values = list(override.sweep_iterator()) if override.is_sweep_override() else [override.value()]
+        except HydraException:  # unparsable, or a sweep only a config loader expands (glob): not this mistake
+            continue
+        group = override.key_or_group
+        bad = next((v for v in values if not isinstance(v, (str, list, dict))), "")
+        added = "+" if override.is_add() else ""
+        if "." in group or isinstance(bad, str) or (options := _group_options(added + group, argv)) is None:
+            continue  # a config key (it takes numbers), or not a group
+        text, kind = ("null", "null") if bad is None else (str(bad), "number")
+        if isinstance(bad, bool):
+            text, kind = text.lower(), "boolean"
+        return (
+            f"{group}={text}: unknown option ({text} reads as a {kind}, not a config's name); allowed: one of {options}"
+        )
+    return None
+
+
+def _group_options(group: str, argv: list[str]) -> str | None:
+    """The options of config group `group` (`+group` to add it) where Hydra looks for them (neuronexp's configs,
+    --config-dir), from Hydra's own error for a missing option; None when `group` is not a config group."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():  # raised inside Hydra's run: its loader has the run's search path
+        return ", ".join(GlobalHydra.instance().config_loader().get_group_options(group.lstrip("+"))) or None
+    dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-cd", "--config-dir")]
+    dirs += [a.split("=", 1)[1] for a in argv if a.startswith("--config-dir=")]
+    search = ",".join(f"'file://{os.path.abspath(d)}'" for d in dirs)
+    try:
+        with initialize_config_module(config_module="neuronexp.conf", version_base="1.3"):
+            compose(config_name="config", overrides=[f"{group}='?'", f"hydra.searchpath=[{search}]"])
+    except MissingConfigException as exc:
+        return ", ".join(exc.options or []) or None
+    except Exception:  # anything else: not a group whose options Hydra could list
+        return None
     return None
 
 

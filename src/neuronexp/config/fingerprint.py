@@ -19,7 +19,7 @@ def code_fingerprint(target: object) -> str:
     """A short hash of the code behind `module._target_` (what it covers: docs/guarantees.md)."""
     if not isinstance(target, str) or "." not in target:
         return _hash([], _versions())
-    return _fingerprint(target.rsplit(".", 1)[0], tuple(_user_roots()), _versions())
+    return _fingerprint(target, tuple(_user_roots()), _versions())
 
 
 @lru_cache(maxsize=1)  # installed versions do not change under a running process
@@ -39,17 +39,17 @@ def _user_roots() -> list[str]:
     return list(dict.fromkeys(os.path.realpath(r) for r in roots))
 
 
-# (module, roots, versions) → (the files' stat signature, fingerprint): a sweep asks once per cell, and the files
+# (target, roots, versions) → (the files' stat signature, fingerprint): a sweep asks once per cell, and the files
 # are read again only when one of them changed (a long-lived process, such as a test session, sees an edit).
 _CACHE: dict[tuple[str, tuple[str, ...], tuple[str, str]], tuple[tuple[tuple[str, int, int], ...], str]] = {}
 
 
-def _fingerprint(module: str, roots: tuple[str, ...], versions: tuple[str, str]) -> str:
-    key = (module, roots, versions)
+def _fingerprint(target: str, roots: tuple[str, ...], versions: tuple[str, str]) -> str:
+    key = (target, roots, versions)
     cached = _CACHE.get(key)
     if cached is not None and cached[0] == _signature(p for p, _, _ in cached[0]):
         return cached[1]
-    files = _files(module, roots)
+    files = _files(target, roots)
     _CACHE[key] = (_signature(str(p) for p in files), _hash(sorted(files.items()), versions))
     return _CACHE[key][1]
 
@@ -65,10 +65,10 @@ def _signature(paths: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
-def _files(module: str, roots: tuple[str, ...]) -> dict[Path, bytes]:
+def _files(target: str, roots: tuple[str, ...]) -> dict[Path, bytes]:
     own = Path(__file__).resolve().parents[2]  # where neuronexp's package is: its built-in layers are followed too
     follow = [Path(r) for r in roots] + [own]
-    start = _find(module, [Path(p) for p in sys.path if p] + follow)
+    start = _module_file(target, [Path(p) for p in sys.path if p] + follow)
     files: dict[Path, bytes] = {}
     todo = [start] if start is not None else []
     while todo:
@@ -95,6 +95,17 @@ def _hash(files: Iterable[tuple[Path, bytes]], versions: tuple[str, str]) -> str
 
 def _installed(path: Path) -> bool:
     return any(part in ("site-packages", "dist-packages") for part in path.parts)
+
+
+def _module_file(target: str, roots: list[Path]) -> Path | None:
+    """The source file of the module `target` lives in: its longest dotted prefix that is a module, as Hydra's
+    `_locate` finds it (`pkg.mod.Outer.Inner`, a nested class, lives in `pkg.mod`)."""
+    parts = target.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        found = _find(".".join(parts[:end]), roots)
+        if found is not None:
+            return found
+    return None
 
 
 def _find(module: str, roots: list[Path]) -> Path | None:

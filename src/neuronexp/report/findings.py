@@ -165,8 +165,9 @@ def findings(
     ops = all_ops if all_ops is not None else spots
     lines = []
     for i, (group, best) in enumerate(zip(groups, bests)):
-        if best is None:
-            lines.append(f"{group[0]['_input']}: every cell is noisy, no finding")
+        if best is None:  # a cell on its own (no baseline) is named: one line per cell, not the same line each
+            who = f"{group[0]['_variant']} is" if len(group) == 1 else "every cell is"
+            lines.append(f"{group[0]['_input']}: {who} noisy, no finding")
             continue
         ref = next((c for c in group if _is_ref(c)), None)  # None: the baseline failed
         line = f"{best['_input']}: {best['_variant']}"

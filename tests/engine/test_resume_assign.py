@@ -1,0 +1,54 @@
+"""Where a resumed sweep's cells go (sweep.resume.assign), in-process (issue 32's mutation audit): a job directory
+holding a user's files is never written into, the aggregated `results/` is never taken for a cell even when it
+looks like one, and `sweep.rerun=all` reuses nothing while keeping each cell's directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from neuronexp.results import arrow_table
+from neuronexp.results.files import write_job_tables
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.resume import assign
+
+
+def _complete(job: Path, run_id: str) -> None:
+    job.mkdir(parents=True)
+    write_job_tables(
+        job,
+        {
+            "cells": arrow_table("cells", [{"run_id": run_id, "status": "ok"}]),
+            "ops": arrow_table("ops", []),
+            "samples": arrow_table("samples", []),
+        },
+    )
+
+
+def _cell(num: int, run_id: str) -> PlannedCell:
+    return PlannedCell(num=num, dir=str(num), overrides=[], run_id=run_id, backend="cpu", label=run_id)
+
+
+def test_a_job_directory_holding_a_users_files_is_never_written_into(tmp_path: Path) -> None:
+    (tmp_path / "0").mkdir()
+    (tmp_path / "0" / "notes.txt").write_text("mine\n")  # no cell.json, no table: not a cell's directory
+    (tmp_path / "1").mkdir()  # empty: free
+    cells = [_cell(0, "aaaa"), _cell(1, "bbbb")]
+    assert assign(cells, tmp_path) == set()
+    assert cells[0].dir not in ("0", "1") and cells[1].dir == "1"
+    assert sorted(p.name for p in (tmp_path / "0").iterdir()) == ["notes.txt"]
+
+
+def test_the_aggregated_results_are_never_taken_for_a_cell(tmp_path: Path) -> None:
+    # A one-cell sweep's results/ holds one row: with the Arrow copies a job has, it would pass for a complete cell
+    # (its job directory removed), and the cell would be "reused" from, and written into, results/.
+    _complete(tmp_path / "results", "aaaa")
+    cells = [_cell(0, "aaaa")]
+    assert assign(cells, tmp_path) == set() and cells[0].dir == "0"
+
+
+def test_rerun_all_reuses_nothing_and_reruns_each_cell_where_it_sits(tmp_path: Path) -> None:
+    _complete(tmp_path / "0", "bbbb")
+    cells = [_cell(0, "aaaa"), _cell(1, "bbbb")]
+    assert assign(cells, tmp_path, rerun_all=True) == set()
+    assert cells[1].dir == "0" and cells[0].dir == "1"  # bbbb in its own directory; aaaa in the next free name
+    assert assign([_cell(0, "aaaa"), _cell(1, "bbbb")], tmp_path) == {"bbbb"}  # without it, bbbb is reused
