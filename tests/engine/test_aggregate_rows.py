@@ -14,8 +14,8 @@ from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.cell.rows import write_lost_cell
 from neuronexp.config import CellSpec
 from neuronexp.config.schema import BackendName, DType, InputConfig, RunConfig
-from neuronexp.results import JOBS_MANIFEST
 from neuronexp.engine.aggregate import aggregate
+from neuronexp.results import JOBS_MANIFEST
 
 MODULES = ("rmsnorm_naive", "rmsnorm_fused")
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuronexp.results import arrow_table
-from neuronexp.results.files import write_job_tables
 from neuronexp.engine.plan import PlannedCell
 from neuronexp.engine.resume import assign
+from neuronexp.results import arrow_table
+from neuronexp.results.files import write_job_tables
 
 
 def _complete(job: Path, run_id: str) -> None:

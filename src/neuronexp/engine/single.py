@@ -49,7 +49,8 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
         invocation.begin()  # this run's identity, in every row it writes
         results = reused(run_dir, cell) or _measure(cell, run_dir, ctx.in_process)
         print_cell(results, run_dir)
-    return Outcome(run_dir, Stopped(1) if results.cells.iloc[0]["status"] == "error" else None)
+    row = results.cells.iloc[0]
+    return Outcome(run_dir, Stopped(1, f"the cell failed: {row['error']}") if row["status"] == "error" else None)
 
 
 def _timeout_asked(overrides: list[str]) -> bool:
