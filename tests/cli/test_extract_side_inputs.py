@@ -9,7 +9,7 @@ import json
 import torch
 from torch import nn
 
-from neuronexp.cell.extract import input_node
+from neuronexp.cell.extract_inputs import input_node, read_specs
 from neuronexp.cell.inputs import make_inputs
 from neuronexp.config.schema import DType, InputConfig
 
@@ -24,7 +24,7 @@ def test_floating_side_inputs_take_the_cells_dtype_and_integer_ones_keep_theirs(
         "args": [{"shape": [1, 8, 64], "dtype": "float32"}, {"shape": [1, 8, 1], "dtype": "float32"}],
         "kwargs": {"position_ids": {"shape": [1, 8], "dtype": "int64", "fill": "arange"}},
     }
-    node, _ = input_node(Layer(), json.dumps(recorded))
+    node, _ = input_node(Layer(), *read_specs(json.dumps(recorded), "input_specs"))
     for dtype, torch_dtype in ((DType.bfloat16, torch.bfloat16), (DType.float16, torch.float16)):
         cfg = InputConfig(shape=node["shape"], dtype=dtype, args=node["args"], kwargs=node["kwargs"])
         (first, scale), kwargs = make_inputs(cfg, Layer(), torch.device("cpu"))

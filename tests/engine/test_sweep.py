@@ -114,9 +114,9 @@ def test_a_failing_cell_is_a_row_and_the_sweep_goes_on(cli, tmp_path: Path) -> N
         "input.shape=[1,8,32],[1,8,128],[1,8,64]",
     )
     assert res.returncode == 1, "a failed cell makes the exit code say so"
-    cells = neuronexp.load(sweep).cells
-    assert list(cells["status"]) == ["ok", "error", "ok"]
-    assert cells["error"].iloc[1] == "RuntimeError: unsupported width 128"
+    cells = neuronexp.load(sweep).cells.set_index("input_shape")  # (load orders cells by shape)
+    assert cells["status"].to_dict() == {"[1,8,32]": "ok", "[1,8,128]": "error", "[1,8,64]": "ok"}
+    assert cells.at["[1,8,128]", "error"] == "RuntimeError: unsupported width 128"
     # The row keeps the root cause; the cell's own directory keeps the whole traceback.
     failed = sweep / "1"  # the job directory of the second cell
     trace = (failed / "error.log").read_text()
