@@ -222,12 +222,12 @@ def test_findings_give_the_speedup_with_its_interval_and_call_ties() -> None:
     from neuronexp.report.findings import findings
 
     cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 101.0, "rmsnorm_compiled": 50.0})
-    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples, {})
+    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive"), samples), samples, {})
     assert line.startswith("[1,8]: rmsnorm_compiled fastest") and re.search(
         r"×(1\.9|2\.0)\d vs rmsnorm_naive \(95% CI", line
     )
     cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 100.5})
-    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples, {})
+    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive"), samples), samples, {})
     assert "ties with" in line and "vs rmsnorm_naive" not in line
     # No baseline: nothing is ranked, each cell stands alone.
     alone = findings(cells, samples, {})
