@@ -241,3 +241,40 @@ def test_the_notes_under_an_80_column_table_are_each_one_whole_line() -> None:
     for first, last in notes:
         (line,) = [ln for ln in lines if ln.startswith(first)]
         assert line.endswith(last), line
+
+
+def test_a_single_cell_piped_carries_no_trailing_spaces(tmp_path: Path) -> None:
+    # Its top-ops table's title is padded to the table's width, as the sweep's was.
+    import pandas as pd
+
+    from neuronexp.report.terminal import print_cell
+    from neuronexp.results import Results, frame
+
+    row = _cells(VARIANTS[:1]).iloc[[0]]
+    labels = row[["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "input_shape"]]
+    ops = frame(
+        "ops",
+        [
+            dict(
+                labels.iloc[0].to_dict(),
+                cycle=0,
+                op=op,
+                device_type="CPU",
+                calls=1.0,
+                self_cpu_us=us,
+                cpu_total_us=us,
+                self_device_us=us,
+                device_total_us=us,
+                device_share=us / 30.0,
+            )  # fmt: skip
+            for op, us in (("aten::mul", 20.0), ("aten::add", 10.0))
+        ],
+    )
+    row = row.assign(timing_method="wallclock", latency_samples=10, latency_rounds=1, latency_p10_us=90.0,
+                     latency_p90_us=110.0, first_call_s=0.04)  # fmt: skip
+    (tmp_path / "cells.parquet").write_bytes(b"")  # a run directory holds its files
+    out = io.StringIO()
+    print_cell(Results(row, ops, pd.DataFrame()), tmp_path, Console(file=out, width=100, color_system=None))
+    lines = out.getvalue().splitlines()
+    assert any("Top ops by self" in ln for ln in lines) and any("aten::mul" in ln for ln in lines), lines
+    assert not [ln for ln in lines if ln != ln.rstrip()], lines

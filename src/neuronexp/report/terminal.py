@@ -75,7 +75,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
     else:
         device = device_word(cell)
         if not results.ops.empty:
-            console.print(top_ops_table(results, device))
+            console.print(Trimmed(top_ops_table(results, device)))
         for line in module_lines(results.modules, device, console.width):  # profiler.modules=true
             console.print(escape(line), overflow="crop", no_wrap=True)
         rounds = int(cell.get("latency_rounds") or 1)
