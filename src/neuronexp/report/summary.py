@@ -46,7 +46,8 @@ def speedup_caption(cells: pd.DataFrame, baseline: Baseline | None) -> str:
 
 def _table(sweep_dir: Path, name: str) -> pd.DataFrame:
     path = sweep_dir / "results" / f"{name}.parquet"
-    return read_table(path, name).to_pandas() if path.is_file() else pd.DataFrame()
+    # Read from the sweep directory down, no link followed (results.regular); a link there is refused, not skipped.
+    return read_table(path, name, sweep_dir).to_pandas() if path.is_file() or path.is_symlink() else pd.DataFrame()
 
 
 def sweep_findings(cells: pd.DataFrame, sweep_dir: Path) -> list[str]:
