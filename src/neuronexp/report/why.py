@@ -132,6 +132,17 @@ def moved(cell_ops: pd.DataFrame | None, ref_ops: pd.DataFrame | None, side: int
     return f"{short_op(str(op), 40)} {fmt_us(theirs[op])} → {fmt_us(mine[op])}"
 
 
+def _outside(cell: Mapping[str, Any], ref: Mapping[str, Any], side: int) -> str:
+    """Where no operator moved the cell's way although its time did: the profiled steps, which say the difference
+    lies outside the operators (a compiled region's guards at a tiny shape, Python, the allocator)."""
+    mine, theirs = cell.get("device_time_us"), ref.get("device_time_us")
+    if not (side and isinstance(mine, float) and isinstance(theirs, float) and _finite(mine, theirs)):
+        return ""
+    if (theirs - mine) * side > 0:  # the step did move its way: an operator-free "why" would mislead
+        return ""
+    return f"profiled step {fmt_us(theirs)} → {fmt_us(mine)}: the difference lies outside the profiled operators"
+
+
 def reason(
     cell: Mapping[str, Any],
     ref: Mapping[str, Any],
@@ -140,5 +151,9 @@ def reason(
     side: int,
 ) -> str:
     """Why `cell` is faster (side 1), slower (-1) or no different (0) than its baseline cell `ref`, in operators:
-    "1 op dispatched, 7 executed; aten::copy_ 219 µs → 671 µs"; "" when nothing can be said."""
-    return "; ".join(p for p in (counts(cell, ref), moved(cell_ops, ref_ops, side)) if p)
+    "1 op dispatched, 7 executed; aten::copy_ 219 µs → 671 µs"; where the profiles hold no operator that moved its
+    way, its profiled step against the baseline's (the time went elsewhere); "" when nothing can be said."""
+    ops = moved(cell_ops, ref_ops, side)
+    profiled = cell_ops is not None and ref_ops is not None and not cell_ops.empty and not ref_ops.empty
+    elsewhere = _outside(cell, ref, side) if profiled and not ops else ""
+    return "; ".join(p for p in (counts(cell, ref), ops, elsewhere) if p)
