@@ -1,4 +1,5 @@
-"""The report's headline lines: per group of comparable cells, which is fastest, and whether that is more than noise.
+"""The findings, printed under a sweep's table, in summary.md and in the report: per group of comparable cells, which
+is fastest, and whether that is more than noise (worded by report.finding_line).
 
 Cells of different groups are never ranked against each other. The statistics are neuronexp-compare's, so a
 cell within the threshold of the fastest, or not significantly slower, is a tie; a noisy cell is named, not ranked."""
