@@ -156,6 +156,29 @@ def test_few_noisy_samples_are_inconclusive_not_no_change_and_say_so() -> None:
     assert (loose.cells["verdict"] == "no change").all() and loose.unresolved == 12
 
 
+def test_what_compare_could_not_tell_fails_only_when_asked_and_after_a_regression() -> None:
+    import dataclasses
+
+    from neuronexp.compare.render import exit_status, undecided, verdict_line
+
+    noisy = compare(make_results("a", seed=1, noise=0.3, n=5), make_results("b", seed=2, noise=0.3, n=5, scale=1.1))
+    assert undecided(noisy) == 12  # every cell inconclusive (the test above)
+    assert exit_status(noisy, fail_on_regression=True, fail_on_inconclusive=False) == 0
+    assert exit_status(noisy, fail_on_regression=False, fail_on_inconclusive=True) == 3
+    slower = compare(make_results("a", seed=1), make_results("b", seed=2, scale=2.0))
+    assert undecided(slower) == 0 and exit_status(slower, True, True) == 1
+    assert exit_status(slower, False, True) == 0  # a regression fails only --fail-on-regression
+    # Both in one comparison: the regression shown is the answer.
+    both = dataclasses.replace(slower, cells=pd.concat([slower.cells, noisy.cells], ignore_index=True))
+    assert exit_status(both, True, True) == 1 and exit_status(both, False, True) == 3
+    # A cell without samples on a side (n/a) cannot be told either, and the verdict line counts it.
+    a, b = make_results("a", seed=1), make_results("b", seed=2)
+    b = b._replace(samples=b.samples[b.samples["run_id"] != "b-0-0"])
+    missing = compare(a, b)
+    assert missing.count("n/a") == 1 and undecided(missing) == 1 and exit_status(missing, True, True) == 3
+    assert "1 n/a" in verdict_line(missing) and exit_status(missing, True, False) == 0
+
+
 @pytest.mark.parametrize("n", [10, 11, 500, 501])
 def test_fast_bootstrap_medians_match_the_plain_bootstrap(n: int) -> None:
     x = np.random.default_rng(0).lognormal(0, 0.5, n)
@@ -380,7 +403,7 @@ def test_unmatched_cells_are_listed() -> None:
 
 
 def test_a_cell_that_ran_in_a_and_fails_in_b_is_a_regression() -> None:
-    from neuronexp.cli.compare import comparison_markdown, regressed
+    from neuronexp.compare import comparison_markdown, regressed
 
     a, b = make_results("a"), make_results("b")
     b = b._replace(cells=b.cells.assign(status=lambda c: c["status"].where(c["run_id"] != "b-1-2", "error")))

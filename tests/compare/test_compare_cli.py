@@ -81,6 +81,14 @@ def test_threshold_decides_what_is_large_enough(pair, tmp_path: Path) -> None:
     assert narrow.returncode == 1 and "4 slower" in narrow.stdout and "threshold 1.0%" in narrow.stdout, narrow.stdout
 
 
+def test_fail_on_inconclusive_exits_3_when_compare_cannot_tell(pair, tmp_path: Path) -> None:
+    a, b = pair
+    # Every cell inconclusive (the test below): 0 under --fail-on-regression alone, 3 once "could not tell" fails.
+    res = _compare(a, b, tmp_path, "--alpha", "0.0005", "--inconclusive", "0.05", "--fail-on-regression",
+                   "--fail-on-inconclusive")  # fmt: skip
+    assert res.returncode == 3 and "4 inconclusive" in res.stdout and "cannot tell" in res.stdout, res.stdout
+
+
 @pytest.mark.slow  # 7 s on the busy 2-core VM: three CLI runs
 def test_inconclusive_decides_how_wide_an_interval_may_be_to_say_no_change(pair, tmp_path: Path) -> None:
     a, b = pair

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -222,12 +223,12 @@ def test_findings_give_the_speedup_with_its_interval_and_call_ties() -> None:
     from neuronexp.report.findings import findings
 
     cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 101.0, "rmsnorm_compiled": 50.0})
-    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples, {})
+    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive"), samples), samples, {})
     assert line.startswith("[1,8]: rmsnorm_compiled fastest") and re.search(
         r"×(1\.9|2\.0)\d vs rmsnorm_naive \(95% CI", line
     )
     cells, samples = _cells({"rmsnorm_naive": 100.0, "rmsnorm_fused": 100.5})
-    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive")), samples, {})
+    (line,) = findings(add_speedups(cells, parse_baseline("rmsnorm_naive"), samples), samples, {})
     assert "ties with" in line and "vs rmsnorm_naive" not in line
     # No baseline: nothing is ranked, each cell stands alone.
     alone = findings(cells, samples, {})
@@ -315,3 +316,25 @@ def test_report_renders_in_headless_chromium(browser: str, reported: Path, tmp_p
     for colour in marks["legend"].values():
         rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
         assert int((np.abs(pixels - rgb).max(axis=2) <= 8).sum()) > 144 + 40, colour
+
+
+# Measures the laid-out page: where the cells table's box ends, the table's own width, and the page's.
+_LAYOUT_PROBE = """<script>window.addEventListener("load", () => {
+  const table = document.querySelector("table.summary"), box = table.parentElement.getBoundingClientRect();
+  console.log("NX-LAYOUT " + JSON.stringify({page: document.documentElement.scrollWidth, window: window.innerWidth,
+    right: box.right, box: box.width, table: table.getBoundingClientRect().width}));
+});</script>"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow  # 3 s on the 2-core VM
+def test_the_cells_table_stays_within_the_page_at_1400_px(browser: str, reported: Path, tmp_path: Path) -> None:
+    # A copy with a measuring script (the report itself has none): the cells table's fourteen columns fit a 1400 px
+    # window, and the page never scrolls sideways (a wider table scrolls in its own box).
+    probe = tmp_path / "probe.html"
+    probe.write_text((reported / "report.html").read_text().replace("</body>", _LAYOUT_PROBE + "</body>"))
+    run = _headless(browser, probe, tmp_path / "profile-layout", "--dump-dom", "--window-size=1400,900")
+    (line,) = [ln for ln in _console_messages(run.stderr) if "NX-LAYOUT" in ln]
+    layout = json.loads(re.search(r"NX-LAYOUT (\{.*?\})", line)[1].replace('\\"', '"'))
+    assert layout["page"] <= layout["window"] and layout["right"] <= layout["window"], layout
+    assert layout["table"] <= layout["box"] + 0.5, layout  # no scrolling needed at this width

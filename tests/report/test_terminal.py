@@ -109,7 +109,7 @@ def test_three_variants_side_by_side_when_they_fit() -> None:
 def test_a_failed_cell_keeps_its_line_and_its_whole_error() -> None:
     cells = _cells(failed="llama_decoder_layer")
     text = render(cells, 80)
-    assert len([ln for ln in text.splitlines() if re.search(r"\serror\s", ln)]) == len(SHAPES)
+    assert len([ln for ln in text.splitlines() if re.search(r"\serror(\s|$)", ln)]) == len(SHAPES)
     assert text.count("failed: llama_decoder_layer · ") == len(SHAPES)
     assert "RuntimeError: out of memory RuntimeError: out of memory" in text.replace("\n", " ")
 
@@ -214,3 +214,67 @@ def test_a_single_cell_prints_its_warnings_only_when_it_has_some(warnings, tmp_p
     text = out.getvalue()
     assert "100 samples in 20 rounds" in text and "nan" not in text
     assert ("warnings: allocator: glibc refused" in text) == isinstance(warnings, str)
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_piped_lines_carry_no_trailing_spaces_and_blank_lines_are_empty(width: int) -> None:
+    # Rich pads a table's title, its blank separator rows and a left-aligned last column (the hotspot) to the
+    # table's width: invisible in a terminal, kept by a pipe, a file and a diff.
+    for cells in (_cells(), _cells(VARIANTS[:3])):
+        text = render(cells, width)
+        lines = text.splitlines()
+        assert not [ln for ln in lines if ln != ln.rstrip()], "\n".join(repr(ln) for ln in lines if ln != ln.rstrip())
+        assert "" in lines or width == 160  # the blank line between inputs is there, empty
+
+
+def test_the_notes_under_an_80_column_table_are_each_one_whole_line() -> None:
+    # The attention study's case at 80 columns: the hotspot column left out, failed output checks, noisy cells.
+    cells = _cells().assign(
+        input_shape=lambda c: c["input_shape"].str.replace("[1,", "[1,32,", regex=False),
+        bound="compute",
+        pct_peak_flops=0.44,
+        noisy=True,
+    )
+    cells["output_check"] = "FAIL"
+    lines = render(cells, 80).splitlines()
+    notes = [("hotspot column left out", "have it"), ("✗ output ≠ baseline:", "by how much)"), ("~ noisy", "stands")]
+    for first, last in notes:
+        (line,) = [ln for ln in lines if ln.startswith(first)]
+        assert line.endswith(last), line
+
+
+def test_a_single_cell_piped_carries_no_trailing_spaces(tmp_path: Path) -> None:
+    # Its top-ops table's title is padded to the table's width, as the sweep's was.
+    import pandas as pd
+
+    from neuronexp.report.terminal import print_cell
+    from neuronexp.results import Results, frame
+
+    row = _cells(VARIANTS[:1]).iloc[[0]]
+    labels = row[["run_id", "experiment", "module", "compiled", "backend", "device", "dtype", "input_shape"]]
+    ops = frame(
+        "ops",
+        [
+            dict(
+                labels.iloc[0].to_dict(),
+                cycle=0,
+                op=op,
+                device_type="CPU",
+                calls=1.0,
+                self_cpu_us=us,
+                cpu_total_us=us,
+                self_device_us=us,
+                device_total_us=us,
+                device_share=us / 30.0,
+            )  # fmt: skip
+            for op, us in (("aten::mul", 20.0), ("aten::add", 10.0))
+        ],
+    )
+    row = row.assign(timing_method="wallclock", latency_samples=10, latency_rounds=1, latency_p10_us=90.0,
+                     latency_p90_us=110.0, first_call_s=0.04)  # fmt: skip
+    (tmp_path / "cells.parquet").write_bytes(b"")  # a run directory holds its files
+    out = io.StringIO()
+    print_cell(Results(row, ops, pd.DataFrame()), tmp_path, Console(file=out, width=100, color_system=None))
+    lines = out.getvalue().splitlines()
+    assert any("Top ops by self" in ln for ln in lines) and any("aten::mul" in ln for ln in lines), lines
+    assert not [ln for ln in lines if ln != ln.rstrip()], lines

@@ -2,7 +2,7 @@
 
 Intervals carry the variance between processes (several runs a side, or a noise floor from one), so a cell too
 noisy to tell is "inconclusive" (docs/reports.md). Exit status: 0 compared; 1 with --fail-on-regression, a
-regression; 2 bad input."""
+regression; 3 with --fail-on-inconclusive, a cell it could not tell (and no regression); 2 bad input."""
 
 from __future__ import annotations
 
@@ -14,13 +14,18 @@ import pyarrow as pa
 from rich.console import Console
 
 from neuronexp.cli.pipe import quiet_on_closed_stdout
-from neuronexp.compare import CompareError, cell_lists, compare, comparison_markdown, print_comparison, regressed
+from neuronexp.compare import CompareError, cell_lists, compare, comparison_markdown, exit_status, print_comparison
 from neuronexp.results import DamagedResults, load
 from neuronexp.results.files import atomic_write_text
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="neuronexp-compare", description=__doc__.splitlines()[0].split(": ", 1)[1])
+    p = argparse.ArgumentParser(
+        prog="neuronexp-compare",
+        description=__doc__.splitlines()[0].split(": ", 1)[1],
+        epilog="exit status: 0 compared; 1 a regression (--fail-on-regression); 3 a cell it could not tell, and no "
+        "regression (--fail-on-inconclusive); 2 bad input",
+    )
     p.add_argument("a", metavar="A", help="run or sweep directory: the reference")
     p.add_argument("b", metavar="B", help="run or sweep directory: the candidate")
     p.add_argument(
@@ -67,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when a cell is slower, or ran in A and fails in B"
     )
+    p.add_argument(
+        "--fail-on-inconclusive",
+        action="store_true",
+        help="exit 3 when compare cannot tell a cell (inconclusive: its CI allows a change beyond --inconclusive; n/a: "
+        "no samples on a side) and no regression failed it first",
+    )
     return p
 
 
@@ -112,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"neuronexp-compare: error: {exc}", file=sys.stderr)
         return 2
     print_comparison(cmp, Console(highlight=False))
-    return 1 if args.fail_on_regression and regressed(cmp) else 0
+    return exit_status(cmp, args.fail_on_regression, args.fail_on_inconclusive)
 
 
 if __name__ == "__main__":

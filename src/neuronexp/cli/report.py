@@ -21,6 +21,7 @@ from neuronexp.report.markdown import render_markdown
 from neuronexp.report.model import ReportError, build_report
 from neuronexp.report.plots import figures
 from neuronexp.report.tables import status_line
+from neuronexp.report.terminal import print_findings
 from neuronexp.results import DamagedResults
 from neuronexp.results.files import atomic_write_text
 
@@ -63,8 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(
         f"[bold]{escape(report.title)}[/] · {status_line(report)} · baseline {escape(report.baseline or '—')}"
     )
-    for line in report.findings:
-        console.print(f"  {escape(line)}")
+    print_findings(report.findings, console)  # as under a sweep's table: folded between words, never mid-figure
     console.print(
         f"report: [cyan]{escape(str(out_dir / 'report.html'))}[/] and [cyan]{escape(str(out_dir / 'report.md'))}[/]"
     )

@@ -2,7 +2,15 @@
 
 from neuronexp.compare.join import Comparison, compare
 from neuronexp.compare.keys import CompareError
-from neuronexp.compare.render import cell_lists, comparison_markdown, print_comparison, regressed, verdict_line
+from neuronexp.compare.render import (
+    cell_lists,
+    comparison_markdown,
+    exit_status,
+    print_comparison,
+    regressed,
+    undecided,
+    verdict_line,
+)
 
 __all__ = [
     "CompareError",
@@ -10,7 +18,9 @@ __all__ = [
     "cell_lists",
     "compare",
     "comparison_markdown",
+    "exit_status",
     "print_comparison",
     "regressed",
+    "undecided",
     "verdict_line",
 ]

@@ -89,8 +89,28 @@ def regressed(cmp: Comparison) -> bool:
     return bool(cmp.count("slower") or cmp.broken)
 
 
+def undecided(cmp: Comparison) -> int:
+    """How many cells compare could not tell, what --fail-on-inconclusive fails on: inconclusive (the interval still
+    allows a change beyond ±`inconclusive`) or n/a (no samples on a side)."""
+    return cmp.count("inconclusive") + cmp.count("n/a")
+
+
+# neuronexp-compare's exit statuses besides 0 (compared) and 2 (bad input): a CI job can rerun on "could not tell"
+# (on a quieter machine, or with more runs a side) and fail on a regression.
+REGRESSION_EXIT, UNDECIDED_EXIT = 1, 3
+
+
+def exit_status(cmp: Comparison, fail_on_regression: bool, fail_on_inconclusive: bool) -> int:
+    """1 for a regression (with --fail-on-regression), else 3 for a cell it could not tell (with
+    --fail-on-inconclusive), else 0: a regression shown is an answer, and outranks what could not be told."""
+    if fail_on_regression and regressed(cmp):
+        return REGRESSION_EXIT
+    return UNDECIDED_EXIT if fail_on_inconclusive and undecided(cmp) else 0
+
+
 def verdict_line(cmp: Comparison) -> str:
-    counts = ", ".join(f"{cmp.count(w)} {w}" for w in ("slower", "faster", "no change", "inconclusive") if cmp.count(w))
+    words = ("slower", "faster", "no change", "inconclusive", "n/a")
+    counts = ", ".join(f"{cmp.count(w)} {w}" for w in words if cmp.count(w))
     line = f"{counts} (threshold {fmt_pct(cmp.threshold)}, BH q < {cmp.alpha:g})"
     if cmp.unresolved:
         line += (

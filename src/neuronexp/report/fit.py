@@ -8,8 +8,9 @@ from typing import Any
 
 import pandas as pd
 from rich import box
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -26,6 +27,23 @@ OUTPUT_MARK = "✗"
 # replaced by keys, then the column is left out (a name cut to "a…" names nothing).
 _MIN_OP_CHARS = 10
 _FAR = 100_000
+
+
+class Trimmed:
+    """`renderable` without the spaces rich pads its lines with on the right (a table's title, its blank separator
+    rows, a left-aligned last column): a terminal shows nothing there, but a pipe, a file and a diff keep them."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in console.render_lines(self.renderable, options, pad=False):
+            while line and not line[-1].control and not line[-1].text.rstrip():
+                line = line[:-1]
+            if line and not line[-1].control:
+                line[-1] = Segment(line[-1].text.rstrip(), line[-1].style)
+            yield from line
+            yield Segment.line()
 
 
 def natural_width(console: Console, renderable: RenderableType) -> int:
@@ -169,7 +187,7 @@ def sweep_layout(
         notes.append(Text(f"{NOISY_MARK} noisy latency: not a finding (`noise` says why); a paired speedup stands"))
     if any(fields[4].endswith(OUTPUT_MARK) for _, _, fields in rows):
         # The same words as the wide table's cells (summary.OUTPUT_FLAG): a noisy cell's extra line can switch layouts.
-        notes.append(Text(f"{OUTPUT_FLAG}: beyond tolerance of its baseline's (the cell's warnings say by how much)"))
+        notes.append(Text(f"{OUTPUT_FLAG}: beyond tolerance (the cell's warnings say by how much)"))
     named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups)
     if named is not None:
         return [named, *notes]
@@ -178,5 +196,5 @@ def sweep_layout(
     table = _fitted(console, title, rows, device, keys, speedups)
     if table is None:  # narrower still: the hotspot column goes rather than any figure or name being cut
         table = _table(title, rows, device, keys, speedups, 0)
-        notes.append(Text("hotspot column left out at this width (results/summary.md and the report have it)"))
+        notes.append(Text("hotspot column left out at this width: summary.md and the report have it"))
     return [legend, table, *notes]

@@ -17,7 +17,7 @@ from neuronexp.report.sections import Body, Card, Section, sections
 from neuronexp.report.tables import TextTable, status_line
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1200px;
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1440px;
 padding:0 16px;color:#1d1d1f;background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 h3{font-size:14px;margin:0 0 6px}.muted{color:#666}code{font:12px ui-monospace,Menlo,Consolas,monospace}
@@ -26,7 +26,7 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f5f5f7;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tr:nth-child(even) td{background:#fafafa}.envs{display:flex;flex-wrap:wrap;gap:0 16px;align-items:flex-start}
 .env td:first-child{font-weight:600;white-space:nowrap}
-.grid td{white-space:pre-line}td.op{overflow-wrap:anywhere;min-width:14em}.ops{white-space:normal;max-width:420px}
+.grid td{white-space:pre-line}td.op{overflow-wrap:anywhere;min-width:12em}.ops{white-space:normal;max-width:420px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:12px}
 .card{border:1px solid #ddd;border-radius:6px;padding:10px;min-width:0}
 .card table{width:100%;table-layout:fixed;font-size:12px}.card th,.card td{padding:3px 5px}
@@ -40,6 +40,8 @@ figcaption{color:#666;font-size:12px}
 .legend span.swatch{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-1px;
 margin:0 4px 0 12px}
 .findings li{margin:2px 0}.error{color:#b00020}
+.scroll{overflow-x:auto;max-width:100%;margin:6px 0 12px}.scroll table{margin:0}
+.summary th,.summary td{padding:4px 6px}
 """
 _NUMERIC = {
     "median",
@@ -92,7 +94,12 @@ def render_table(table: TextTable, cls: str = "") -> str:
         if table.links:
             tds[-1] = "<td>" + " · ".join(_link(label, path) for label, path in table.links[i]) + "</td>"
         body.append("<tr>" + "".join(tds) + "</tr>")
-    return f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    # In a box that scrolls sideways: a table wider than the page (the cells' fourteen columns at 1400 px) stays
+    # within it, rather than pushing the page wider than the window.
+    return (
+        f'<div class="scroll"><table class="{esc(cls)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def _card(card: Card) -> str:

@@ -8,9 +8,12 @@ import pandas as pd
 
 from neuronexp.analysis.baseline import Baseline, describe_baseline
 from neuronexp.analysis.noise import NOISY_MARK, noisy
+from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.variants import cell_labels, comparison_grid
 from neuronexp.formatting import INTERVAL_LEGEND, fmt_word, has_intervals, md_cell
 from neuronexp.report.cell_text import cell_lines, composite_words, output_differs, roof_sources
+from neuronexp.report.findings import findings
+from neuronexp.results.table_file import read_table
 
 ROOF_CAPTION = (
     "% BW: bytes_min / median latency as a share of the device's peak bandwidth (% FLOP/s for compute-bound cells)"
@@ -39,6 +42,24 @@ def speedup_caption(cells: pd.DataFrame, baseline: Baseline | None) -> str:
     if "baseline_run_id" not in cells or cells["baseline_run_id"].isna().all():
         return f"(baseline {name} is not in this sweep: no speedups)"
     return f"×speedup vs {name}"
+
+
+def _table(sweep_dir: Path, name: str) -> pd.DataFrame:
+    path = sweep_dir / "results" / f"{name}.parquet"
+    # Read from the sweep directory down, no link followed (results.regular); a link there is refused, not skipped.
+    return read_table(path, name, sweep_dir).to_pandas() if path.is_file() or path.is_symlink() else pd.DataFrame()
+
+
+def sweep_findings(cells: pd.DataFrame, sweep_dir: Path) -> list[str]:
+    """One finding per group of comparable cells (report.findings: who wins or the tie, and why in operators), with
+    the ops and samples that the sweep's results/ holds (aggregated already): the lines the terminal prints under
+    the sweep's table and summary.md under its own, the same as the report's. Without a baseline, none (a cell
+    alone is its row of the table)."""
+    if "baseline_run_id" not in cells or cells["baseline_run_id"].isna().all():
+        return []
+    ops = _table(sweep_dir, "ops")
+    every = hotspots(ops, top=len(ops)) if not ops.empty else {}
+    return findings(cells, _table(sweep_dir, "samples"), every, all_ops=every, notes=False)
 
 
 def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path) -> str:
@@ -79,6 +100,9 @@ def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline
         lines.append("")
         if has_intervals(cells):  # a pooled figure that holds the host's changes needs reruns: compare --also-a/-b
             lines += [f"{md_cell(INTERVAL_LEGEND)} (`neuronexp-compare --also-a/--also-b` pools reruns)", ""]
+        found = sweep_findings(cells, sweep_dir)
+        if found:
+            lines += ["## Findings", ""] + [f"- {md_cell(line)}" for line in found] + [""]
         flagged = int(cells.apply(noisy, axis=1).sum())
         if flagged:
             lines += [

@@ -6,6 +6,8 @@ otherwise read as markup.
 
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -31,9 +33,9 @@ from neuronexp.formatting import (
     short_op,
 )
 from neuronexp.report.cell_text import cell_lines
-from neuronexp.report.fit import sweep_layout
+from neuronexp.report.fit import Trimmed, sweep_layout
 from neuronexp.report.modules import module_lines
-from neuronexp.report.summary import speedup_caption
+from neuronexp.report.summary import speedup_caption, sweep_findings
 from neuronexp.results import Results
 
 
@@ -73,7 +75,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
     else:
         device = device_word(cell)
         if not results.ops.empty:
-            console.print(top_ops_table(results, device))
+            console.print(Trimmed(top_ops_table(results, device)))
         for line in module_lines(results.modules, device, console.width):  # profiler.modules=true
             console.print(escape(line), overflow="crop", no_wrap=True)
         rounds = int(cell.get("latency_rounds") or 1)
@@ -155,6 +157,24 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: Baseline | None = None
     return table
 
 
+# A figure and its unit ("68.3 µs") are folded as one word: a no-break space while folding (textwrap breaks only at
+# ASCII whitespace), a space again after.
+_FIGURE_UNIT = re.compile(r"(\d) (ns|µs|ms|s)\b")
+
+
+def _hanging(line: str, width: int) -> str:
+    """A finding folded at `width` between words, its continuation lines indented: each input's line stands out."""
+    glued = _FIGURE_UNIT.sub("\\1\u00a0\\2", line)
+    folded = textwrap.fill(glued, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    return folded.replace("\u00a0", " ")
+
+
+def print_findings(lines: list[str], console: Console) -> None:
+    """Findings (report.findings), each folded at the console's width between words, its continuation indented."""
+    for line in lines:
+        console.print(Text(_hanging(line, console.width)))
+
+
 def print_sweep(
     cells: pd.DataFrame,
     failed: int,
@@ -175,11 +195,12 @@ def print_sweep(
         # At the terminal's width: side by side when that fits, else one line per cell (report.fit).
         short = f"neuronexp sweep · {len(cells)} cells · {caption}"
         for part in sweep_layout(console, cells, short, baseline, rich_table(cells, title, baseline)):
-            console.print(part)
+            console.print(Trimmed(part))
         if "speedup_method" in cells and (cells["speedup_method"] == "unpaired").any():
             console.print(escape(UNPAIRED_LEGEND))
         if has_intervals(cells):
             console.print(escape(INTERVAL_LEGEND))
+        print_findings(sweep_findings(cells, sweep_dir), console)  # per input: who wins or the tie, and why
         _, _, grid = comparison_grid(cells, baseline)
         for key, by_variant in grid.items():  # the table cuts an error's text; here it is whole
             for variant, cell in by_variant.items():

@@ -1,16 +1,19 @@
-"""Why one cell beats another, from their op profiles: each one's hotspot, the operators that disappeared and the
-ones that appeared, and how much of the profiled step moved with them (the fusion view, with times)."""
+"""How one cell compares with its baseline cell, in words: faster, slower or no different (from the speedup's 95%
+interval), and why in operators (the ops column's dispatched→executed, the operators gone or new, or the one whose
+time moved most). One clause of a finding line (report.findings), for winners and losers alike."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from neuronexp.analysis.noise import noisy
 from neuronexp.formatting import fmt_pct, fmt_us, short_op
 
-# Operators listed by name in a sentence; more are counted ("+3 more").
+# Operators listed by name in a clause; more are counted ("+3 more").
 _LISTED = 3
 
 
@@ -19,40 +22,138 @@ def _names(ops: list[str]) -> str:
     return shown + (f" +{len(ops) - _LISTED} more" if len(ops) > _LISTED else "")
 
 
-def _hotspot(name: str, ops: pd.DataFrame) -> str:
-    top = ops.iloc[0]
-    return f"{name} spends {fmt_pct(top['share'])} of its step in {short_op(str(top['op']), 40)}"
+def _finite(*values: Any) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
+
+
+def direction(low: float, high: float, threshold: float) -> int:
+    """1 faster, -1 slower (the whole interval of the speedup beyond the threshold), 0 otherwise."""
+    if not _finite(low, high):
+        return 0
+    return 1 if low > 1 + threshold else -1 if high < 1 / (1 + threshold) else 0
+
+
+def within(low: float, high: float) -> str | None:
+    """ "no difference within ±3.4%" when the interval straddles 1 (the tie in words: a difference, if any, is
+    smaller than the farther end); None when it does not, or there is no interval."""
+    if not _finite(low, high) or not low <= 1 <= high:
+        return None
+    return f"no difference within ±{fmt_pct(max(1 - low, high - 1))}"
+
+
+def verdict_words(low: float, high: float, threshold: float) -> str:
+    """faster / slower beyond the threshold, the tie in words, or a small difference said as such; "" without an
+    interval (the ×figure alone is then all there is)."""
+    if not _finite(low, high):
+        return ""
+    side = direction(low, high, threshold)
+    if side:
+        return "faster" if side > 0 else "slower"
+    return within(low, high) or f"{'faster' if low > 1 else 'slower'}, not clearly beyond {fmt_pct(threshold)}"
+
+
+def speedup_words(interval: Any, versus: str = "", note: str = "") -> str:
+    """ "×1.39 vs NAME (95% CI 1.32–1.48)": the interval where there is one, and median_note's `note` in it."""
+    inside = [f"95% CI {interval.ci_low:.2f}–{interval.ci_high:.2f}"] if _finite(interval.ci_low) else []
+    text = f"×{interval.speedup:.2f}" + (f" vs {versus}" if versus else "") + (" per pair" if note else "")
+    shown = [*inside, *([note] if note else [])]
+    return text + (f" ({'; '.join(shown)})" if shown else "")
+
+
+# A ratio of the medians within this factor of the speedup's interval reads as the same answer (145 µs and 130 µs
+# beside ×1.10); beyond it, or on the other side of 1, the two figures look like a contradiction and are both said.
+_AGREES = 1.10
+
+
+def median_note(cell: Mapping[str, Any], ref: Mapping[str, Any], interval: Any) -> str:
+    """Where the two medians of the table give a ratio that reads as another answer than the paired speedup (a noisy
+    cell: ~6.12 ms beside 1.64 ms and ×0.71), that ratio, said next to the speedup: the speedup is the median of
+    per-pair ratios, which the host's drift over the window cancels. "" where they agree, or it is not paired."""
+    ratio = ref["latency_median_us"] / cell["latency_median_us"]
+    low, high = interval.ci_low, interval.ci_high
+    if cell.get("speedup_method") != "paired" or not _finite(low, high, ratio):
+        return ""
+    other_side = (ratio < 1 < low) or (high < 1 < ratio)
+    if not other_side and low / _AGREES <= ratio <= high * _AGREES:
+        return ""
+    kind = "noisy medians" if noisy(cell) or noisy(ref) else "medians"
+    return f"the {kind} {fmt_us(ref['latency_median_us'])} and {fmt_us(cell['latency_median_us'])} give ×{ratio:.2f}"
+
+
+def _count(cell: Mapping[str, Any]) -> str:
+    executed, dispatched = cell.get("device_ops"), cell.get("ops_dispatched")
+    if not _finite(executed):
+        return ""
+    if _finite(dispatched) and dispatched != executed:
+        return f"{dispatched:g}→{executed:g} ops"
+    return f"{executed:g} op" + ("" if executed == 1 else "s")
+
+
+def counts(cell: Mapping[str, Any], ref: Mapping[str, Any]) -> str:
+    """The ops column in words: "1 op dispatched, 7 executed" (a composite: one op in, seven ran), else
+    "1 op instead of 6→7" where the counts differ from the baseline's; "" where they do not."""
+    executed, dispatched = cell.get("device_ops"), cell.get("ops_dispatched")
+    if dispatched == 1 and isinstance(executed, (int, float)) and executed > 1:
+        return f"1 op dispatched, {executed:g} executed"
+    mine, theirs = _count(cell), _count(ref)
+    return f"{mine} instead of {theirs}" if mine and theirs and mine != theirs else ""
 
 
 def _times(ops: pd.DataFrame) -> pd.Series:
-    """Self time per step by op, ops that ran only (calls > 0)."""
-    ran = ops[ops["calls"] > 0]
-    return ran.groupby("op")["self_device_us"].sum()
+    """Self time per step by op, ops that ran only (calls > 0), largest first, ties by name."""
+    ran = ops[ops["calls"] > 0].groupby("op")["self_device_us"].sum()
+    return ran.sort_index().sort_values(ascending=False, kind="stable")
 
 
-def explain(
-    winner: Mapping[str, Any], other: Mapping[str, Any], winner_ops: pd.DataFrame | None, other_ops: pd.DataFrame | None
-) -> str | None:
-    """One sentence: why `winner` is faster than `other` (two cells, their ops as analysis.ops.hotspots gives them:
-    op, calls, self_device_us, share, largest first). None without both profiles."""
-    if winner_ops is None or other_ops is None or winner_ops.empty or other_ops.empty:
-        return None
-    w_name, o_name = str(winner["_variant"]), str(other["_variant"])
-    w_times, o_times = _times(winner_ops), _times(other_ops)
-    # Largest first, ties by name: the same sentence on every run.
-    gone = o_times.drop(w_times.index, errors="ignore").sort_index().sort_values(ascending=False, kind="stable")
-    new = w_times.drop(o_times.index, errors="ignore").sort_index().sort_values(ascending=False, kind="stable")
-    shared = o_times.index.intersection(w_times.index)
-    parts = [f"{_hotspot(o_name, other_ops)}, {_hotspot(w_name, winner_ops)}"]
-    o_total = float(other.get("device_time_us") or o_times.sum())
-    if len(gone):
-        share = f", {fmt_pct(gone.sum() / o_total)} of its step" if o_total > 0 else ""
-        parts.append(f"gone in {w_name}: {_names(list(gone.index))} ({fmt_us(gone.sum())} in {o_name}{share})")
-    if len(new):
-        parts.append(f"new: {_names(list(new.index))} ({fmt_us(new.sum())})")
-    if len(shared):
-        parts.append(
-            f"the {len(shared)} op(s) both run: {fmt_us(o_times[shared].sum())} → {fmt_us(w_times[shared].sum())}"
+def moved(cell_ops: pd.DataFrame | None, ref_ops: pd.DataFrame | None, side: int) -> str:
+    """The operators that make the difference in the direction `side` (1: the cell is faster, -1: slower): those
+    gone from the baseline's step and those that took their place, where that change saved (or cost) more than the
+    ops both run moved; else the shared op that moved most ("aten::copy_ 219 µs → 671 µs"). "" without both profiles,
+    or where no operator moved the cell's way."""
+    if not side or cell_ops is None or ref_ops is None or cell_ops.empty or ref_ops.empty:
+        return ""
+    mine, theirs = _times(cell_ops), _times(ref_ops)
+    gone, new = theirs.drop(mine.index, errors="ignore"), mine.drop(theirs.index, errors="ignore")
+    shared = theirs.index.intersection(mine.index)
+    toward = (theirs[shared] - mine[shared]) * side  # positive: this op moved the cell's way
+    swapped = (gone.sum() - new.sum()) * side
+    if swapped > 0 and swapped >= toward.sum():
+        if not len(new):
+            return f"{_names(list(gone.index))} gone ({fmt_us(gone.sum())})"
+        if not len(gone):
+            return f"{_names(list(new.index))} new ({fmt_us(new.sum())})"
+        return (
+            f"{_names(list(gone.index))} ({fmt_us(gone.sum())}) replaced by {_names(list(new.index))} "
+            f"({fmt_us(new.sum())})"
         )
-    parts.append(f"profiled step {fmt_us(other.get('device_time_us'))} → {fmt_us(winner.get('device_time_us'))}")
-    return "why: " + "; ".join(parts)
+    if not len(shared) or toward.max() <= 0:
+        return ""
+    op = toward.sort_index().idxmax()
+    return f"{short_op(str(op), 40)} {fmt_us(theirs[op])} → {fmt_us(mine[op])}"
+
+
+def _outside(cell: Mapping[str, Any], ref: Mapping[str, Any], side: int) -> str:
+    """Where no operator moved the cell's way although its time did: the profiled steps, which say the difference
+    lies outside the operators (a compiled region's guards at a tiny shape, Python, the allocator)."""
+    mine, theirs = cell.get("device_time_us"), ref.get("device_time_us")
+    if not (side and isinstance(mine, float) and isinstance(theirs, float) and _finite(mine, theirs)):
+        return ""
+    if (theirs - mine) * side > 0:  # the step did move its way: an operator-free "why" would mislead
+        return ""
+    return f"profiled step {fmt_us(theirs)} → {fmt_us(mine)}: the difference lies outside the profiled operators"
+
+
+def reason(
+    cell: Mapping[str, Any],
+    ref: Mapping[str, Any],
+    cell_ops: pd.DataFrame | None,
+    ref_ops: pd.DataFrame | None,
+    side: int,
+) -> str:
+    """Why `cell` is faster (side 1), slower (-1) or no different (0) than its baseline cell `ref`, in operators:
+    "1 op dispatched, 7 executed; aten::copy_ 219 µs → 671 µs"; where the profiles hold no operator that moved its
+    way, its profiled step against the baseline's (the time went elsewhere); "" when nothing can be said."""
+    ops = moved(cell_ops, ref_ops, side)
+    profiled = cell_ops is not None and ref_ops is not None and not cell_ops.empty and not ref_ops.empty
+    elsewhere = _outside(cell, ref, side) if profiled and not ops else ""
+    return "; ".join(p for p in (counts(cell, ref), ops, elsewhere) if p)
