@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from helpers import CliResult, run_cli
-from helpers.neuron_standin.fixture import fake_explorer, no_explorer, standin
+from helpers.neuron_standin.fixture import explorer_in_process, fake_explorer, no_explorer, standin
 
-__all__ = ["cli", "fake_explorer", "no_explorer", "standin"]
+__all__ = ["cli", "explorer_in_process", "fake_explorer", "no_explorer", "standin"]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
