@@ -102,7 +102,7 @@ import resource, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
 from neuronexp.analysis.baseline import parse_baseline
-from neuronexp.sweep.aggregate import aggregate
+from neuronexp.engine.aggregate import aggregate
 t1 = time.perf_counter()
 out = aggregate(Path(sys.argv[1]), parse_baseline("rmsnorm_naive"))
 t2 = time.perf_counter()

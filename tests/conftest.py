@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from helpers import CliResult, run_cli
+from helpers.inproc import run_main
 from helpers.neuron_standin.fixture import explorer_in_process, fake_explorer, no_explorer, standin
 
-__all__ = ["cli", "explorer_in_process", "fake_explorer", "no_explorer", "standin"]
+__all__ = ["cli", "cli_process", "explorer_in_process", "fake_explorer", "no_explorer", "standin"]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -44,9 +45,31 @@ def probe_cache(tmp_path_factory: pytest.TempPathFactory):
         os.environ["NEURONEXP_CACHE_DIR"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fork_server():
+    """One fork server for the whole session (cellprocess.forkserver): the sweeps the tests run, in this process or as
+    commands, fork their cell processes from its template instead of starting one each (an `import torch`)."""
+    from neuronexp.cellprocess.forkserver import ForkServer
+
+    with ForkServer(warm=[]) as server:
+        yield server
+
+
 @pytest.fixture
 def cli(tmp_path: Path):
-    """Run the console script in an empty working directory (not the repository)."""
+    """Run a console script in an empty working directory (not the repository), in this process (helpers.inproc):
+    the exit status, stdout and stderr a process would give."""
+
+    def _run(*args: str, **kwargs) -> CliResult:
+        return run_main(list(args), cwd=tmp_path, **kwargs)
+
+    return _run
+
+
+@pytest.fixture
+def cli_process(tmp_path: Path):
+    """Run the installed console script as a process, where only a process shows the behaviour (a signal, a killed
+    cell, the interpreter's own start-up and imports)."""
 
     def _run(*args: str, **kwargs) -> CliResult:
         return run_cli(list(args), cwd=tmp_path, **kwargs)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+# Kineto prints "USDT ... profiler_start/stop" for every profiled cell at any lower level; read when torch is imported,
+# so set before neuronexp (or a caller after it) imports torch. KINETO_LOG_LEVEL=4 brings its errors back.
+os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
 __version__ = "0.1.0"
-__all__ = ["Results", "__version__", "load"]
+__all__ = ["NeuronexpError", "Results", "__version__", "load", "run", "sweep"]
 
 
 def __getattr__(name: str) -> Any:
@@ -14,4 +19,8 @@ def __getattr__(name: str) -> Any:
         from neuronexp import results
 
         return getattr(results, name)
+    if name in ("run", "sweep", "NeuronexpError"):
+        from neuronexp import api
+
+        return getattr(api, name)
     raise AttributeError(f"module 'neuronexp' has no attribute {name!r}")

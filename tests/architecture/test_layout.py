@@ -37,7 +37,7 @@ ALLOWED = {
     # A cell's process, its supervisor and the fork server (a Slurm task's time limit stops its cell: slurm).
     "cellprocess": {"cell", "backends", "config", "results", "host", "slurm"},
     # The sweep's orchestration: plan, lock, reuse, launch, watch, aggregate.
-    "sweep": {
+    "engine": {
         "cellprocess",
         "slurm",
         "cell",
@@ -50,7 +50,7 @@ ALLOWED = {
         "host",
     },
     "cli": {
-        "sweep",
+        "engine",
         "cellprocess",
         "cell",
         "backends",
@@ -63,7 +63,9 @@ ALLOWED = {
         "formatting",
         "host",
     },
-    "__init__": {"results"},
+    # The Python API: the command line's engine, and its one-line errors (cli.errors).
+    "api": {"engine", "cli", "config", "results"},
+    "__init__": {"results", "api"},
     "__main__": {"cli"},
 }
 MAX_LINES = 250
@@ -192,7 +194,7 @@ def test_modules_stay_small() -> None:
 
 
 def test_hydra_private_modules_only_in_one_place() -> None:
-    allowed = PACKAGE / "sweep" / "_hydra.py"
+    allowed = PACKAGE / "engine" / "_hydra.py"
     users = [
         str(p.relative_to(REPO))
         for p in _modules() + list(PLUGIN.rglob("*.py"))
@@ -234,4 +236,4 @@ def test_the_report_does_not_read_the_sweeps_summary_writer() -> None:
     """report.summary writes results/summary.md for the sweep; the report's own pages share report.cell_text and
     report.sections instead, so a change to the one never reaches the other."""
     readers = [_name(p) for p in _modules() if "neuronexp.report.summary" in _imports(p)]
-    assert all(r == "neuronexp.report.terminal" or _stage(r) == "sweep" for r in readers), readers
+    assert all(r == "neuronexp.report.terminal" or _stage(r) == "engine" for r in readers), readers

@@ -23,9 +23,9 @@ from helpers import FAST, console_script
 from neuronexp.cell.environment import describe_placement as describe
 from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.config import format_units, parse_units
+from neuronexp.engine.watch import CellWatcher
 from neuronexp.host import allocator
 from neuronexp.host.threads import default_threads
-from neuronexp.sweep.watch import CellWatcher
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPU cores for 2 slots")

@@ -188,7 +188,7 @@ def test_a_full_disk_is_one_line_non_zero_and_leaves_no_temporaries(tmp_path: Pa
 
 @pytest.mark.parametrize("mode", ["run", "sweep"])
 def test_a_directory_another_neuronexp_writes_to_is_refused_naming_it(cli, tmp_path: Path, mode: str) -> None:
-    from neuronexp.sweep.lock import locked
+    from neuronexp.engine.lock import locked
 
     key = "hydra.run.dir" if mode == "run" else "hydra.sweep.dir"
     busy = tmp_path / "busy"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import FAST, within
-from neuronexp.sweep.ownership import DIR_MARKER, mark
+from neuronexp.engine.ownership import DIR_MARKER, mark
 
 SMALL = [*FAST, "backend=cpu", "roofline.probe=off", "input.dtype=float32"]
 PAIR = ["-m", "module=rmsnorm_naive,rmsnorm_fused"]

@@ -101,3 +101,20 @@ def test_the_interval_spans_the_change_as_measured_and_with_the_hosts_move_taken
 def test_the_reference_moves_are_columns_of_the_comparison(sweep: Path) -> None:
     cells = compare(load(sweep), load(sweep)).cells
     assert isinstance(cells, pd.DataFrame) and (cells[list(HOST_COLUMNS.values())] == 1.0).all(axis=None)
+
+
+@pytest.mark.parametrize(("dispatch", "memory"), [(-5.0, None), (None, 1e300), (0.0, None), (math.inf, math.nan)])
+def test_a_reference_that_cannot_be_a_measurement_is_treated_as_missing_and_said(sweep: Path, dispatch, memory) -> None:
+    """A negative, zero, infinite or absurd (1e300 µs) figure on a side: compared as a side without the reference."""
+    a = load(sweep)
+    tampered = a.cells.copy()
+    for col, value in (("host_dispatch_us", dispatch), ("host_memory_us", memory)):
+        if value is not None:
+            tampered[col] = value
+    cmp = compare(Results(tampered, a.ops, a.samples), _scaled(a, 2.0, 1.0))
+    without = compare(_scaled(a, 1.0, None), _scaled(a, 2.0, 1.0))
+    assert cmp.cells["host_dispatch_move"].isna().all() or cmp.cells["host_memory_move"].isna().all()
+    assert np.allclose(_interval(cmp), _interval(without))
+    (note,) = [n for n in cmp.notes if "not a measurement" in n]
+    assert note.startswith(f"{len(tampered)} host reference figure(s) are not a measurement")
+    assert "treated as missing" in note

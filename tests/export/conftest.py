@@ -1,5 +1,5 @@
-"""One real run of the main study (`+experiment=rmsnorm_sweep`: naive, fused and compiled RMSNorm, the naive module
-the baseline), tiny and fast, shared by the export and analyst-path tests of this folder."""
+"""The results the export tests read: one real run of the main study (`+experiment=rmsnorm_sweep`: naive, fused and
+compiled RMSNorm, the naive module the baseline; the slow tests), and a small sweep without compiles (the others)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAST, run_cli
+from helpers import FAST, run_cli, small_sweep
 
 # Two shapes, so that "the best variant per shape" has two answers.
 SHAPES = "input.shape=[1,8,64],[1,16,64]"
@@ -34,3 +34,10 @@ def single_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run_cli([*FAST, "hydra.run.dir=run"], cwd=root)
     assert result.returncode == 0, result.stderr[-2000:]
     return root / "run"
+
+
+@pytest.fixture(scope="session")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real naive × fused sweep over two shapes, the larger first (4 cells, no compile): what the export rules and the
+    analyst path are tested on."""
+    return small_sweep(tmp_path_factory.mktemp("small"), "[1,16,64],[1,8,64]")

@@ -12,7 +12,8 @@ import pytest
 
 import neuronexp
 from helpers import run_cli
-from neuronexp.export.cells import METRICS, shape_column
+from neuronexp.analysis.variants import cell_labels
+from neuronexp.export.cells import METRICS
 
 # The record as pytorch/pytorch benchmarks/gpt_fast/benchmark.py `output_json` writes it (values elided): the one
 # PyTorch script that fills every field the format names. metric.extra_info is the format's own field for more
@@ -53,7 +54,7 @@ def test_every_record_has_the_fields_pytorch_benchmarks_write(study: Path, tmp_p
 def test_one_record_per_cell_and_metric_with_labels_and_overrides(study: Path, tmp_path: Path) -> None:
     records = _records(study, tmp_path)
     cells = neuronexp.load(study).cells
-    shape = shape_column(cells)  # `shape`, or `input_shape` once issue 23 renames it
+    shape = "input_shape"
     expected = sum(int(pd.notna(row.get(col))) for _, row in cells.iterrows() for col, _ in METRICS if col in cells)
     assert len(records) == expected
     # Cell × metric is unique: model name, metric, dtype and device tell every record apart.
@@ -62,12 +63,11 @@ def test_one_record_per_cell_and_metric_with_labels_and_overrides(study: Path, t
         for r in records
     ]
     assert len(set(keys)) == len(keys)
-    assert {r["model"]["name"] for r in records} == {
-        f"{m}{' +compile' if c else ''} {s}" for m, c, s in zip(cells["module"], cells["compiled"], cells[shape])
-    }
+    names = dict(zip(cells["run_id"], cell_labels(cells)))  # as the terminal names the cells
+    assert {r["model"]["name"] for r in records} == set(names.values())
     median = {r["model"]["name"]: r for r in records if r["metric"]["name"] == "latency_median_us"}
     row = cells[cells["module"] == "rmsnorm_fused"].iloc[0]
-    rec = median[f"rmsnorm_fused {row[shape]}"]
+    rec = median[names[row["run_id"]]]
     assert rec["metric"]["benchmark_values"] == [pytest.approx(row["latency_median_us"])]
     assert rec["benchmark"]["dtype"] == row["dtype"]
     info = rec["benchmark"]["extra_info"]

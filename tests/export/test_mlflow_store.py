@@ -13,7 +13,7 @@ import neuronexp
 from helpers import FAST, run_cli
 from helpers.layers import FAILING_LAYER
 from helpers.optional import require
-from neuronexp.export.cells import shape_column
+from neuronexp.analysis.variants import cell_labels
 
 pytestmark = pytest.mark.slow  # MLflow's import and its database's creation take seconds each
 
@@ -51,7 +51,8 @@ def test_a_sweep_is_one_parent_and_one_nested_child_per_cell(store, study: Path)
     assert {a.path for a in client.list_artifacts(parent, "results")} >= {"results/summary.md", "results/cells.parquet"}
 
     by_run_id = {r.data.tags["neuronexp.run_id"]: r for r in children}
-    shape = shape_column(cells)  # `shape`, or `input_shape` once issue 23 renames it
+    shape = "input_shape"
+    names = dict(zip(cells["run_id"], cell_labels(cells)))  # as the terminal names the cells
     assert set(by_run_id) == set(cells["run_id"])
     for _, row in cells.iterrows():
         run = by_run_id[row["run_id"]]
@@ -77,7 +78,7 @@ def test_a_sweep_is_one_parent_and_one_nested_child_per_cell(store, study: Path)
         assert tags["neuronexp.backend"] == row["backend"] and tags["neuronexp.device"] == row["device"]
         assert tags["neuronexp.torch_version"] == row["torch_version"]
         assert tags["mlflow.runName"] == run.info.run_name
-        assert run.info.run_name.startswith(row["module"].replace("rmsnorm_compiled", "rmsnorm_compiled +compile"))
+        assert run.info.run_name == names[row["run_id"]]
         assert run.info.status == "FINISHED"
         files = {a.path for a in client.list_artifacts(run.info.run_id, "tables")}
         assert {

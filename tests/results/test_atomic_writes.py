@@ -1,5 +1,5 @@
 """A write that fails midway leaves the file as it was and no temporary behind: a reader never sees half a file
-(results.files; a killed process is tested by tests/sweep/test_kill_during_write.py, slow)."""
+(results.files; a killed process is tested by tests/engine/test_kill_during_write.py, slow)."""
 
 from __future__ import annotations
 

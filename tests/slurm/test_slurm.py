@@ -25,12 +25,14 @@ def _compose(*overrides: str):
         return compose("config", overrides=list(overrides), return_hydra_config=True)
 
 
-def test_parallel_runs_one_joblib_worker_per_device_slot() -> None:
+def test_parallel_runs_one_unit_per_device_slot_on_the_engines_own_executor() -> None:
+    from neuronexp.engine._hydra import LauncherKind, launcher_kind
+    from neuronexp.engine.executor import Executor, executor_for, local_slots
+
     cfg = _compose("hydra/launcher=parallel", "launcher.devices=4")
-    launcher = cfg.hydra.launcher
-    assert (
-        launcher._target_.endswith("JoblibLauncher") and launcher.n_jobs == 4 and int(launcher.batch_size) == 1
-    )  # a string in the schema
+    assert launcher_kind(cfg) == LauncherKind.parallel and executor_for(cfg) == Executor.local
+    assert local_slots(cfg) == 4 and local_slots(_compose("launcher.devices=4")) == 1  # the basic launcher: one
+    assert executor_for(_compose("hydra/launcher=slurm")) == Executor.launcher
 
 
 def test_slurm_preset_resources_and_the_sbatch_script(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_without_sacct_states_come_from_squeue_with_one_note(fake_slurm, caplog:
         watcher.register_job(job)
     # A pending range, a task on a node still booting (a cloud node), a running one: none is over.
     queue.write_text("7_0|RUNNING|vm\n7_1|CONFIGURING|vm\n7_[2]|PENDING|\n")
-    with caplog.at_level(logging.INFO, logger="neuronexp.sweep"):
+    with caplog.at_level(logging.INFO, logger="neuronexp.engine"):
         watcher.update()
         assert [watcher.is_done(j, mode="cache") for j in ("7_0", "7_1", "7_2")] == [False, False, False]
         # 7_0 ended; 7_1 left the controller's memory (MinJobAge): over too; 7_2 still runs.

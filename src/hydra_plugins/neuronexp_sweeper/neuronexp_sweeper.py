@@ -1,8 +1,9 @@
-"""The `neuronexp` sweeper: Hydra's grid sweep, with every cell planned and validated before the first runs,
-complete cells reused by configuration, and `results/` aggregated at the end (neuronexp.sweep.sweeper).
+"""The `neuronexp` sweeper: every invocation of the `neuronexp` command reaches neuronexp's engine through it, a single
+run as a plan of one (neuronexp.engine.sweeper.run): every cell planned and validated before the first runs,
+complete cells reused by configuration, `results/` aggregated at the end.
 
-Selected by neuronexp's primary config (`override hydra/sweeper: neuronexp`); any Hydra launcher runs the
-cells. Kept small and cheap to import: Hydra imports every plugin module at start-up.
+Selected by neuronexp's primary config (`override hydra/sweeper: neuronexp`). Kept small and cheap to import: Hydra
+imports every plugin module at start-up.
 """
 
 from dataclasses import dataclass, field
@@ -20,38 +21,39 @@ class NeuronexpSweeperConf:
     _target_: str = "hydra_plugins.neuronexp_sweeper.neuronexp_sweeper.NeuronexpSweeper"
     # Swept keys, as on the command line: {"module": "a,b", "input.shape": "[1,8],[1,16]"}.
     params: dict[str, str] | None = field(default_factory=dict)
+    # Set by the `neuronexp` command when -m is not given: one cell into hydra.run.dir, unless `params` sweep.
+    single: bool = False
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="neuronexp", node=NeuronexpSweeperConf, provider="neuronexp")
 
 
 class NeuronexpSweeper(Sweeper):
-    def __init__(self, params: dict[str, str] | None = None) -> None:
+    def __init__(self, params: dict[str, str] | None = None, single: bool = False) -> None:
         super().__init__()
-        self.params = dict(params or {})
+        self.params, self.single = dict(params or {}), single
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
-        self.launcher: Any = None
         self.task_function: TaskFunction | None = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.hydra_context, self.config, self.task_function = hydra_context, config, task_function
-        self.launcher = Plugins.instance().instantiate_launcher(
-            hydra_context=hydra_context, task_function=task_function, config=config
+
+    def make_launcher(self) -> Any:
+        """The configured Hydra launcher, set up; made only when a Hydra launcher runs the cells (Slurm)."""
+        assert self.hydra_context is not None and self.task_function is not None and self.config is not None
+        return Plugins.instance().instantiate_launcher(
+            hydra_context=self.hydra_context, task_function=self.task_function, config=self.config
         )
 
     def sweep(self, arguments: list[str]) -> Any:
-        from neuronexp.sweep.sweeper import SweepContext, run_sweep  # here: keeps Hydra's plugin scan light
+        from neuronexp.engine.sweeper import SweepContext, run  # here: keeps Hydra's plugin scan light
 
         assert self.config is not None and self.hydra_context is not None
-        return run_sweep(
-            SweepContext(
-                self.config,
-                self.params,
-                list(arguments),
-                self.launcher,
-                self.hydra_context.config_loader,
-                self.hydra_context,
-                self.task_function,
-            )
+        context = SweepContext(
+            self.config, self.params, list(arguments), self.hydra_context.config_loader, self.single, self.make_launcher
         )
+        outcome = run(context)
+        if outcome.stopped is not None:  # the exit status (cli.main)
+            raise outcome.stopped
+        return outcome.results

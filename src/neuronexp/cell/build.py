@@ -4,6 +4,7 @@ call (the compile), and the timing keys as its backend needs them. cell.run call
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -60,19 +61,32 @@ def _fresh(value: Any) -> Any:
     return copy.requires_grad_(True) if value.requires_grad else copy
 
 
+def _module(spec: CellSpec) -> nn.Module:
+    if spec.memory is not None:  # the caller's module, on a copy: moving and casting must not change theirs
+        return copy.deepcopy(spec.memory.module)
+    module = instantiate(spec.config.module)  # the resolved node as plain values: Hydra's instantiate, without Hydra
+    if not isinstance(module, nn.Module):
+        target = spec.config.module.get("_target_")
+        raise ConfigError("module._target_", target, f"built a {type(module).__name__}, not a torch.nn.Module")
+    return module
+
+
+def _inputs(spec: CellSpec, module: nn.Module, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if spec.memory is not None:
+        return tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in spec.memory.inputs), {}
+    args, kwargs = make_inputs(spec.config.input, module, device)
+    return tuple(args), dict(kwargs)
+
+
 def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
     cfg = spec.config
     torch.manual_seed(cfg.input.seed)  # the same weights in every run, and in each variant built alike
-    module = instantiate(cfg.module)  # the resolved node as plain values: Hydra's instantiate, without Hydra
-    if not isinstance(module, nn.Module):
-        raise ConfigError(
-            "module._target_", cfg.module.get("_target_"), f"built a {type(module).__name__}, not a torch.nn.Module"
-        )
+    module = _module(spec)
     # Cast to the cell's dtype, except a model fed token ids with no input.model_dtype: it keeps its own.
     if cfg.input.model_dtype is not None or torch_dtype(cfg.input.dtype).is_floating_point:
         module = module.to(dtype=torch_dtype(compute_dtype(cfg.input)))
     module = module.to(device=backend.device).eval()
-    args, kwargs = make_inputs(cfg.input, module, backend.device)
+    args, kwargs = _inputs(spec, module, backend.device)
     model: Any = module
     if cfg.compile.enabled:
         backend.check_compile(cfg.compile)
@@ -87,7 +101,7 @@ def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:
             fullgraph=cfg.compile.fullgraph,
             dynamic=cfg.compile.dynamic,
         )
-    return Built(model, module, tuple(args), dict(kwargs))
+    return Built(model, module, args, kwargs)
 
 
 def kernel_records(spec: CellSpec, backend: Backend) -> Any:

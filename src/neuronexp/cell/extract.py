@@ -1,19 +1,23 @@
-"""From a hot module of a profiled model to the config nodes that rebuild it alone (neuronexp-extract): from its
+"""From a hot module of a profiled model to the config node that rebuilds it alone (neuronexp-extract): from its
 Hugging Face config, else from constructor arguments recovered from its attributes (kept only when they rebuild
-the same parameter shapes), else from a pickled copy; its inputs from the first call the model made. Timing does
-not depend on the weights' values, so the seeded random ones do (docs/layers.md, "From a model to a layer study")."""
+the same parameter shapes), else from a pickled copy checked by its sha256 when loaded. Timing does not depend on
+the weights' values, so the seeded random ones do (docs/layers.md, "From a model to a layer study")."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
-import json
+import io
 import re
+import unicodedata
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
+
+from neuronexp.cell.extract_inputs import literal
+from neuronexp.config.targets import locate
 
 _HF_DROP = {"transformers_version", "architectures", "_name_or_path", "torch_dtype", "dtype", "use_cache"}
 _ALIASES = {
@@ -28,6 +32,7 @@ class Recipe:
     node: dict[str, Any]  # the module node (`_target_` + arguments)
     how: str  # "config" | "constructor arguments" | "saved copy"
     notes: list[str] = field(default_factory=list)
+    saved: bytes | None = None  # the pickled copy the node loads, for a "saved copy"
 
 
 def qualified(obj: Any) -> str:
@@ -35,8 +40,33 @@ def qualified(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _importable(cls: type) -> str | None:
+    """The dotted path a config names `cls` by, when importing it gives this very class back (not a class made
+    in a function, nor one whose name was changed, which no `_target_` reaches)."""
+    path = qualified(cls)
+    try:
+        return path if locate(path, key="module._target_") is cls else None
+    except Exception:  # ConfigError, or an import that fails: no path reaches it
+        return None
+
+
 def snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+# Names Hydra's override grammar reads as something other than a config name (`module=inf` is a float).
+_NOT_NAMES = {"true", "false", "null", "inf", "nan"}
+
+
+def study_name(module_type: str) -> str | None:
+    """A file and config name from a module's class (`transformers...LlamaMLP` → `llama_mlp`): ASCII letters,
+    digits and `_` only, starting with a letter, at most 64 characters; None when nothing of it is left."""
+    short = str(module_type).rsplit(".", 1)[-1]
+    text = unicodedata.normalize("NFKD", snake(short)).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:64].strip("_")
+    if not name:
+        return None
+    return f"module_{name}" if not name[0].isalpha() or name in _NOT_NAMES else name
 
 
 def _init_params(cls: type[nn.Module]) -> list[inspect.Parameter]:
@@ -51,26 +81,55 @@ def _shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in module.state_dict().items()}
 
 
-def _from_config(module: nn.Module) -> Recipe | None:
-    config = getattr(module, "config", None)
-    if config is None or not hasattr(config, "to_diff_dict"):
+_SKIP = object()
+
+
+def _plain(value: Any) -> Any:
+    """A config value as a literal of the generated YAML (strings escaped for OmegaConf), or _SKIP: no mapping,
+    so no `_target_` a config's value could carry is ever written."""
+    if isinstance(value, str):
+        return literal(value)
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v) for v in value]
+        return _SKIP if any(v is _SKIP for v in items) else items
+    return _SKIP
+
+
+def _from_config(module: nn.Module, model_config: Any = None) -> Recipe | None:
+    """From the module's Hugging Face config, or the whole model's for a layer that keeps none (BertIntermediate):
+    then only when a layer built from it has the same parameter shapes."""
+    own = getattr(module, "config", None)
+    config = own if own is not None else model_config
+    params = _init_params(type(module))
+    if not hasattr(config, "to_diff_dict") or "config" not in {p.name for p in params}:
         return None
-    names = {p.name for p in _init_params(type(module))}
-    if "config" not in names:
-        return None
-    keys = {
-        k: v
-        for k, v in config.to_diff_dict().items()
-        if k not in _HF_DROP and not k.startswith("_") and isinstance(v, (int, float, str, bool, type(None), list))
-    }
+    if any(p.default is p.empty and p.name not in ("config", "layer_idx") for p in params):
+        return None  # another argument it needs, which a config does not give
+    keys = {k: _plain(v) for k, v in config.to_diff_dict().items() if k not in _HF_DROP and not k.startswith("_")}
+    keys = {k: v for k, v in keys.items() if v is not _SKIP and k.isidentifier()}
     impl = getattr(config, "_attn_implementation", None)
-    if impl:
-        keys["attn_implementation"] = impl
-    node: dict[str, Any] = {"_target_": qualified(module), "config": {"_target_": qualified(config), **keys}}
+    if isinstance(impl, str) and impl:
+        keys["attn_implementation"] = literal(impl)
+    target, config_target = _importable(type(module)), _importable(type(config))
+    if target is None or config_target is None:
+        return None
+    node: dict[str, Any] = {"_target_": target, "config": {"_target_": config_target, **keys}}
     layer_idx = getattr(module, "layer_idx", None)
-    if "layer_idx" in names and layer_idx is not None:
+    if "layer_idx" in {p.name for p in params} and layer_idx is not None:
         node["layer_idx"] = int(layer_idx)
+    if own is None and not _rebuilds(module, config, node.get("layer_idx")):
+        return None
     return Recipe(node, "config")
+
+
+def _rebuilds(module: nn.Module, config: Any, layer_idx: int | None) -> bool:
+    extra = {} if layer_idx is None else {"layer_idx": layer_idx}
+    try:
+        return _shapes(type(module)(config=config, **extra)) == _shapes(module)
+    except Exception:  # the config is not what this layer was built from
+        return False
 
 
 def _recovered(module: nn.Module, p: inspect.Parameter) -> Any:
@@ -103,30 +162,49 @@ def _from_arguments(module: nn.Module) -> Recipe | None:
             continue
         if p.default is inspect.Parameter.empty or value != p.default:
             args[p.name] = value
+    target = _importable(type(module))
+    if target is None:
+        return None
     try:
         rebuilt = type(module)(**args)
     except Exception:  # the recovered values are not what the constructor wants
         return None
     if _shapes(rebuilt) != _shapes(module):
         return None
-    return Recipe({"_target_": qualified(module), **args}, "constructor arguments")
+    return Recipe({"_target_": target, **{k: _plain(v) for k, v in args.items()}}, "constructor arguments")
 
 
-def _saved(module: nn.Module, path: Path) -> Recipe:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(module, path)
-    return Recipe(
-        {"_target_": "neuronexp.modules.extracted.load_module", "path": str(path.resolve())},
-        "saved copy",
-        [
-            f"rebuilt from {path.name}, a pickled copy with the model's weights (no config or recoverable "
-            "constructor arguments)"
-        ],
+def _saved(module: nn.Module, rel_path: str) -> Recipe:
+    """A pickled copy, loaded only when it holds the bytes recorded here (modules.extracted.load_module).
+
+    Raises:
+        ValueError: the module cannot be pickled (a class no import reaches, a lambda among its attributes).
+    """
+    buffer = io.BytesIO()
+    try:
+        torch.save(module, buffer)
+    except Exception as exc:  # pickle names what it could not save
+        first = str(exc).strip().splitlines()
+        raise ValueError(
+            f"neither rebuilt from its config or constructor nor saved ({first[0] if first else exc})"
+        ) from None
+    data = buffer.getvalue()
+    node = {
+        "_target_": "neuronexp.modules.extracted.load_module",
+        "path": rel_path,
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+    note = (
+        f"rebuilt from {rel_path.rsplit('/', 1)[-1]}, a pickled copy with the model's weights (no config or "
+        "recoverable constructor arguments); loaded only while it holds the bytes of the sha256 below"
     )
+    return Recipe(node, "saved copy", [note], data)
 
 
-def recipe(module: nn.Module, saved_path: Path) -> Recipe:
-    return _from_config(module) or _from_arguments(module) or _saved(module, saved_path)
+def recipe(module: nn.Module, saved_path: str, model_config: Any = None) -> Recipe:
+    """`saved_path`: where the pickled copy goes, relative to the study's directory (`module/<name>.pt`);
+    `model_config`: the whole model's config (`model.config`), for a layer that keeps none."""
+    return _from_config(module, model_config) or _from_arguments(module) or _saved(module, saved_path)
 
 
 def fused_alternative(module: nn.Module, node: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
@@ -163,47 +241,3 @@ def fused_alternative(module: nn.Module, node: dict[str, Any]) -> tuple[dict[str
 def first_output(node: dict[str, Any]) -> dict[str, Any]:
     """The node wrapped in neuronexp.modules.extracted.FirstOutput (eager attention's weights are not SDPA's)."""
     return {"_target_": "neuronexp.modules.extracted.FirstOutput", "module": node}
-
-
-def _first_param(module: nn.Module) -> str | None:
-    try:
-        params = list(inspect.signature(module.forward).parameters.values())
-    except (TypeError, ValueError):
-        return None
-    return params[0].name if params else None
-
-
-def _spec(name: str, spec: Any, notes: list[str]) -> Any:
-    if isinstance(spec, dict) and "_unsupported_" in spec:
-        notes.append(f"{name}: a {spec['_unsupported_']} was passed; given as null (neuronexp has no spec for it)")
-        return None
-    if isinstance(spec, dict) and spec.pop("causal_mask", False):
-        return {"_target_": "neuronexp.modules.inputs.causal_mask"}
-    if name.endswith("position_embeddings") and isinstance(spec, list) and len(spec) == 2:
-        return {"_target_": "neuronexp.modules.inputs.rotary"}
-    if isinstance(spec, list):
-        return [_spec(f"{name}[{i}]", s, notes) for i, s in enumerate(spec)]
-    if isinstance(spec, dict) and "shape" in spec and str(spec.get("dtype", "")).startswith(("float", "bfloat")):
-        spec = {k: v for k, v in spec.items() if k != "dtype"}  # floating inputs follow the cell's dtype
-    return spec
-
-
-def input_node(module: nn.Module, specs_json: str) -> tuple[dict[str, Any], list[str]]:
-    """The `input` node that calls `module` as the model called it first."""
-    specs = json.loads(specs_json)
-    args, kwargs = list(specs["args"]), dict(specs["kwargs"])
-    notes: list[str] = []
-    if not args and _first_param(module) in kwargs:  # called by keyword (HF attention: hidden_states=...)
-        args = [kwargs.pop(str(_first_param(module)))]
-    first = args[0] if args else None
-    if not (isinstance(first, dict) and "shape" in first):
-        raise ValueError(
-            f"{type(module).__name__} was not called with a tensor first; neuronexp needs one as input.shape"
-        )
-    node: dict[str, Any] = {"shape": first["shape"], "dtype": first["dtype"]}
-    node.update({k: first[k] for k in ("fill", "low", "high") if k in first and first.get("fill") != "full"})
-    if not str(first["dtype"]).startswith(("float", "bfloat")):
-        node["model_dtype"] = "float32"
-    node["args"] = [_spec(f"input.args[{i}]", s, notes) for i, s in enumerate(args[1:])]
-    node["kwargs"] = {k: _spec(f"input.kwargs.{k}", v, notes) for k, v in kwargs.items()}
-    return node, notes

@@ -109,6 +109,7 @@ def cell_tables(
         labels,
         numel=int(np.prod(cfg.input.shape)),
         overrides=spec.overrides,
+        module_source="config" if spec.memory is None else "memory",
         status="ok" if error is None else "error",
         error=error,
         timing_method=backend.timing_method,

@@ -19,6 +19,7 @@ from neuronexp.cell.build import Built, build, first_call, kernel_records
 from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode
+from neuronexp.cell.joblog import TRACEBACK_LOGGER
 from neuronexp.cell.limits import Limits, measure_limits
 from neuronexp.cell.module_rows import inspect_modules, module_rows
 from neuronexp.cell.modules import fill_module_device_times
@@ -30,7 +31,7 @@ from neuronexp.config import CellSpec, ConfigError
 from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 
-trace_log = logging.getLogger("neuronexp.cell.traceback")
+trace_log = logging.getLogger(TRACEBACK_LOGGER)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -111,8 +112,7 @@ class CellRun:
             self.error = _error_text(exc)
             self.out_of_memory = isinstance(exc, (MemoryError, torch.OutOfMemoryError))
             atomic_write_text(self.out_dir / ERROR_LOG, traceback.format_exc())  # the row keeps one line, this the rest
-            # The same traceback in the job's log (Hydra's neuronexp.log: conf/config.yaml routes this logger to its
-            # file handler only, so the terminal keeps the one-line error).
+            # The same traceback in the job's log only (cell.joblog), so the terminal keeps the one-line error.
             trace_log.error("cell %s failed: %s", self.spec.run_id, self.error, exc_info=True)
 
     def finish(self, latency: LatencyStats | None) -> Results:

@@ -1,5 +1,5 @@
-"""A cell in a supervised process of its own, on a device slot of its own under parallel and Slurm launchers. The
-supervisor (the sweep process under the basic launcher, else the launcher's worker) writes the cell's error row
+"""A cell (or a comparison group) in a supervised process of its own, on a device slot of its own under parallel and
+Slurm launchers. The supervisor (the sweep's process, or a Slurm task) writes the cell's error row
 when its process ends without one: a signal, an exit from inside the layer, its time limit. Why a process per
 cell: a crash, a hang or leaked device state cannot take the sweep with it, and a device runtime reads its slot's
 selection (the visible-devices variable) once, when it starts, in the cell's own process.
@@ -46,65 +46,53 @@ def default_pool(kind: str, launcher: LauncherConfig, neuron_cores: str | None) 
     return info.assumed_units(neuron_cores, launcher.devices * (launcher.per_device or 1))
 
 
-def run_supervised(spec: CellSpec, slotted: bool) -> Results:
-    """Run the placed cell in a process of its own (on a free device slot when `slotted`); its tables.
-
-    A process that ends without writing its row gets an error row here, saying how it ended.
-    """
-    from neuronexp.cell.rows import write_lost_cell
-    from neuronexp.results import read_job
-
-    out_dir, launcher, kind = Path(spec.out_dir), spec.config.launcher, backend_kind(spec.config.backend)
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    slot = None
-    try:
-        if not slotted:
-            ended = _run((spec,), None, launcher.cell_timeout_s)
-        else:
-            try:
-                slots = plan_slots(
-                    kind,
-                    launcher.devices,
-                    launcher.per_device,
-                    default_pool(kind, launcher, spec.config.neuron.visible_cores),
-                    host_cpus(),
-                )
-            except PlacementError as exc:
-                return write_lost_cell(spec, out_dir, f"PlacementError: {exc}", kind, _where(None), started_at)
-            with hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None) as slot:
-                (out_dir / "cells.parquet").unlink(missing_ok=True)  # an earlier error row must not pass for this run's
-                ended = _run((_unpinned(spec, kind),), slot, launcher.cell_timeout_s)
-    except (
-        SlurmTimeLimit
-    ) as exc:  # raised in this Slurm task by its time-limit warning; leaving run_forked killed the cell
-        return write_lost_cell(spec, out_dir, f"timed out: {exc}", kind, _where(slot, None, kind), started_at)
-    if (out_dir / "cells.parquet").is_file():
-        return read_job(out_dir)
-    cause = _cause(ended, launcher.cell_timeout_s, out_dir)
-    return write_lost_cell(spec, out_dir, cause, kind, _where(slot, ended.pid, kind), started_at)
-
-
-def run_group_supervised(specs: list[CellSpec]) -> list[Results]:
-    """Run a comparison group's placed cells in one process of their own (cell.group: timed together); their tables.
+def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
+    """Run the placed cells (one, or a comparison group timed together: cell.group) in one process of their own,
+    on a free device slot when `slotted`; their tables, in order.
 
     The process gets `launcher.cell_timeout_s` for each of its cells. A cell it ends without writing gets an error
-    row here, as a lone cell's would."""
-    from neuronexp.cell.rows import write_lost_cell
+    row here, saying how the process ended.
+    """
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    launcher, kind = specs[0].config.launcher, backend_kind(specs[0].config.backend)
+    timeout = launcher.cell_timeout_s * len(specs) if launcher.cell_timeout_s else launcher.cell_timeout_s
+    slot, ended = None, None
+    try:
+        if not slotted:
+            ended = _run(tuple(specs), None, timeout)
+        else:
+            pool = default_pool(kind, launcher, specs[0].config.neuron.visible_cores)
+            slots = plan_slots(kind, launcher.devices, launcher.per_device, pool, host_cpus())
+            with hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None) as slot:
+                for spec in specs:  # an earlier error row must not pass for this run's
+                    (Path(spec.out_dir) / "cells.parquet").unlink(missing_ok=True)
+                ended = _run(tuple(_unpinned(spec, kind) for spec in specs), slot, timeout)
+    except PlacementError as exc:
+        return [_lost(s, f"PlacementError: {exc}", _where(None), started_at) for s in specs]
+    except SlurmTimeLimit as exc:
+        # Raised in this Slurm task by its time-limit warning; leaving run_forked killed the cell.
+        return [_lost(s, f"timed out: {exc}", _where(slot, None, kind), started_at) for s in specs]
+    assert ended is not None
+    log = Path(specs[0].out_dir) / "cell.log"  # the process's output, in its first cell's directory
+    return [_read_or_lost(s, ended, timeout, log, _where(slot, ended.pid, kind), started_at) for s in specs]
+
+
+def _read_or_lost(
+    spec: CellSpec, ended: Ended, timeout: float | None, log: Path, where: dict[str, Any], started_at: str
+) -> Results:
+    """The cell's tables as its process wrote them, or the error row of a cell whose process wrote none."""
     from neuronexp.results import read_job
 
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    limit = specs[0].config.launcher.cell_timeout_s
-    timeout = limit * len(specs) if limit else limit
-    ended = _run(tuple(specs), None, timeout)
-    out = []
-    for spec in specs:
-        out_dir, kind = Path(spec.out_dir), backend_kind(spec.config.backend)
-        if (out_dir / "cells.parquet").is_file():
-            out.append(read_job(out_dir))
-            continue
-        cause = _cause(ended, timeout, out_dir, Path(specs[0].out_dir) / "cell.log")
-        out.append(write_lost_cell(spec, out_dir, cause, kind, _where(None, ended.pid, kind), started_at))
-    return out
+    out_dir = Path(spec.out_dir)
+    if (out_dir / "cells.parquet").is_file():
+        return read_job(out_dir)
+    return _lost(spec, _cause(ended, timeout, out_dir, log), where, started_at)
+
+
+def _lost(spec: CellSpec, cause: str, where: dict[str, Any], started_at: str) -> Results:
+    from neuronexp.cell.rows import write_lost_cell
+
+    return write_lost_cell(spec, Path(spec.out_dir), cause, backend_kind(spec.config.backend), where, started_at)
 
 
 def _unpinned(spec: CellSpec, kind: str) -> CellSpec:

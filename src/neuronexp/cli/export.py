@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from neuronexp.cli.pipe import quiet_on_closed_stdout
 from neuronexp.export.cells import ExportError
-from neuronexp.results import DamagedResults, read_any
+from neuronexp.results import DamagedResults, Found, read_any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +53,40 @@ def _tracking_uri(flag: str | None) -> str | None:
     return uri
 
 
+def _export(args: argparse.Namespace, uri: str | None, found: Found) -> None:
+    """Check everything that can be checked without writing (the benchmark file may be replaced, no file to upload is
+    a link, the tracking store answers), then write."""
+    client, plan = None, None
+    if args.pytorch_benchmark is not None:
+        from neuronexp.export.benchmark import check_target
+
+        check_target(args.pytorch_benchmark)
+    if uri is not None:
+        from neuronexp.export.artifacts import artifact_plan
+        from neuronexp.export.tracking import connect
+
+        plan = artifact_plan(found, args.dir, traces=not args.no_traces)
+        client = connect(uri)  # a bad URI or a server that does not answer fails here, before any write
+    if args.pytorch_benchmark is not None:
+        from neuronexp.export.benchmark import write_benchmark_json
+
+        n, left_out = write_benchmark_json(found.results.cells, args.pytorch_benchmark)
+        print(f"pytorch benchmark: {n} records in {args.pytorch_benchmark}")
+        if left_out:  # JSON has no inf or NaN: a record without its number would be no record
+            print(f"  left out, not finite numbers: {', '.join(left_out)}")
+    if client is not None:
+        from neuronexp.export.tracking import export_mlflow
+
+        done = export_mlflow(client, found, args.dir, experiment=args.experiment, traces=not args.no_traces, plan=plan)
+        parent = f" · parent run {done.parent_run_id}" if done.parent_run_id else ""
+        print(
+            f"mlflow: experiment {done.experiment} (id {done.experiment_id}){parent} · {len(done.created)} cell "
+            f"run(s) logged, {len(done.already)} already there · {uri}"
+        )
+        if done.cut:
+            print(f"  cut to fit MLflow's limits (each run's tag neuronexp.cut names what): {', '.join(done.cut)}")
+
+
 @quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
@@ -64,25 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         found = read_any(args.dir)
         if found.results.cells.empty:
             raise ExportError(f"{args.dir}: the results hold no cells")
-        client = None
-        if uri is not None:
-            from neuronexp.export.tracking import connect
-
-            client = connect(uri)  # a bad URI or a server that does not answer fails here, before any write
-        if args.pytorch_benchmark is not None:
-            from neuronexp.export.benchmark import write_benchmark_json
-
-            n = write_benchmark_json(found.results.cells, args.pytorch_benchmark)
-            print(f"pytorch benchmark: {n} records in {args.pytorch_benchmark}")
-        if client is not None:
-            from neuronexp.export.tracking import export_mlflow
-
-            done = export_mlflow(client, found, args.dir, experiment=args.experiment, traces=not args.no_traces)
-            parent = f" · parent run {done.parent_run_id}" if done.parent_run_id else ""
-            print(
-                f"mlflow: experiment {done.experiment} (id {done.experiment_id}){parent} · {len(done.created)} cell "
-                f"run(s) logged, {len(done.already)} already there · {uri}"
-            )
+        _export(args, uri, found)
     except (ExportError, DamagedResults, OSError, pa.ArrowException) as exc:  # OSError: FileNotFoundError included
         print(f"neuronexp-export: error: {exc}", file=sys.stderr)
         return 2

@@ -11,6 +11,9 @@ import pandas as pd
 
 # The reference's columns (results.schema) and the name of each move in the comparison's table.
 HOST_COLUMNS = {"host_dispatch_us": "host_dispatch_move", "host_memory_us": "host_memory_move"}
+# Above this no host measured either workload (16 floats added; 16 MiB multiplied: microseconds to milliseconds on
+# any host that can run a cell): a figure beyond it, not finite or not positive was not measured, it was written.
+MAX_REFERENCE_US = 1e6
 
 
 def host_moves(cells_a: list[pd.Series], cells_b: list[pd.Series]) -> dict[str, float]:
@@ -19,8 +22,35 @@ def host_moves(cells_a: list[pd.Series], cells_b: list[pd.Series]) -> dict[str, 
 
 
 def _median(cells: list[pd.Series], column: str) -> float:
-    values = [float(c[column]) for c in cells if column in c and c[column] is not None and pd.notna(c[column])]
+    values = [float(c[column]) for c in cells if column in c and plausible(c[column])]
     return float(np.median(values)) if values else math.nan
+
+
+def plausible(value: object) -> bool:
+    """A reference figure a host could have measured: a finite number of µs in (0, MAX_REFERENCE_US]."""
+    try:
+        number = float(value)  # type: ignore[arg-type]  # None, text: not a figure
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(number) and 0 < number <= MAX_REFERENCE_US
+
+
+def implausible_notes(sides: list[pd.DataFrame]) -> list[str]:
+    """The cells whose reference is there but cannot be a measurement: treated as missing, and said so."""
+    bad = [
+        f"{col}={cells.at[i, col]!r}"
+        for cells in sides
+        for col in HOST_COLUMNS
+        if col in cells
+        for i in cells.index[cells[col].notna()]
+        if not plausible(cells.at[i, col])
+    ]
+    if not bad:
+        return []
+    return [
+        f"{len(bad)} host reference figure(s) are not a measurement (not a finite number of µs in (0, "
+        f"{MAX_REFERENCE_US:,.0f}]): treated as missing ({', '.join(bad[:3])}{' …' if len(bad) > 3 else ''})"
+    ]
 
 
 def host_notes(cells: pd.DataFrame, threshold: float, used: bool) -> list[str]:

@@ -18,7 +18,7 @@ from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
-from neuronexp.compare.host import HOST_COLUMNS, host_moves, host_notes
+from neuronexp.compare.host import HOST_COLUMNS, host_moves, host_notes, implausible_notes
 from neuronexp.compare.keys import CompareError, cell_names, differing_labels, expand_ignored, keyed_cells
 from neuronexp.compare.notes import environment_notes, statistics_notes
 from neuronexp.compare.ops import op_changes
@@ -190,6 +190,7 @@ def compare(
     ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
     notes = environment_notes(a.cells, b.cells) + statistics_notes(cells, threshold)
     notes += host_notes(cells, threshold, host_reference)
+    notes += implausible_notes([a.cells, b.cells, *(r.cells for r in [*(more_a or []), *(more_b or [])])])
     if runs_a or runs_b:
         notes.insert(
             0,

@@ -25,7 +25,7 @@ from neuronexp.config.schema import (
     ScheduleConfig,
     TimingConfig,
 )
-from neuronexp.config.spec import CellSpec
+from neuronexp.config.spec import CellSpec, InMemory
 from neuronexp.config.targets import locate
 from neuronexp.config.units import format_units, parse_units, unit_set, validate_units
 from neuronexp.config.validate import validate, validate_module_target
@@ -34,6 +34,7 @@ __all__ = [
     "AllocatorMode",
     "BackendName",
     "CellSpec",
+    "InMemory",
     "CompileConfig",
     "ConfigError",
     "CorrectnessConfig",

@@ -16,5 +16,5 @@ class RerunMode(str, Enum):
 class SweepConfig:
     rerun: RerunMode = RerunMode.failed
     # true: plan and check every cell, print each one's label, run_id and whether it is cached, and an estimate of
-    # the time; run nothing, write nothing (neuronexp.sweep.dryrun). A single run prints its one cell.
+    # the time; run nothing, write nothing (neuronexp.engine.dryrun). A single run prints its one cell.
     dry_run: bool = False

@@ -1,13 +1,23 @@
 """One cell, as plain data: what the edges (cli, sweeper) build and validate once and every process after them
 receives as is (the job, the fork server, the cell process, a Slurm task). No closure, no Hydra node: it pickles,
-and the cell process builds the module from `config.module` itself (cell.build)."""
+and the cell process builds the module from `config.module` itself (cell.build). The one exception, `memory`, is a
+module from the Python caller's memory (neuronexp.sweep(modules=...)), whose cells run in the caller's process."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from neuronexp.config.schema import RunConfig
+
+
+@dataclass(frozen=True)
+class InMemory:
+    """A cell's module and inputs from the caller's memory: used instead of `config.module` and `config.input`."""
+
+    module: Any  # the nn.Module instance (cell.build works on a copy: the caller's stays as it was)
+    inputs: tuple[Any, ...]  # its positional inputs
 
 
 @dataclass(frozen=True)
@@ -23,6 +33,7 @@ class CellSpec:
     # For the cell's row: what validation found suspicious but not wrong (an input `forward` may ignore).
     warnings: tuple[str, ...] = ()
     out_dir: str = ""  # the job directory; "" until the job places the cell (CellSpec.placed)
+    memory: InMemory | None = field(default=None, repr=False, compare=False)
 
     def placed(self, out_dir: str) -> CellSpec:
         """This cell, writing into `out_dir`."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +16,7 @@ import numpy as np
 import pandas as pd
 
 from neuronexp.analysis.overrides import override_values
-
-# The cells table calls the first input's shape `shape` today; issue 23 renames it `input_shape` (it collides
-# with DataFrame.shape). Whichever the results hold is read, so results from before and after both export.
-SHAPE_COLUMNS = ("input_shape", "shape")
+from neuronexp.analysis.variants import cell_labels
 
 # (column, unit): the cell's figures, exported under their column names (the unit is already in each name, as
 # docs/columns.md spells it). speedup_ci_low/high are written by newer neuronexp versions: exported when present.
@@ -58,15 +54,14 @@ TAG_COLUMNS = (
     "baseline_run_id",
     "error",
 )
-# MLflow caps a tag's value (8,000 characters in 3.x) and a param's (6,000): an error message is cut, said so.
+LABEL_KEYS = ("experiment", "module", "compiled", "backend", "device", "dtype", "input_shape")
+# MLflow caps a param's value (6,000 characters in 3.x) and a tag's (8,000): longer text is cut to MAX_TEXT, marked
+# CUT at its end, and named with its full length in the tag CUT_TAG (what was cut is never silent).
 MAX_TEXT = 5000
+CUT = " … (cut)"
+CUT_TAG = "neuronexp.cut"
 # What MLflow accepts in a param or metric name; anything else (e.g. Hydra's `@package` syntax) becomes "_".
 _NAME_BAD = re.compile(r"[^\w./ -]")
-
-
-def shape_column(cells: pd.DataFrame) -> str:
-    """The column holding the first input's shape label, `input_shape` or (older results) `shape`."""
-    return next((c for c in SHAPE_COLUMNS if c in cells.columns), "shape")
 
 
 def present(value: Any) -> bool:
@@ -76,10 +71,17 @@ def present(value: Any) -> bool:
     return not (isinstance(value, float) and math.isnan(value))
 
 
-def _text(value: Any) -> str:
-    """A value as a tag or param string: booleans as YAML writes them, long text cut (and said so)."""
-    text = str(bool(value)).lower() if isinstance(value, (bool, np.bool_)) else str(value)
-    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 12] + " … (cut)"
+def _texts(values: dict[str, Any], kind: str, cut: list[str]) -> dict[str, str]:
+    """Each value as a tag or param string (booleans as YAML writes them); text longer than MAX_TEXT cut, and
+    `kind name (N characters)` added to `cut`."""
+    out = {}
+    for name, value in values.items():
+        text = str(bool(value)).lower() if isinstance(value, (bool, np.bool_)) else str(value)
+        if len(text) > MAX_TEXT:
+            cut.append(f"{kind} {name} ({len(text):,} characters)")
+            text = text[: MAX_TEXT - len(CUT)] + CUT
+        out[name] = text
+    return out
 
 
 @dataclass(frozen=True)
@@ -100,26 +102,6 @@ class CellExport:
         return {**{k: v for k, v in self.labels.items() if k not in self.overrides}, **self.overrides}
 
 
-def labels_of(row: pd.Series, shape_col: str) -> dict[str, str]:
-    keys = ["experiment", "module", "compiled", "backend", "device", "dtype", shape_col]
-    out = {k: _text(row[k]) for k in keys if k in row and present(row[k])}
-    if shape_col in out and shape_col != "input_shape":
-        out["input_shape"] = out.pop(shape_col)  # one name whatever the column is called
-    return out
-
-
-def cell_name(row: pd.Series, overrides: dict[str, str], shape_col: str, swept: Set[str]) -> str:
-    """`rmsnorm_fused [1,8,64] dims.seq=128`: the module (+compile), the shape, then any other key the sweep varied
-    (keys every cell shares, such as timing.iters, name no cell apart and are left to the params)."""
-    parts = [str(row.get("module", "?")) + (" +compile" if bool(row.get("compiled", False)) else "")]
-    if present(row.get(shape_col)):
-        parts.append(str(row[shape_col]))
-    parts += [
-        f"{k}={v}" for k, v in overrides.items() if k in swept and k not in ("module", "input.shape", "compile.enabled")
-    ]
-    return " ".join(parts)
-
-
 def export_key(row: pd.Series) -> str:
     """This cell as measured by one invocation: its configuration (run_id) and when it started. Exporting the same
     results again finds the same key; the same configuration measured again is a new key (a new run)."""
@@ -131,12 +113,7 @@ def safe_name(key: str) -> str:
     return _NAME_BAD.sub("_", key)
 
 
-def _overrides(row: pd.Series) -> dict[str, str]:
-    return {safe_name(k): _text(v) for k, v in override_values(row.get("overrides")).items()}
-
-
-def cell_export(row: pd.Series, shape_col: str, swept: Set[str] = frozenset()) -> CellExport:
-    overrides = _overrides(row)
+def _metrics(row: pd.Series) -> dict[str, float]:
     metrics = {}
     for col, _unit in METRICS:
         value = row.get(col)
@@ -145,24 +122,25 @@ def cell_export(row: pd.Series, shape_col: str, swept: Set[str] = frozenset()) -
                 metrics[col] = float(value)
             except (TypeError, ValueError):
                 continue
-    tags = {f"neuronexp.{c}": _text(row[c]) for c in TAG_COLUMNS if c in row and present(row[c])}
-    return CellExport(
-        cell_name(row, overrides, shape_col, swept),
-        labels_of(row, shape_col),
-        overrides,
-        metrics,
-        tags,
-        export_key(row),
-    )
+    return metrics
+
+
+def cell_export(row: pd.Series, name: str) -> CellExport:
+    """`row` as the exporters name it; `name` is the cell's name as the terminal prints it (cell_exports)."""
+    cut: list[str] = []
+    overrides = _texts({safe_name(k): v for k, v in override_values(row.get("overrides")).items()}, "param", cut)
+    labels = _texts({k: row[k] for k in LABEL_KEYS if k in row and present(row[k])}, "param", cut)
+    tags = _texts({f"neuronexp.{c}": row[c] for c in TAG_COLUMNS if c in row and present(row[c])}, "tag", cut)
+    if cut:
+        tags[CUT_TAG] = "; ".join(cut)
+    return CellExport(name, labels, overrides, _metrics(row), tags, export_key(row))
 
 
 def cell_exports(cells: pd.DataFrame) -> list[CellExport]:
-    """Every row's export; a cell is named by the override keys whose values differ between the cells."""
-    col = shape_column(cells)
-    per_cell = [_overrides(row) for _, row in cells.iterrows()]
-    keys = {k for o in per_cell for k in o}
-    swept = {k for k in keys if len({o.get(k) for o in per_cell}) > 1}
-    return [cell_export(row, col, swept) for _, row in cells.iterrows()]
+    """Every row's export, named as the terminal and the report name the cell ("variant · input",
+    analysis.variants.cell_labels: the module, +compile, the swept keys that tell the cells apart, the input)."""
+    names = cell_labels(cells) if len(cells) else pd.Series([], dtype=str)
+    return [cell_export(row, str(name)) for (_, row), name in zip(cells.iterrows(), names)]
 
 
 class ExportError(ValueError):

@@ -14,24 +14,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from neuronexp.export.cells import CellExport, ExportError, cell_exports
-from neuronexp.results import JOBS_MANIFEST, Found
+from neuronexp.export.artifacts import Artifact, artifact_plan, log_files
+from neuronexp.export.cells import CUT_TAG, CellExport, ExportError, cell_exports
+from neuronexp.export.spans import Span, cell_spans
+from neuronexp.results import JOBS_MANIFEST, Found, read_regular
 
 KEY_TAG = "neuronexp.export_key"
-# A job directory's tables and the files that say how it was measured; traces are optional (--no-traces).
-TABLE_FILES = (
-    "cells.parquet",
-    "ops.parquet",
-    "samples.parquet",
-    "modules.parquet",
-    "config.yaml",
-    "env.json",
-    "cell.json",
-    "error.log",
-)
-SWEEP_FILES = ("summary.md", "cells.parquet", "ops.parquet", "samples.parquet")
 # MLflow's log_batch limits per call (params and tags 100, metrics 1,000).
 _BATCH = 100
+# The most of a tracking store's error kept in the one line: MLflow's own remedy comes at its end (the file store's
+# refusal ends with MLFLOW_ALLOW_FILE_STORE=true), so a longer one loses its middle, never its end.
+_DETAIL = 600
 
 
 @dataclass
@@ -41,6 +34,7 @@ class Exported:
     parent_run_id: str | None = None
     created: list[str] = field(default_factory=list)
     already: list[str] = field(default_factory=list)
+    cut: list[str] = field(default_factory=list)  # the names of the cells whose runs hold a value cut (CUT_TAG)
 
 
 @contextmanager
@@ -69,16 +63,15 @@ def connect(uri: str) -> Any:
             client = MlflowClient(tracking_uri=uri)
             client.search_experiments(max_results=1)
     except Exception as exc:  # MlflowException, requests' and the database drivers' errors: all mean "not usable"
-        detail = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        raise ExportError(f"--mlflow {uri}: no usable MLflow tracking store there ({detail[:300]})") from None
+        raise ExportError(f"--mlflow {uri}: no usable MLflow tracking store there ({_detail(exc)})") from None
     return client
 
 
-def _millis(started_at: Any) -> int | None:
-    try:
-        return int(datetime.fromisoformat(str(started_at)).timestamp() * 1000)
-    except ValueError:
-        return None
+def _detail(exc: Exception) -> str:
+    """The error on one line, whole up to _DETAIL characters; beyond, its start and its end (where the remedy is)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    head, tail = _DETAIL // 3, 2 * _DETAIL // 3
+    return text if len(text) <= _DETAIL else f"{text[:head]} … {text[-tail:]}"
 
 
 def _existing(client: Any, experiment_id: str) -> dict[str, Any]:
@@ -102,32 +95,37 @@ def _log(client: Any, run_id: str, params: dict[str, str], metrics: dict[str, fl
         client.log_batch(run_id, metrics=values[i : i + _BATCH], params=items[i : i + _BATCH])
 
 
-def _files(directory: Path, names: tuple[str, ...]) -> list[Path]:
-    return [directory / n for n in names if (directory / n).is_file()]
-
-
-def _traces(job_dir: Path) -> list[Path]:
-    return sorted(p for p in job_dir.glob("trace*.json") if p.is_file())
-
-
 def parent_key(root: Path, run_ids: list[str]) -> str:
     """The sweep directory's name with its planned cells: the same sweep resumed keeps its parent, another sweep
     of the same cells (another directory) gets its own."""
     manifest = root / JOBS_MANIFEST
     try:
-        planned = sorted(str(j["run_id"]) for j in json.loads(manifest.read_text())) if manifest.is_file() else []
-    except (ValueError, TypeError, KeyError):
+        planned = sorted(str(j["run_id"]) for j in json.loads(read_regular(manifest))) if manifest.is_file() else []
+    except (OSError, ValueError, TypeError, KeyError):  # a link among them: read_any refused it already
         planned = []
     ident = root.resolve().name + "|" + ",".join(planned or sorted(run_ids))
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
-def _parent(client: Any, exp_id: str, existing: dict[str, Any], root: Path, cells: Any) -> str:
+@dataclass(frozen=True)
+class _Sweep:
+    """What the parent run is made of: the experiment, the runs found there, the directory and its files."""
+
+    exp_id: str
+    existing: dict[str, Any]
+    root: Path
+    files: list[Artifact]
+    span: Span
+
+
+def _parent(client: Any, sweep: _Sweep, cells: Any) -> str:
+    root = sweep.root
     key = parent_key(root, [str(r) for r in cells["run_id"]])
-    run = existing.get(key)
+    run = sweep.existing.get(key)
     if run is None:
         run_id = client.create_run(
-            exp_id,
+            sweep.exp_id,
+            start_time=sweep.span.start,
             run_name=root.resolve().name,
             tags={KEY_TAG: key, "neuronexp.kind": "sweep", "neuronexp.sweep_dir": str(root.resolve())},
         ).info.run_id
@@ -135,71 +133,85 @@ def _parent(client: Any, exp_id: str, existing: dict[str, Any], root: Path, cell
         return run.info.run_id
     else:  # exported before the sweep was aggregated (while it ran), or left unfinished by a killed export
         run_id = run.info.run_id
-    for path in _files(root / "results", SWEEP_FILES):
-        client.log_artifact(run_id, str(path), artifact_path="results")
+    log_files(client, run_id, sweep.files, root)
     client.set_tag(run_id, "neuronexp.cells", str(len(cells)))
     failed = bool((cells["status"] == "error").any()) if "status" in cells else False
-    client.set_terminated(run_id, "FAILED" if failed else "FINISHED")
+    client.set_terminated(run_id, "FAILED" if failed else "FINISHED", end_time=sweep.span.end)
     return run_id
 
 
-def _complete(client: Any, run: Any, cell: CellExport) -> None:
+def _complete(client: Any, run: Any, cell: CellExport, span: Span) -> None:
     """A finished cell's run exported before aggregation lacks the figures aggregation adds (the speedups): log
     them now, so exporting during and after a sweep gives the runs one export after it gives."""
     missing = {k: v for k, v in cell.metrics.items() if k not in run.data.metrics}
     if missing:
-        _log(client, run.info.run_id, {}, missing, _millis(cell.tags.get("neuronexp.started_at")))
+        _log(client, run.info.run_id, {}, missing, span.start)
 
 
-def _child(
-    client: Any, exp_id: str, cell: CellExport, job_dir: Path | None, parent: str | None, traces: bool, run: Any = None
-) -> str:
+@dataclass(frozen=True)
+class _Cell:
+    """One cell's run as logged: its export, its span, its files and its parent run."""
+
+    export: CellExport
+    span: Span
+    files: list[Artifact]
+    parent: str | None
+
+
+def _child(client: Any, exp_id: str, cell: _Cell, root: Path, run: Any = None) -> str:
     """Log a cell's run, or finish `run`, the cell's run an earlier export left unfinished (what it already holds
     is not logged twice; artifacts are the same files, written again over themselves)."""
-    started = _millis(cell.tags.get("neuronexp.started_at"))
+    export, span = cell.export, cell.span
     if run is None:
-        tags = {**cell.tags, KEY_TAG: cell.key, "neuronexp.kind": "cell"}
-        if parent is not None:
-            tags["mlflow.parentRunId"] = parent
-        run = client.create_run(exp_id, start_time=started, tags=tags, run_name=cell.name)
+        tags = {**export.tags, KEY_TAG: export.key, "neuronexp.kind": "cell"}
+        if cell.parent is not None:
+            tags["mlflow.parentRunId"] = cell.parent
+        run = client.create_run(exp_id, start_time=span.start, tags=tags, run_name=export.name)
     run_id, held = run.info.run_id, run.data
     _log(
         client,
         run_id,
-        {k: v for k, v in cell.params.items() if k not in held.params},
-        {k: v for k, v in cell.metrics.items() if k not in held.metrics},
-        started,
+        {k: v for k, v in export.params.items() if k not in held.params},
+        {k: v for k, v in export.metrics.items() if k not in held.metrics},
+        span.start,
     )
-    if job_dir is not None:
-        for path in _files(job_dir, TABLE_FILES):
-            client.log_artifact(run_id, str(path), artifact_path="tables")
-        for path in _traces(job_dir) if traces else []:
-            client.log_artifact(run_id, str(path), artifact_path="traces")
-    ok = cell.tags.get("neuronexp.status") in ("ok", "cached")
-    client.set_terminated(run_id, "FINISHED" if ok else "FAILED")
+    log_files(client, run_id, cell.files, root)
+    ok = export.tags.get("neuronexp.status") in ("ok", "cached")
+    client.set_terminated(run_id, "FINISHED" if ok else "FAILED", end_time=span.end)
     return run_id
 
 
 def export_mlflow(
-    client: Any, found: Found, root: Path, experiment: str | None = None, traces: bool = True
+    client: Any,
+    found: Found,
+    root: Path,
+    experiment: str | None = None,
+    traces: bool = True,
+    plan: dict[str | None, list[Artifact]] | None = None,
 ) -> Exported:
-    """Log `found` (read from `root`) into `experiment` (default: the cells' own `experiment` label)."""
+    """Log `found` (read from `root`) into `experiment` (default: the cells' own `experiment` label). `plan`: the
+    files to upload (artifacts.artifact_plan, checked before anything was written), made here when not given."""
     cells = found.results.cells
     if cells.empty:
         raise ExportError(f"{root}: the results hold no cells")
+    plan = artifact_plan(found, root, traces) if plan is None else plan
+    spans = cell_spans(cells, found.results.samples)
     name = experiment or str(cells["experiment"].iloc[0])
     exp = client.get_experiment_by_name(name)
     exp_id = exp.experiment_id if exp is not None else client.create_experiment(name)
     out = Exported(name, exp_id)
     existing = _existing(client, exp_id)
     if found.kind == "sweep":
-        out.parent_run_id = _parent(client, exp_id, existing, root, cells)
-    for cell, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
-        run = existing.get(cell.key)
+        sweep = _Sweep(exp_id, existing, root, plan.get(None, []), Span.around(list(spans.values())))
+        out.parent_run_id = _parent(client, sweep, cells)
+    for export, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
+        run = existing.get(export.key)
+        if CUT_TAG in export.tags:
+            out.cut.append(export.name)
         if run is not None and run.info.status != "RUNNING":
-            _complete(client, run, cell)
+            _complete(client, run, export, spans[run_id])
             out.already.append(run.info.run_id)
             continue
-        job_dir = found.job_dir_of.get(run_id)
-        out.created.append(_child(client, exp_id, cell, job_dir, out.parent_run_id, traces, run))
+        cell = _Cell(export, spans[run_id], plan.get(run_id, []), out.parent_run_id)
+        out.created.append(_child(client, exp_id, cell, root, run))
     return out

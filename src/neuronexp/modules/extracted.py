@@ -3,20 +3,63 @@ wrapper that keeps a layer's first output, so that two forms of one layer compar
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import io
+import os
+import stat
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import torch
 from torch import nn
 
 
-def load_module(path: str) -> nn.Module:
-    """The pickled nn.Module at `path`, with its weights (`{_target_: neuronexp.modules.extracted.load_module,
-    path: ...}`). Unpickling runs code: load only files you wrote (here, neuronexp-extract did, from your model)."""
-    module = torch.load(path, weights_only=False, map_location="cpu")
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"{path} holds a {type(module).__name__}, not an nn.Module")
-    return module
+def load_module(path: str, sha256: str | None = None) -> nn.Module:
+    """The pickled nn.Module neuronexp-extract saved (`{_target_: neuronexp.modules.extracted.load_module, path:
+    module/<name>.pt, sha256: ...}`), with its weights. Unpickling runs code, so the file is loaded only when its
+    bytes are the ones extract recorded: `path` is relative to the study's directory and looked up in the run's
+    config directories (`--config-dir`, which neuronexp puts on the import path) and the working directory, a
+    moved study included; a file there with other bytes, or a link, is never loaded.
+
+    Raises:
+        ValueError: no sha256 recorded, or no file with those bytes (one line, naming `path`).
+    """
+    if not sha256:
+        raise ValueError(f"{path}: no sha256 recorded for this saved module; run neuronexp-extract again to get one")
+    dirs = dict.fromkeys([*sys.path, os.getcwd()])
+    roots = [Path(path)] if Path(path).is_absolute() else [Path(d or ".") / path for d in dirs]
+    for candidate in roots:
+        data = _regular_bytes(candidate)
+        if data is not None and hashlib.sha256(data).hexdigest() == sha256:
+            module = torch.load(io.BytesIO(data), weights_only=False, map_location="cpu")
+            if not isinstance(module, nn.Module):
+                raise ValueError(f"{path} holds a {type(module).__name__}, not an nn.Module")
+            return module
+    raise ValueError(
+        f"{path}: no file with the sha256 the config records ({sha256[:12]}...) in the config directories "
+        "(--config-dir) or the working directory; a changed or replaced .pt is never loaded: "
+        "run neuronexp-extract again"
+    )
+
+
+def _regular_bytes(path: Path) -> bytes | None:
+    """The bytes of a regular file at `path`, never through a link nor blocking; None when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class FirstOutput(nn.Module):

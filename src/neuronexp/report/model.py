@@ -5,6 +5,7 @@ Plain frames and strings only; formatting belongs to report.html / report.markdo
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -21,7 +22,7 @@ from neuronexp.analysis.ops import fusion_table, hotspots
 from neuronexp.analysis.variants import add_speedups, names
 from neuronexp.formatting import yaml_error_line
 from neuronexp.report.findings import INTERVAL_COLUMNS, findings, speedup_intervals
-from neuronexp.results import Results, read_any
+from neuronexp.results import LinkRefused, Results, read_any, read_regular
 
 # env.json keys worth a line in the report, in reading order, with their labels.
 _ENV_FIELDS = [
@@ -71,12 +72,15 @@ class Report:
 def configured_baseline(job_dirs: list[Path]) -> Baseline | None:
     """The `baseline` the sweep was run with (from a job's config.yaml), as key: value pairs."""
     for d in job_dirs[:1]:
-        if (d / "config.yaml").is_file():
+        if _present(d / "config.yaml"):
             # Read as data, never resolved: a results directory is not trusted config, and an interpolation in it
             # (`${oc.env:SECRET}`) must not read this machine's environment. neuronexp wrote it resolved.
             try:
-                with open(d / "config.yaml", encoding="utf-8") as f:  # a regular file (is_file): never blocks
-                    config = yaml.safe_load(f)
+                stream = io.StringIO(read_regular(d / "config.yaml").decode("utf-8"))
+                stream.name = str(d / "config.yaml")  # what YAML's errors name the file by
+                config = yaml.safe_load(stream)
+            except LinkRefused:
+                raise
             except yaml.YAMLError as exc:
                 raise ReportError(yaml_error_line(exc)) from None
             except (OSError, UnicodeDecodeError) as exc:
@@ -89,9 +93,14 @@ def configured_baseline(job_dirs: list[Path]) -> Baseline | None:
     return None
 
 
+def _present(path: Path) -> bool:
+    """A file to read (a link is there too: reading it refuses it, results.regular)."""
+    return path.is_file() or path.is_symlink()
+
+
 def _json_object(path: Path) -> dict:
     try:
-        value = json.loads(path.read_text())
+        value = json.loads(read_regular(path))
     except ValueError as exc:
         raise ReportError(f"{path}: not valid JSON ({exc}); neuronexp writes it, so it was changed since") from None
     if not isinstance(value, dict):
@@ -101,7 +110,7 @@ def _json_object(path: Path) -> dict:
 
 def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[str, str]]:
     """(label, value) pairs; a value that differs across jobs lists every distinct value."""
-    envs = [_json_object(d / "env.json") for d in job_dirs if (d / "env.json").is_file()]
+    envs = [_json_object(d / "env.json") for d in job_dirs if _present(d / "env.json")]
 
     def distinct(values) -> str:
         vals = [str(v) for v in dict.fromkeys(values) if v is not None and not (isinstance(v, float) and math.isnan(v))]
@@ -147,7 +156,9 @@ def links(cells: pd.DataFrame, by_run: dict[str, Path], out_dir: Path) -> tuple[
         job = by_run.get(str(cell["run_id"]))
         trace = cell.get("trace_path")
         trace_file = (job / trace) if job is not None and isinstance(trace, str) and trace else None
-        traces.append(_relative(trace_file, out_dir) if trace_file is not None and trace_file.is_file() else None)
+        # A trace planted as a link is not linked to: the report points at the results' own files only.
+        shown = trace_file is not None and trace_file.is_file() and not trace_file.is_symlink()
+        traces.append(_relative(trace_file, out_dir) if shown and trace_file is not None else None)
         named = [Path(str(cell[c])) for c in profile_cols if isinstance(cell[c], str) and cell[c]]
         candidates = [p if p.is_absolute() or job is None else job / p for p in named]
         candidates += [job / "neuron_profile"] if job is not None else []

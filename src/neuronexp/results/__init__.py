@@ -1,18 +1,19 @@
 """The results contract and its files: the three tidy tables (schema), writing a job's files atomically
 (files) and reading runs and sweeps back (read). Imports nothing else from neuronexp."""
 
-from neuronexp.results.frames import Results, arrow_table, frame, to_arrow
+from neuronexp.results.frames import Results, arrow_table, frame, no_results, to_arrow
+from neuronexp.results.load import load
 from neuronexp.results.read import (
     JOBS_MANIFEST,
     DamagedResults,
     Found,
     job_dirs_of,
-    load,
     read_any,
     read_job,
     read_jobs,
     run_dirs,
 )
+from neuronexp.results.regular import LinkRefused, open_regular, read_regular, refuse_link
 from neuronexp.results.schema import (
     CELL_SCHEMA,
     LABEL_COLUMNS,
@@ -35,6 +36,7 @@ __all__ = [
     "Found",
     "JOBS_MANIFEST",
     "LABEL_COLUMNS",
+    "LinkRefused",
     "OP_SCHEMA",
     "Results",
     "SAMPLE_SCHEMA",
@@ -43,11 +45,15 @@ __all__ = [
     "USABLE",
     "arrow_table",
     "frame",
+    "no_results",
     "job_dirs_of",
     "load",
+    "open_regular",
     "read_any",
     "read_job",
     "read_jobs",
+    "read_regular",
+    "refuse_link",
     "run_dirs",
     "to_arrow",
     "usable",

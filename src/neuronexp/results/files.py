@@ -6,7 +6,6 @@ renamed into place, and `cells.*` is written last, so a job directory with `cell
 
 from __future__ import annotations
 
-import errno
 import glob
 import io
 import json
@@ -25,6 +24,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from neuronexp.results.frames import to_arrow
+from neuronexp.results.regular import read_regular
 from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, usable
 
 
@@ -79,19 +79,6 @@ def write_csv(path: Path, table: pa.Table) -> None:
 def write_arrow(path: Path, table: pa.Table) -> None:
     with atomic_path(path) as tmp, pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
-
-
-def read_regular(path: Path) -> bytes:
-    """The bytes of the regular file `path`, never blocking: a FIFO or a device planted under a results file's name
-    would hang a plain open; it is refused as OSError, like a missing file."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read()
-    finally:
-        os.close(fd)
 
 
 def read_arrow(path: Path) -> pa.Table:
@@ -159,7 +146,7 @@ def write_phase(job_dir: Path, phase: str) -> None:
 def read_phase(job_dir: Path) -> str | None:
     """The step the cell in `job_dir` last recorded (write_phase), or None."""
     try:
-        return (job_dir / PHASE_FILE).read_text().strip() or None
+        return read_regular(job_dir / PHASE_FILE).decode("utf-8", "replace").strip() or None
     except OSError:
         return None
 
@@ -178,13 +165,13 @@ def complete_run_id(job_dir: Path) -> str | None:
     tables = [job_dir / f"{name}.{ext}" for name in TABLES for ext in ("arrow", "parquet")]
     outputs = [job_dir / OUTPUT_FILE, job_dir / FLOAT32_OUTPUT_FILE]
     try:
-        if not all(stat.S_ISREG(os.stat(p).st_mode) for p in tables):
+        if not all(stat.S_ISREG(os.lstat(p).st_mode) for p in tables):  # a link: run again
             return None
         for name in TABLES:  # every column of the contract: an older layout's cell runs again
             if not set(SCHEMAS[name].names) <= set(read_arrow(job_dir / f"{name}.arrow").column_names):
                 return None
-            pq.read_metadata(job_dir / f"{name}.parquet")
-        rows = pq.read_table(job_dir / "cells.parquet").to_pylist()
+            pq.read_metadata(job_dir / f"{name}.parquet")  # the footer only: checked a regular file above
+        rows = pq.read_table(pa.BufferReader(read_regular(job_dir / "cells.parquet"))).to_pylist()
         if len(rows) != 1 or not usable(rows[0].get("status")):
             return None
         saved = rows[0].get("output_tensors")
@@ -212,7 +199,8 @@ def owner(job_dir: Path) -> str | None:
             return "unknown"
     if (job_dir / "cells.parquet").is_file():
         try:
-            return str(pq.read_table(job_dir / "cells.parquet", columns=["run_id"]).column(0)[0])
+            table = pq.read_table(pa.BufferReader(read_regular(job_dir / "cells.parquet")), columns=["run_id"])
+            return str(table.column(0)[0])
         except (OSError, pa.ArrowException, IndexError):
             return "unknown"
     return None

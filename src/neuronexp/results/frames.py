@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 import pyarrow as pa
 
-from neuronexp.results.schema import COUNT_COLUMNS, MODULE_SCHEMA, SCHEMAS
+from neuronexp.results.schema import COUNT_COLUMNS, MODULE_SCHEMA, SCHEMAS, TABLES
 
 
 class _Tables(NamedTuple):
@@ -46,6 +46,11 @@ class Results(_Tables):
     def _replace(self, **changes: Any) -> Results:
         modules = changes.pop("modules", self.__dict__.get("_modules"))
         return Results(*super()._replace(**changes), modules)
+
+
+def no_results() -> Results:
+    """The three tables without a row (a dry run's)."""
+    return Results.of(SCHEMAS[name].empty_table().to_pandas() for name in TABLES)
 
 
 def whole_counts(df: pd.DataFrame) -> pd.DataFrame:

@@ -4,12 +4,14 @@ why a sample suffices: docs/methodology.md, "Output check" (the file's keys: wri
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from neuronexp.results.files import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, atomic_path
+from neuronexp.results.regular import read_regular
 
 __all__ = [
     "FLOAT32_OUTPUT_FILE",
@@ -71,7 +73,7 @@ def read_outputs(path: Path) -> list[OutputLeaf]:
     Raises:
         OSError, ValueError, KeyError: no such file, or not one neuronexp wrote.
     """
-    with np.load(path, allow_pickle=False) as data:
+    with np.load(io.BytesIO(read_regular(path)), allow_pickle=False) as data:  # a link is refused (OSError)
         count = sum(1 for k in data.files if k.startswith("shape"))
         return [
             OutputLeaf(

@@ -3,9 +3,7 @@ directories (a sweep that was never aggregated, or is being aggregated)."""
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from neuronexp.results.frames import Results, to_arrow, whole_counts
+from neuronexp.results.frames import Results, to_arrow
+from neuronexp.results.regular import LinkRefused, read_regular
 from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES
 from neuronexp.results.table_file import DamagedResults, read_table
 
@@ -21,91 +20,64 @@ from neuronexp.results.table_file import DamagedResults, read_table
 JOBS_MANIFEST = "jobs.json"
 
 
-def read_job(job_dir: Path) -> Results:
+def read_job(job_dir: Path, root: Path | None = None) -> Results:
+    """A job directory's tables, each a regular file reached from `root` (default: the job directory) without a link."""
     return Results.of(
-        (read_table(job_dir / f"{name}.parquet", name).to_pandas() for name in TABLES),
-        _optional(job_dir / "modules.parquet"),
+        (read_table(job_dir / f"{name}.parquet", name, root).to_pandas() for name in TABLES),
+        _optional(job_dir / "modules.parquet", root),
     )
 
 
-def _optional(path: Path) -> pd.DataFrame | None:
-    """An optional table (modules, with profiler.modules=true) where it was written, else None."""
-    return read_table(path, path.stem).to_pandas() if path.is_file() else None
+def _optional(path: Path, root: Path | None) -> pd.DataFrame | None:
+    """An optional table (modules, with profiler.modules=true) where it was written, else None (a link is refused)."""
+    return read_table(path, path.stem, root).to_pandas() if path.is_file() or path.is_symlink() else None
 
 
-def load(*paths: str | os.PathLike[str]) -> Results:
-    """The three tables of run directories or sweep directories (their aggregated tables), for analysis: counts
-    (`calls`, `device_ops`, ...) are integers where they are whole (docs/columns.md).
-
-    Several directories, or glob patterns (`"outputs/sweeps/rmsnorm_sweep/*"`), give their rows together; every row
-    says where it came from in `source_dir` (the directory as given or matched), and which invocation measured it
-    in `invocation_id`.
-
-    Raises:
-        FileNotFoundError: a path holds neither a finished job nor an aggregated sweep, or a pattern matches none.
-        DamagedResults: a table there cannot be read as neuronexp wrote it.
-    """
-    if not paths:
-        raise TypeError("load() needs at least one directory or glob pattern")
-    roots = [root for path in paths for root in _expand(path)]
-    parts = [
-        Results.of((t.assign(source_dir=str(root)) for t in found), found.modules.assign(source_dir=str(root)))
-        for root in roots
-        for found in [_load(root)]
-    ]
-    if len(parts) == 1:
-        return Results.of((whole_counts(t) for t in parts[0]), whole_counts(parts[0].modules))
-    return Results.of(
-        (whole_counts(pd.concat([p[i] for p in parts], ignore_index=True)) for i in range(len(TABLES))),
-        whole_counts(pd.concat([p.modules for p in parts], ignore_index=True)),
-    )
-
-
-def _expand(path: str | os.PathLike[str]) -> list[Path]:
-    text = os.fspath(path)
-    if not glob.has_magic(text):
-        return [Path(text)]
-    found = sorted((Path(p) for p in glob.glob(text) if Path(p).is_dir()), key=lambda p: _natural_key(str(p)))
-    if not found:
-        raise FileNotFoundError(f"{text}: no directory matches this pattern")
-    return found
-
-
-def _load(root: Path) -> Results:
-    """load() with the contract's own types (floats for every count)."""
+def load_root(root: Path) -> Results:
+    """A run directory's or an aggregated sweep's tables with the contract's own types (floats for every count)."""
     if (root / "results" / "cells.parquet").is_file():
         return Results.of(
-            (read_table(root / "results" / f"{n}.parquet", n).to_pandas() for n in TABLES),
-            _optional(root / "results" / "modules.parquet"),
+            (read_table(root / "results" / f"{n}.parquet", n, root).to_pandas() for n in TABLES),
+            _optional(root / "results" / "modules.parquet", root),
         )
     if (root / "cells.parquet").is_file():
-        return read_job(root)
+        return read_job(root, root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
 
 
 def job_dirs_of(sweep_dir: Path) -> list[Path]:
     """The sweep's jobs: from the sweeper's manifest, else every subdirectory holding a cell."""
     manifest = sweep_dir / JOBS_MANIFEST
-    if manifest.is_file():
+    if manifest.is_file() or manifest.is_symlink():
         try:
-            return [sweep_dir / str(job["dir"]) for job in json.loads(manifest.read_text())]
+            return [sweep_dir / _job_name(job["dir"]) for job in json.loads(read_regular(manifest))]
+        except LinkRefused as exc:
+            raise DamagedResults(str(exc)) from None
         except (ValueError, TypeError, KeyError) as exc:
             raise DamagedResults(
                 f"{manifest}: not the list of planned cells neuronexp writes ({type(exc).__name__}: "
                 f"{exc}); rerun the sweep into this directory to rewrite it"
             ) from None
-    return sorted((p.parent for p in sweep_dir.glob("*/cells.parquet")), key=lambda p: _natural_key(p.name))
+    return sorted((p.parent for p in sweep_dir.glob("*/cells.parquet")), key=lambda p: natural_key(p.name))
 
 
-def _natural_key(name: str) -> list[object]:
+def _job_name(name: object) -> str:
+    """A job directory's name as the manifest gives it: relative, and never climbing out of the sweep directory."""
+    text = str(name)
+    if not text or Path(text).is_absolute() or ".." in Path(text).parts:
+        raise ValueError(f"job directory {text!r} is not a name inside the sweep directory")
+    return text
+
+
+def natural_key(name: str) -> list[object]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
-def _read_job_table(job_dir: Path, name: str) -> pa.Table:
+def _read_job_table(job_dir: Path, name: str, root: Path | None) -> pa.Table:
     try:
-        return read_table(job_dir / f"{name}.arrow", name)
+        return read_table(job_dir / f"{name}.arrow", name, root)
     except FileNotFoundError:  # written by another tool, or before the Arrow copies existed
-        return read_table(job_dir / f"{name}.parquet", name)
+        return read_table(job_dir / f"{name}.parquet", name, root)
 
 
 def _concat(parts: list[pa.Table]) -> pa.Table:
@@ -130,20 +102,23 @@ def _extras_as_text(table: pa.Table) -> pa.Table:
     return table
 
 
-def read_jobs(job_dirs: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
+def read_jobs(job_dirs: list[Path], root: Path | None = None) -> tuple[dict[str, pa.Table], list[str]]:
     """The finished jobs' tables concatenated (Arrow, not pandas: a big sweep's ops stay compact), and the
-    names of the job directories that hold no finished cell."""
+    names of the job directories that hold no finished cell; read from `root` (the sweep directory) on, no link
+    followed."""
     done = [d for d in job_dirs if (d / "cells.parquet").is_file()]
     finished = set(done)
     missing = [d.name for d in job_dirs if d not in finished]
     tables = {}
     for name in OPTIONAL_TABLES:  # only the jobs that wrote one (profiler.modules=true)
-        parts = [_read_job_table(d, name) for d in done if (d / f"{name}.parquet").is_file()]
+        parts = [_read_job_table(d, name, root) for d in done if (d / f"{name}.parquet").is_file()]
         if parts:  # absent, not empty: a sweep's results/ gets the table only when some cell wrote it
             tables[name] = _concat(parts)
     for name in TABLES:
         # In batches: thousands of small tables cost more in per-table overhead than in data.
-        batches = [_concat([_read_job_table(d, name) for d in done[i : i + 1000]]) for i in range(0, len(done), 1000)]
+        batches = [
+            _concat([_read_job_table(d, name, root) for d in done[i : i + 1000]]) for i in range(0, len(done), 1000)
+        ]
         tables[name] = _concat(batches or [to_arrow(name, pd.DataFrame())])
     return tables, missing
 
@@ -155,7 +130,7 @@ def run_dirs(run_ids: list[str], job_dirs: list[Path]) -> dict[str, Path]:
     done = [d for d in job_dirs if (d / "cells.parquet").is_file()]
     if len(done) == len(run_ids):
         return dict(zip(map(str, run_ids), done))
-    return {str(_read_job_table(d, "cells").column("run_id")[0]): d for d in done}
+    return {str(_read_job_table(d, "cells", None).column("run_id")[0]): d for d in done}
 
 
 @dataclass
@@ -176,15 +151,15 @@ def read_any(root: Path) -> Found:
         FileNotFoundError: no results here.
     """
     if (root / "cells.parquet").is_file():
-        results = _load(root)
+        results = load_root(root)
         return Found(results, "run", {str(r): root for r in results.cells["run_id"]})
     planned = job_dirs_of(root) if root.is_dir() else []
     dirs = [d for d in planned if (d / "cells.parquet").is_file()]
     missing = [d.name for d in planned if not (d / "cells.parquet").is_file()]
     if (root / "results" / "cells.parquet").is_file():
-        results = _load(root)
+        results = load_root(root)
     elif dirs:
-        tables, _ = read_jobs(dirs)
+        tables, _ = read_jobs(dirs, root)
         results = Results.of(
             (tables[name].to_pandas() for name in TABLES),
             tables["modules"].to_pandas() if "modules" in tables else None,
@@ -194,11 +169,11 @@ def read_any(root: Path) -> Found:
             f"{root}: no results here (no cells.parquet, no results/, no job directories); "
             "point at a run or a sweep directory"
         )
-    return Found(results, "sweep", {_job_run_id(d): d for d in dirs}, missing)
+    return Found(results, "sweep", {_job_run_id(d, root): d for d in dirs}, missing)
 
 
-def _job_run_id(job_dir: Path) -> str:
-    run_ids = read_table(job_dir / "cells.parquet", "cells").column("run_id").to_pylist()
+def _job_run_id(job_dir: Path, root: Path) -> str:
+    run_ids = read_table(job_dir / "cells.parquet", "cells", root).column("run_id").to_pylist()
     if len(run_ids) != 1:
         raise DamagedResults(
             f"{job_dir / 'cells.parquet'}: {len(run_ids)} rows where a job's table holds one; "

@@ -31,6 +31,8 @@ CELL_SCHEMA = pa.schema(
         # The shape's dimensions as integers (`input_shape` is its label, as the command line writes it).
         ("shape_dims", _DIMS),
         ("overrides", _STR),
+        # `config` (built from the config's `module`) or `memory` (an nn.Module instance handed to neuronexp.sweep).
+        ("module_source", _STR),
         ("status", _STR),
         ("error", _STR),
         ("latency_median_us", _F64),

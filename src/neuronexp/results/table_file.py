@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from neuronexp.results.files import read_regular
+from neuronexp.results.regular import LinkRefused, read_regular
 from neuronexp.results.schema import SCHEMAS
 
 # Renamed columns, old name → new: results written before the rename read back under today's names (`shape`
@@ -21,19 +21,20 @@ class DamagedResults(ValueError):
     one of an older layout)."""
 
 
-def read_table(path: Path, name: str) -> pa.Table:
+def read_table(path: Path, name: str, root: Path | None = None) -> pa.Table:
     """The `name` table ("cells", "ops", "samples") at `path` (`.parquet` or `.arrow`), checked against the contract.
 
-    Read from the bytes of a regular file: a FIFO or device under a table's name is refused, never opened
-    blocking. A table without every column of the contract (another tool's, or an older neuronexp's) is refused
-    here in one line, rather than as a KeyError deep in a report.
+    Read from the bytes of a regular file reached from `root` (results.regular): a link on the way, a FIFO or a
+    device under a table's name is refused, never followed or opened blocking. A table without every column of the
+    contract (another tool's, or an older neuronexp's) is refused here in one line, rather than as a KeyError deep
+    in a report.
 
     Raises:
         FileNotFoundError: no file there.
-        DamagedResults: not a regular file, not a readable table, or not of this layout.
+        DamagedResults: a link, not a regular file, not a readable table, or not of this layout.
     """
     try:
-        data = read_regular(path)
+        data = read_regular(path, root)
         buffer = pa.BufferReader(data)
         # One thread: a read that fails midway can leave an Arrow pool worker alive, and its destructor at exit
         # aborts the process (apache/arrow#34314: a report that printed its one-line error then died with -6).
@@ -42,6 +43,8 @@ def read_table(path: Path, name: str) -> pa.Table:
         )
     except FileNotFoundError:
         raise
+    except LinkRefused as exc:
+        raise DamagedResults(str(exc)) from None
     except (OSError, pa.ArrowException) as exc:
         lines = str(exc).splitlines()
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else (lines[0] if lines else type(exc).__name__)

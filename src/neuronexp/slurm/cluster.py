@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf, read_write
 
 from neuronexp.config import ConfigError
 
-log = logging.getLogger("neuronexp.sweep")
+log = logging.getLogger("neuronexp.engine")
 
 # Slurm sends `--signal` up to 60 s earlier than asked (its event resolution is a minute); a task needs some
 # more time after that to start Python and install submitit's handler before the signal arrives.

@@ -23,7 +23,7 @@ from submitit.slurm.slurm import SlurmExecutor, SlurmInfoWatcher, SlurmJob, Slur
 
 from neuronexp.slurm.cluster import SlurmTimeLimit, _run
 
-log = logging.getLogger("neuronexp.sweep")
+log = logging.getLogger("neuronexp.engine")
 
 
 class SlurmTasksLost(Exception):

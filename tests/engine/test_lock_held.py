@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from neuronexp.sweep.lock import locked
+from neuronexp.engine.lock import locked
 
 TRY = """
 import sys
 from pathlib import Path
 from neuronexp.config import ConfigError
-from neuronexp.sweep.lock import locked
+from neuronexp.engine.lock import locked
 try:
     with locked(Path(sys.argv[1]), "hydra.sweep.dir"):
         print("got it")

@@ -16,9 +16,9 @@ import pytest
 import neuronexp
 from helpers import FAST, console_script
 from helpers.hostile import write_hostile_layers
+from neuronexp.engine.lock import locked
 from neuronexp.host.threads import host_cpus
 from neuronexp.results.files import read_arrow
-from neuronexp.sweep.lock import locked
 
 QUICK = [a for a in FAST if not a.startswith("input.shape")]
 PAIR = ["module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]"]
@@ -175,7 +175,7 @@ def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path:
 
 @pytest.mark.slow  # 6 s on the 2-core VM
 def test_a_failed_aggregation_is_an_error_not_a_warning(cli, tmp_path: Path) -> None:
-    from neuronexp.sweep.ownership import mark
+    from neuronexp.engine.ownership import mark
 
     sweep = tmp_path / "sweep"
     sweep.mkdir()

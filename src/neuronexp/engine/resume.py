@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuronexp.engine.plan import PlannedCell
 from neuronexp.results.files import complete_run_id, owner
-from neuronexp.sweep.plan import PlannedCell
 
 
 def assign(cells: list[PlannedCell], sweep_dir: Path, rerun_all: bool = False) -> set[str]:

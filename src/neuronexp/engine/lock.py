@@ -32,7 +32,7 @@ def locked(directory: Path, key: str, kind: str | None = None) -> Iterator[None]
         ConfigError: another neuronexp holds it (the message names that process), the directory holds files
             neuronexp did not write or the other kind's results, or it cannot be created or written; naming `key`.
     """
-    from neuronexp.sweep.ownership import check_ours, mark
+    from neuronexp.engine.ownership import check_ours, mark
 
     if kind is not None:
         check_ours(directory, kind, key, ignore=(LOCK_FILE,))

@@ -10,8 +10,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from neuronexp.config import ConfigError
-from neuronexp.sweep._hydra import subdir_override
-from neuronexp.sweep.plan import CellComposer, grid
+from neuronexp.engine._hydra import subdir_override
+from neuronexp.engine.plan import CellComposer, grid
 
 JOBS = [
     ["module=rmsnorm_fused", "input.shape=[1,8,64]", "input.dtype=float32"],
@@ -66,43 +66,3 @@ def test_the_grid_is_the_basic_sweepers_product_in_its_order() -> None:
 def test_a_planned_subdir_survives_hydras_override_parser(subdir: str) -> None:
     (parsed,) = OverridesParser.create().parse_overrides([subdir_override(subdir)])
     assert parsed.key_or_group == "hydra.sweep.subdir" and parsed.value() == subdir
-
-
-def test_a_planned_job_runs_as_hydras_basic_launcher_runs_it(loader, tmp_path) -> None:
-    from hydra._internal.callbacks import Callbacks
-    from hydra._internal.core_plugins.basic_launcher import BasicLauncher
-    from hydra.core.utils import JobStatus
-    from hydra.types import HydraContext
-
-    from neuronexp.sweep._hydra import run_basic_job
-
-    seen = []
-
-    def task(cfg):
-        seen.append(OmegaConf.to_container(cfg, resolve=True))
-        return "done"
-
-    job = ["module=rmsnorm_fused", "input.shape=[1,8,64]", subdir_override("5")]
-    returns = []
-    for name in ("hydra", "planned"):
-        master = compose("config", return_hydra_config=True, overrides=[f"hydra.sweep.dir={tmp_path / name}"])
-        context = HydraContext(config_loader=loader, callbacks=Callbacks(master))
-        if name == "hydra":
-            launcher = BasicLauncher()
-            launcher.setup(hydra_context=context, task_function=task, config=master)
-            (ret,) = launcher.launch([job], initial_job_idx=5)
-        else:
-            ret = run_basic_job(context, task, master, CellComposer(master, loader).compose(job, num=5))
-        returns.append(ret)
-    assert seen[0] == seen[1]
-    hydra_ret, planned_ret = returns
-    assert planned_ret.status == hydra_ret.status == JobStatus.COMPLETED and planned_ret.return_value == "done"
-    assert planned_ret.overrides == hydra_ret.overrides and planned_ret.task_name == hydra_ret.task_name
-    for file in ("config.yaml", "overrides.yaml", "hydra.yaml"):
-        texts = [(tmp_path / name / "5" / ".hydra" / file).read_text() for name in ("hydra", "planned")]
-        if file == "hydra.yaml":  # the run's own directory and time are its own
-            texts = [
-                "\n".join(line for line in text.splitlines() if str(tmp_path) not in line and "cwd:" not in line)
-                for text in texts
-            ]
-        assert texts[0] == texts[1], file

@@ -1,4 +1,4 @@
-"""A sweep's outcome reaches its exit status: any error row makes it SweepStopped(1) (the command's exit code 1),
+"""A sweep's outcome reaches its exit status: any error row makes it Stopped(1) (the command's exit code 1),
 after `results/` is written; every cell ok ends normally. The sweep driver runs for real on a real directory; the
 launcher is a stand-in that writes each job's row as a cell process would."""
 
@@ -7,15 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from omegaconf import OmegaConf
 
 import neuronexp
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.sweeper import Outcome, SweepContext, _run
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.stopped import SweepStopped
-from neuronexp.sweep.sweeper import SweepContext, _run
 
 
 class RowWriter:
@@ -60,26 +58,26 @@ class RowWriter:
         return [None] * len(jobs)
 
 
-def _sweep(tmp_path: Path, fail: set[str]) -> list:
+def _sweep(tmp_path: Path, fail: set[str]) -> Outcome:
     sweep_dir = tmp_path / "sweep"
     cells = [
         PlannedCell(num=i, dir=str(i), overrides=[f"module={m}"], run_id=f"run{i}", backend="cpu", label=m)
         for i, m in enumerate(("naive", "fused"))
     ]
     master = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}}, "baseline": None})
-    ctx = SweepContext(master=master, params={}, arguments=[], launcher=RowWriter(sweep_dir, cells, fail), loader=None)
-    return _run(ctx, cells, None, None)
+    writer = RowWriter(sweep_dir, cells, fail)
+    ctx = SweepContext(master=master, params={}, arguments=[], launcher=lambda: writer, loader=None)
+    return _run(ctx, cells, None)
 
 
 def test_a_sweep_with_an_error_row_stops_with_exit_status_1_after_writing_results(tmp_path: Path) -> None:
-    with pytest.raises(SweepStopped) as stopped:
-        _sweep(tmp_path, fail={"run1"})
-    assert stopped.value.code == 1
+    stopped = _sweep(tmp_path, fail={"run1"}).stopped
+    assert stopped is not None and stopped.code == 1
     cells = neuronexp.load(tmp_path / "sweep").cells
     assert sorted(cells["status"]) == ["error", "ok"]
     assert (tmp_path / "sweep" / "results" / "summary.md").is_file()
 
 
 def test_a_sweep_whose_cells_all_ran_ends_normally(tmp_path: Path) -> None:
-    _sweep(tmp_path, fail=set())
+    assert _sweep(tmp_path, fail=set()).stopped is None
     assert sorted(neuronexp.load(tmp_path / "sweep").cells["status"]) == ["ok", "ok"]

@@ -11,14 +11,22 @@ from pathlib import Path
 import pytest
 
 from helpers import FAST, run_cli, run_dirs
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.progress import SweepProgress, eta_text, fit
 from neuronexp.results.files import PHASE_FILE, read_phase, write_phase
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.progress import SweepProgress, eta_text, fit
 
 
 def _cells(n: int) -> list[PlannedCell]:
     return [
-        PlannedCell(i, str(i), [f"module=m{i}"], f"run{i}", "cpu", f"module=m{i} input.shape=[1,{i}]") for i in range(n)
+        PlannedCell(
+            num=i,
+            dir=str(i),
+            overrides=[f"module=m{i}"],
+            run_id=f"run{i}",
+            backend="cpu",
+            label=f"module=m{i} input.shape=[1,{i}]",
+        )
+        for i in range(n)
     ]
 
 
@@ -45,9 +53,8 @@ def test_phases_of_running_cells_are_read_from_their_job_directories(tmp_path: P
     write_phase(tmp_path / "1", "profiling")
     progress._report(cells[1], {"status": "ok", "latency_median_us": 12.0}, where=False)  # cell 1 finished
     assert [(c.dir, p) for c, p in progress.running_phases()] == [("0", "compile")]
-    # A cell in this process (the basic launcher) is the one running, whatever else the disk says.
-    progress.running(cells[2])
-    assert [(c.dir, p) for c, p in progress.running_phases()] == [("2", "timing")]
+    write_phase(tmp_path / "2", "timing")  # rewritten now: cell 2 runs too
+    assert [(c.dir, p) for c, p in progress.running_phases()] == [("0", "compile"), ("2", "timing")]
     assert read_phase(tmp_path / "nowhere") is None
 
 
@@ -58,12 +65,12 @@ def test_a_finished_cells_line_has_the_outcome_and_estimate_and_fits_the_termina
     cells = _cells(4)
     cells[0].label = "module=a_very_long_module_name_that_cannot_fit input.shape=[1,2048,4096]"
     progress = SweepProgress(tmp_path, cells, reused={"run3"})  # one reused: 1 of 4 done at the start
-    with caplog.at_level(logging.INFO, logger="neuronexp.sweep"):
+    with caplog.at_level(logging.INFO, logger="neuronexp.engine"):
         progress._report(cells[0], {"status": "ok", "latency_median_us": 2410.0})
         progress._report(cells[1], {"status": "error", "error": "RuntimeError: boom"})
     first, second = (r.getMessage() for r in caplog.records)
     assert first.startswith("cell 2/4 ok 2.41 ms · eta 0:00 · module=a_very_long") and first.endswith("…")
-    assert len(first) == 100 - 18  # the terminal's width less Hydra's "[hh:mm:ss][HYDRA] "
+    assert len(first) == 100 - 11  # the terminal's width less the log prefix "[hh:mm:ss] "
     assert second.startswith("cell 3/4 error · ") and second.endswith("module=m1 input.shape=[1,1]: RuntimeError: boom")
 
 

@@ -1,13 +1,10 @@
-"""Which cells of a sweep are timed together: the comparison groups of its baseline, planned before any cell runs,
-and the collector that gathers a group's jobs so that one process runs them (cell.group). Cells are paired only
-where one process can run them as they would run alone; elsewhere they are timed unpaired, and the sweep says why
-(docs/methodology.md, "Paired timing")."""
+"""Which cells of a sweep run in one process, timed together: the comparison groups of its baseline, planned before
+any cell runs (cell.group times them). Cells are paired only where one process can run them as they would run
+alone; elsewhere they are timed unpaired, and the sweep says why (docs/methodology.md, "Paired timing")."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from neuronexp.analysis.baseline import Baseline
@@ -87,29 +84,3 @@ def plan_units(cells: list[Any], baseline: Baseline | None, todo: set[str]) -> t
             if reason is not None and len(members) > 1 and i == members[0]:
                 notes.append(f"{cell.label}: its group is timed unpaired: {reason}")
     return units, notes
-
-
-@dataclass
-class Collector:
-    """The jobs of one unit, gathered by sweep.job as the launcher hands them over, then run in one process."""
-
-    run_ids: set[str]
-    specs: list[Any] = field(default_factory=list)  # each job's CellSpec, placed in its job directory
-
-
-_active: list[Collector] = []
-
-
-@contextlib.contextmanager
-def collecting(run_ids: set[str]) -> Iterator[Collector]:
-    """While active, sweep.job hands these cells' prepared jobs to the collector instead of running them."""
-    collector = Collector(run_ids)
-    _active.append(collector)
-    try:
-        yield collector
-    finally:
-        _active.remove(collector)
-
-
-def collector_for(run_id: str) -> Collector | None:
-    return next((c for c in _active if run_id in c.run_ids), None)

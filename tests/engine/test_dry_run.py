@@ -9,16 +9,31 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import FAST
+from neuronexp.engine.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
+from neuronexp.engine.plan import PlannedCell
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
-from neuronexp.sweep.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
-from neuronexp.sweep.plan import PlannedCell
 
 
 def _cells() -> list[PlannedCell]:
     return [
-        PlannedCell(0, "0", ["module=rmsnorm_naive"], "aaaa000000000000", "cpu", "module=rmsnorm_naive"),
-        PlannedCell(1, "1", ["module=rmsnorm_compiled"], "bbbb000000000000", "cpu", "module=rmsnorm_compiled", True),
+        PlannedCell(
+            num=0,
+            dir="0",
+            overrides=["module=rmsnorm_naive"],
+            run_id="aaaa000000000000",
+            backend="cpu",
+            label="module=rmsnorm_naive",
+        ),
+        PlannedCell(
+            num=1,
+            dir="1",
+            overrides=["module=rmsnorm_compiled"],
+            run_id="bbbb000000000000",
+            backend="cpu",
+            label="module=rmsnorm_compiled",
+            compiled=True,
+        ),
     ]
 
 

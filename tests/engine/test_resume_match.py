@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.resume import assign
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.resume import assign
 
 
 def _complete(job: Path, run_id: str, status: str = "ok") -> None:

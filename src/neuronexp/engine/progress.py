@@ -22,14 +22,14 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.watch import CellWatcher, finished_row, stamp
 from neuronexp.formatting import fmt_us
 from neuronexp.results.files import PHASE_FILE, read_phase
-from neuronexp.sweep.plan import PlannedCell
-from neuronexp.sweep.watch import CellWatcher, finished_row, stamp
 
-log = logging.getLogger("neuronexp.sweep")
-# Hydra's log prefix, "[12:00:00][HYDRA] ", which the log line must leave room for.
-_LOG_PREFIX = 18
+log = logging.getLogger("neuronexp.engine")
+# The log prefix, "[12:00:00] " (conf/config.yaml hydra_logging), which the log line must leave room for.
+_LOG_PREFIX = 11
 # cells, the bar, n/N, elapsed and the estimate take about this much of the bar's line.
 _BAR_FIXED = 44
 
@@ -62,7 +62,6 @@ class SweepProgress:
         # A phase file already there (an earlier run of a resumed sweep) says nothing until rewritten.
         self.phase_before = {c.dir: stamp(sweep_dir / c.dir / PHASE_FILE) for c in self.todo}
         self.finished_dirs: set[str] = set()
-        self.in_process: PlannedCell | None = None
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -90,13 +89,8 @@ class SweepProgress:
         self._thread.join()
         self.bar.stop()
 
-    def running(self, cell: PlannedCell) -> None:
-        """A cell starts in this process (the basic launcher)."""
-        self.in_process = cell
-        self._show_running()
-
     def finished(self, cell: PlannedCell) -> None:
-        self.in_process = None
+        """A cell the engine ran ended (its files are written)."""
         self._report(cell, finished_row(self.sweep_dir / cell.dir))
 
     @contextmanager
@@ -111,10 +105,8 @@ class SweepProgress:
             watcher.stop()
 
     def running_phases(self) -> list[tuple[PlannedCell, str]]:
-        """(cell, phase) for every cell running now: the one in this process, or those whose phase file was
-        written since the sweep started and that have not finished."""
-        if self.in_process is not None:
-            return [(self.in_process, read_phase(self.sweep_dir / self.in_process.dir) or "starting")]
+        """(cell, phase) for every cell running now: those whose phase file was written since the sweep started and
+        that have not finished."""
         out = []
         for cell in self.todo:
             if cell.dir in self.finished_dirs:

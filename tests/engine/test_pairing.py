@@ -1,4 +1,4 @@
-"""Which cells of a sweep are timed together (sweep.pairing), and a real sweep timed paired: its speedups, intervals
+"""Which cells of a sweep are timed together (engine.units), and a real sweep timed paired: its speedups, intervals
 and samples, and the fallbacks that say they are unpaired."""
 
 from __future__ import annotations
@@ -11,14 +11,23 @@ import pytest
 import neuronexp
 from helpers import FAST, run_cli
 from neuronexp.analysis.baseline import parse_baseline
-from neuronexp.sweep.pairing import plan_units, unpaired_reason
-from neuronexp.sweep.plan import PlannedCell
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.units import plan_units, unpaired_reason
 
 
 def _cell(
     num: int, overrides: list[str], backend: str = "cpu", process_key: str = "p", isolated: bool = False
 ) -> PlannedCell:
-    return PlannedCell(num, str(num), overrides, f"r{num}", backend, " ".join(overrides), False, process_key, isolated)
+    return PlannedCell(
+        num=num,
+        dir=str(num),
+        overrides=overrides,
+        run_id=f"r{num}",
+        backend=backend,
+        label=" ".join(overrides),
+        process_key=process_key,
+        isolated=isolated,
+    )
 
 
 def _grid() -> list[PlannedCell]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from neuronexp.sweep.plan import PlannedCell
+from neuronexp.engine.plan import PlannedCell
 
 # Per cell besides its timed pass, measured on the 2-core VM of docs/performance.md: the cell process, the module
 # built, the first call, the profiled cycles and the limits pass (~1-3 s eager); a torch.compile adds its compile.
@@ -33,7 +33,7 @@ def _duration(seconds: float) -> str:
 
 def dry_run_lines(cells: list[PlannedCell], sweep_dir: Path, master: Any) -> list[str]:
     """What `sweep.dry_run=true` prints: a line per cell, then the counts and the estimate."""
-    from neuronexp.sweep.resume import assign  # reads the directory, writes nothing
+    from neuronexp.engine.resume import assign  # reads the directory, writes nothing
 
     planned = copy.deepcopy(cells)  # assign points cells at directories: the plan itself stays as it was
     cached = assign(planned, sweep_dir) if sweep_dir.is_dir() else set()

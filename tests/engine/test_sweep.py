@@ -206,7 +206,7 @@ def test_a_bad_value_in_the_last_cell_fails_before_the_first_runs(cli, tmp_path:
 def test_jobs_run_by_other_processes_aggregate_from_disk(cli, tmp_path: Path) -> None:
     # Two independent processes write into one shared directory (as on other hosts); aggregation
     # reads only what is on disk.
-    from neuronexp.sweep.aggregate import aggregate
+    from neuronexp.engine.aggregate import aggregate
 
     sweep = tmp_path / "shared"
     for i, module in enumerate(("rmsnorm_naive", "rmsnorm_fused")):

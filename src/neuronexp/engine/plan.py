@@ -1,0 +1,250 @@
+"""The cells of a run or a sweep, composed and validated before the first one runs.
+
+Every cell goes through the same validation, up front: an invocation either starts clean or fails in one line with
+no files. A single run is a plan of one. Each cell of a sweep gets its job directory here too: two cells never share
+one, and a cell already complete in the sweep directory (same run_id, wherever it sits) is reused, not run again.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from neuronexp.backends.table import named_backend
+from neuronexp.config import CellSpec, ConfigError
+from neuronexp.config.compose import spec_from_sweep_config
+from neuronexp.config.validate import validate_code
+from neuronexp.engine._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
+from neuronexp.engine.units import process_key
+from neuronexp.slurm.cluster import check_slurm_sweep
+
+
+@dataclass(kw_only=True)
+class PlannedCell:
+    num: int
+    dir: str  # relative to the sweep directory ("." for a single run: the run directory itself)
+    overrides: list[str]  # the job's task overrides, as typed
+    run_id: str
+    backend: str
+    label: str  # the overrides that tell this cell apart, for progress lines
+    compiled: bool = False  # compile.enabled: the fork server warms the compiler up for such cells
+    process_key: str = ""  # the process state it sets (engine.units: cells timed together agree on it)
+    isolated: bool = False  # launcher.isolate: a device slot of its own, never timed with other cells
+    # correctness.rtol/atol of this invocation: applied when results are gathered, also to a reused cell (they are
+    # not part of run_id, so a cell measured under another tolerance is reused and checked under this one).
+    rtol: float | None = None
+    atol: float | None = None
+    spec: CellSpec | None = field(default=None, repr=False, compare=False)  # built and validated here, once
+    config_yaml: str = field(default="", repr=False, compare=False)  # its composed config, the job's config.yaml
+
+    def manifest(self) -> dict[str, Any]:
+        """This cell's entry in the sweep's jobs.json: plain values only (a job of a Hydra launcher checks its
+        own run_id against it; nothing read back from it is ever run)."""
+        return {k: v for k, v in vars(self).items() if k not in ("spec", "config_yaml")}
+
+
+def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
+    """Every job's overrides: the cartesian product of the swept values (`a=1,2 b=x,y`), in the order Hydra's
+    basic sweeper would launch them; `hydra.sweeper.params` first, then the command line's overrides."""
+    parser = OverridesParser.create()
+    axes: dict[str, list[str]] = {}
+    for o in parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + list(arguments)):
+        key = o.get_key_element()
+        if o.is_sweep_override():
+            if not o.is_discrete_sweep():
+                raise ConfigError(o.input_line or key, "", "only lists of values can be swept (a,b,c or range())")
+            axes[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
+        else:
+            axes[key] = [f"{key}={o.get_value_element_as_str()}"]
+    return [list(job) for job in itertools.product(*axes.values())]
+
+
+def swept_keys(arguments: list[str]) -> list[str]:
+    """The command line's overrides that list several values (`module=a,b`)."""
+    parsed = OverridesParser.create().parse_overrides(arguments)
+    return [o.input_line or o.key_or_group for o in parsed if o.is_sweep_override()]
+
+
+class CellComposer:
+    """Each cell's config, composing only once per choice of config groups.
+
+    Cells mostly differ in plain values (shapes, dtypes) that Hydra applies after composing; those are
+    applied to a copy of the composition (engine._hydra) instead of composing every cell from scratch.
+    """
+
+    def __init__(self, master: DictConfig, loader: Any) -> None:
+        self.master, self.loader = master, loader
+        self.groups = _all_groups(loader)
+        self.cache: dict[tuple[str, ...], DictConfig] = {}
+
+    def compose(self, job: list[str], num: int) -> DictConfig:
+        parsed = OverridesParser.create().parse_overrides(job)
+        group_overrides = [o for o in parsed if o.key_or_group.lstrip("+~") in self.groups or o.package is not None]
+        values = [o for o in parsed if o not in group_overrides and not o.is_hydra_override()]
+        # A value in Hydra's own node (the planned hydra.sweep.subdir, different for every cell) is set on the copy
+        # like any value; a choice of a Hydra group (hydra/launcher=...) is composed.
+        hydra_values = [o for o in parsed if o.is_hydra_override() and o not in group_overrides]
+        # Parsed from text, so each has its input line.
+        key = tuple(o.input_line for o in group_overrides if o.input_line is not None)
+        if key not in self.cache:
+            self.cache[key] = self.loader.load_sweep_config(self.master, list(key))
+        cfg = copy.deepcopy(self.cache[key])
+        apply_value_overrides(cfg, values)
+        task = [o for o in parsed if not o.is_hydra_override()]
+        with open_dict(cfg):
+            for o in hydra_values:  # (set as Hydra sets them: the value as parsed, never resolved first)
+                OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+                cfg.hydra.overrides.hydra.append(o.input_line)
+            cfg.hydra.overrides.task = [o.input_line for o in task]
+            cfg.hydra.job.override_dirname = override_dirname(cfg, task)
+            cfg.hydra.job.num = num
+            cfg.hydra.job.id = str(num)
+        return cfg
+
+
+def _all_groups(loader: Any, parent: str = "") -> set[str]:
+    out: set[str] = set()
+    for name in loader.list_groups(parent):
+        path = f"{parent}/{name}" if parent else name
+        out |= {path} | _all_groups(loader, path)
+    return out
+
+
+def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> PlannedCell:
+    """One composed job as a planned cell: its spec built, its plain values validated (no torch: check_runnable)."""
+    spec = spec_from_sweep_config(cfg, check_code=False)
+    config = spec.config
+    label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
+    return PlannedCell(
+        num=num,
+        dir=str(OmegaConf.select(cfg, "hydra.sweep.subdir")),
+        overrides=list(job),
+        run_id=spec.run_id,
+        backend=config.backend.value,
+        label=label,
+        compiled=bool(config.compile.enabled),
+        process_key=process_key(config),
+        isolated=bool(config.launcher.isolate),
+        rtol=config.correctness.rtol,
+        atol=config.correctness.atol,
+        spec=spec,
+        config_yaml=job_yaml(cfg),
+    )
+
+
+def job_yaml(cfg: DictConfig) -> str:
+    """The job's config as its config.yaml holds it: resolved, without Hydra's node."""
+    job = copy.deepcopy(cfg)
+    with open_dict(job):
+        job.pop("hydra", None)
+    try:
+        return OmegaConf.to_yaml(job, resolve=True)
+    except Exception:  # an interpolation only Hydra's running job could resolve (${hydra:...}): kept as written
+        return OmegaConf.to_yaml(job)
+
+
+def plan_sweep(master: DictConfig, jobs: list[list[str]], composer: CellComposer) -> list[PlannedCell]:
+    """Compose and validate every cell and give each its job directory.
+
+    Raises:
+        ConfigError: the first bad value, naming its key; two cells that would share a directory; a
+            backend or launcher that cannot run here.
+    """
+    check_launcher(master)
+    varying = _varying_keys(jobs)
+    cells = [plan_cell(num, job, composer.compose(job, num), varying) for num, job in enumerate(jobs)]
+    _check_distinct(cells, master)
+    check_runnable(master, cells)
+    return cells
+
+
+def check_launcher(master: DictConfig) -> None:
+    if launcher_kind(master) == LauncherKind.slurm and not shutil.which("sbatch"):
+        raise ConfigError(
+            "hydra/launcher",
+            "slurm",
+            "no Slurm here (sbatch is not on PATH); hydra/launcher=submitit_local runs the same path on this machine",
+        )
+
+
+def _check_distinct(cells: list[PlannedCell], master: DictConfig) -> None:
+    by_dir: dict[str, int] = {}  # job directory → the cell that has it
+    by_run: dict[str, int] = {}  # run_id → the cell that has it
+    for cell in cells:
+        if cell.dir in by_dir:
+            raise ConfigError(
+                "hydra.sweep.subdir",
+                OmegaConf.select(master, "hydra.sweep.subdir", throw_on_resolution_failure=False),
+                f"cells {by_dir[cell.dir]} and {cell.num} would share the job directory {cell.dir!r}; "
+                "keep ${hydra.job.num} in it, or every swept key",
+            )
+        if cell.run_id in by_run:
+            raise ConfigError(
+                "sweep", cell.label, f"cells {by_run[cell.run_id]} and {cell.num} are the same configuration"
+            )
+        by_dir[cell.dir], by_run[cell.run_id] = cell.num, cell.num
+
+
+def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = False) -> None:
+    """With every plain value checked: the checks that import torch (inputs against `forward`, the backends) and
+    the device slots the cells will ask for, each kind once (`single`: a single run, which no launcher runs).
+
+    Raises:
+        ConfigError: an input `forward` cannot take, a backend missing here, slots this machine cannot give.
+    """
+    from neuronexp.backends import backend_kind, check_available
+    from neuronexp.cellprocess.machine import check_slots_fit
+    from neuronexp.cellprocess.placement import check_lock_dir
+
+    for cell in cells:  # the inputs' warnings go into the cell's row (a module from memory: engine.memory checked it)
+        assert cell.spec is not None
+        if cell.spec.memory is None:
+            cell.spec = dataclasses.replace(cell.spec, warnings=tuple(validate_code(cell.spec.config)))
+    specs = [c.spec for c in cells if c.spec is not None]
+    for name in {s.config.backend for s in specs}:  # an unavailable backend fails here, once
+        check_available(name)
+    if not single and launcher_kind(master) == LauncherKind.slurm:  # its cells run on other machines: the cluster's
+        check_slurm_sweep(master, _host_slots(specs))
+        return
+    for s in {_slot_ask(s): s for s in specs}.values():
+        check_slots_fit(backend_kind(s.config.backend), s.config.launcher, s.config.neuron.visible_cores)
+    for spec, cell in zip(specs, cells):  # cells that take a device slot: the locks' directory must be usable now
+        if cell.isolated if single else slotted(master, cell):
+            check_lock_dir(spec.config.launcher.lock_dir)
+
+
+def _slot_ask(spec: CellSpec) -> tuple[Any, ...]:
+    launcher = spec.config.launcher
+    return (spec.config.backend, launcher.devices, launcher.per_device, launcher.pool, spec.config.neuron.visible_cores)
+
+
+def slotted(master: DictConfig, cell: PlannedCell) -> bool:
+    """Whether the cell runs on a device slot of its own (its locks taken), rather than with its supervisor's cores:
+    under a parallel or Hydra launcher, and whenever launcher.isolate asks for it."""
+    return cell.isolated or launcher_kind(master) != LauncherKind.basic
+
+
+def _host_slots(specs: list[CellSpec]) -> set[tuple[int, int | None]]:
+    """The (devices, per_device) of cells whose backend runs on the host: the CPU slots a Slurm node must fit."""
+    out = set()
+    for spec in specs:
+        named = named_backend(spec.config.backend)  # explicitly: `auto` may mean another device on the nodes
+        if named is not None and named.on_host:
+            out.add((spec.config.launcher.devices, spec.config.launcher.per_device))
+    return out
+
+
+def _varying_keys(jobs: list[list[str]]) -> set[str]:
+    values: dict[str, set[str]] = {}
+    for job in jobs:
+        for o in job:
+            k, _, v = o.partition("=")
+            values.setdefault(k.lstrip("+~"), set()).add(v)
+    return {k for k, v in values.items() if len(v) > 1}

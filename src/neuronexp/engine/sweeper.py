@@ -1,0 +1,249 @@
+"""An invocation from start to end, the same for the command line (Hydra's sweeper plugin calls `run`) and for
+Python (neuronexp.api): plan and validate every cell, lock the directory, reuse complete cells, run the rest
+(engine.executor), aggregate `results/`, print. A single run is a plan of one, into hydra.run.dir. The outcome
+reaches the exit status as one exception, Stopped, which only the command line turns into a status.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from neuronexp.analysis.baseline import Baseline, parse_baseline
+from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
+from neuronexp.config import ConfigError
+from neuronexp.engine._hydra import subdir_override
+from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
+from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
+from neuronexp.engine.lock import locked
+from neuronexp.engine.plan import CellComposer, PlannedCell, grid, plan_sweep, swept_keys
+from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.units import Unit, plan_units
+from neuronexp.formatting import first_line
+
+if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
+    from neuronexp.engine.progress import SweepProgress
+    from neuronexp.results import Results
+
+log = logging.getLogger("neuronexp.engine")
+
+
+@dataclass
+class SweepContext:
+    master: DictConfig  # the invocation's composed config (with its `hydra` node)
+    params: dict[str, str]  # hydra.sweeper.params
+    arguments: list[str]  # the command line's overrides
+    loader: Any  # Hydra's config loader (public ConfigLoader interface)
+    single: bool = False  # no -m: a run of one cell into hydra.run.dir, unless the config sweeps (params)
+    launcher: Callable[[], Any] | None = None  # the Hydra launcher, made only for the launcher executor
+    # Modules from this process's memory (neuronexp.sweep(modules=...), engine.memory): their cells run here.
+    memory: Any = None
+
+    @property
+    def in_process(self) -> bool:
+        return self.memory is not None
+
+
+@dataclass
+class Outcome:
+    """What an invocation left: its tables (empty for a dry run), and how it stopped when not with every cell ok
+    (the command line's exit status; Python's caller gets the tables and the error rows in them)."""
+
+    results: Results
+    stopped: Stopped | None = None
+
+
+def run(ctx: SweepContext) -> Outcome:
+    """Run the invocation.
+
+    Raises:
+        ConfigError: a bad value in any cell, a directory another invocation holds; nothing has run then.
+        Stopped: the results could not be gathered (a full disk), or Ctrl-C before any cell ran.
+    """
+    jobs = grid(ctx.params, ctx.arguments)
+    if ctx.single and not ctx.params:
+        swept = swept_keys(ctx.arguments)
+        if swept:
+            raise ConfigError(
+                swept[0].split("=", 1)[0], swept[0].split("=", 1)[-1], "a list of values is a sweep: add -m"
+            )
+        from neuronexp.engine.single import run_single
+
+        return run_single(ctx, jobs[0])
+    return run_sweep(ctx, jobs)
+
+
+def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
+    if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
+        cells = _plan(ctx, jobs)
+        print("\n".join(dry_run_lines(cells, sweep_dir(ctx.master), ctx.master)))
+        from neuronexp.results import no_results
+
+        return Outcome(no_results())
+    with _cell_processes(ctx) as server:  # started first: its `import torch` overlaps the planning
+        return _run(ctx, _plan(ctx, jobs), server)
+
+
+def _plan(ctx: SweepContext, jobs: list[list[str]]) -> list[PlannedCell]:
+    composer = CellComposer(ctx.master, ctx.loader)  # composes once per choice of config groups
+    if ctx.memory is None:
+        return plan_sweep(ctx.master, jobs, composer)
+    from neuronexp.engine.memory import plan_memory_cells
+    from neuronexp.engine.plan import check_runnable
+
+    cells = plan_memory_cells(jobs, composer, ctx.memory)
+    check_runnable(ctx.master, cells)
+    return cells
+
+
+def sweep_dir(master: DictConfig) -> Path:
+    return Path(str(master.hydra.sweep.dir))
+
+
+def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> Outcome:
+    # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
+    from neuronexp.engine.progress import SweepProgress
+    from neuronexp.engine.resume import assign
+    from neuronexp.results import JOBS_MANIFEST, invocation, read_any
+    from neuronexp.results.files import write_json
+
+    where = sweep_dir(ctx.master)
+    with locked(where, "hydra.sweep.dir", "sweep"):
+        invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
+        reused = assign(cells, where, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
+        write_json(where / JOBS_MANIFEST, [c.manifest() for c in cells])
+        todo = [c for c in cells if c.run_id not in reused]
+        log.info(
+            "sweep of %d cells into %s%s",
+            len(cells),
+            where,
+            f" ({len(reused)} complete already, reused)" if reused else "",
+        )
+        if server is not None and todo:
+            server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
+        with SweepProgress(where, cells, reused) as progress:
+            stopped = _execute_or_stop(ctx, cells, todo, progress)
+        stopped = _finish(ctx, cells, reused, stopped)
+    return Outcome(read_any(where).results, stopped)
+
+
+def _execute_or_stop(
+    ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress
+) -> Stopped | None:
+    """Run the cells still to run; how the run stopped early, if it did (the finished cells are aggregated anyway)."""
+    where = sweep_dir(ctx.master)
+    try:
+        _execute(ctx, cells, todo, progress)
+    except KeyboardInterrupt:
+        return Stopped(
+            130,
+            f"interrupted; the finished cells are in {where}/results. To resume, run the same command with "
+            f"hydra.sweep.dir={where}",
+        )
+    except OSError as exc:  # this process could not write a job's files (a full disk)
+        return Stopped(1, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
+    except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
+        return Stopped(
+            1,
+            f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
+            f"rerun with hydra.sweep.dir={where} to resume it",
+        )
+    return None
+
+
+def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress) -> None:
+    """Each cell still to run in its planned directory, by the invocation's executor (engine.executor)."""
+    if not todo:
+        return
+    from neuronexp.engine.job import prepare
+
+    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
+    if executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
+        if baseline:
+            log.info(
+                "speedups are unpaired: a Hydra launcher runs each cell in a process of its own "
+                '(docs/methodology.md, "Paired timing")'
+            )
+        assert ctx.launcher is not None
+        jobs = [[*c.overrides, subdir_override(c.dir)] for c in todo]
+        run_launched(ctx.launcher(), jobs, progress.watching)
+        return
+    units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
+    for note in notes:
+        log.info("%s", note)
+
+    def start(unit: Unit) -> list[Any]:
+        return [prepare(c, where / c.dir) for c in unit.cells]
+
+    if ctx.in_process:
+        from neuronexp.engine.executor import run_inline
+
+        for unit in units:
+            run_inline(start(unit))
+            for cell in unit.cells:
+                progress.finished(cell)
+        return
+    run_local(units, start, local_slots(ctx.master), progress.finished)
+
+
+def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
+    """Aggregate results/ and print the comparison; how the sweep ended, if not with every cell ok.
+
+    Raises:
+        Stopped: results/ could not be written.
+    """
+    from neuronexp.engine.aggregate import aggregate
+    from neuronexp.report.terminal import print_sweep
+
+    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
+    try:
+        outcome = aggregate(
+            where,
+            baseline,
+            cached=reused,
+            noise=_noise_limits(ctx.master),
+            tolerances={c.run_id: (c.rtol, c.atol) for c in cells},
+        )
+    except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
+        why = f"aggregating {where}/results failed ({type(exc).__name__}: {first_line(exc, 200)})"
+        if stopped is not None:
+            raise Stopped(stopped.code, f"{stopped.message}; {why} too") from exc
+        raise Stopped(
+            1,
+            f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
+            f"with hydra.sweep.dir={where} to aggregate again",
+        ) from exc
+    print_sweep(outcome.cells, outcome.failed - len(outcome.missing), baseline, where, not_run=len(outcome.missing))
+    return stopped or (Stopped(1) if outcome.failed else None)
+
+
+def _cell_processes(ctx: SweepContext) -> AbstractContextManager[Any]:
+    """The fork server that this host's cell processes are forked from (cellprocess.forkserver): one already
+    running for this process (a caller's, e.g. a test session's), else one for this sweep; none where no cell
+    process is forked here (Slurm tasks start their own; cells from Python's memory run in this process)."""
+    if ctx.in_process or executor_for(ctx.master) == Executor.launcher or server_address() is not None:
+        return nullcontext()
+    return ForkServer(warm=None, allocator=allocator_mode(ctx.master))
+
+
+def _baseline(master: DictConfig) -> Baseline | None:
+    """The sweep's `baseline`, parsed once: every stage after this one takes it as it is."""
+    node = OmegaConf.select(master, "baseline", default=None)
+    return parse_baseline(OmegaConf.to_container(node) if OmegaConf.is_config(node) else node)
+
+
+def _noise_limits(master: DictConfig) -> Any:
+    from neuronexp.config.noise import NoiseConfig
+
+    node = OmegaConf.select(master, "noise", default=None)
+    return (
+        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node))
+        if node is not None
+        else NoiseConfig()
+    )
