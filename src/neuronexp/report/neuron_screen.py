@@ -27,10 +27,9 @@ FIGURES = (
     ("runtime trace", "neuron_device_time_runtime_us"),
     ("Explorer per-op", "neuron_device_time_explorer_us"),
 )
-ADVICE = (
-    "whole figures need a device time source, NEFFs beside the NTFFs and Explorer ok; where a line says otherwise, "
-    "paste this screen and a cell's neuron_profile/manifest.json into an issue"
-)
+CHECK_WORDS = {"agree": "sources agree (within 10%)", "disagree": "SOURCES DISAGREE (the figures: warnings)"}
+ADVICE = "paste this screen and a cell's neuron_profile/manifest.json into an issue: it says what to fix or report"
+WHOLE = "nothing missing: every source the capture had was read, and they agree where there are two"
 
 
 def _text(value: object, empty: str = "—") -> str:
@@ -43,23 +42,45 @@ def _yes(value: object) -> str:
     return "yes" if bool(value) else "NO"
 
 
+def _span(values: pd.Series) -> str:
+    """A source's per-step figure over the block's cells: one value, or the range and how many cells had it."""
+    got = values.dropna()
+    if got.empty:
+        return "—"
+    span = fmt_us(got.iloc[0]) if got.min() == got.max() else f"{fmt_us(got.min())}–{fmt_us(got.max())}"
+    return span if len(got) == len(values) else f"{span} ({len(got)}/{len(values)} cells)"
+
+
+def _problems(one: pd.Series) -> list[str]:
+    """What keeps this block's figures from being whole, in words (empty when nothing)."""
+    warnings = str(one.get("warnings") or "").split(" | ")
+    out = [
+        w for w in warnings if w.startswith(("no device time from", "capture window unverified", "device time sour"))
+    ]
+    if _text(one.get("neuron_explorer_status")) != "ok":
+        out.append(
+            f"Neuron Explorer {_text(one.get('neuron_explorer_status'))}: the runtime trace, per-op time and the "
+            "Summary columns need it (aws-neuronx-tools, neuron-explorer on PATH)"
+        )
+    if _yes(one.get("neuron_neffs_beside_ntffs")) == "NO":
+        out.append("no NEFF beside an NTFF: Neuron Explorer cannot process that device profile")
+    return out
+
+
 def _block(cells: pd.DataFrame, label: bool) -> list[str]:
     one = cells.iloc[0]
-    figures = " · ".join(f"{name} {fmt_us(cells[col].median()) if col in cells else '—'}" for name, col in FIGURES)
     lines = [f"  {len(cells)} cell(s): " + ", ".join(f"{r.module} {r.input_shape}" for r in cells.itertuples())] * label
-    used, check = _text(one["device_time_source"]), _text(one["device_time_check"])
+    check = _text(one["device_time_check"])
     lines += [
-        f"  device time per step: {figures} → device_time_us from {used} (sources {check}); "
+        f"  device time: from {_text(one['device_time_source'])} · {CHECK_WORDS.get(check, check)} · "
         f"correlate_device_time {_text(one['neuron_correlate_device_time'])}",
+        "    per step: " + " · ".join(f"{name} {_span(cells[col]) if col in cells else '—'}" for name, col in FIGURES),
         f"  capture: NEFFs beside the NTFFs {_yes(one['neuron_neffs_beside_ntffs'])} · window "
         f"{_text(one['neuron_capture_window'])} ({_text(one['neuron_capture_window_method'])}) · Neuron Explorer "
         f"{_text(one['neuron_explorer_status'])}",
         f"  NEFF cache: {_text(one['neuron_neff_cache_dir'], 'not given')} ({_text(one['neuron_neff_cache_source'])})",
     ]
-    if used == "none":
-        missing = [w for w in str(one.get("warnings") or "").split(" | ") if w.startswith("no device time from")]
-        lines += [f"  MISSING: {w}" for w in missing] or ["  MISSING: no device time from any source"]
-    return lines
+    return lines + [f"  MISSING: {p}" for p in _problems(one)]
 
 
 def neuron_screen(cells: pd.DataFrame) -> list[str]:
@@ -74,8 +95,9 @@ def neuron_screen(cells: pd.DataFrame) -> list[str]:
     first = rows.iloc[0]
     lines = [
         f"Trainium first contact · torch-neuronx {_text(first.get('neuron_api_version'))} "
-        f"({_text(first['neuron_api'])}) · {len(rows)} cell(s): what worked"
+        f"({_text(first['neuron_api'])}) · {len(rows)} cell(s): what worked, what is missing"
     ]
     for key in dict.fromkeys(keys):
         lines += _block(rows[keys == key], label=keys.nunique() > 1)
-    return [*lines, f"  {ADVICE}"]
+    missing = any(line.startswith("  MISSING") for line in lines)
+    return [*lines, f"  {ADVICE if missing else WHOLE}"]

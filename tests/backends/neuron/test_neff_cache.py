@@ -33,9 +33,7 @@ def test_by_default_one_per_user_cache_serves_every_cell(standin, probe_cache: P
     assert standin.STATE.configs[-1]["neff_cache_dir"] == first.neff_cache.path  # the same path to NeuronConfig
 
 
-def test_the_users_own_variable_wins_and_is_recorded(
-    standin, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_the_users_own_variable_wins_and_is_recorded(standin, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(VAR, str(tmp_path / "mine"))
     backend = _backend(neff_cache_dir=str(tmp_path / "key"))
     assert backend.neff_cache.path == str(tmp_path / "mine") == os.environ[VAR]

@@ -79,7 +79,8 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     assert cell["neuron_api_version"] == standin.__version__ and cell["neuron_correlate_device_time"] == "passed"
     # planted.DEVICE_US: three aten::mul of 30 us, aten::mean 12, aten::add 4, aten::rsqrt 6 per step.
     assert cell["device_time_source"] == "profiler_device_events" and cell["device_time_us"] == pytest.approx(112)
-    assert cell["device_time_sources"] == "profiler_device_events,neuron_runtime" and cell["device_time_check"] == "agree"
+    assert cell["device_time_sources"] == "profiler_device_events,neuron_runtime"
+    assert cell["device_time_check"] == "agree"
     assert cell["neuron_device_time_runtime_us"] == pytest.approx(112) and cell["neuron_runtime_executions"] == 6
     assert cell["neuron_capture_window"] == "active" and cell["neuron_capture_window_method"] == "profiler_steps"
     assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(90 / 112)
