@@ -33,8 +33,8 @@ class Window:
 
 def _label(per_cycle: float, schedule: ScheduleConfig) -> str:
     wait, warmup, active = schedule.wait or 0, schedule.warmup or 0, schedule.active or 1
-    names = {active: "active", warmup + active: "warmup+active", wait + warmup + active: "wait+warmup+active"}
-    close = [name for n, name in names.items() if abs(per_cycle - n) < WHOLE_STEP]
+    names = [(active, "active"), (warmup + active, "warmup+active"), (wait + warmup + active, "wait+warmup+active")]
+    close = [name for n, name in names if abs(per_cycle - n) < WHOLE_STEP]  # the narrowest name first
     return close[0] if close else f"{per_cycle:g} steps"
 
 

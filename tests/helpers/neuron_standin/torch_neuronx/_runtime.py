@@ -82,9 +82,9 @@ def _collect(prof: Any, capture: Capture) -> None:
             capture.work.setdefault(numbers[at[0]], []).append((key, table[key]))
 
 
-def _layout(capture: Capture) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _layout(capture: Capture, scale: float = 1.0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The covered steps' spans and their executions on the emulated clock (a covered step that was not recorded,
-    the warm-up, repeats the first active step's work)."""
+    the warm-up, repeats the first active step's work); `scale` stretches every execution."""
     first = next(iter(capture.work.values()), [])
     spans, runs = [], []
     for i, step in enumerate(capture.steps):
@@ -92,7 +92,7 @@ def _layout(capture: Capture) -> tuple[list[dict[str, Any]], list[dict[str, Any]
         spans.append({"step": step, "start_ns": start, "end_ns": start + STEP_SPAN_NS - GAP_NS})
         t = start + GAP_NS
         for op, us in capture.work.get(step, first):
-            ns = int(round(us * 1000))
+            ns = int(round(us * 1000 * scale))
             runs.append({"step": step, "op": op, "neff": neff_of(op), "start_ns": t, "end_ns": t + ns})
             t += ns + GAP_NS
     return spans, runs
@@ -117,8 +117,7 @@ def write(capture: Capture) -> None:
     spans, runs = _layout(capture)
     _compile({r["neff"] for r in runs})
     if "system_profile" in capture.modes:
-        scale = STATE.runtime_scale
-        traced = [dict(r, end_ns=r["start_ns"] + int((r["end_ns"] - r["start_ns"]) * scale)) for r in runs]
+        traced = _layout(capture, STATE.runtime_scale)[1]
         trace = {"standin": "neuron runtime trace", "steps": spans}
         trace["executions"] = traced if STATE.switches.runtime_events else []
         (folder / "ntrace.pb").write_text(json.dumps(trace))
