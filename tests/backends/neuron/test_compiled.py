@@ -7,9 +7,12 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import pytest
+
 import neuronexp
 
 
+@pytest.mark.slow  # torch.compile (Dynamo's first trace in the process): about 7 s
 def test_rmsnorm_compiled_is_one_full_graph_with_its_device_time(standin, no_explorer: None, cli, tmp_path: Path):
     importlib.import_module("torch_neuronx._dynamo_backend").register()  # Dynamo looked its entry points up already
     res = cli(

@@ -11,6 +11,7 @@ nc_exec_running events or not; the installed NeuronConfig takes correlate_device
 
 from __future__ import annotations
 
+import gc
 import math
 from itertools import product
 from pathlib import Path
@@ -44,6 +45,13 @@ COMBINATIONS = list(
         ["documented", "no_correlate"],  # the NeuronConfig takes correlate_device_time, or not
     )
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_full_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend's clean-up collects garbage after each cell, for device memory (a fifth of a second in a test
+    process this size); here, 64 cells on the CPU, it only costs time."""
+    monkeypatch.setattr(gc, "collect", lambda generation=2: 0)
 
 
 def _spec() -> CellSpec:

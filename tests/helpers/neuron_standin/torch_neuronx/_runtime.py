@@ -73,10 +73,13 @@ def _collect(prof: Any, capture: Capture) -> None:
     The parsed step ranges are all named "ProfilerStep*": the i-th of n is the i-th of the capture's last n steps."""
     events = prof.events()
     ranges = sorted((e for e in events if e.name.startswith("ProfilerStep")), key=lambda e: e.time_range.start)
-    numbers = capture.steps[-len(ranges) :] if ranges else []
+    if not ranges:  # a profile without a schedule: the whole of it is one step
+        capture.steps = capture.steps or [0]
+    numbers = capture.steps[-len(ranges) :] if ranges else capture.steps[-1:]
     table = STATE.device_us
     for run in executions(events, table, lambda e: e.device_type.name == "CPU" and not e.is_async):
         at = [i for i, r in enumerate(ranges) if r.time_range.start <= run.time_range.start <= r.time_range.end]
+        at = at if ranges else [0]
         if at and at[0] < len(numbers):
             key = str(device_key(run.name, table))
             capture.work.setdefault(numbers[at[0]], []).append((key, table[key]))
