@@ -29,15 +29,14 @@ class Observed:
     """What key_averages() showed at each cycle end: host ops, profiled steps, and its device events per step."""
 
     host_ops: set[str] = field(default_factory=set)
-    steps: int = 0  # profiled (active) steps: key_averages() counts the ProfilerStep#n events
     events_us: list[float] = field(default_factory=list)  # per cycle: PrivateUse1 self time per step
     kernels: list[float] = field(default_factory=list)  # per cycle: PrivateUse1 kernels per step
     ops_us: list[dict[str, float]] = field(default_factory=list)  # per cycle: host op -> its kernels' us per step
 
     def record(self, prof: Any) -> None:
         rows = prof.key_averages()
-        steps = max(sum(e.count for e in rows if e.key.startswith(_STEP)), 1)  # one row, "ProfilerStep*", counts them
-        self.steps += steps
+        # The profiled (active) steps: one row, "ProfilerStep*", counts the ProfilerStep#n events.
+        steps = max(sum(e.count for e in rows if e.key.startswith(_STEP)), 1)
         host = [e for e in rows if e.device_type == DeviceType.CPU and not e.key.startswith(_STEP)]
         self.host_ops.update(e.key for e in host)
         device = [e for e in rows if e.device_type == DeviceType.PrivateUse1 and e.self_device_time_total > 0]
