@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +25,7 @@ from pathlib import Path
 from neuron_smoke_checks import (  # noqa: F401  (they register)
     Context,
     Report,
+    cell_checks,
     compile_checks,
     env_checks,
     explorer_checks,
@@ -88,6 +91,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.device != "neuron":  # the stand-in's test: cells in other processes (the fork server's) use it too
+        os.environ["NEURON_STANDIN_DEVICE"] = args.device
+    if importlib.util.find_spec("torch_neuronx") is not None:  # found: the NEFF cache first, as a Neuron cell pins it
+        from neuronexp.backends.neuron.process_env import pin_neff_cache
+        from neuronexp.config import NeuronProfilerConfig
+
+        pin_neff_cache(NeuronProfilerConfig())  # before anything compiles (C3 checks where the NEFFs went)
     problem = torch_neuronx_problem()
     if problem:
         print(problem, file=sys.stderr)
@@ -114,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx.model = lambda: model(ctx.x)
     with torch.no_grad():
         run_checks(ctx, report, ("B", "C"))
-    run_checks(ctx, report, ("D", "E", "F"))
+    run_checks(ctx, report, ("D", "E", "F", "G"))
     text = render(report, ctx.standin) + f"\nArtifacts kept in `{work}`.\n"
     if report.tracebacks:
         (work / "tracebacks.txt").write_text("\n".join(report.tracebacks))

@@ -8,9 +8,9 @@ import pytest
 
 from helpers import CliResult, run_process
 from helpers.inproc import run_main
-from helpers.neuron_standin.fixture import fake_explorer, no_explorer, standin
+from helpers.neuron_standin.fixture import explorer_in_process, fake_explorer, no_explorer, standin
 
-__all__ = ["cli", "cli_process", "fake_explorer", "no_explorer", "standin"]
+__all__ = ["cli", "cli_process", "explorer_in_process", "fake_explorer", "no_explorer", "standin"]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -1,6 +1,7 @@
 """The checks of scripts/neuron_smoke.py, one module per area (A environment, B-C profiling, D Neuron Explorer,
-E-F compile and whole cells). Each check states the assumption it tests and answers PASS, FAIL, INFO (a fact to
-record) or SKIP; an exception is a FAIL with one line in the report and its traceback in the work folder."""
+E-F compile and cells, G whole cells as a user runs them). Each check states the assumption it tests and answers
+PASS, FAIL, INFO (a fact to record) or SKIP; an exception is a FAIL with one line in the report and its traceback
+in the work folder."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class Context:
     make_model: Callable[[], Any] | None = None
     x: Any = None
     standin: bool = False
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)  # neuronexp rows the G checks made, by name
 
 
 @dataclass

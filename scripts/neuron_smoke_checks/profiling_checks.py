@@ -54,35 +54,33 @@ def b2_signatures(ctx: Context) -> tuple[str, str]:
     return ("PASS" if ok else "FAIL"), "\n".join(lines)
 
 
-def profile_once(model: Callable[[], Any], out: Path, correlate: bool | None, export_first: bool) -> dict[str, Any]:
-    """The documented skeleton with neuronexp's NeuronConfig arguments; optionally neuronexp's own export first."""
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+
+
+def profile_once(model: Callable[[], Any], out: Path, correlate: bool | None) -> dict[str, Any]:
+    """The documented skeleton with neuronexp's NeuronConfig arguments (the NEFF cache pinned by main()), and
+    `on_trace_ready=NeuronProfiler(config).export_trace`; which capture files exist before and after export_trace
+    and after the profiler's exit."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
     from neuronexp.backends.neuron import api as neuron_api
-    from neuronexp.backends.neuron.checks import SavedTraceProxy
     from neuronexp.config import NeuronProfilerConfig
 
     api = neuron_api.detect(__import__("torch_neuronx"))
-    kwargs = neuron_api.neuron_config_kwargs(api, NeuronProfilerConfig(correlate_device_time=correlate), str(out))
+    cache = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+    kwargs = neuron_api.neuron_config_kwargs(
+        api, NeuronProfilerConfig(correlate_device_time=correlate), str(out), cache
+    )
     cfg = api.module.NeuronConfig(**kwargs)
     exporter = api.module.NeuronProfiler(cfg)
     seen: dict[str, Any] = {"NeuronConfig kwargs": {k: str(v) for k, v in kwargs.items()}}
 
     def ready(p: Any) -> None:
-        if not export_first:
-            exporter.export_trace(p)
-            return
-        own = out.parent / f"{out.name}-own"
-        own.mkdir(parents=True, exist_ok=True)
-        p.export_chrome_trace(str(own / "trace.json"))
-        try:
-            exporter.export_trace(p)
-            seen["plain_export_after_own"] = "ok"
-        except Exception as exc:
-            seen["plain_export_after_own"] = f"{type(exc).__name__}: {exc}"
-            exporter.export_trace(SavedTraceProxy(p, own))
-            seen["proxy_export"] = "ok"
+        seen["files before export_trace"] = _files(out)
+        exporter.export_trace(p)
+        seen["files after export_trace"] = _files(out)
 
     for _ in range(3):
         model()
@@ -92,6 +90,7 @@ def profile_once(model: Callable[[], Any], out: Path, correlate: bool | None, ex
     ) as p:
         model()
         torch.neuron.synchronize()
+    seen["files after the profiler's exit"] = _files(out)
     rows = p.key_averages()
     seen["device_types"] = sorted({str(e.device_type) for e in rows})
     seen["any_self_device_time"] = any(e.self_device_time_total > 0 for e in rows)
@@ -99,18 +98,23 @@ def profile_once(model: Callable[[], Any], out: Path, correlate: bool | None, ex
     return seen
 
 
-@check("C1", "device time reaches key_averages() (with correlate_device_time=True where accepted; without it)")
+@check("C1", "device time reaches key_averages() (with correlate_device_time=True where accepted; with False)")
 def c1_device_time(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron import api as neuron_api
 
     api = neuron_api.detect(__import__("torch_neuronx"))
     if api.kind != neuron_api.DOCUMENTED:
         return "SKIP", f"{api.kind}: no NeuronConfig"
-    runs = {"correlate_device_time not passed": profile_once(ctx.model, ctx.work / "c1-without", None, False)}
+    runs = {
+        "neuronexp's default (correlate_device_time=True where accepted)": profile_once(
+            ctx.model, ctx.work / "c1-default", None
+        )
+    }
     if api.correlate_supported is not False:
-        runs["correlate_device_time=True"] = profile_once(ctx.model, ctx.work / "c1-correlate", True, False)
+        runs["correlate_device_time=False"] = profile_once(ctx.model, ctx.work / "c1-false", False)
     detail = "\n\n".join(
-        f"## {k}\n{json.dumps({x: y for x, y in v.items() if x != 'table_head'})}\n{v['table_head']}"
+        f"## {k}\n{json.dumps({x: y for x, y in v.items() if x != 'table_head' and not x.startswith('files')})}\n"
+        f"{v['table_head']}"
         for k, v in runs.items()
     )
     return ("PASS" if any(r["any_self_device_time"] for r in runs.values()) else "INFO"), detail
@@ -118,8 +122,8 @@ def c1_device_time(ctx: Context) -> tuple[str, str]:
 
 @check(
     "C2",
-    "capture layout <dir>/<instance>_pid_<pid>/<timestamp>/: framework trace name, .pb, .neff/.ntff, memory "
-    "snapshot; export_trace after neuronexp's own save",
+    "capture layout <dir>/<instance>_pid_<pid>/<timestamp>/ with export_trace as on_trace_ready: where the framework "
+    "trace lands; whether the runtime writes its files inside export_trace or at the profiler's exit",
 )
 def c2_layout(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron import api as neuron_api
@@ -128,26 +132,23 @@ def c2_layout(ctx: Context) -> tuple[str, str]:
     if neuron_api.detect(__import__("torch_neuronx")).kind != neuron_api.DOCUMENTED:
         return "SKIP", "not the documented API"
     out = ctx.work / "c2"
-    seen = profile_once(ctx.model, out, None, True)
+    seen = profile_once(ctx.model, out, None)
     index = index_capture(out, ["DEVICE", "RUNTIME"])
+    before, after = seen["files before export_trace"], seen["files after export_trace"]
+    written = (
+        "before on_trace_ready"
+        if any(f.endswith("ntrace.pb") for f in before)
+        else "inside export_trace"
+        if any(f.endswith("ntrace.pb") for f in after)
+        else "at the profiler's exit"
+    )
     sessions = [
-        {
-            "dir": s.dir,
-            "pid": s.pid,
-            "timestamp": s.timestamp,
-            "files": s.files,
-            "unrecognized": s.unrecognized,
-            "memory_snapshots": s.memory_snapshots,
-            "ntff_schemes": sorted({n["scheme"] for n in s.ntffs}),
-            "neffs": len(s.neffs),
-        }
+        {"dir": s.dir, "pid": s.pid, "files": s.files, "neffs": len(s.neffs), "unrecognized": s.unrecognized}
         for s in index.sessions
     ]
     ok = len(index.sessions) == 1 and index.sessions[0].has_framework_trace and sessions[0]["pid"] is not None
     detail = (
-        f"export_trace after neuronexp's own export: {seen.get('plain_export_after_own')}; "
-        f"via proxy: {seen.get('proxy_export')}\n"
-        f"NeuronConfig kwargs: {seen['NeuronConfig kwargs']}\n"
+        f"runtime files written {written}\nfiles after export_trace: {after}\n"
         f"sessions: {json.dumps(sessions, indent=1)}\nwarnings: {index.warnings}\ntree:\n{tree(out)}"
     )
     return ("PASS" if ok else "FAIL"), detail
@@ -155,20 +156,15 @@ def c2_layout(ctx: Context) -> tuple[str, str]:
 
 @check(
     "C3",
-    "where NEFFs are after a compile ($TORCH_NEURONX_NEFF_CACHE_DIR, /tmp/neff_cache, $TORCH_NEURONX_DEBUG_DIR), "
-    "and that neff_cache_dir brought them into the capture",
+    "the NEFFs of a compile land in the TORCH_NEURONX_NEFF_CACHE_DIR neuronexp pinned before it (not /tmp/neff_cache "
+    "or $TORCH_NEURONX_DEBUG_DIR), and neff_cache_dir brings them into the capture",
 )
 def c3_neffs(ctx: Context) -> tuple[str, str]:
-    from neuronexp.backends.neuron import api as neuron_api
     from neuronexp.backends.neuron.capture import index_capture
-    from neuronexp.config import NeuronProfilerConfig
 
-    folders = [os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR"), *neuron_api.neff_search_dirs()]
+    pinned = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+    folders = [pinned, "/tmp/neff_cache", os.environ.get("TORCH_NEURONX_DEBUG_DIR") or "/tmp/neuron_backend"]
     counts = {f: sum(1 for _ in Path(f).rglob("*.neff")) if f and Path(f).is_dir() else None for f in folders if f}
-    chosen = neuron_api.neff_cache_dir(NeuronProfilerConfig())
     captured = len(index_capture(ctx.work / "c2", ["DEVICE", "RUNTIME"]).neffs)
-    detail = (
-        f"NEFFs per folder: {json.dumps(counts)}\nneuronexp would pass: {chosen}\n"
-        f".neff files in the C2 capture: {captured}"
-    )
-    return ("PASS" if captured else "FAIL"), detail
+    detail = f"pinned: {pinned}\nNEFFs per folder: {json.dumps(counts)}\n.neff files in the C2 capture: {captured}"
+    return ("PASS" if captured and pinned and counts.get(pinned) else "FAIL"), detail

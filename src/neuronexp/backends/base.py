@@ -83,14 +83,31 @@ class Backend:
         """Callbacks run with the profiler at each cycle end, beside neuronexp's own handler."""
         return []
 
-    def after_profile(self, out_dir: Path) -> dict[str, Any]:
-        """Columns to add to the cell row once profiling is over (artifact paths, warnings)."""
+    def save_trace(self, prof: Any, path: Path | None) -> bool:
+        """Save the cycle's framework trace (Kineto saves a cycle once) at `path`, None: not asked for; whether
+        `path` was written. Neuron's documented capture saves it its own way."""
+        if path is None:
+            return False
+        from neuronexp.results.files import atomic_path
+
+        with atomic_path(path) as tmp:
+            prof.export_chrome_trace(str(tmp))
+        return True
+
+    def after_profile(self, out_dir: Path, schedule: ScheduleConfig | None = None) -> dict[str, Any]:
+        """Columns to add to the cell row once profiling is over (artifact paths, warnings); `schedule`: the one
+        the profiled pass ran."""
         return {}
 
     def device_op_times(self) -> dict[str, float]:
         """Device microseconds per profiled step by host op name, from a source other than key_averages() (Neuron
         Explorer), for a profile whose key_averages() had no device time; empty when there is none."""
         return {}
+
+    def device_step_time(self) -> tuple[float, float] | None:
+        """(device us, device executions) per profiled step from such a source when it covers the whole step (the
+        Neuron runtime's busy time), for the same profiles; None: the op rows' own sums."""
+        return None
 
     # What peak_memory_bytes means on this backend (the row's peak_memory_method).
     memory_method = "torch's allocations during one call, high-water mark above its start, from profiler memory events"

@@ -8,6 +8,7 @@ starts no device runtime: the sweep reads the table while planning, and the fork
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -143,6 +144,14 @@ def _neuron_check() -> None:
         from neuronexp.backends.neuron import INSTALL_HINT
 
         raise BackendUnavailable(INSTALL_HINT)
+    try:
+        version = importlib.metadata.version("torch-neuronx")
+    except importlib.metadata.PackageNotFoundError:
+        version = ""
+    if version == "1.0":  # PyPI's placeholder, what `pip install .[neuron]` finds without the Neuron repository
+        from neuronexp.backends.neuron.api import placeholder_problem
+
+        raise BackendUnavailable(str(placeholder_problem(version, "")))
     from neuronexp.backends.neuron.process_env import inspect_conflict
 
     conflict = inspect_conflict()

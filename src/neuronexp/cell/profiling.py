@@ -16,7 +16,6 @@ from neuronexp.backends import Backend
 from neuronexp.cell.modules import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
 from neuronexp.cell.optree import STEP_PREFIX, StepTree, is_leaf_row, step_tree
 from neuronexp.config import ProfilerConfig, ScheduleConfig
-from neuronexp.results.files import atomic_path
 
 
 @dataclass
@@ -130,11 +129,6 @@ def summarize_cycle(
     return CycleProfile(cycle, rows, device_time, cpu_time, executed, tree.dispatched / active, memory)
 
 
-def _export_trace(prof: Any, path: Path) -> None:
-    with atomic_path(path) as tmp:
-        prof.export_chrome_trace(str(tmp))
-
-
 def profile_callable(
     fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path, spans: Any = None
 ) -> ProfileResult:
@@ -154,9 +148,8 @@ def profile_callable(
         result.cycles.append(summarize_cycle(cycle, prof, backend, cfg, active))
         if spans is not None:
             result.modules.append(attribute_cycle(prof.events(), backend.device_row_type is None))
-        if cfg.export_trace:
-            path = out_dir / ("trace.json" if cycle == 0 else f"trace.{cycle}.json")
-            _export_trace(prof, path)
+        path = out_dir / ("trace.json" if cycle == 0 else f"trace.{cycle}.json")
+        if backend.save_trace(prof, path if cfg.export_trace else None):
             result.trace_paths.append(path)
         for handler in extra_handlers:
             handler(prof)

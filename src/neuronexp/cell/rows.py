@@ -114,6 +114,9 @@ def cell_tables(
         error=error,
         timing_method=backend.timing_method,
         device_time_source=backend.device_time_source,
+        # One source unless the backend says otherwise (Neuron: every source it read, reconciled).
+        device_time_sources=backend.device_time_source if m is not None else None,
+        device_time_check="one source" if m is not None else None,
         torch_version=torch.__version__,
         neuronx_version=package_version("torch-neuronx"),
         started_at=started_at,

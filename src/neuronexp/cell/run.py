@@ -146,9 +146,9 @@ class CellRun:
                     module_tree = b.module
         self.built = None
         backend_info(backend.name).clean_up()  # e.g. device memory held by reference cycles, back before the next cell
-        extra = backend.after_profile(out_dir) if measured else {}
+        extra = backend.after_profile(out_dir, measured.profile.schedule) if measured else {}
         if measured:
-            fill_device_times(measured.profile, backend.device_op_times())
+            fill_device_times(measured.profile, backend.device_op_times(), backend.device_step_time())
             if inspected:
                 fill_module_device_times(
                     measured.profile.modules, backend.device_op_times(), measured.profile.active_steps

@@ -35,6 +35,7 @@ from neuronexp.formatting import (
 from neuronexp.report.cell_text import cell_lines
 from neuronexp.report.fit import Trimmed, sweep_layout
 from neuronexp.report.modules import module_lines
+from neuronexp.report.neuron_screen import neuron_screen
 from neuronexp.report.summary import speedup_caption, sweep_findings
 from neuronexp.results import Results
 
@@ -108,6 +109,8 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
         other = [w for w in text.split(" | ") if w and not w.startswith(NOISE_WARNING)]
         if other:
             console.print(f"[yellow]warnings:[/] {escape(' | '.join(other))}")
+    for line in neuron_screen(results.cells):  # a Trainium cell: what worked, in a few lines
+        console.print(escape(line))
     files = sorted(p.name for p in out_dir.iterdir() if not p.name.startswith("."))
     console.print(f"files in [cyan]{escape(str(out_dir))}[/]: {escape(', '.join(files))}")
 
@@ -209,6 +212,8 @@ def print_sweep(
                         f"[red]failed:[/] {escape(variant)} · {escape(' '.join(map(str, key)))}: "
                         f"{escape(str(cell['error']))}"
                     )
+    for line in neuron_screen(cells):  # Trainium cells: what worked, in a few lines
+        console.print(escape(line))
     counts = ([f"[red]{failed} failed[/]"] if failed else []) + ([f"[yellow]{not_run} not run[/]"] if not_run else [])
     tail = ", ".join(counts) or "all cells ok"
     where, files = escape(str(sweep_dir / "results")), "(summary.md, cells/ops/samples .parquet + .csv)"

@@ -45,6 +45,10 @@ CELL_SCHEMA = pa.schema(
         ("cpu_time_us", _F64),
         ("device_ops", _F64),
         ("device_time_source", _STR),
+        # Every source that gave a device time per step (comma-joined, device_time_source among them), and whether
+        # they agree: agree | disagree (beyond a tolerance; the figures in warnings) | one source | no source.
+        ("device_time_sources", _STR),
+        ("device_time_check", _STR),
         ("top_op", _STR),
         ("top_op_share", _F64),
         ("speedup_vs_baseline", _F64),

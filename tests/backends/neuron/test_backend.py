@@ -78,11 +78,8 @@ def test_device_activities_compile_backend_and_warmup_floor(standin) -> None:
 
 
 def test_neuron_config_is_built_from_profiler_neuron_keys(
-    standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, probe_cache: Path
 ) -> None:
-    monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
-    monkeypatch.setattr(neuron_api, "OLD_NEFF_CACHE", str(tmp_path / "no-old-cache"))
-    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(tmp_path / "debug-dir"))
     backend = _backend(
         modes=[NeuronMode.DEVICE, NeuronMode.CPU_UTIL], capture_enabled_for_nc="0,1,2-5", max_events_per_nc=250_000
     )
@@ -93,53 +90,47 @@ def test_neuron_config_is_built_from_profiler_neuron_keys(
     assert made["modes"] == [P.DEVICE, P.CPU_UTIL]
     assert made["capture_enabled_for_nc"] == "0,1,2-5" and made["max_events_per_nc"] == 250_000
     assert made["profile_output_dir"] == str((tmp_path / "neuron_profile").resolve())
-    # Nothing names a cache and neither documented folder holds a NEFF: TorchNeuron's debug folder.
-    assert made["neff_cache_dir"] == str(tmp_path / "debug-dir")
-    # Undocumented, so not passed unless asked for.
-    assert "correlate_device_time" not in neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
-    # on_trace_ready gets NeuronProfiler(<the same config>).export_trace, then neuronexp's own check.
+    # Nothing names a cache: neuronexp's per-user one ($NEURONEXP_CACHE_DIR/neff here), pinned for the process.
+    assert made["neff_cache_dir"] == str(probe_cache / "neff") == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
+    assert backend.neff_cache.source == "neuronexp cache"
+    # The study's own configuration, wherever the installed NeuronConfig takes it.
+    assert made["correlate_device_time"] is True and backend.correlate == neuron_api.PASSED
+    # The framework trace is saved by NeuronProfiler(<the same config>).export_trace, given the profiler itself.
     calls = []
     monkeypatch.setattr(
         standin.profiling.NeuronProfiler, "export_trace", lambda self, prof: calls.append((self.config, prof))
     )
-    export, note = backend.trace_handlers(tmp_path)
     prof = object()
-    export(prof)
-    ((seen_config, seen_prof),) = calls
-    assert seen_config is config and seen_prof._prof is prof
-    assert note == backend.observed.record
+    assert backend.save_trace(prof, None) is False
+    assert calls == [(config, prof)]
+    assert backend.trace_handlers(tmp_path) == [backend.observed.record]
 
 
-def test_unset_optional_keys_are_not_passed(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", "/var/cache/neffs")
-    backend = _backend(correlate_device_time=False)  # asked for explicitly, accepted by this NeuronConfig: passed
-    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
+def test_correlate_device_time_false_is_passed_as_false(standin, tmp_path: Path) -> None:
+    backend = _backend(correlate_device_time=False)  # the user's answer, where the NeuronConfig takes it
+    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out", "/var/cache/neffs")
     assert set(kwargs) == {"modes", "profile_output_dir", "neff_cache_dir", "correlate_device_time"}
     assert kwargs["neff_cache_dir"] == "/var/cache/neffs" and kwargs["correlate_device_time"] is False
-    no_copy = neuron_api.neuron_config_kwargs(backend.api, NeuronProfilerConfig(copy_neffs=False), "/out")
-    assert "neff_cache_dir" not in no_copy
-    own = neuron_api.neuron_config_kwargs(backend.api, NeuronProfilerConfig(neff_cache_dir="/mine"), "/out")
-    assert own["neff_cache_dir"] == "/mine"
+    backend.profiler_kwargs(tmp_path)
+    assert standin.STATE.configs[-1]["correlate_device_time"] is False and backend.correlate == neuron_api.OFF
+    no_copy = _backend(copy_neffs=False)
+    assert no_copy.config_neff_cache() is None
+    assert "neff_cache_dir" not in neuron_api.neuron_config_kwargs(no_copy.api, no_copy.profiler_cfg, "/out", None)
 
 
-def test_without_a_named_cache_the_folder_holding_neffs_is_used(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("standin", ["no_correlate"], indirect=True)
+def test_a_signature_python_cannot_read_is_tried_and_a_refusal_is_recorded(
+    standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two defaults are documented: /tmp/neff_cache (Explorer guides) and $TORCH_NEURONX_DEBUG_DIR
-    (TorchNeuron 2.33)."""
-    old, debug = tmp_path / "neff_cache", tmp_path / "neuron_backend"
-    monkeypatch.delenv("TORCH_NEURONX_NEFF_CACHE_DIR", raising=False)
-    monkeypatch.setattr(neuron_api, "OLD_NEFF_CACHE", str(old))
-    monkeypatch.setenv("TORCH_NEURONX_DEBUG_DIR", str(debug))
-    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == (str(debug), "TorchNeuron default (no NEFFs found)")
-    (debug / "graph" / "abc").mkdir(parents=True)
-    (debug / "graph" / "abc" / "model.neff").write_bytes(b"NEFF")
-    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == (str(debug), "holds NEFFs")
-    (old / "x").mkdir(parents=True)
-    (old / "x" / "model.neff").write_bytes(b"NEFF")
-    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == (str(old), "holds NEFFs")  # the older name first
-    monkeypatch.setenv("TORCH_NEURONX_NEFF_CACHE_DIR", "/env/cache")
-    assert neuron_api.neff_cache_dir(NeuronProfilerConfig()) == ("/env/cache", "TORCH_NEURONX_NEFF_CACHE_DIR")
+    """A C++ binding hides its signature: correlate_device_time=True is tried, and a TypeError about it rebuilds the
+    config without it (the row says refused); asked for explicitly, the same refusal is a config error."""
+    monkeypatch.setattr(neuron_api, "accepts", lambda obj, name: None)
+    backend = _backend()
+    assert backend.api.correlate_supported is None
+    backend.profiler_kwargs(tmp_path)
+    assert backend.correlate == neuron_api.REFUSED and "correlate_device_time" not in standin.STATE.configs[-1]
+    with pytest.raises(ConfigError, match=r"^profiler.neuron.correlate_device_time=True: not accepted by"):
+        _backend(correlate_device_time=True).profiler_kwargs(tmp_path / "x")
 
 
 @pytest.mark.parametrize("standin", ["no_correlate"], indirect=True)
@@ -147,7 +138,7 @@ def test_correlate_device_time_only_where_the_signature_has_it(standin, tmp_path
     backend = _backend()
     assert backend.api.correlate_supported is False
     backend.profiler_kwargs(tmp_path)
-    assert "correlate_device_time" not in standin.STATE.configs[-1]
+    assert "correlate_device_time" not in standin.STATE.configs[-1] and backend.correlate == neuron_api.NOT_PASSED
     with pytest.raises(ConfigError) as err:
         _backend(correlate_device_time=True)
     assert str(err.value).startswith(

@@ -56,6 +56,7 @@ def test_pytorch_session_layout_is_one_session_with_everything_present(tmp_path:
         "neuron_ntff_files": 1,
         "neuron_ntff_empty": 0,
         "neuron_ntff_unpaired": 0,
+        "neuron_neffs_beside_ntffs": True,
         "neuron_system_profile": True,
         "neuron_framework_trace": True,
         "neuron_memory_snapshots": 0,
@@ -112,13 +113,12 @@ def test_missing_files_for_requested_modes_are_named(tmp_path: Path) -> None:
 def test_ntffs_without_any_neff_point_at_the_neff_cache(tmp_path: Path) -> None:
     _write(tmp_path / PID_DIR / "ts" / "profile_nc_0_session_0.ntff")
     _write(tmp_path / PID_DIR / "ts" / "trace_info.pb")
-    warnings = index_capture(tmp_path, ["DEVICE"], neff_hint="/tmp/neuron_backend (holds NEFFs)").warnings
+    index = index_capture(tmp_path, ["DEVICE"], neff_hint="/home/u/.cache/neuronexp/neff")
     assert any(
-        w.startswith(
-            "no .neff files next to the .ntff files (NeuronConfig was given /tmp/neuron_backend (holds NEFFs))"
-        )
-        for w in warnings
+        w.startswith("no .neff files next to the .ntff files (NeuronConfig was given /home/u/.cache/neuronexp/neff)")
+        for w in index.warnings
     )
+    assert artifact_columns(index, tmp_path)["neuron_neffs_beside_ntffs"] is False
 
 
 def test_an_empty_or_missing_capture_says_so(tmp_path: Path) -> None:

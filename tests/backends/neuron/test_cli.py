@@ -40,3 +40,29 @@ def test_contiguous_comma_list_passes_validation_and_reaches_the_backend_check(c
     res = cli("backend=neuron", "neuron.visible_cores='0,1'")
     assert res.returncode == 2 and "backend=neuron: torch-neuronx is not installed" in res.stderr
     assert "visible_cores" not in res.stderr
+
+
+@pytest.mark.skipif(HAS_NEURON, reason="a real torch-neuronx is installed")
+def test_pypis_placeholder_is_named_as_such_in_one_line(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pip install .[neuron]` without the Neuron package repository can only find PyPI's torch-neuronx 1.0 (2022),
+    whose import raises "WRONG PACKAGE": the line says so and what to do, not "not installed"."""
+    site = tmp_path / "site"
+    (site / "torch_neuronx").mkdir(parents=True)
+    (site / "torch_neuronx" / "__init__.py").write_text(  # the placeholder's whole code, as PyPI ships it
+        'raise ImportError("WRONG PACKAGE. Please install the package from Neuron Repository - '
+        'pip.repos.neuron.amazonaws.com")\n'
+    )
+    (site / "torch_neuronx-1.0.dist-info").mkdir()
+    (site / "torch_neuronx-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: torch-neuronx\nVersion: 1.0\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    res = cli("backend=neuron")
+    assert res.returncode == 2, res.stderr
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert line.startswith(
+        "neuronexp: error: backend=neuron: torch-neuronx 1.0 is PyPI's 2022 placeholder (its import raises "
+        "'WRONG PACKAGE'), not TorchNeuron: pip uninstall torch-neuronx, then on a Trn2/Trn3 instance install"
+    ), line
+    assert "--extra-index-url https://pip.repos.neuron.amazonaws.com" in line
+    assert not (tmp_path / "outputs").exists()

@@ -141,7 +141,9 @@ def test_debug_info_sets_the_compile_time_variables_and_a_fresh_cache_then_resto
     second.finish()
     backend.finish()
     assert os.environ["TORCH_NEURONX_DEBUG_DIR"] == "/users/own/debug"
-    assert not any(k in os.environ for k in DEBUG_VARS if k != "TORCH_NEURONX_DEBUG_DIR")
+    # Back to the cache pinned for the process (profiler.neuron.neff_cache_dir), which the next cell shares.
+    assert os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] == str(tmp_path / "c")
+    assert not any(k in os.environ for k in DEBUG_VARS if not k.startswith("TORCH_NEURONX_"))
 
 
 def test_nki_debug_info_alone(standin, clean_debug_env: None) -> None:
@@ -186,6 +188,7 @@ def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(
         "backend=neuron",
         "neuron.visible_cores=2-3",
         "neuron.num_cores=2",
+        "neuron.debug_info=true",
         "neuron.nki_debug_info=true",
         "profiler.neuron.modes=[DEVICE]",
         "profiler.neuron.capture_enabled_for_nc='2'",
@@ -200,13 +203,15 @@ def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(
         GlobalHydra.instance().clear()
     backend = resolve_backend("neuron", cfg.neuron, cfg.profiler.neuron)
     assert standin.STATE.env_at_start == {"NEURON_RT_VISIBLE_CORES": "2-3", "NEURON_RT_NUM_CORES": "2"}
-    assert os.environ["NKI_DEBUG_INFO"] == "True"
-    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out")
+    assert os.environ["NKI_DEBUG_INFO"] == "True" and os.environ["XLA_HLO_DEBUG"] == "1"
+    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out", backend.config_neff_cache())
     assert kwargs == {
         "modes": [standin.profiling.ProfileMode.DEVICE],
         "profile_output_dir": "/out",
         "capture_enabled_for_nc": "2",
         "max_events_per_nc": 5000,
-        "neff_cache_dir": str(neffs),
+        "neff_cache_dir": backend.debug.neff_cache,  # nki_debug_info: a fresh folder under the named cache
+        "correlate_device_time": True,
     }
+    assert Path(backend.debug.neff_cache).parent == neffs == Path(backend.neff_cache.path)
     backend.finish()

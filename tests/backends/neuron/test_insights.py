@@ -86,22 +86,34 @@ def test_nki_coverage_counts_only_workloads_that_use_nki(tmp_path: Path) -> None
     )
 
 
+def _table(folder: Path, name: str, rows: list[dict]) -> None:
+    pq.write_table(pa.Table.from_pylist(rows), folder / f"{name}.parquet")
+
+
 def test_throttling_counts_only_while_the_tensor_engine_worked(tmp_path: Path) -> None:
-    pq.write_table(
-        pa.Table.from_pylist(
-            [
-                {"nc_idx": 0, "throttle_type": "all", "throttle_active_time_percent": 12.5},
-                {"nc_idx": 0, "throttle_type": "activity_0", "throttle_active_time_percent": 99.0},
-            ]
-        ),
-        tmp_path / "ThrottleSummary.parquet",
+    """The Viewer's rule is about FLOPs lost to throttling during *active* tensor-engine periods: throttling while the
+    engine idles, or a ThrottleSummary share alone (it does not say when), is not a finding."""
+    # ThrottleSummary alone: any throttling at all, active or not. Not evaluated.
+    _table(tmp_path, "ThrottleSummary", [{"nc_idx": 0, "throttle_type": "all", "throttle_active_time_percent": 12.5}])
+    assert insights(find_profiles(tmp_path), {}) == {"neuron_insights": "", "neuron_insights_checked": ""}
+    # The tensor engine works 0-100 us (ns on the device clock); the vector engine all along.
+    _table(
+        tmp_path,
+        "ActiveTime",
+        [
+            {"start_ts": 0, "end_ts": 100_000, "engine": "pe"},
+            {"start_ts": 0, "end_ts": 900_000, "engine": "vector"},
+        ],
     )
-    idle = insights(find_profiles(tmp_path), _cols(tensor_engine_active_time_us=0.0))
-    assert idle == {"neuron_insights": "", "neuron_insights_checked": ""}
-    busy = insights(find_profiles(tmp_path), _cols(tensor_engine_active_time_us=5.0))
-    assert (
-        busy["neuron_insights"]
-        == "throttling active 12.5% of the time while the tensor engine worked: investigate what throttles it"
+    idle = [{"timestamp": 200_000, "duration": 500_000, "k": 1, "n": 4, "type": "activity_0", "nc_idx": 0}]
+    _table(tmp_path, "Throttle", idle)  # throttled hard, but only while the tensor engine idled
+    assert insights(find_profiles(tmp_path), {}) == {"neuron_insights": "", "neuron_insights_checked": "throttling"}
+    # Limited to 1/2 for 10 us of its 100 active us: 5% of its active time lost.
+    _table(tmp_path, "Throttle", idle + [{"timestamp": 90_000, "duration": 20_000, "k": 1, "n": 2, "type": "x"}])
+    busy = insights(find_profiles(tmp_path), {})
+    assert busy["neuron_insights"] == (
+        "active FLOPS throttling: 5.0% of the tensor engine's active time lost to throttling: investigate what "
+        "throttles it"
     )
     assert busy["neuron_insights_checked"] == "throttling"
 
@@ -119,8 +131,12 @@ def test_an_insights_profile_through_the_cli(
         "transpose FLOPS 20% of hardware FLOPS",
         "spill reload bytes 40% of HBM reads",
         "NKI instruction coverage 25% on the tensor engine",
-        "throttling active 9.9% of the time while the tensor engine worked: investigate what throttles it",
+        "active FLOPS throttling: 2.5% of the tensor engine's active time lost to throttling: investigate what "
+        "throttles it",
     ]
+    monkeypatch.setenv("FAKE_EXPLORER_MODE", "insights_idle_throttle")  # throttled only while it idled
+    idle = process_capture(tmp_path / "cap", tmp_path / "idle", True, 60).columns
+    assert "throttling" not in idle["neuron_insights"] and idle["neuron_insights_checked"].endswith(",throttling")
     assert (
         result.columns["neuron_insights_checked"]
         == "low_model_flops,transpose_flops,spill_reload,nki_coverage,throttling"

@@ -68,25 +68,27 @@ def _spec(module: torch.nn.Module, backend: str = "neuron", active: int = 1, **n
 
 
 def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: Path) -> None:
+    """The default run, as the issue's first contact: correlate_device_time passed, device time from key_averages()
+    and from the runtime trace, agreeing, the hotspot the planted one, the NEFF cache pinned and in the capture."""
     out = tmp_path / "job"
     out.mkdir()
-    cell = run_cell(_spec(Counting()), out).cells.iloc[0]
+    results = run_cell(_spec(Counting()), out)
+    cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
     assert cell["backend"] == "neuron" and cell["neuron_api"] == neuron_api.DOCUMENTED
-    assert cell["neuron_api_version"] == standin.__version__ and cell["neuron_correlate_device_time"] == "not_passed"
-    # Without correlate_device_time and without layer names, device time is said to be missing, not zero.
-    assert cell["device_time_source"] == "not_correlated"
-    assert math.isnan(cell["device_time_us"]) and math.isnan(cell["device_ops"])
+    assert cell["neuron_api_version"] == standin.__version__ and cell["neuron_correlate_device_time"] == "passed"
+    # planted.DEVICE_US: three aten::mul of 30 us, aten::mean 12, aten::add 4, aten::rsqrt 6 per step.
+    assert cell["device_time_source"] == "profiler_device_events" and cell["device_time_us"] == pytest.approx(112)
+    assert cell["device_time_sources"] == "profiler_device_events,neuron_runtime"
+    assert cell["device_time_check"] == "agree"
+    assert cell["neuron_device_time_runtime_us"] == pytest.approx(112) and cell["neuron_runtime_executions"] == 6
+    assert cell["neuron_capture_window"] == "active" and cell["neuron_capture_window_method"] == "profiler_steps"
+    assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(90 / 112)
+    assert standin.STATE.configs[-1]["neff_cache_dir"] == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
+    assert cell["neuron_neff_cache_dir"] == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
     warnings = cell["warnings"].split(" | ")
-    assert any(
-        w.startswith(f"device time did not reach key_averages() with torch-neuronx {standin.__version__}")
-        and w.endswith(
-            "Explorer's per-op table needs layer names: set neuron.debug_info=true: device_time_us and "
-            "device_ops are NaN; see neuron_total_time_us and latency_median_us"
-        )
-        for w in warnings
-    )
     assert "neuron-explorer: Missing Data: Current NEFF is missing compiler metrics." in warnings
+    assert not any("device time" in w or "capture" in w for w in warnings), warnings
     assert not any("export_trace" in w for w in warnings)
     # Artifacts: the capture root is what Neuron Explorer gets; one session folder with the framework trace in it.
     assert cell["neuron_upload_dir"] == "neuron_profile"
@@ -98,7 +100,8 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
         "profile_nc_0_session_0.ntff",
     }
     assert (session / "trace.json").read_bytes() == (out / "trace.json").read_bytes()  # via the saved-trace proxy
-    assert cell["neuron_sessions"] == 1 and cell["neuron_ntff_files"] == 1 and cell["neuron_neff_files"] == 1
+    assert cell["neuron_sessions"] == 1 and cell["neuron_ntff_files"] == 1 and cell["neuron_neff_files"] == 4
+    assert bool(cell["neuron_neffs_beside_ntffs"])  # one NEFF per eager op, copied from the pinned cache
     assert bool(cell["neuron_system_profile"]) and bool(cell["neuron_framework_trace"])
     # Device-level metrics joined from the (fake) neuron-explorer Summary.
     assert cell["neuron_explorer_status"] == "ok" and cell["neuron_total_time_us"] == pytest.approx(403.0)
@@ -116,7 +119,7 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     loaded = neuronexp.load(out).cells
     assert list(loaded.columns[: len(CELL_SCHEMA.names)]) == CELL_SCHEMA.names
     assert {"neuron_total_time_us", "neuron_upload_dir", "neuron_fallback_ops"} <= set(loaded.columns)
-    assert loaded["device_time_source"].iloc[0] == "not_correlated"
+    assert loaded["device_time_source"].iloc[0] == "profiler_device_events"
 
 
 def test_at_least_three_warmup_calls_before_timing_and_profiling(standin, no_explorer: None, tmp_path: Path) -> None:
@@ -157,7 +160,7 @@ def test_april_2026_api_cell_end_to_end(
     monkeypatch.setattr(torch.profiler.profile, "step", lambda self: (log.append("step"), real_step(self))[1])
     cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
-    assert cell["neuron_api"] == neuron_api.LEGACY and cell["neuron_correlate_device_time"] == "not_accepted"
+    assert cell["neuron_api"] == neuron_api.LEGACY and cell["neuron_correlate_device_time"] == "not_passed"
     # The runtime capture brackets exactly the profiled pass.
     start, stop = log.index("legacy-start"), log.index("legacy-stop")
     assert "step" not in log[:start] and log[start:stop].count("step") == 2 and "step" not in log[stop:]
@@ -168,7 +171,10 @@ def test_april_2026_api_cell_end_to_end(
     # This API writes no framework trace into the capture: neuronexp's is copied there, as the guide advises.
     manifest = json.loads((tmp_path / cell["neuron_manifest"]).read_text())
     assert manifest["framework_trace_copied"].endswith("trace.json") and bool(cell["neuron_framework_trace"])
-    assert cell["neuron_explorer_status"] == "ok" and cell["device_time_source"] == "not_correlated"
+    # Its capture covers the whole profiled pass (here warm-up and active, no wait): the runtime trace says so.
+    assert cell["neuron_explorer_status"] == "ok" and cell["device_time_source"] == "neuron_runtime"
+    assert cell["neuron_capture_window"] == "warmup+active" and cell["neuron_capture_steps"] == 2
+    assert cell["device_time_us"] == pytest.approx(112)
 
 
 def test_a_failing_cell_is_still_a_row(standin, no_explorer: None, tmp_path: Path) -> None:
@@ -190,7 +196,7 @@ def test_stand_in_device_events_give_known_device_sums_shares_and_counts(
     results = run_cell(_spec(Counting(), active=active, correlate_device_time=True), tmp_path)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
-    assert cell["device_time_source"] == "profiler_device_events" and cell["neuron_correlate_device_time"] == "true"
+    assert cell["device_time_source"] == "profiler_device_events" and cell["neuron_correlate_device_time"] == "passed"
     # Per profiled step: three muls, one mean, one add, one rsqrt.
     assert cell["device_time_us"] == pytest.approx(3 * 40 + 10 + 5 + 5)
     assert cell["device_ops"] == 6
@@ -207,34 +213,32 @@ def test_stand_in_device_events_give_known_device_sums_shares_and_counts(
 def test_explorer_per_op_time_fills_device_time_when_key_averages_has_none(
     standin, fake_explorer: Path, tmp_path: Path, active: int
 ) -> None:
-    """Compiled with layer names (neuron.debug_info), the STAND-IN Explorer writes FrameworkInstruction rows of known
-    length for each op call in the capture's trace; neuronexp divides by the profiled steps and fills the host rows."""
+    """Compiled with layer names (neuron.debug_info), the STAND-IN Explorer names each NEFF from its debug info
+    (planted.NEFF_NAMES: rsqrt's has none, add's reads aten::add_); without device events or a runtime trace neuronexp
+    divides its totals by the scheduled active steps, says the window is unverified, and fills the host rows."""
+    standin.STATE.switches.key_averages_events = standin.STATE.switches.runtime_events = False
     module = Counting()
     results = run_cell(_spec(module, active=active, debug_info=True), tmp_path)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
     assert module.env_at_first_call["XLA_HLO_DEBUG"] == "1" and module.env_at_first_call["XLA_IR_DEBUG"] == "1"
-    assert cell["device_time_source"] == "neuron_explorer" and cell["neuron_explorer_op_steps"] == active
-    # fake_explorer_tables.DEVICE_NS: mul 30 us, mean 12, add 4, rsqrt 6 per call; nki.custom_kernel 1 us per step.
+    assert cell["device_time_source"] == "neuron_explorer" and cell["neuron_capture_window"] == "unverified"
+    # The whole step: named and matched (mul 90, mean 12), named but no host op (add_ 4), unnamed (rsqrt 6).
     assert cell["device_time_us"] == pytest.approx(3 * 30 + 12 + 4 + 6)
-    assert cell["device_ops"] == 6 and cell["neuron_explorer_ops_matched"] == 4
-    assert cell["neuron_explorer_ops_unmatched_us"] == pytest.approx(1.0)
+    assert cell["device_ops"] == 4 and cell["neuron_explorer_ops_matched"] == 2
+    assert cell["neuron_explorer_ops_unmatched_us"] == pytest.approx(4.0)
+    assert cell["neuron_explorer_unnamed_us"] == pytest.approx(6.0)
     assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(90 / 112)
     host = results.ops[results.ops["device_type"] == "CPU"].set_index("op")
-    assert (
-        host.loc["aten::rsqrt", "self_device_us"] == pytest.approx(6.0) and host.loc["aten::sum", "self_device_us"] == 0
-    )
+    assert host.loc["aten::mean", "self_device_us"] == pytest.approx(12.0)
+    assert host.loc["aten::rsqrt", "self_device_us"] == 0 and host.loc["aten::sum", "self_device_us"] == 0
     warnings = cell["warnings"].split(" | ")
-    assert any(
-        w.startswith(
-            "device time per op from Neuron Explorer's FrameworkInstruction table: the whole capture "
-            f"divided by {active} profiled step(s)"
-        )
-        for w in warnings
-    )
+    assert "device time per op from Neuron Explorer's FrameworkInstruction table (2 ops)" in warnings
+    assert any(w.startswith("capture window unverified") for w in warnings)
+    assert "Neuron Explorer ops without a key_averages() row, in no op row: aten::add_ (4.0 us per step)" in warnings
     assert (
-        "Neuron Explorer ops without a key_averages() row, left out of device_time_us: "
-        "nki::custom_kernel (1.0 us per step)"
+        "Neuron Explorer named no framework op for 6.0 us per step of device time (NEFFs without debug names): "
+        "in no op row"
     ) in warnings
     # The debug variables were recorded with the cell, and are gone once it ended.
     env = json.loads((tmp_path / "env.json").read_text())["neuron_env"]
@@ -279,15 +283,15 @@ def test_explorer_skips_what_was_not_captured(standin, fake_explorer: Path, tmp_
 def test_a_failing_export_trace_is_a_note_and_the_framework_trace_is_copied(
     standin, no_explorer: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def export_without_trace(self, prof) -> None:  # the runtime wrote its files, the framework trace failed
-        standin.profiling.write_capture(self.config.profile_output_dir, self.config.modes, True)
-        raise RuntimeError("Trace is already saved.")
+    def export_fails(self, prof) -> None:  # the runtime still writes its files at the profiler's exit
+        raise RuntimeError("no framework trace for you")
 
-    monkeypatch.setattr(standin.profiling.NeuronProfiler, "export_trace", export_without_trace)
+    monkeypatch.setattr(standin.profiling.NeuronProfiler, "export_trace", export_fails)
     cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
     warnings = cell["warnings"].split(" | ")
-    assert "NeuronProfiler.export_trace failed (RuntimeError: Trace is already saved.)" in warnings
+    assert "NeuronProfiler.export_trace failed (RuntimeError: no framework trace for you)" in warnings
+    assert "NeuronProfiler.export_trace wrote no framework trace under the capture root" in warnings
     assert "NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there" in warnings
     (copied,) = (tmp_path / "neuron_profile").glob("*/*/trace.json")
     assert copied.read_bytes() == (tmp_path / "trace.json").read_bytes() and bool(cell["neuron_framework_trace"])

@@ -13,6 +13,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+try:
+    from planted import NEFF_NAMES  # run as the fake CLI: its folder is on the path
+except ImportError:  # imported by a test as helpers.neuron_standin.fake_explorer_tables
+    from helpers.neuron_standin.planted import NEFF_NAMES
+
+CLOCK_BASE_NS = 1_767_225_600_000_000_000  # the stand-in runtime's clock (torch_neuronx/_runtime.py)
+
 # One device profile's Summary row in neuronexp's units (us, 0-100 percent, bytes, counts).
 SUMMARY_US = {
     "total_time": 403.0,
@@ -66,16 +73,6 @@ INSIGHTS_US = dict(
 TIME_FIELDS = {"total_time", "total_exec_time", "total_active_time", "dma_active_time"} | {
     f"{e}_engine_active_time" for e in ("tensor", "vector", "scalar", "gpsimd", "sync")
 }
-# Device nanoseconds per call of each op, for FrameworkInstruction; "nki.custom_kernel" runs once per step and has
-# no key_averages() row (an unmatched op).
-DEVICE_NS = {
-    "aten::mul": 30_000,
-    "aten::mean": 12_000,
-    "aten::add": 4_000,
-    "aten::rsqrt": 6_000,
-    "aten::_fused_rms_norm": 20_000,
-}
-UNMATCHED_NS = 1_000
 
 
 def _unit(name: str) -> str:
@@ -115,39 +112,81 @@ def summary_row(version: str, values: dict[str, Any]) -> tuple[dict[str, Any], l
     return row, fields
 
 
-def framework_rows(capture: Path) -> list[dict[str, Any]]:
-    """One FrameworkInstruction row per op the capture's framework trace shows, laid out one after another."""
-    rows, t = [], 0
-    for trace in sorted(capture.rglob("trace.json")):
-        events = json.loads(trace.read_text()).get("traceEvents", [])
-        for e in sorted((e for e in events if e.get("ph") == "X"), key=lambda e: e.get("ts", 0)):
-            name = e.get("name", "")
-            ns = (
-                DEVICE_NS.get(name)
-                if e.get("cat") == "cpu_op"
-                else UNMATCHED_NS
-                if name.startswith("ProfilerStep#")
-                else None
-            )
-            if ns is None:
-                continue
-            op = name.replace("::", ".") if name in DEVICE_NS else "nki.custom_kernel"
-            rows.append(
-                {
-                    "framework_name": f"model[0]/{op}",
-                    "start_ts": t,
-                    "end_ts": t + ns,
-                    "time_intervals": json.dumps([[t, t + ns]]),
-                    "hbm_read_bytes": 0,
-                    "hbm_write_bytes": 0,
-                }
-            )
-            t += ns + 500
+def _json(path: Path) -> dict[str, Any]:
+    """A stand-in capture file (JSON where the real runtime writes protobuf or NTFF); {} for anything else."""
+    try:
+        return dict(json.loads(path.read_bytes() or b"{}"))
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def _sessions(capture: Path) -> list[Path]:
+    return sorted({p.parent for p in capture.rglob("*") if p.suffix in (".pb", ".ntff")})
+
+
+def framework_rows(capture: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """FrameworkInstruction rows from the device profile (the NTFF's executions) named by each NEFF's debug info
+    (planted.NEFF_NAMES: some NEFFs carry no name), and Warning rows for executions whose NEFF is not in the capture."""
+    rows, warnings = [], []
+    for session in _sessions(capture):
+        for ntff in sorted(session.glob("*.ntff")):
+            for run in _json(ntff).get("executions", []):
+                if not (session / f"neff_{run['neff']}_vnc_0.neff").is_file():
+                    warnings.append({"message": f"NEFF {run['neff']} not found", "category": "Missing Data"})
+                    continue
+                start, end = run["start_ns"] - CLOCK_BASE_NS, run["end_ns"] - CLOCK_BASE_NS  # the device clock
+                rows.append(
+                    {
+                        "framework_name": NEFF_NAMES.get(run["neff"]),
+                        "start_ts": start,
+                        "end_ts": end,
+                        "time_intervals": json.dumps([[start, end]]),
+                        "hbm_read_bytes": 0,
+                        "hbm_write_bytes": 0,
+                    }
+                )
+    return rows, list({w["message"]: w for w in warnings}.values())
+
+
+def system_rows(capture: Path) -> list[dict[str, Any]]:
+    """SystemProfileEvents (schema 7.4.0 fields): the runtime's nc_exec_running (neuron_hw) and nrt_execute (neuron_rt)
+    per execution, and the framework trace's events placed on the system trace's clock (ProfilerStep#N on step N)."""
+    rows: list[dict[str, Any]] = []
+    for session in _sessions(capture):
+        trace = _json(session / "ntrace.pb")
+        spans = {s["step"]: (s["start_ns"], s["end_ns"]) for s in trace.get("steps", [])}
+        for i, run in enumerate(trace.get("executions", [])):
+            extra = json.dumps({"model_id": run["neff"], "model_name": f"neff_{run['neff']}"})
+            rows.append(_event("nrt_execute", run["start_ns"] - 300, run["start_ns"] - 100, "neuron_rt", i, extra))
+            rows.append(_event("nc_exec_running", run["start_ns"], run["end_ns"], "neuron_hw", i, extra))
+        framework = _json(session / "trace.json").get("traceEvents", [])
+        for e in framework:
+            name = str(e.get("name", ""))
+            step = int(name.split("#")[1]) if name.startswith("ProfilerStep#") else None
+            if e.get("ph") == "X" and step in spans:
+                rows.append(_event(name, *spans[step], "framework", None, None))
     return rows
 
 
+def _event(name: str, start: int, end: int, source: str, flow: int | None, extra: str | None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "start_ts": start,
+        "end_ts": end,
+        "duration_ns": end - start,
+        "trace_event_source": source,
+        "instance_id": "i-0standin00000000",
+        "process_id": 1,
+        "thread_id": 1,
+        "nc_idx": 0 if source != "framework" else None,
+        "flow_id": [str(flow)] if flow is not None else None,
+        "extra_attributes_json": extra,
+    }
+
+
 def other_tables(mode: str) -> dict[str, list[dict[str, Any]]]:
-    """HloInstruction, OpcodeSummary, ThrottleSummary and (insights mode) Instruction rows."""
+    """HloInstruction, OpcodeSummary, ThrottleSummary; in the insights modes Instruction, ActiveTime and Throttle rows
+    (insights: throttled while the tensor engine worked and while it idled; insights_idle_throttle: only idle)."""
     tables: dict[str, list[dict[str, Any]]] = {
         "HloInstruction": [
             {"hlo_name": "multiply.1", "start_ts": 0, "end_ts": 9000, "time_intervals": "[[0, 4000], [5000, 9000]]"},
@@ -182,7 +221,7 @@ def other_tables(mode: str) -> dict[str, list[dict[str, Any]]]:
             }
         ],
     }
-    if mode == "insights":
+    if mode.startswith("insights"):
         tables["ThrottleSummary"][0].update(
             throttle_active_time_ns=40_000,
             throttle_active_time_percent=9.9,
@@ -193,4 +232,14 @@ def other_tables(mode: str) -> dict[str, list[dict[str, Any]]]:
             {"engine": "tensor", "opcode": "MATMUL", "nki_source_location": loc}
             for loc in ("kernel.py:42", None, None, None)
         ] + [{"engine": "vector", "opcode": "TENSOR_TENSOR", "nki_source_location": "kernel.py:50"}]
+        # The tensor engine works 0-100 us and 200-300 us; throttled 120-170 us (idle) and 250-270 us (working).
+        tables["ActiveTime"] = [
+            {"start_ts": s, "end_ts": s + 100_000, "engine": "tensor", "pcore_idx": 0, "duration_ns": 100_000}
+            for s in (0, 200_000)
+        ] + [{"start_ts": 0, "end_ts": 300_000, "engine": "vector", "pcore_idx": 0, "duration_ns": 300_000}]
+        throttles = [(120_000, 50_000, 1, 2)] + ([(250_000, 20_000, 3, 4)] if mode == "insights" else [])
+        tables["Throttle"] = [
+            {"timestamp": t, "duration": d, "k": k, "n": n, "type": "activity_0", "nc_idx": 0}
+            for t, d, k, n in throttles
+        ]
     return tables

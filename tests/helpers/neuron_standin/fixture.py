@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import stat
 import sys
 from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +18,21 @@ import torch
 from neuronexp.backends.neuron import NeuronBackend
 
 STANDIN_DIR = Path(__file__).resolve().parent
-CORE_ENV = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_RT_INSPECT_ENABLE")
+# Process environment the backend sets for a cell (the NEFF cache is set for the process): put back after each test.
+CORE_ENV = (
+    "NEURON_RT_VISIBLE_CORES",
+    "NEURON_RT_NUM_CORES",
+    "NEURON_RT_INSPECT_ENABLE",
+    "TORCH_NEURONX_NEFF_CACHE_DIR",
+    "NEURONEXP_NEFF_CACHE_PINNED",
+)
 
 
 def _drop_standin() -> None:
-    events = sys.modules.get("torch_neuronx._device_events")
-    if events is not None:
-        events.uninstall()
+    for part in ("_device_events", "_runtime", "_dynamo_backend"):
+        module = sys.modules.get(f"torch_neuronx.{part}")
+        if module is not None:
+            getattr(module, "uninstall", getattr(module, "unregister", None))()
     for name in [m for m in sys.modules if m == "torch_neuronx" or m.startswith("torch_neuronx.")]:
         del sys.modules[name]
     if hasattr(torch, "neuron"):
@@ -33,7 +43,8 @@ def _drop_standin() -> None:
 def standin(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The stand-in `torch_neuronx` (API variant from `request.param`, default "documented"), imported.
 
-    The backend's device becomes "cpu" for the test; NEURON_RT_* and `torch.neuron` are restored after it.
+    The backend's device becomes "cpu" for the test; NEURON_RT_*, the NEFF cache variable and `torch.neuron` are
+    restored after it. Set `STATE.switches` before the backend runs to pick an answer to each open question.
     """
     if "torch_neuronx" in sys.modules or hasattr(torch, "neuron"):
         pytest.skip("a real torch-neuronx is loaded; the stand-in tests run where it is absent")
@@ -78,3 +89,23 @@ def no_explorer(monkeypatch: pytest.MonkeyPatch) -> None:
     """No `neuron-explorer` anywhere neuronexp looks."""
     monkeypatch.setenv("PATH", os.defpath)
     monkeypatch.setattr("neuronexp.backends.neuron.explorer.SEARCH_DIRS", ())
+
+
+@pytest.fixture
+def explorer_in_process(fake_explorer: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The fake `neuron-explorer`, run in this process where neuronexp would start it as a command: the same exit
+    status and output, without a Python start-up per cell (for tests that run many cells)."""
+    monkeypatch.syspath_prepend(str(STANDIN_DIR))
+    fake = importlib.import_module("fake_neuron_explorer")
+
+    def run(cmd: list[str], timeout_s: float) -> tuple[int | None, str]:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = fake.main(cmd[1:])
+            except SystemExit as exc:  # argparse rejecting a flag
+                code = exc.code if isinstance(exc.code, int) else 2
+        return code, out.getvalue() + "\n" + err.getvalue()
+
+    monkeypatch.setattr("neuronexp.backends.neuron.explorer._run", run)
+    return fake_explorer

@@ -11,6 +11,27 @@ from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
 
+def attach_kernel(fe: FunctionEvent, us: float, device_type: DeviceType, use_device: str, prefix: str) -> FunctionEvent:
+    """One device kernel of `us` microseconds, appended to its launching CPU op `fe` as a correlated kernel."""
+    fe.use_device = use_device  # what a profile of that device's backend sets on the launching op
+    start = fe.time_range.start
+    kernel = FunctionEvent(
+        id=fe.id,
+        name=prefix + fe.name,
+        thread=fe.thread,
+        start_us=start,
+        end_us=start + us,
+        fwd_thread=fe.thread,
+        input_shapes=[],
+        stack=[],
+        use_device=use_device,
+        device_type=device_type,
+        device_index=0,
+    )
+    fe.append_kernel(kernel.name, 0, us)
+    return kernel
+
+
 def attach_kernels(
     events: list[FunctionEvent],
     kernel_us: Callable[[str], float | None],
@@ -23,23 +44,6 @@ def attach_kernels(
     kernels = []
     for fe in events:
         us = kernel_us(fe.name) if fe.device_type == DeviceType.CPU and not fe.is_async else None
-        if us is None:
-            continue
-        fe.use_device = use_device  # what a profile of that device's backend sets on the launching op
-        start = fe.time_range.start
-        kernel = FunctionEvent(
-            id=fe.id,
-            name=prefix + fe.name,
-            thread=fe.thread,
-            start_us=start,
-            end_us=start + us,
-            fwd_thread=fe.thread,
-            input_shapes=[],
-            stack=[],
-            use_device=use_device,
-            device_type=device_type,
-            device_index=0,
-        )
-        fe.append_kernel(kernel.name, 0, us)
-        kernels.append(kernel)
+        if us is not None:
+            kernels.append(attach_kernel(fe, us, device_type, use_device, prefix))
     return list(events) + kernels

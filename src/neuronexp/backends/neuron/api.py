@@ -11,11 +11,9 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
-import os
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -23,9 +21,14 @@ from neuronexp.config import ConfigError, NeuronProfilerConfig
 
 DOCUMENTED = "neuronconfig-2.31"
 LEGACY = "neuronprofiler-2026-04"
-OLD_NEFF_CACHE = "/tmp/neff_cache"  # the Neuron Explorer guides' NEFF cache (SDK 2.31/2.32)
-DEBUG_DIR_DEFAULT = "/tmp/neuron_backend"  # TORCH_NEURONX_DEBUG_DIR's default (TorchNeuron env-var reference, 2.33)
 LEGACY_PARAMS = ("pytorch_activities", "neuron_output_dir")
+CORRELATE = "correlate_device_time"
+# What the row's neuron_correlate_device_time says: True given and taken; False given (profiler.neuron.
+# correlate_device_time=false); not given (the installed NeuronConfig has no such parameter, or the April-2026 API);
+# given where the signature could not be read, rejected with a TypeError, and the config built again without it.
+PASSED, OFF, NOT_PASSED, REFUSED = "passed", "off", "not_passed", "refused"
+# PyPI's torch-neuronx is a 2022 placeholder whose import raises this; the real package is on the Neuron repository.
+PLACEHOLDER_TEXT = "WRONG PACKAGE"
 
 
 class NeuronApiMissing(RuntimeError):
@@ -123,33 +126,16 @@ def detect(tnx: ModuleType) -> NeuronApi:
     )
 
 
-def neff_cache_dir(cfg: NeuronProfilerConfig) -> tuple[str, str]:
-    """The NEFF cache to name in `NeuronConfig(neff_cache_dir=...)`, and how it was chosen.
-
-    Called after the first compile, so the default can be the folder that actually holds NEFFs: the docs
-    name two (Neuron Explorer: /tmp/neff_cache; TorchNeuron 2.33: $TORCH_NEURONX_DEBUG_DIR, default
-    /tmp/neuron_backend, which keeps its NEFFs only with TORCH_NEURONX_PRESERVE_COMPILATION_ARTIFACTS=1).
-    """
-    if cfg.neff_cache_dir:
-        return cfg.neff_cache_dir, "profiler.neuron.neff_cache_dir"
-    if os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR"):
-        return os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"], "TORCH_NEURONX_NEFF_CACHE_DIR"
-    for candidate in neff_search_dirs():
-        if holds_neffs(Path(candidate)):
-            return candidate, "holds NEFFs"
-    return neff_search_dirs()[-1], "TorchNeuron default (no NEFFs found)"
-
-
-def neff_search_dirs() -> list[str]:
-    """Where NEFFs are looked for when nothing names a cache, in order."""
-    return [OLD_NEFF_CACHE, os.environ.get("TORCH_NEURONX_DEBUG_DIR") or DEBUG_DIR_DEFAULT]
-
-
-def holds_neffs(folder: Path) -> bool:
-    try:
-        return folder.is_dir() and next(folder.rglob("*.neff"), None) is not None
-    except OSError:  # an unreadable corner of a shared /tmp
-        return False
+def placeholder_problem(version: str, error: str) -> str | None:
+    """The one-line reason when the installed torch-neuronx is PyPI's placeholder (version 1.0, whose import raises
+    "WRONG PACKAGE. Please install the package from Neuron Repository"), else None."""
+    if PLACEHOLDER_TEXT not in error and version != "1.0":
+        return None
+    return (
+        f"torch-neuronx {version} is PyPI's 2022 placeholder (its import raises {PLACEHOLDER_TEXT!r}), not "
+        "TorchNeuron: pip uninstall torch-neuronx, then on a Trn2/Trn3 instance install the torch-neuronx family "
+        "matching your PyTorch with --extra-index-url https://pip.repos.neuron.amazonaws.com (docs/neuron.md, Install)"
+    )
 
 
 def check_correlate(api: NeuronApi, cfg: NeuronProfilerConfig) -> None:
@@ -166,8 +152,19 @@ def check_correlate(api: NeuronApi, cfg: NeuronProfilerConfig) -> None:
         )
 
 
-def neuron_config_kwargs(api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str) -> dict[str, Any]:
-    """Keyword arguments for `NeuronConfig(...)`, only the documented ones plus what the signature allows."""
+def correlate_value(api: NeuronApi, cfg: NeuronProfilerConfig) -> bool | None:
+    """What to pass as `correlate_device_time`: True by default wherever the installed NeuronConfig takes it (the
+    study's own configuration; a signature Python cannot read is tried), the user's false as False, else nothing."""
+    if api.kind != DOCUMENTED or api.correlate_supported is False:
+        return None
+    return True if cfg.correlate_device_time is None else bool(cfg.correlate_device_time)
+
+
+def neuron_config_kwargs(
+    api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str, neff_cache: str | None
+) -> dict[str, Any]:
+    """Keyword arguments for `NeuronConfig(...)`: the documented ones, `neff_cache_dir` the cache pinned for the cell
+    (None: not passed), and `correlate_device_time` where the installed signature has it."""
     mode_enum = api.module.ProfileMode
     modes = []
     for mode in cfg.modes:
@@ -183,32 +180,38 @@ def neuron_config_kwargs(api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: 
         kwargs["capture_enabled_for_nc"] = str(cfg.capture_enabled_for_nc).replace(" ", "")
     if cfg.max_events_per_nc is not None:
         kwargs["max_events_per_nc"] = int(cfg.max_events_per_nc)
-    if cfg.copy_neffs:
-        kwargs["neff_cache_dir"] = neff_cache_dir(cfg)[0]
-    # Not a documented NeuronConfig parameter (one third-party script uses it): passed only when the user
-    # sets it, and only where the signature shows it or cannot be read (then a TypeError says if not).
-    if cfg.correlate_device_time is not None and api.correlate_supported is not False:
-        kwargs["correlate_device_time"] = bool(cfg.correlate_device_time)
+    if neff_cache is not None:
+        kwargs["neff_cache_dir"] = neff_cache
+    correlate = correlate_value(api, cfg)
+    if correlate is not None:
+        kwargs[CORRELATE] = correlate
     return kwargs
 
 
-def build_neuron_config(api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str) -> Any:
-    """`NeuronConfig(**kwargs)` for the documented API.
+def build_neuron_config(
+    api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str, neff_cache: str | None
+) -> tuple[Any, str]:
+    """`NeuronConfig(**kwargs)` for the documented API, and what became of `correlate_device_time` (PASSED, OFF,
+    NOT_PASSED or REFUSED).
 
     Raises:
-        ConfigError: the installed NeuronConfig rejects an argument neuronexp passed on the user's request.
+        ConfigError: the installed NeuronConfig rejects correlate_device_time=true that the user asked for.
     """
-    kwargs = neuron_config_kwargs(api, cfg, output_dir)
+    kwargs = neuron_config_kwargs(api, cfg, output_dir, neff_cache)
+    state = NOT_PASSED if CORRELATE not in kwargs else PASSED if kwargs[CORRELATE] else OFF
     try:
-        return api.module.NeuronConfig(**kwargs)
+        return api.module.NeuronConfig(**kwargs), state
     except TypeError as exc:
-        if "correlate_device_time" in kwargs and "correlate_device_time" in str(exc):
+        if CORRELATE not in kwargs or CORRELATE not in str(exc):
+            raise
+        if cfg.correlate_device_time:
             raise ConfigError(
                 "profiler.neuron.correlate_device_time",
-                kwargs["correlate_device_time"],
+                True,
                 f"not accepted by the installed torch-neuronx {api.version}; set it to null",
             ) from None
-        raise
+    del kwargs[CORRELATE]  # a hidden signature that turned it down: the documented arguments alone
+    return api.module.NeuronConfig(**kwargs), REFUSED
 
 
 def legacy_profiler_kwargs(cfg: NeuronProfilerConfig, output_dir: str) -> tuple[dict[str, Any], list[str]]:

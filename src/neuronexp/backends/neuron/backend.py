@@ -8,7 +8,9 @@ on hardware here: docs/neuron.md lists what is and is not, scripts/neuron_smoke.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -20,12 +22,15 @@ from torch.profiler import ProfilerActivity
 
 import neuronexp.backends.neuron.api as neuron_api
 from neuronexp.backends.base import Backend, BackendUnavailable
-from neuronexp.backends.neuron.checks import SavedTraceProxy, dynamo_counts, memory_columns, reset_peak_memory
+from neuronexp.backends.neuron.capture import latest_framework_trace
+from neuronexp.backends.neuron.checks import dynamo_counts, memory_columns, reset_peak_memory
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
-from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict
+from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict, pin_neff_cache
+from neuronexp.backends.neuron.sources import DeviceTime
 from neuronexp.backends.table import NEURON
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, ScheduleConfig
 from neuronexp.config.neuron import check_neuron_compile
+from neuronexp.results.files import atomic_path
 
 INSTALL_HINT = (
     "torch-neuronx is not installed; on a Trn2/Trn3 instance install TorchNeuron, the torch-neuronx family "
@@ -53,13 +58,21 @@ class NeuronBackend(Backend):
         self.device_cfg, self.profiler_cfg = device_cfg, profiler_cfg
         # Before the import and the first device query or compile: read once, when the runtime starts / compiles.
         started = NEURON.runtime_started()
+        if importlib.util.find_spec("torch_neuronx") is None:
+            raise BackendUnavailable(INSTALL_HINT)
+        placeholder = neuron_api.placeholder_problem(neuron_api.installed_version(), "")
+        if placeholder:
+            raise BackendUnavailable(placeholder)
         self.notes: list[str] = apply_core_env(device_cfg, started)
+        self.neff_cache = pin_neff_cache(profiler_cfg)  # before the first compile, and before neuronexp imports it
+        self.notes += [self.neff_cache.note] if self.neff_cache.note else []
         self.debug = apply_debug_info(device_cfg, profiler_cfg, started)
         self.notes += self.debug.notes
         try:
             self.tnx = importlib.import_module("torch_neuronx")
-        except ImportError:
-            self._give_up(BackendUnavailable(INSTALL_HINT))
+        except ImportError as exc:
+            placeholder = neuron_api.placeholder_problem(neuron_api.installed_version(), str(exc))
+            self._give_up(BackendUnavailable(placeholder or INSTALL_HINT))
         version = neuron_api.installed_version(self.tnx)
         problem = neuron_api.family_problem(self.tnx, version, torch.__version__)
         if problem:
@@ -78,12 +91,15 @@ class NeuronBackend(Backend):
             self._give_up(exc)
         self.device = torch.device(self.device_type)
         self._config: Any = None
-        self.neffs_from: tuple[str, str] | None = None
+        self._root = Path()  # the capture root, set with the NeuronConfig
+        self.correlate = neuron_api.NOT_PASSED  # what became of correlate_device_time (set with the NeuronConfig)
         self.observed = Observed()
+        self.found: DeviceTime | None = None  # device time from every source, once profiling is over
         self.compile_counts: dict[str, int] | None = None
 
     def _give_up(self, error: Exception) -> NoReturn:
         self.finish()
+        self.neff_cache.unpin()
         if self.debug.neff_cache and not any(Path(self.debug.neff_cache).iterdir()):
             os.rmdir(self.debug.neff_cache)  # made a moment ago by this backend, and still empty
         raise error
@@ -149,11 +165,18 @@ class NeuronBackend(Backend):
     def profile_root(self, out_dir: Path) -> Path:
         return (out_dir / PROFILE_DIR).resolve()
 
+    def config_neff_cache(self) -> str | None:
+        """The NEFF cache NeuronConfig names: the one pinned for the process (a debug-info cell's fresh folder)."""
+        if not self.profiler_cfg.copy_neffs:
+            return None
+        return self.debug.neff_cache or self.neff_cache.path
+
     def neuron_config(self, out_dir: Path) -> Any:
         if self._config is None:
-            # Built after the warm-up, so the NEFF cache can be the folder the first compile filled.
-            self.neffs_from = neuron_api.neff_cache_dir(self.profiler_cfg) if self.profiler_cfg.copy_neffs else None
-            self._config = neuron_api.build_neuron_config(self.api, self.profiler_cfg, str(self.profile_root(out_dir)))
+            self._root, cache = self.profile_root(out_dir), self.config_neff_cache()
+            self._config, self.correlate = neuron_api.build_neuron_config(
+                self.api, self.profiler_cfg, str(self._root), cache
+            )
         return self._config
 
     def profiler_kwargs(self, out_dir: Path) -> dict[str, Any]:
@@ -169,28 +192,37 @@ class NeuronBackend(Backend):
         return self.api.module.NeuronProfiler(**kwargs)
 
     def trace_handlers(self, out_dir: Path) -> list[Callable[[Any], None]]:
-        handlers: list[Callable[[Any], None]] = [self.observed.record]
-        if self.api.kind == neuron_api.DOCUMENTED:
-            export = self.api.module.NeuronProfiler(self.neuron_config(out_dir)).export_trace
-            handlers.insert(0, lambda prof: self._export(export, prof, out_dir))
-        return handlers
+        return [self.observed.record]
 
-    def _export(self, export: Callable[[Any], None], prof: Any, out_dir: Path) -> None:
-        # neuronexp's own handler has saved this cycle's trace already, and Kineto saves a cycle only
-        # once ("Trace is already saved"); a failed export must not cost the cell its measurements.
+    def save_trace(self, prof: Any, path: Path | None) -> bool:
+        """As the capture guide prescribes, `NeuronProfiler(config).export_trace` saves the cycle's framework trace
+        (Kineto saves a trace once): into the capture, beside the runtime's files; `path` gets a copy of it."""
+        if self.api.kind != neuron_api.DOCUMENTED:
+            return super().save_trace(prof, path)
+        before = latest_framework_trace(self._root)
+        stamp = before.stat().st_mtime_ns if before else -1
         try:
-            export(SavedTraceProxy(prof, out_dir))
-        except Exception as exc:
+            self.api.module.NeuronProfiler(self._config).export_trace(prof)
+        except Exception as exc:  # a failed export must not cost the cell its measurements
             self.notes.append(f"NeuronProfiler.export_trace failed ({type(exc).__name__}: {str(exc)[:160]})")
+        landed = latest_framework_trace(self._root)
+        if landed is None or (landed == before and landed.stat().st_mtime_ns <= stamp):
+            self.notes.append("NeuronProfiler.export_trace wrote no framework trace under the capture root")
+            try:
+                return super().save_trace(prof, path)  # Kineto has not saved this cycle yet: neuronexp's own
+            except RuntimeError:
+                return False
+        if path is not None:
+            with atomic_path(path) as tmp:
+                shutil.copyfile(landed, tmp)
+        return path is not None
 
     def device_op_times(self) -> dict[str, float]:
-        return dict(self.observed.filled)
+        return dict(self.found.fill_ops) if self.found else {}
 
-    def after_profile(self, out_dir: Path) -> dict[str, Any]:
-        return profile_columns(self, out_dir)
+    def device_step_time(self) -> tuple[float, float] | None:
+        return self.found.step_total if self.found else None
 
-    def correlate_state(self) -> str:
-        if self.api.kind == neuron_api.LEGACY or self.api.correlate_supported is False:
-            return "not_accepted"
-        passed = self.profiler_cfg.correlate_device_time
-        return "not_passed" if passed is None else str(passed).lower()
+    def after_profile(self, out_dir: Path, schedule: ScheduleConfig | None = None) -> dict[str, Any]:
+        columns, self.found = profile_columns(self, out_dir, schedule or self.default_schedule)
+        return columns

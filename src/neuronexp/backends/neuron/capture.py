@@ -113,16 +113,8 @@ def _add_file(session: Session, path: Path) -> None:
     elif m := _NTFF_MODEL.match(name):
         session.ntffs.append({"file": name, "scheme": "model", "hash": m["hash"], "nc": int(m["vnc"]), "bytes": size})
     elif m := _NTFF_SESSION.match(name):
-        session.ntffs.append(
-            {
-                "file": name,
-                "scheme": "session",
-                "hash": None,
-                "nc": int(m["nc"]),
-                "session": int(m["session"]),
-                "bytes": size,
-            }
-        )
+        ntff = {"file": name, "scheme": "session", "hash": None, "nc": int(m["nc"]), "session": int(m["session"])}
+        session.ntffs.append(dict(ntff, bytes=size))
     elif path.suffix in (".neff", ".ntff", ".pb"):
         session.unrecognized.append(name)
 
@@ -216,6 +208,18 @@ def place_framework_trace(index: CaptureIndex, job_trace: Path) -> str | None:
     return str(Path(targets[0].dir) / "trace.json")
 
 
+def latest_framework_trace(root: Path) -> Path | None:
+    """The framework trace written last under the capture root (NeuronProfiler.export_trace's, where it landed)."""
+    found = [p for p in root.rglob("*.json") if is_framework_trace(p.name) and p.is_file() and not p.is_symlink()]
+    return max(found, key=lambda p: p.stat().st_mtime_ns) if root.is_dir() and found else None
+
+
+def neffs_beside_ntffs(index: CaptureIndex) -> bool | None:
+    """Whether every session with a non-empty NTFF holds a NEFF too (None: no NTFF to pair)."""
+    sessions = [s for s in index.sessions if any(n["bytes"] > 0 for n in s.ntffs)]
+    return all(s.neffs for s in sessions) if sessions else None
+
+
 def artifact_columns(index: CaptureIndex, job_dir: Path) -> dict[str, Any]:
     """The cell-row columns describing the capture (paths relative to the job directory)."""
     ntffs = index.ntffs
@@ -227,6 +231,7 @@ def artifact_columns(index: CaptureIndex, job_dir: Path) -> dict[str, Any]:
         "neuron_ntff_files": len(ntffs),
         "neuron_ntff_empty": sum(n["bytes"] == 0 for n in ntffs),
         "neuron_ntff_unpaired": sum(n["scheme"] == "model" and not n.get("neff") for n in ntffs),
+        "neuron_neffs_beside_ntffs": neffs_beside_ntffs(index),
         "neuron_system_profile": any({"trace_info.pb", "ntrace.pb"} <= set(s.files) for s in index.sessions),
         "neuron_framework_trace": any(s.has_framework_trace for s in index.sessions),
         "neuron_memory_snapshots": sum(len(s.memory_snapshots) for s in index.sessions),

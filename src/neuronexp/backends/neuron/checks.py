@@ -4,48 +4,12 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
 
 DEVICE_HBM_RESERVE = 5 * 10**9  # ProfileMode.DEVICE's trace buffers on Trn2/Trn3, per the troubleshooting guide
-
-
-class SavedTraceProxy:
-    """The profiler, except that a second `export_chrome_trace` copies the trace neuronexp saved.
-
-    Kineto saves a cycle's trace once ("Trace is already saved"), and neuronexp's own handler runs
-    before `NeuronProfiler.export_trace`.
-    """
-
-    def __init__(self, prof: Any, out_dir: Path) -> None:
-        self._prof, self._out_dir = prof, out_dir
-
-    def export_chrome_trace(self, path: str, *args: Any, **kwargs: Any) -> None:
-        try:
-            self._prof.export_chrome_trace(path, *args, **kwargs)
-        except RuntimeError as exc:
-            saved = sorted(self._out_dir.glob("trace*.json"), key=lambda p: p.stat().st_mtime)
-            if "already saved" not in str(exc) or not saved:
-                raise
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(saved[-1], path)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._prof, name)
-
-
-def not_correlated(version: str, correlate_state: str, warnings: list[str], hint: str = "") -> dict[str, Any]:
-    """Cell columns for a profile whose key_averages() held no Neuron device time: NaN, and said so."""
-    warnings.append(
-        f"device time did not reach key_averages() with torch-neuronx {version} "
-        f"(correlate_device_time: {correlate_state}) and Neuron Explorer gave no per-op time{hint}: "
-        "device_time_us and device_ops are NaN; see neuron_total_time_us and latency_median_us"
-    )
-    return {"device_time_us": math.nan, "device_ops": math.nan, "device_time_source": "not_correlated"}
 
 
 def fallback_ops(tnx: ModuleType, warnings: list[str]) -> str:

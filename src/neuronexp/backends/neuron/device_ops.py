@@ -68,6 +68,7 @@ class Breakdown:
     """Device microseconds over the whole capture: per PyTorch op, per HLO op kind, per engine:opcode."""
 
     framework_us: dict[str, float] = field(default_factory=dict)
+    unnamed_us: float = 0.0  # FrameworkInstruction time without a framework name (a NEFF without debug names)
     hlo_us: dict[str, float] = field(default_factory=dict)
     opcode_us: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -78,6 +79,7 @@ class Breakdown:
 
         return {
             "framework_us": top(self.framework_us),
+            "framework_unnamed_us": self.unnamed_us,
             "hlo_us": top(self.hlo_us),
             "opcode_active_us": top(self.opcode_us),
         }
@@ -99,6 +101,9 @@ def breakdown(profiles: list[Profile]) -> Breakdown:
             if factor is None:
                 out.notes.append(f"{table}.start_ts has unit {units.unit(table, 'start_ts')!r}: not read")
                 continue
+            if table == "FrameworkInstruction":
+                unnamed = df[df[name_col].isna()]
+                out.unnamed_us += sum(_union_by(unnamed, unnamed[name_col].fillna(""), factor).values())
             df = df[df[name_col].notna()]
             _add(
                 out.framework_us if table == "FrameworkInstruction" else out.hlo_us,
@@ -114,11 +119,3 @@ def breakdown(profiles: list[Profile]) -> Breakdown:
                 (pd.to_numeric(ops["active_time_ns"], errors="coerce") * factor).groupby(keys).sum().to_dict(),
             )
     return out
-
-
-def per_step(
-    framework_us: dict[str, float], host_ops: set[str], steps: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """Framework-op device time per profiled step, split into ops key_averages() lists and ops it does not."""
-    matched = {op: us / steps for op, us in framework_us.items() if op in host_ops}
-    return matched, {op: us / steps for op, us in framework_us.items() if op not in host_ops}

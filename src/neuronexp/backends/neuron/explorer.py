@@ -14,6 +14,7 @@ from typing import Any
 
 from neuronexp.backends.neuron.device_ops import Breakdown, breakdown
 from neuronexp.backends.neuron.insights import insights
+from neuronexp.backends.neuron.runtime import RuntimeTrace, read_trace
 from neuronexp.backends.neuron.summary import combine, convert_summary, summary_notes
 from neuronexp.backends.neuron.tables import KNOWN_MAJORS, Profile, find_profiles, major, read_units, schema_version
 
@@ -31,6 +32,8 @@ class ExplorerResult:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     schema: dict[str, Any] = field(default_factory=dict)
     device_ops: Breakdown = field(default_factory=Breakdown)
+    has_framework_table: bool = False  # Explorer wrote FrameworkInstruction (NEFFs compiled with debug names)
+    runtime: RuntimeTrace | None = None  # SystemProfileEvents: executions and profiled-step spans
 
 
 def empty_columns() -> dict[str, Any]:
@@ -195,6 +198,9 @@ def _finish(result: ExplorerResult, out: Path, dropped: int) -> ExplorerResult:
     result.columns.update(cols)
     result.warnings += warnings
     result.schema, result.device_ops, result.summary_files = schema, ops, files
+    profiles = find_profiles(out)
+    result.has_framework_table = any(p.has("FrameworkInstruction") for p in profiles)
+    result.runtime = read_trace(profiles)
     if not files:
         result.warnings.append("neuron-explorer wrote no Summary table (no device profile in the capture?)")
     result.status = "ok" if files else "no_summary"

@@ -89,28 +89,44 @@ def _nki_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
     return fired, True
 
 
-def _throttle_rule(profiles: list[Profile], cols: dict[str, Any]) -> tuple[list[str], bool]:
-    """Throttling while the tensor engine worked. The schema has no "Active Throttled %", so: ThrottleSummary's
-    share of time under throttling (type "all"), counted only when the tensor engine was active at all."""
-    frames = [p.read("ThrottleSummary") for p in profiles if p.has("ThrottleSummary")]
-    df = (
-        pd.concat([f for f in frames if not f.empty], ignore_index=True)
-        if any(not f.empty for f in frames)
-        else pd.DataFrame()
-    )
-    if (
-        df.empty
-        or "throttle_active_time_percent" not in df
-        or not _num(cols, "neuron_tensor_engine_active_time_us") > 0
-    ):
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _throttle_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
+    """Throttling while the tensor engine was active: the Viewer's "active throttled FLOPs", not throttling while it
+    idled. Throttle events (the utilization limited to k/n for `duration`) cut with the tensor engine's ActiveTime
+    intervals, both on the device clock; evaluated where a profile has both tables."""
+    throttles = [p.read("Throttle", ["timestamp", "duration", "k", "n"]) for p in profiles if p.has("Throttle")]
+    active = [p.read("ActiveTime", ["start_ts", "end_ts", "engine"]) for p in profiles if p.has("ActiveTime")]
+    frames = [f for f in throttles if not f.empty], [f for f in active if not f.empty]
+    if not all(frames):
         return [], False
-    if "throttle_type" in df and (df["throttle_type"] == "all").any():
-        df = df[df["throttle_type"] == "all"]
-    share = pd.to_numeric(df["throttle_active_time_percent"], errors="coerce").max()
-    if not share > 0:
+    t, a = pd.concat(frames[0], ignore_index=True), pd.concat(frames[1], ignore_index=True)
+    family = (
+        a["engine"].astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), ""))
+    )
+    tensor = a[family == "tensor"]
+    busy = _union(list(zip(tensor["start_ts"].astype(float), tensor["end_ts"].astype(float))))
+    if not busy:
         return [], True
+    lost = 0.0  # throttled time while active, weighted by the share of the engine the limit took away
+    for row in t.itertuples(index=False):
+        limit = 1.0 - float(row.k) / float(row.n) if float(row.n) > 0 else 0.0
+        start, end = float(row.timestamp), float(row.timestamp) + float(row.duration)
+        lost += limit * sum(max(0.0, min(end, e) - max(start, s)) for s, e in busy)
+    if lost <= 0:
+        return [], True
+    share = lost / sum(e - s for s, e in busy)
     return [
-        f"throttling active {share:.1f}% of the time while the tensor engine worked: investigate what throttles it"
+        f"active FLOPS throttling: {share:.1%} of the tensor engine's active time lost to throttling: investigate "
+        "what throttles it"
     ], True
 
 
@@ -120,6 +136,6 @@ def insights(profiles: list[Profile], cols: dict[str, Any]) -> dict[str, str | N
         return {"neuron_insights": None, "neuron_insights_checked": None}
     fired, checked = _ratio_rules(cols)
     nki, nki_checked = _nki_rule(profiles)
-    throttle, throttle_checked = _throttle_rule(profiles, cols)
+    throttle, throttle_checked = _throttle_rule(profiles)
     checked += ["nki_coverage"] * nki_checked + ["throttling"] * throttle_checked
     return {"neuron_insights": "; ".join(fired + nki + throttle), "neuron_insights_checked": ",".join(checked)}

@@ -1,9 +1,10 @@
-"""What a Neuron cell adds to its row once profiling is over: the capture index, Neuron Explorer's tables,
-where device time came from, memory, and the warnings, all also written to `neuron_profile/manifest.json`."""
+"""What a Neuron cell adds to its row once profiling is over: the capture index, Neuron Explorer's tables, device
+time from every source (sources.py), memory, and the warnings, all also written to `neuron_profile/manifest.json`."""
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,11 +12,12 @@ from typing import Any, Protocol
 from torch.autograd import DeviceType
 
 import neuronexp.backends.neuron.api as neuron_api
-from neuronexp.backends.neuron.capture import artifact_columns, index_capture, place_framework_trace
-from neuronexp.backends.neuron.checks import compile_columns, fallback_ops, hbm_note, memory_columns, not_correlated
-from neuronexp.backends.neuron.device_ops import per_step
+from neuronexp.backends.neuron.capture import CaptureIndex, artifact_columns, index_capture, place_framework_trace
+from neuronexp.backends.neuron.checks import compile_columns, fallback_ops, hbm_note, memory_columns
 from neuronexp.backends.neuron.explorer import ExplorerResult, capture_filters, process_capture
-from neuronexp.config import NeuronProfilerConfig, parse_units
+from neuronexp.backends.neuron.runtime import figures
+from neuronexp.backends.neuron.sources import EVENTS, EXPLORER, RUNTIME, DeviceTime, Evidence, reconcile
+from neuronexp.config import NeuronProfilerConfig, ScheduleConfig, parse_units
 from neuronexp.results.files import write_json
 
 EXPLORER_DIR, MANIFEST = "neuron_explorer", "neuron_profile/manifest.json"
@@ -24,56 +26,64 @@ _STEP = "ProfilerStep"
 
 @dataclass
 class Observed:
-    """What key_averages() showed at each cycle end, and the per-op device time filled in from Explorer."""
+    """What key_averages() showed at each cycle end: host ops, profiled steps, and its device events per step."""
 
-    correlated: list[bool] = field(default_factory=list)
     host_ops: set[str] = field(default_factory=set)
-    steps: int = 0  # profiled (active) steps: key_averages() counts the ProfilerStep#n events
-    filled: dict[str, float] = field(default_factory=dict)  # op -> device us per step, from Neuron Explorer
+    events_us: list[float] = field(default_factory=list)  # per cycle: PrivateUse1 self time per step
+    kernels: list[float] = field(default_factory=list)  # per cycle: PrivateUse1 kernels per step
+    ops_us: list[dict[str, float]] = field(default_factory=list)  # per cycle: host op -> its kernels' us per step
 
     def record(self, prof: Any) -> None:
-        # The same test the profiling summary uses for device time: PrivateUse1 rows with self time.
         rows = prof.key_averages()
-        self.correlated.append(
-            any(e.device_type == DeviceType.PrivateUse1 and e.self_device_time_total > 0 for e in rows)
-        )
-        self.host_ops.update(e.key for e in rows if e.device_type == DeviceType.CPU and not e.key.startswith(_STEP))
-        self.steps += sum(e.count for e in rows if e.key.startswith(_STEP))  # one row, "ProfilerStep*", counts them
+        # The profiled (active) steps: one row, "ProfilerStep*", counts the ProfilerStep#n events.
+        steps = max(sum(e.count for e in rows if e.key.startswith(_STEP)), 1)
+        host = [e for e in rows if e.device_type == DeviceType.CPU and not e.key.startswith(_STEP)]
+        self.host_ops.update(e.key for e in host)
+        device = [e for e in rows if e.device_type == DeviceType.PrivateUse1 and e.self_device_time_total > 0]
+        self.events_us.append(sum(e.self_device_time_total for e in device) / steps)
+        self.kernels.append(sum(e.count for e in device) / steps)
+        self.ops_us.append({e.key: e.self_device_time_total / steps for e in host if e.self_device_time_total > 0})
+
+    def evidence(self, schedule: ScheduleConfig) -> Evidence:
+        """The key_averages() part of the evidence: medians over cycles, as the row's own figures are."""
+        ev = Evidence(schedule, set(self.host_ops))
+        if any(us > 0 for us in self.events_us):
+            ev.events_us, ev.events_kernels = statistics.median(self.events_us), statistics.median(self.kernels)
+            ev.events_ops = self.ops_us[len(self.ops_us) // 2] if self.ops_us else {}
+        return ev
+
+
+def _missing(cfg: NeuronProfilerConfig, explorer: ExplorerResult, state: str) -> dict[str, str]:
+    """Why each source gave nothing, in words for the row."""
+    processed = explorer.status in ("ok", "no_summary")
+    runs = explorer.runtime.executions if explorer.runtime else []
+    modes = [getattr(m, "value", str(m)) for m in cfg.modes]
+    return {
+        EVENTS: f"key_averages() had no device events (correlate_device_time: {state})",
+        RUNTIME: "ProfileMode.RUNTIME not captured"
+        if "RUNTIME" not in modes
+        else f"Neuron Explorer {explorer.status}"
+        if not processed
+        else "no nc_exec_running event in the system trace"
+        if not runs
+        else "none",
+        EXPLORER: f"Neuron Explorer {explorer.status}"
+        if not processed
+        else "no FrameworkInstruction table (layer names need neuron.debug_info=true)"
+        if not explorer.has_framework_table
+        else "no device time in it",
+    }
 
 
 def device_time(
-    observed: Observed, explorer: ExplorerResult, version: str, state: str, warnings: list[str]
-) -> dict[str, Any]:
-    """Columns saying where device time per op comes from: key_averages(), Neuron Explorer, or nowhere (NaN)."""
-    framework = explorer.device_ops.framework_us
-    steps = max(observed.steps, 1)
-    matched, unmatched = per_step(framework, observed.host_ops, steps)
-    cols: dict[str, Any] = {
-        "neuron_explorer_ops_matched": float(len(matched)) if framework else math.nan,
-        "neuron_explorer_ops_unmatched_us": sum(unmatched.values()) if framework else math.nan,
-        "neuron_explorer_op_steps": float(steps),
-    }
-    if any(observed.correlated):
-        return cols
-    if matched:
-        observed.filled = matched
-        warnings.append(
-            f"device time per op from Neuron Explorer's FrameworkInstruction table: the whole capture "
-            f"divided by {steps} profiled step(s), since key_averages() had none (correlate_device_time: {state})"
-        )
-        if unmatched:
-            names = ", ".join(sorted(unmatched, key=lambda k: -unmatched[k])[:5])
-            warnings.append(
-                f"Neuron Explorer ops without a key_averages() row, left out of device_time_us: {names} "
-                f"({sum(unmatched.values()):.1f} us per step)"
-            )
-        return dict(cols, device_time_source="neuron_explorer")
-    hint = (
-        "; Explorer's per-op table needs layer names: set neuron.debug_info=true"
-        if explorer.status == "ok" and not framework
-        else ""
-    )
-    return dict(cols, **not_correlated(version, state, warnings, hint))
+    observed: Observed, explorer: ExplorerResult, cfg: NeuronProfilerConfig, schedule: ScheduleConfig, state: str
+) -> DeviceTime:
+    ev = observed.evidence(schedule)
+    ev.runtime = figures(explorer.runtime) if explorer.runtime is not None else None
+    ev.explorer_ops = dict(explorer.device_ops.framework_us)
+    ev.explorer_unnamed_us = explorer.device_ops.unnamed_us
+    ev.missing = _missing(cfg, explorer, state)
+    return reconcile(ev, state)
 
 
 class Captured(Protocol):
@@ -84,61 +94,83 @@ class Captured(Protocol):
     api: Any  # neuron_api.NeuronApi
     notes: list[str]
     debug: Any  # process_env.DebugInfo
+    neff_cache: Any  # process_env.NeffCache
     tnx: Any  # the torch_neuronx module
     observed: Observed
     compile_counts: dict[str, int] | None
     min_warmup_calls: int
-    neffs_from: tuple[str, str] | None  # the NEFF cache the capture's NEFFs are copied from, and how it was chosen
+    correlate: str  # what became of correlate_device_time (neuron_api.PASSED, ...)
 
     def profile_root(self, out_dir: Path) -> Path: ...
 
-    def correlate_state(self) -> str: ...
+    def config_neff_cache(self) -> str | None: ...
 
 
-def profile_columns(backend: Captured, out_dir: Path) -> dict[str, Any]:
-    """The Neuron columns of the cell row, with the manifest written beside the capture."""
+def _explore(backend: Captured, out_dir: Path, index: CaptureIndex) -> ExplorerResult:
+    cfg, modes = backend.profiler_cfg, [getattr(m, "value", str(m)) for m in backend.profiler_cfg.modes]
+    cores = parse_units(cfg.capture_enabled_for_nc) if cfg.capture_enabled_for_nc else None
+    # The April-2026 profiler captures its own defaults whatever `modes` says: no filters for it.
+    filters = capture_filters(modes, cores) if backend.api.kind == neuron_api.DOCUMENTED else []
+    single = index.root / index.sessions[0].dir if len(index.sessions) == 1 else None
+    root = index.root if index.sessions else None
+    return process_capture(root, out_dir / EXPLORER_DIR, cfg.explorer, cfg.explorer_timeout_s, filters, single)
+
+
+def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) -> tuple[dict[str, Any], DeviceTime]:
+    """The Neuron columns of the cell row and the device time found, with the manifest written beside the capture."""
     cfg, api, warnings = backend.profiler_cfg, backend.api, list(backend.notes)
-    modes = [getattr(m, "value", str(m)) for m in cfg.modes]
-    cache = backend.neffs_from
-    hint = f"{cache[0]} ({cache[1]})" if cache else "no neff_cache_dir (profiler.neuron.copy_neffs=false)"
+    cache = backend.config_neff_cache()
+    hint = cache or "no neff_cache_dir (profiler.neuron.copy_neffs=false)"
     root = backend.profile_root(out_dir)
-    index = index_capture(root, modes, hint)
+    index = index_capture(root, [getattr(m, "value", str(m)) for m in cfg.modes], hint)
     copied = place_framework_trace(index, out_dir / "trace.json")
     if copied and api.kind == neuron_api.DOCUMENTED:
         warnings.append("NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there")
     warnings += index.warnings
-    cores = parse_units(cfg.capture_enabled_for_nc) if cfg.capture_enabled_for_nc else None
-    # The April-2026 profiler captures its own defaults whatever `modes` says: no filters for it.
-    filters = capture_filters(modes, cores) if api.kind == neuron_api.DOCUMENTED else []
-    single = root / index.sessions[0].dir if len(index.sessions) == 1 else None
-    explorer = process_capture(
-        root if index.sessions else None, out_dir / EXPLORER_DIR, cfg.explorer, cfg.explorer_timeout_s, filters, single
-    )
+    explorer = _explore(backend, out_dir, index)
     warnings += explorer.warnings
+    found = device_time(backend.observed, explorer, cfg, schedule, backend.correlate)
     cols: dict[str, Any] = {
         "neuron_api": api.kind,
         "neuron_api_version": api.version,
-        "neuron_correlate_device_time": backend.correlate_state(),
+        "neuron_correlate_device_time": backend.correlate,
         "neuron_min_warmup_calls": backend.min_warmup_calls,
         "neuron_debug_info": backend.debug.label,
-        "neuron_neff_cache_dir": cache[0] if cache else None,
+        "neuron_neff_cache_dir": cache,
+        "neuron_neff_cache_source": "neuron.debug_info (a fresh folder)"
+        if backend.debug.neff_cache
+        else backend.neff_cache.source,
         **artifact_columns(index, out_dir),
         "neuron_explorer_status": explorer.status,
         **explorer.columns,
         "neuron_fallback_ops": fallback_ops(backend.tnx, warnings),
         "neuron_manifest": MANIFEST,
+        **found.columns,
+        **memory_columns(backend.tnx),
+        **compile_columns(backend.compile_counts),
     }
-    cols.update(device_time(backend.observed, explorer, api.version, backend.correlate_state(), warnings))
-    cols.update(memory_columns(backend.tnx))
-    cols.update(compile_columns(backend.compile_counts))
-    hbm_note(backend.tnx, modes, warnings)
+    warnings += found.warnings
+    hbm_note(backend.tnx, [getattr(m, "value", str(m)) for m in cfg.modes], warnings)
     cols["warnings"] = " | ".join(dict.fromkeys(warnings)) or None
+    _manifest(backend, out_dir, index, explorer, copied, cols)
+    return cols, found
+
+
+def _manifest(
+    backend: Captured, out_dir: Path, index: CaptureIndex, explorer: ExplorerResult, copied: str | None, cols: dict
+) -> None:
+    pinned = backend.neff_cache
     manifest = dict(
         index.to_json(),
-        api=api.kind,
-        torch_neuronx=api.version,
+        api=backend.api.kind,
+        torch_neuronx=backend.api.version,
         framework_trace_copied=copied,
-        neff_cache={"dir": cache[0], "chosen_by": cache[1]} if cache else None,
+        neff_cache={
+            "dir": backend.config_neff_cache(),
+            "pinned": pinned.path,
+            "chosen_by": pinned.source,
+            "torch_neuronx_imported_before": pinned.imported_before,
+        },
         debug_info={"variables": backend.debug.values},
         explorer={
             "status": explorer.status,
@@ -150,6 +182,5 @@ def profile_columns(backend: Captured, out_dir: Path) -> dict[str, Any]:
         },
         columns={k: None if isinstance(v, float) and math.isnan(v) else v for k, v in cols.items()},
     )
-    root.mkdir(parents=True, exist_ok=True)
+    backend.profile_root(out_dir).mkdir(parents=True, exist_ok=True)
     write_json(out_dir / MANIFEST, manifest)
-    return cols

@@ -1,25 +1,76 @@
-"""The process environment a Neuron cell needs before torch-neuronx compiles or the runtime starts.
-
-Three documented rules: NEURON_RT_* are read once, when the runtime starts (runtime configuration guide);
-NEURON_RT_INSPECT_ENABLE=1 must not be combined with torch.profiler (Neuron Explorer environment variables,
-SDK 2.33.1); XLA_IR_DEBUG / XLA_HLO_DEBUG / NKI_DEBUG_INFO change what the compiler writes into a NEFF, so
-they must be set before compiling, and cached NEFFs compiled without them lack the names (same page).
+"""The process environment a Neuron cell needs before torch-neuronx compiles or the runtime starts (docs/neuron.md):
+NEURON_RT_* are read when the runtime starts; NEURON_RT_INSPECT_ENABLE=1 conflicts with torch.profiler; the debug
+variables change what the compiler writes into a NEFF; TORCH_NEURONX_NEFF_CACHE_DIR must name the NEFF cache before
+the first compile, or the capture's NTFFs come without their NEFFs and Neuron Explorer cannot process them.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, unit_set
+from neuronexp.host.probe import default_cache_dir
 
 INSPECT_ENABLE = "NEURON_RT_INSPECT_ENABLE"
 # NEURON_FRAMEWORK_DEBUG is in the 2.31-2.33.0 "Source code and debug info" table, not in 2.33.1's short list.
 NAME_VARS = ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")
 NKI_VAR = "NKI_DEBUG_INFO"
 COMPILE_TIME_VARS = (*NAME_VARS, NKI_VAR)
+NEFF_CACHE_VAR = "TORCH_NEURONX_NEFF_CACHE_DIR"
+PINNED_MARK = "NEURONEXP_NEFF_CACHE_PINNED"  # the value neuronexp itself set (a later cell of the process re-pins)
+# How the NEFF cache was chosen (the row's neuron_neff_cache_source).
+FROM_ENV, FROM_KEY, FROM_DEFAULT = "TORCH_NEURONX_NEFF_CACHE_DIR", "profiler.neuron.neff_cache_dir", "neuronexp cache"
+
+
+@dataclass(frozen=True)
+class NeffCache:
+    """The NEFF cache pinned for the cell's process: the path, how it was chosen, whether torch_neuronx was already
+    imported then (TorchNeuron's autoload), a note for the row, and what it replaced (for a backend that gives up)."""
+
+    path: str
+    source: str
+    imported_before: bool
+    note: str | None = None
+    saved: dict[str, str | None] = field(default_factory=dict)
+    created: bool = False  # the folder did not exist before
+
+    def unpin(self) -> None:
+        """Undo the pin of a backend that could not start: the variables as they were, the folder if made empty."""
+        for key, value in self.saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if self.created and Path(self.path).is_dir() and not any(Path(self.path).iterdir()):
+            os.rmdir(self.path)
+
+
+def pin_neff_cache(cfg: NeuronProfilerConfig) -> NeffCache:
+    """Set TORCH_NEURONX_NEFF_CACHE_DIR before the first compile: the user's own value, else profiler.neuron.
+    neff_cache_dir, else neuronexp's per-user cache (<cache dir>/neff, shared by every run and sweep of the user)."""
+    env, ours = os.environ.get(NEFF_CACHE_VAR), os.environ.get(PINNED_MARK)
+    imported = "torch_neuronx" in sys.modules
+    note = None
+    if env and env != ours:
+        path, source = env, FROM_ENV
+        if cfg.neff_cache_dir and os.path.abspath(os.path.expanduser(cfg.neff_cache_dir)) != os.path.abspath(env):
+            note = f"profiler.neuron.neff_cache_dir={cfg.neff_cache_dir} not used: {NEFF_CACHE_VAR}={env} is set"
+    elif cfg.neff_cache_dir:
+        path, source = str(Path(cfg.neff_cache_dir).expanduser().absolute()), FROM_KEY
+    else:
+        path, source = str(default_cache_dir().expanduser().absolute() / "neff"), FROM_DEFAULT
+        if Path(path).is_symlink():  # never a cache reached through a link: a fresh folder of this process's own
+            note = f"{path} is a symbolic link: NEFFs compiled into a new folder instead"
+            path = tempfile.mkdtemp(prefix="neuronexp-neff-")
+    created = not Path(path).exists()
+    Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
+    saved = {k: os.environ.get(k) for k in (NEFF_CACHE_VAR, PINNED_MARK)}
+    os.environ[NEFF_CACHE_VAR] = os.environ[PINNED_MARK] = path
+    return NeffCache(path, source, imported, note, saved, created)
 
 
 def inspect_conflict(environ: dict[str, str] | os._Environ[str] = os.environ) -> ConfigError | None:

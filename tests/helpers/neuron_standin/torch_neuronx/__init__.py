@@ -3,28 +3,50 @@
 Mirrors the public surface neuronexp uses, as documented by the Neuron SDK 2.31-2.33 docs and the
 April-2026 TorchNeuron source: `torch.neuron.{is_available, device_count, synchronize,
 get_device_properties}`, `get_fallback_ops`, `clear_op_tracking`, `is_neuron_runtime_initialized`,
-memory queries, and `torch_neuronx.profiling`. Tensors stay on the CPU (the tests point the backend's
-`device_type` at "cpu"). `STATE` records what the backend did so tests can assert on it, and sets what the
-emulated runtime does (device events, empty NTFFs, a memory snapshot). Its version pairs with the installed
-torch the way a TorchNeuron release does (`<torch major>.<minor>.3.0`), with `+standin` to say what it is.
+memory queries, `torch_neuronx.profiling`, and a `neuron` torch.compile backend. Tensors stay on the CPU (the tests
+point the backend's `device_type` at "cpu"). `STATE` records what the backend did so tests can assert on it, and sets
+what the emulated runtime does: the planted device time of each op (`device_us`, planted.py) and `switches`, one per
+question the Neuron docs leave open, each with both answers (tests run every combination). Its version pairs with the
+installed torch the way a TorchNeuron release does (`<torch major>.<minor>.3.0`), with `+standin` to say what it is.
 """
 
 from __future__ import annotations
 
+import os
 import types
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from planted import DEVICE_US  # the stand-in's folder is on the path
 
 __standin__ = True
 __version__ = ".".join(torch.__version__.split("+")[0].split(".")[:2]) + ".3.0+standin"
 
 
 @dataclass
+class Switches:
+    """The open questions of docs/neuron.md, "What is still unverified", each as a switch with both answers."""
+
+    # correlate_device_time=True puts the device work into key_averages() as PrivateUse1 kernels (a version whose
+    # NeuronConfig lacks the parameter never does). False: it is accepted and changes nothing (April-2026 source).
+    key_averages_events: bool = True
+    # When the runtime writes its files: "stop", at the profiler's exit (after on_trace_ready, as nrt_inspect_stop at
+    # the Kineto session's end would); "export", inside NeuronProfiler.export_trace.
+    capture_written: str = "stop"
+    # Where the runtime capture starts: "active", with the schedule's active steps; "warmup", already at the warm-up
+    # step (the Kineto session is prepared there), so capture-wide figures cover one step more.
+    capture_from: str = "active"
+    # nc_exec_running events in the runtime's system trace (ntrace.pb); False: a trace without them.
+    runtime_events: bool = True
+
+
+@dataclass
 class _State:
     log: list[str] = field(default_factory=list)  # "sync" per synchronize(); tests add their own entries
     runtime_started: bool = False
+    # The NEFF cache variable when `import torch_neuronx` ran (a TorchNeuron reading it at import would use this).
+    neff_cache_at_import: str | None = field(default_factory=lambda: os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR"))
     env_at_start: dict[str, str | None] = field(default_factory=dict)
     fallback_ops: list[str] = field(default_factory=list)
     total_memory: int = 96 * 2**30
@@ -33,18 +55,21 @@ class _State:
     ntff_bytes: dict[int, int] = field(default_factory=lambda: {0: 4096})
     configs: list[dict[str, Any]] = field(default_factory=list)  # kwargs of every NeuronConfig made
     legacy_sessions: list[dict[str, Any]] = field(default_factory=list)
-    # CPU op -> device microseconds per call, attached as PrivateUse1 kernels when correlate_device_time=True
-    # (torch_neuronx._device_events); empty: key_averages() gets no device time, as in the April-2026 source.
-    device_us: dict[str, float] = field(default_factory=dict)
+    # Host op -> device microseconds per call on the emulated NeuronCore (planted.DEVICE_US): what the runtime's
+    # executions, the device events in key_averages() and Explorer's tables all measure.
+    device_us: dict[str, float] = field(default_factory=lambda: dict(DEVICE_US))
+    switches: Switches = field(default_factory=Switches)
+    runtime_scale: float = 1.0  # the runtime trace's durations x this (1: the same work every source sees)
     memory_snapshot: bool = False  # also write a memory snapshot into the capture
+    # NEFF -> the TORCH_NEURONX_NEFF_CACHE_DIR in force when the emulated compiler first wrote it (None: unset)
+    compiled: dict[str, str | None] = field(default_factory=dict)
+    legacy_capture: Any = None  # the April-2026 profiler's capture while it runs (torch_neuronx._runtime)
 
 
 STATE = _State()
 
 
 def _start_runtime() -> None:
-    import os
-
     if not STATE.runtime_started:
         STATE.runtime_started = True
         STATE.env_at_start = {k: os.environ.get(k) for k in ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")}
@@ -100,6 +125,11 @@ neuron.max_memory_allocated = max_memory_allocated
 # keeps the stand-in removable, and the test fixture deletes it again.
 torch.neuron = neuron  # type: ignore[attr-defined]
 
-from . import _device_events, profiling  # noqa: E402, F401  (profiling: set by `import torch_neuronx`)
+from . import _device_events, _runtime, profiling  # noqa: E402, F401  (profiling: set by `import torch_neuronx`)
 
 _device_events.install()
+_runtime.install()
+if os.environ.get("NEURON_STANDIN_DEVICE"):  # a test's subprocess (smoke script, fork server): tensors on this device
+    from neuronexp.backends.neuron.backend import NeuronBackend
+
+    NeuronBackend.device_type = os.environ["NEURON_STANDIN_DEVICE"]

@@ -7,8 +7,7 @@
 - "legacy": the April-2026 `NeuronProfiler(pytorch_activities=..., neuron_output_dir=...)` context manager.
 - "none": no profiling API at all (e.g. the PyTorch/XLA-era torch-neuronx).
 
-The real runtime writes its files when the profiler stops; the stand-in cannot hook Kineto, so it
-writes the documented layout when `export_trace` runs (documented API) or at `stop()` (April API).
+The emulated runtime capture (when it starts, when its files appear, what they hold) is torch_neuronx._runtime.
 """
 
 from __future__ import annotations
@@ -20,11 +19,7 @@ from typing import Any
 
 from torch._C._profiler import _ExperimentalConfig
 from torch.profiler import ProfilerActivity
-from torch_neuronx import STATE
-
-INSTANCE_ID = "i-0standin00000000"
-TIMESTAMP = "20260701_120000_000"
-NEFF_HASH = "395760075800974"
+from torch_neuronx import STATE, _runtime
 
 
 class ProfileMode(enum.Enum):
@@ -38,6 +33,8 @@ _Mode = ProfileMode  # select_api may remove the public name; the emulated runti
 
 
 class NeuronConfig(_ExperimentalConfig):
+    standin = True  # what the emulated runtime looks for on a profiler's experimental_config
+
     def __init__(
         self,
         *,
@@ -87,40 +84,14 @@ class NeuronConfigWithoutCorrelate(NeuronConfig):
         del self.kwargs["correlate_device_time"]
 
 
-def write_capture(root: str, modes: list[Any], with_neffs: bool) -> Path:
-    """The per-process session folder the capture guide documents, with the files each mode produces."""
-    session = Path(root) / f"{INSTANCE_ID}_pid_{os.getpid()}" / TIMESTAMP
-    session.mkdir(parents=True, exist_ok=True)
-    if _Mode.RUNTIME in modes:
-        (session / "ntrace.pb").write_bytes(b"\x08\x01" * 64)
-        (session / "trace_info.pb").write_bytes(b"\x08\x02" * 16)
-    if _Mode.CPU_UTIL in modes:
-        (session / "cpu_util.pb").write_bytes(b"\x08\x03" * 8)
-    if _Mode.HOST_MEMORY in modes:
-        (session / "host_mem.pb").write_bytes(b"\x08\x04" * 8)
-    if _Mode.DEVICE in modes:
-        for nc, size in STATE.ntff_bytes.items():
-            (session / f"profile_nc_{nc}_session_0.ntff").write_bytes(b"\x00" * size)
-        if with_neffs:
-            (session / f"neff_{NEFF_HASH}_vnc_0.neff").write_bytes(b"NEFF" * 32)
-    if STATE.memory_snapshot:  # the file name is not documented; a PyTorch-style snapshot pickle
-        (session / "memory_snapshot.pickle").write_bytes(b"\x80\x04N.")
-    return session
-
-
 class NeuronProfiler:
     """Documented API: `on_trace_ready=NeuronProfiler(config).export_trace`."""
 
     def __init__(self, config: NeuronConfig) -> None:
         self.config = config
-        self.session: Path | None = None
 
     def export_trace(self, prof: Any) -> None:
-        if self.session is None:
-            self.session = write_capture(
-                self.config.profile_output_dir, self.config.modes, self.config.neff_cache_dir is not None
-            )
-        prof.export_chrome_trace(str(self.session / "trace.json"))
+        _runtime.export(self.config, prof)
 
 
 class AprilNeuronProfiler:
@@ -144,6 +115,11 @@ class AprilNeuronProfiler:
             raise RuntimeError("Profiler is already active")
         self._active = True
         STATE.log.append("legacy-start")
+        # It captures its defaults (DEVICE and RUNTIME) over everything between start and stop, NEFFs from the cache.
+        cache = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+        STATE.legacy_capture = _runtime.Capture(
+            Path(self.neuron_output_dir), ["device_profile", "system_profile"], cache
+        )
 
     def stop(self) -> None:
         self._active = False
@@ -155,7 +131,8 @@ class AprilNeuronProfiler:
                 "pytorch_activities": self.pytorch_activities,
             }
         )
-        write_capture(self.neuron_output_dir, [_Mode.DEVICE, _Mode.RUNTIME], with_neffs=True)
+        capture, STATE.legacy_capture = STATE.legacy_capture, None
+        _runtime.write(capture)
 
     def __enter__(self) -> AprilNeuronProfiler:
         self.start()

@@ -1,0 +1,103 @@
+"""The first-contact screen of a Trainium run: in a few lines, what worked for its cells, read from the row's columns
+(docs/neuron.md, "The first-contact screen"): which sources gave device time and which one is used, whether NEFFs
+were found beside the NTFFs, whether Neuron Explorer processed the capture, the capture window, the NEFF cache. Cells
+with the same answers share one block; a run without Neuron rows prints nothing."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from neuronexp.formatting import fmt_us
+
+# The answers that make a block: cells answering all of them alike are shown together.
+FACTS = (
+    "device_time_source",
+    "device_time_sources",
+    "device_time_check",
+    "neuron_correlate_device_time",
+    "neuron_capture_window",
+    "neuron_capture_window_method",
+    "neuron_neffs_beside_ntffs",
+    "neuron_explorer_status",
+    "neuron_neff_cache_dir",
+    "neuron_neff_cache_source",
+)
+FIGURES = (
+    ("key_averages()", "neuron_device_time_events_us"),
+    ("runtime trace", "neuron_device_time_runtime_us"),
+    ("Explorer per-op", "neuron_device_time_explorer_us"),
+)
+CHECK_WORDS = {"agree": "sources agree (within 10%)", "disagree": "SOURCES DISAGREE (the figures: warnings)"}
+ADVICE = "paste this screen and a cell's neuron_profile/manifest.json into an issue: it says what to fix or report"
+WHOLE = "nothing missing: every source the capture had was read, and they agree where there are two"
+
+
+def _text(value: object, empty: str = "—") -> str:
+    return empty if value is None or (isinstance(value, float) and value != value) or value == "" else str(value)
+
+
+def _yes(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "— (no NTFF)"
+    return "yes" if bool(value) else "NO"
+
+
+def _span(values: pd.Series) -> str:
+    """A source's per-step figure over the block's cells: one value, or the range and how many cells had it."""
+    got = values.dropna()
+    if got.empty:
+        return "—"
+    span = fmt_us(got.iloc[0]) if got.min() == got.max() else f"{fmt_us(got.min())}–{fmt_us(got.max())}"
+    return span if len(got) == len(values) else f"{span} ({len(got)}/{len(values)} cells)"
+
+
+def _problems(one: pd.Series) -> list[str]:
+    """What keeps this block's figures from being whole, in words (empty when nothing)."""
+    warnings = str(one.get("warnings") or "").split(" | ")
+    out = [
+        w for w in warnings if w.startswith(("no device time from", "capture window unverified", "device time sour"))
+    ]
+    if _text(one.get("neuron_explorer_status")) != "ok":
+        out.append(
+            f"Neuron Explorer {_text(one.get('neuron_explorer_status'))}: the runtime trace, per-op time and the "
+            "Summary columns need it (aws-neuronx-tools, neuron-explorer on PATH)"
+        )
+    if _yes(one.get("neuron_neffs_beside_ntffs")) == "NO":
+        out.append("no NEFF beside an NTFF: Neuron Explorer cannot process that device profile")
+    return out
+
+
+def _block(cells: pd.DataFrame, label: bool) -> list[str]:
+    one = cells.iloc[0]
+    lines = [f"  {len(cells)} cell(s): " + ", ".join(f"{r.module} {r.input_shape}" for r in cells.itertuples())] * label
+    check = _text(one["device_time_check"])
+    lines += [
+        f"  device time: from {_text(one['device_time_source'])} · {CHECK_WORDS.get(check, check)} · "
+        f"correlate_device_time {_text(one['neuron_correlate_device_time'])}",
+        "    per step: " + " · ".join(f"{name} {_span(cells[col]) if col in cells else '—'}" for name, col in FIGURES),
+        f"  capture: NEFFs beside the NTFFs {_yes(one['neuron_neffs_beside_ntffs'])} · window "
+        f"{_text(one['neuron_capture_window'])} ({_text(one['neuron_capture_window_method'])}) · Neuron Explorer "
+        f"{_text(one['neuron_explorer_status'])}",
+        f"  NEFF cache: {_text(one['neuron_neff_cache_dir'], 'not given')} ({_text(one['neuron_neff_cache_source'])})",
+    ]
+    return lines + [f"  MISSING: {p}" for p in _problems(one)]
+
+
+def neuron_screen(cells: pd.DataFrame) -> list[str]:
+    """The screen's lines for the Neuron rows of `cells` (a run's one row, or a sweep's); [] when there are none."""
+    if "neuron_api" not in cells or "device_time_sources" not in cells:
+        return []
+    rows = cells[cells["neuron_api"].notna()]
+    if rows.empty:
+        return []
+    facts = [f for f in FACTS if f in rows]
+    keys = rows[facts].astype(str).agg("|".join, axis=1)
+    first = rows.iloc[0]
+    lines = [
+        f"Trainium first contact · torch-neuronx {_text(first.get('neuron_api_version'))} "
+        f"({_text(first['neuron_api'])}) · {len(rows)} cell(s): what worked, what is missing"
+    ]
+    for key in dict.fromkeys(keys):
+        lines += _block(rows[keys == key], label=keys.nunique() > 1)
+    missing = any(line.startswith("  MISSING") for line in lines)
+    return [*lines, f"  {ADVICE if missing else WHOLE}"]
