@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAST, run_cli
+from helpers import FAST
+from helpers import run_process as run_cli  # the import log of a fresh command
 from helpers.optional import require
 
 

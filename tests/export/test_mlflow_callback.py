@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FAST, run_cli
+from helpers import FAST
+from helpers import run_process as run_cli  # the callback exports when the command exits
 from helpers.layers import FAILING_LAYER
 from helpers.optional import require
 

@@ -3,14 +3,14 @@ exported whole (issue 32's mutation audit). Through cell_exports on constructed 
 
 from __future__ import annotations
 
-import pandas as pd
-
 from neuronexp.export.cells import MAX_TEXT, cell_exports
+from neuronexp.results import frame
 
 
 def _tags(error: str) -> dict[str, str]:
-    row = {"run_id": "r", "module": "m", "status": "error", "error": error, "started_at": "2026-01-01T00:00:00"}
-    (export,) = cell_exports(pd.DataFrame([row]))
+    row = {"run_id": "r", "experiment": "adhoc", "module": "m", "backend": "cpu", "dtype": "float32"}
+    row |= {"input_shape": "[1,8]", "status": "error", "error": error, "started_at": "2026-01-01T00:00:00"}
+    (export,) = cell_exports(frame("cells", [row]))
     return export.tags
 
 

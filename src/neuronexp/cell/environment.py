@@ -8,7 +8,6 @@ import platform
 import socket
 import subprocess
 import sys
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,9 @@ def package_version(name: str) -> str | None:
         return None
 
 
-@lru_cache(maxsize=8)
 def git_state(cwd: Path) -> dict[str, Any]:
-    """Commit and dirtiness of the working tree the user runs from (None outside a repository).
-
-    Asked once per process and directory: two git calls per cell add up over a sweep.
-    """
+    """Commit and dirtiness of the working tree the user runs from (None outside a repository), asked afresh for
+    every cell: a Python caller's process runs many invocations, between which the tree may change."""
 
     def git(*args: str) -> str | None:
         try:

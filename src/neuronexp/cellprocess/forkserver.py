@@ -83,7 +83,7 @@ class ForkServer:
         )
         listener.close()
         self.saved = os.environ.get(ADDRESS_ENV)
-        os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{self.dir / 'socket'}"
+        os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{os.getpid()}:{self.dir / 'socket'}"
         if self.warm is not None:
             self.serve(self.warm)
         return self
@@ -118,7 +118,16 @@ def allocator_mode(config: Any) -> str:
 def server_address() -> Path | None:
     """This host's fork server named in the environment, if its socket exists."""
     host, _, path = os.environ.get(ADDRESS_ENV, "").partition(":")
+    path = path.partition(":")[2]  # (after the pid of the process that started it)
     return Path(path) if host == socket.gethostname() and path and Path(path).exists() else None
+
+
+def forget_inherited_server() -> None:
+    """Drop a fork server another process started from this process's environment: a command starts its own rather
+    than forking its cells from a template made for another (a test session's, another neuronexp's)."""
+    pid = os.environ.get(ADDRESS_ENV, "").split(":")[1:2]
+    if pid and pid[0] != str(os.getpid()):
+        del os.environ[ADDRESS_ENV]
 
 
 def run_forked(request: ForkRequest, timeout_s: float | None) -> Ended:

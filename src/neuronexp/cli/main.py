@@ -13,6 +13,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from neuronexp.cellprocess.forkserver import forget_inherited_server
 from neuronexp.cli.errors import user_error_line
 from neuronexp.cli.pipe import stdout_closed
 from neuronexp.config import compose  # noqa: F401  (registers the schema, `base_config`, that conf/ extends)
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: exit 0 when every cell succeeded, 1 when a cell failed, 2 for a bad config."""
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
+    forget_inherited_server()
     typed = typed_baseline(sys.argv[1:])
     dirs = _importable_dirs(typed)
     sys.path[:0] = [d for d in dirs if d not in sys.path]

@@ -89,9 +89,9 @@ class SweepProgress:
         self._thread.join()
         self.bar.stop()
 
-    def finished(self, cell: PlannedCell) -> None:
-        """A cell the engine ran ended (its files are written)."""
-        self._report(cell, finished_row(self.sweep_dir / cell.dir))
+    def finished(self, cell: PlannedCell, where: bool = False) -> None:
+        """A cell the engine ran ended (its files are written); `where`: say on which device slot."""
+        self._report(cell, finished_row(self.sweep_dir / cell.dir), where)
 
     @contextmanager
     def watching(self) -> Iterator[None]:

@@ -83,6 +83,10 @@ def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
         cells = _plan(ctx, jobs)
         print("\n".join(dry_run_lines(cells, sweep_dir(ctx.master), ctx.master)))
         return Outcome(None)
+    if ctx.launcher is not None and executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
+        # Set up before the plan: a launcher may fit the config to its cluster first (the Slurm preset's CPUs).
+        launcher = ctx.launcher()
+        ctx.launcher = lambda: launcher
     with _cell_processes(ctx) as server:  # started first: its `import torch` overlaps the planning
         return _run(ctx, _plan(ctx, jobs), server)
 
@@ -186,7 +190,8 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
             for cell in unit.cells:
                 progress.finished(cell)
         return
-    run_local(units, start, local_slots(ctx.master), progress.finished)
+    slots = local_slots(ctx.master)
+    run_local(units, start, slots, lambda cell: progress.finished(cell, where=slots > 1))
 
 
 def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
