@@ -93,7 +93,8 @@ class InputConfig:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    extra: Any = None  # renamed to `args` (the same entries); kept only to tell configs that still use it
+    # Renamed to `args` (the same entries); kept only to tell configs that still use it, and never offered as a key.
+    extra: Any = field(default=None, metadata={"retired": True})
 
 
 @dataclass
