@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 
@@ -24,6 +23,8 @@ def code_fingerprint(target: object) -> str:
 
 @lru_cache(maxsize=1)  # installed versions do not change under a running process
 def _versions() -> tuple[str, str]:
+    from importlib import metadata  # here: `neuronexp --help` imports this module and never asks
+
     def version(name: str) -> str:
         try:
             return metadata.version(name)

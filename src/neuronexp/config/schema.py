@@ -93,8 +93,7 @@ class InputConfig:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    # Renamed to `args` (the same entries); kept only to tell configs that still use it, and never offered as a key.
-    extra: Any = field(default=None, metadata={"retired": True})
+    extra: Any = field(default=None, metadata={"retired": True})  # renamed `args`; kept only to say so
 
 
 @dataclass

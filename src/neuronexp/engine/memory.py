@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronexp.config import ConfigError, InMemory
-from neuronexp.engine.plan import CellComposer, PlannedCell, plan_cell
+from neuronexp.engine.composer import CellComposer
+from neuronexp.engine.plan import PlannedCell, plan_cell
 
 NOTE = "module from Python's memory (neuronexp.sweep(modules=...)): no code fingerprint, so never reused"
 

@@ -21,7 +21,8 @@ from neuronexp.backends.table import named_backend
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.validate import validate_code
-from neuronexp.engine._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
+from neuronexp.engine._hydra import LauncherKind, launcher_kind
+from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.units import process_key
 from neuronexp.slurm.cluster import check_slurm_sweep
 
@@ -70,51 +71,6 @@ def swept_keys(arguments: list[str]) -> list[str]:
     """The command line's overrides that list several values (`module=a,b`)."""
     parsed = OverridesParser.create().parse_overrides(arguments)
     return [o.input_line or o.key_or_group for o in parsed if o.is_sweep_override()]
-
-
-class CellComposer:
-    """Each cell's config, composing only once per choice of config groups.
-
-    Cells mostly differ in plain values (shapes, dtypes) that Hydra applies after composing; those are
-    applied to a copy of the composition (engine._hydra) instead of composing every cell from scratch.
-    """
-
-    def __init__(self, master: DictConfig, loader: Any) -> None:
-        self.master, self.loader = master, loader
-        self.groups = _all_groups(loader)
-        self.cache: dict[tuple[str, ...], DictConfig] = {}
-
-    def compose(self, job: list[str], num: int) -> DictConfig:
-        parsed = OverridesParser.create().parse_overrides(job)
-        group_overrides = [o for o in parsed if o.key_or_group.lstrip("+~") in self.groups or o.package is not None]
-        values = [o for o in parsed if o not in group_overrides and not o.is_hydra_override()]
-        # A value in Hydra's own node (the planned hydra.sweep.subdir, different for every cell) is set on the copy
-        # like any value; a choice of a Hydra group (hydra/launcher=...) is composed.
-        hydra_values = [o for o in parsed if o.is_hydra_override() and o not in group_overrides]
-        # Parsed from text, so each has its input line.
-        key = tuple(o.input_line for o in group_overrides if o.input_line is not None)
-        if key not in self.cache:
-            self.cache[key] = self.loader.load_sweep_config(self.master, list(key))
-        cfg = copy.deepcopy(self.cache[key])
-        apply_value_overrides(cfg, values)
-        task = [o for o in parsed if not o.is_hydra_override()]
-        with open_dict(cfg):
-            for o in hydra_values:  # (set as Hydra sets them: the value as parsed, never resolved first)
-                OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
-                cfg.hydra.overrides.hydra.append(o.input_line)
-            cfg.hydra.overrides.task = [o.input_line for o in task]
-            cfg.hydra.job.override_dirname = override_dirname(cfg, task)
-            cfg.hydra.job.num = num
-            cfg.hydra.job.id = str(num)
-        return cfg
-
-
-def _all_groups(loader: Any, parent: str = "") -> set[str]:
-    out: set[str] = set()
-    for name in loader.list_groups(parent):
-        path = f"{parent}/{name}" if parent else name
-        out |= {path} | _all_groups(loader, path)
-    return out
 
 
 def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> PlannedCell:
@@ -200,6 +156,11 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
         ConfigError: an input `forward` cannot take, a backend missing here, slots this machine cannot give.
     """
     from neuronexp.backends import backend_kind, check_available
+
+    # An unavailable backend fails first, once: where the answer needs no torch (torch-neuronx not installed, a
+    # CPU-only torch build), before the module's code or the slot checks import it.
+    for name in {c.spec.config.backend for c in cells if c.spec is not None}:
+        check_available(name)
     from neuronexp.cellprocess.machine import check_slots_fit
     from neuronexp.cellprocess.placement import check_lock_dir
 
@@ -208,8 +169,6 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
         if cell.spec.memory is None:
             cell.spec = dataclasses.replace(cell.spec, warnings=tuple(validate_code(cell.spec.config)))
     specs = [c.spec for c in cells if c.spec is not None]
-    for name in {s.config.backend for s in specs}:  # an unavailable backend fails here, once
-        check_available(name)
     if not single and launcher_kind(master) == LauncherKind.slurm:  # its cells run on other machines: the cluster's
         check_slurm_sweep(master, _host_slots(specs))
         return

@@ -19,10 +19,11 @@ from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
 from neuronexp.config import ConfigError
 from neuronexp.engine._hydra import subdir_override
+from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
 from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
 from neuronexp.engine.lock import locked
-from neuronexp.engine.plan import CellComposer, PlannedCell, grid, plan_sweep, swept_keys
+from neuronexp.engine.plan import PlannedCell, grid, plan_sweep, swept_keys
 from neuronexp.engine.stopped import Stopped
 from neuronexp.engine.units import Unit, plan_units
 from neuronexp.formatting import first_line
