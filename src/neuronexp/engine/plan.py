@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import logging
 import shutil
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,8 @@ from neuronexp.engine._hydra import LauncherKind, launcher_kind
 from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.units import process_key
 from neuronexp.slurm.cluster import check_slurm_sweep
+
+log = logging.getLogger("neuronexp.engine")
 
 
 @dataclass(kw_only=True)
@@ -161,15 +164,17 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
     # CPU-only torch build), before the module's code or the slot checks import it.
     for name in {c.spec.config.backend for c in cells if c.spec is not None}:
         check_available(name)
+    remote = not single and launcher_kind(master) == LauncherKind.slurm  # its cells run on other machines
+    memory = _memory_warnings(cells) if not remote else {}  # a cell that cannot fit here: refused before any is built
     from neuronexp.cellprocess.machine import check_slots_fit
     from neuronexp.cellprocess.placement import check_lock_dir
 
     for cell in cells:  # the inputs' warnings go into the cell's row (a module from memory: engine.memory checked it)
         assert cell.spec is not None
-        if cell.spec.memory is None:
-            cell.spec = dataclasses.replace(cell.spec, warnings=tuple(validate_code(cell.spec.config)))
+        found = validate_code(cell.spec.config) if cell.spec.memory is None else list(cell.spec.warnings)
+        cell.spec = dataclasses.replace(cell.spec, warnings=(*found, *memory.get(cell.num, [])))
     specs = [c.spec for c in cells if c.spec is not None]
-    if not single and launcher_kind(master) == LauncherKind.slurm:  # its cells run on other machines: the cluster's
+    if remote:  # the cluster's checks instead
         check_slurm_sweep(master, _host_slots(specs))
         return
     for s in {_slot_ask(s): s for s in specs}.values():
@@ -177,6 +182,24 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
     for spec, cell in zip(specs, cells):  # cells that take a device slot: the locks' directory must be usable now
         if cell.isolated if single else slotted(master, cell):
             check_lock_dir(spec.config.launcher.lock_dir)
+
+
+def _memory_warnings(cells: list[PlannedCell]) -> dict[int, list[str]]:
+    """Each host cell against the host's available memory (engine.fits); the warnings for their rows, by cell.
+
+    Raises:
+        ConfigError: a cell that cannot fit.
+    """
+    from neuronexp.backends import backend_info, backend_kind
+    from neuronexp.engine.fits import check_fits
+    from neuronexp.host.memory import available_bytes
+
+    host = [c for c in cells if c.spec is not None and backend_info(backend_kind(c.spec.config.backend)).on_host]
+    found = check_fits([c.spec for c in host if c.spec is not None], available_bytes())
+    for cell, warning in zip(host, found):
+        if warning is not None:
+            log.warning("%s: %s", cell.label or "the cell", warning)
+    return {c.num: [w] for c, w in zip(host, found) if w is not None}
 
 
 def _slot_ask(spec: CellSpec) -> tuple[Any, ...]:
