@@ -70,12 +70,9 @@ def test_nested_targets_are_checked_unless_not_built_recursively() -> None:
 
 def test_hugging_face_configs_take_keys_their_wrapped_signature_does_not_show() -> None:
     transformers = pytest.importorskip("transformers")
-    node = {
-        "_target_": "transformers.models.llama.modeling_llama.LlamaMLP",
-        "config": {"_target_": "transformers.LlamaConfig", "hidden_size": 64, "attn_implementation": "sdpa"},
-    }
-    check_constructor(node)  # LlamaConfig's __init__ takes **kwargs; the dataclass it wraps does not
-    assert transformers.LlamaConfig(attn_implementation="sdpa")  # (and it does build)
+    node = {"_target_": "transformers.LlamaConfig", "hidden_size": 64, "attn_implementation": "sdpa"}
+    check_constructor({"_target_": f"{HERE}.make_block", "hidden": 8, "config": node})
+    assert transformers.LlamaConfig(attn_implementation="sdpa")  # its __init__ takes **kwargs; what it wraps does not
 
 
 def test_a_constructor_typo_fails_in_one_line_before_any_file_is_written(cli, tmp_path: Path) -> None:

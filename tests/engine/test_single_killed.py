@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers import FAST, console_script
 from neuronexp.results.files import complete_run_id
 
@@ -27,6 +29,7 @@ class Sleepy(torch.nn.Module):
 """
 
 
+@pytest.mark.slow  # 7 s on the 2-core VM: a real process, killed, then the rerun
 def test_a_single_run_killed_mid_cell_leaves_a_directory_the_rerun_uses(cli, tmp_path: Path) -> None:
     (tmp_path / "sleepy.py").write_text(SLEEPY)
     flag = tmp_path / "sleep"
