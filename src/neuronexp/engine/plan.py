@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from neuronexp.backends.table import named_backend
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
+from neuronexp.config.fingerprint import code_files
 from neuronexp.config.validate import validate_code
 from neuronexp.engine._hydra import LauncherKind, launcher_kind
 from neuronexp.engine.composer import CellComposer
@@ -45,13 +46,16 @@ class PlannedCell:
     # not part of run_id, so a cell measured under another tolerance is reused and checked under this one).
     rtol: float | None = None
     atol: float | None = None
+    # The files its code fingerprint hashed → their content hashes (config.fingerprint.code_files), in its cell.json:
+    # a later sweep into the directory names the files that changed (engine.rerun).
+    code: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     spec: CellSpec | None = field(default=None, repr=False, compare=False)  # built and validated here, once
     config_yaml: str = field(default="", repr=False, compare=False)  # its composed config, the job's config.yaml
 
     def manifest(self) -> dict[str, Any]:
         """This cell's entry in the sweep's jobs.json: plain values only (a job of a Hydra launcher checks its
         own run_id against it; nothing read back from it is ever run)."""
-        return {k: v for k, v in vars(self).items() if k not in ("spec", "config_yaml")}
+        return {k: v for k, v in vars(self).items() if k not in ("spec", "config_yaml", "code")}
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -93,6 +97,7 @@ def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> P
         isolated=bool(config.launcher.isolate),
         rtol=config.correctness.rtol,
         atol=config.correctness.atol,
+        code=code_files(config.module.get("_target_")),
         spec=spec,
         config_yaml=job_yaml(cfg),
     )
