@@ -51,7 +51,7 @@ def prepare(cell: PlannedCell, out_dir: Path) -> CellSpec:
         "code": cell.code,  # the files its code fingerprint hashed (engine.rerun compares them)
     }
     write_json(out_dir / CELL_MARKER, marker)
-    atomic_write_text(out_dir / "config.yaml", cell.config_yaml)
+    atomic_write_text(out_dir / "config.yaml", cell.yaml())
     write_phase(out_dir, "start")
     return cell.spec.placed(str(out_dir))
 

@@ -96,7 +96,7 @@ def _from_memory(cell: PlannedCell, name: str, module: Any, inputs: tuple[Any, .
         memory=InMemory(module, inputs),
     )
     label = f"module={name} {cell.label}".strip() if cell.label != " ".join(cell.overrides) else f"module={name}"
-    yaml = _config_yaml(cell.config_yaml, {"_target_": target, "from_memory": name})
+    yaml = _config_yaml(cell.yaml(), {"_target_": target, "from_memory": name})
     return dataclasses.replace(
         cell, run_id=run_id, overrides=[*cell.overrides, f"module={name}"], label=label, spec=spec, config_yaml=yaml
     )

@@ -51,11 +51,18 @@ class PlannedCell:
     code: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     spec: CellSpec | None = field(default=None, repr=False, compare=False)  # built and validated here, once
     config_yaml: str = field(default="", repr=False, compare=False)  # its composed config, the job's config.yaml
+    composed: DictConfig | None = field(default=None, repr=False, compare=False)  # ... or where it comes from
 
     def manifest(self) -> dict[str, Any]:
         """This cell's entry in the sweep's jobs.json: plain values only (a job of a Hydra launcher checks its
         own run_id against it; nothing read back from it is ever run)."""
-        return {k: v for k, v in vars(self).items() if k not in ("spec", "config_yaml", "code")}
+        return {k: v for k, v in vars(self).items() if k not in ("spec", "config_yaml", "code", "composed")}
+
+    def yaml(self) -> str:
+        """Its config.yaml, written only when it runs: not for a cell reused or refused (~50 ms a cell)."""
+        if not self.config_yaml and self.composed is not None:
+            self.config_yaml, self.composed = job_yaml(self.composed), None
+        return self.config_yaml
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -99,7 +106,7 @@ def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> P
         atol=config.correctness.atol,
         code=code_files(config.module.get("_target_")),
         spec=spec,
-        config_yaml=job_yaml(cfg),
+        composed=cfg,
     )
 
 
