@@ -7,9 +7,10 @@ load average before and after. With `--before DIR` (the `src/` of another checko
 `git archive <commit> src conf | tar -x -C DIR`), each neuronexp command also runs with that code first on
 PYTHONPATH, in the same rounds: before and after are paired too.
 
-    python bench/error_time.py [--rounds 7] [--before /tmp/nx_before/src] [--json out.json]
+    python bench/error_time.py [--rounds 7] [--before /tmp/nx_before/src] [--now src] [--json out.json]
 
-Goals (issue 15): error / import torch <= 0.3; --help and completion <= 0.5 s.
+Goals (issue 15): error / import torch <= 0.3; --help and completion <= 0.5 s. Issue 34: --help, backend=cuda
+with a CPU-only torch and backend=neuron without torch-neuronx <= 0.3 x import torch.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def _commands(neuronexp: str) -> dict[str, tuple[list[str], dict[str, str], int,
         "error": ([neuronexp, "input.shape=[0]"], {}, 2, ERROR_LINE),
         "error, sweep (-m)": ([neuronexp, "-m", "input.shape=[1,8],[0]"], {}, 2, ERROR_LINE),
         "--help": ([neuronexp, "--help"], {}, 0, "== Main keys"),
+        # On a machine without them (issue 34): answered from torch's version file and importlib's finder.
+        "backend=cuda (CPU-only torch)": ([neuronexp, "backend=cuda"], {}, 2, "neuronexp: error: backend=cuda: CUDA"),
+        "backend=neuron (no torch-neuronx)": ([neuronexp, "backend=neuron"], {}, 2, "torch-neuronx is not installed"),
         "completion (Tab)": ([neuronexp, "-sc", "query=bash"], completion_env, 0, "input."),
     }
 
@@ -59,11 +63,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--before", help="src/ of the checkout to compare with, put first on PYTHONPATH")
+    parser.add_argument("--now", help="src/ of the code to time (default: the installed neuronexp)")
     parser.add_argument("--json", help="write the raw walls here")
     args = parser.parse_args()
     neuronexp = shutil.which("neuronexp") or os.path.join(os.path.dirname(sys.executable), "neuronexp")
     base_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDRA_FULL_ERROR")}
-    variants = {"now": base_env}
+    variants = {"now": {**base_env, "PYTHONPATH": os.path.abspath(args.now)} if args.now else base_env}
     if args.before:
         variants["before"] = {**base_env, "PYTHONPATH": os.path.abspath(args.before)}
     for name, env in variants.items():

@@ -101,3 +101,42 @@ def test_one_tab_of_shell_completion_imports_neither_torch_nor_pandas(tmp_path: 
     assert result.stdout.split() == ["module=rmsnorm_fused"]
     imported = _imported(result.stderr)
     assert "neuronexp" in imported and not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+def _cpu_only_torch() -> bool:
+    import torch
+
+    return torch.version.cuda is None and torch.version.hip is None
+
+
+def _no_torch_neuronx() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch_neuronx") is None
+
+
+@pytest.mark.parametrize(
+    "backend, line, applies, from_config",
+    [
+        ("cuda", "backend=cuda: CUDA is not available: the installed torch ", _cpu_only_torch, False),
+        # Set by a config, not on the command line: checked when the cell is planned, before its module's import.
+        ("neuron", "backend=neuron: torch-neuronx is not installed", _no_torch_neuronx, True),
+    ],
+)
+def test_a_backend_missing_here_is_reported_before_torch_is_imported(
+    tmp_path: Path, backend: str, line: str, applies, from_config: bool
+) -> None:
+    # Whether torch-neuronx is installed, and whether the installed torch was built with CUDA, need no `import torch`
+    # (backends.torch_build reads torch's version file): the answer comes before the module's code imports it.
+    if not applies():
+        pytest.skip(f"backend={backend} is available here")
+    args = [f"backend={backend}"]
+    if from_config:
+        (tmp_path / "conf" / "experiment").mkdir(parents=True)
+        (tmp_path / "conf" / "experiment" / "device.yaml").write_text(f"# @package _global_\nbackend: {backend}\n")
+        args = ["--config-dir", str(tmp_path / "conf"), "+experiment=device"]
+    result, errors, imported = _run_logged(tmp_path, *args)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and errors[0].startswith(f"neuronexp: error: {line}"), errors
+    assert "neuronexp" in imported and not imported & set(HEAVY), sorted(imported & set(HEAVY))
+    assert not (tmp_path / "outputs").exists()

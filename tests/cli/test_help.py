@@ -109,3 +109,39 @@ def test_a_reader_that_stops_reading_ends_the_command_quietly(args: list[str], t
     proc.stdout.close()
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 141 and stderr == "", stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--config-dir", str(REPO / "experiments"), "module=swiglu_mlp", "input.shape=[1,8,64]"], ["shapes=tiny"]],
+)
+def test_the_help_neuronexp_prints_is_hydras_help_without_its_cost(cli, args: list[str]) -> None:
+    # `--help` is printed by neuronexp's sweeper (engine.help), which lists only the groups the template shows;
+    # naming the help template explicitly (`hydra/help=neuronexp`) still takes Hydra's own help path: both alike.
+    ours, hydras = cli(*args, "--help"), cli(*args, "hydra/help=neuronexp", "--help")
+    assert ours.returncode == hydras.returncode == 0, (ours.stderr, hydras.stderr)
+    assert ours.stdout == hydras.stdout and "== Option groups (group=option) ==\nexperiment: " in ours.stdout
+
+
+def test_the_help_of_a_sweep_is_the_help(cli) -> None:
+    result = cli("-m", "module=rmsnorm_naive,rmsnorm_fused", "--help")  # Hydra's help path refused the swept value
+    assert result.returncode == 0 and "== Commands ==" in result.stdout, result.stderr[-2000:]
+
+
+def test_the_help_copies_hydras_config_repository_a_few_times_not_once_per_group_listing(cli, monkeypatch) -> None:
+    # What made the help slow (docs/performance.md): each group listing copies Hydra's config repository (~17 ms
+    # each). Counted, not timed: Hydra's own help path makes ~75 copies, neuronexp's few.
+    from hydra._internal import config_repository
+
+    copies = []
+    real = config_repository.CachingConfigRepository.__init__
+
+    def counted(self, delegate) -> None:
+        copies.append(1)
+        real(self, delegate)
+
+    monkeypatch.setattr(config_repository.CachingConfigRepository, "__init__", counted)
+    assert cli("hydra/help=neuronexp", "--help").returncode == 0
+    hydras, copies[:] = len(copies), []
+    assert cli("--help").returncode == 0
+    assert len(copies) <= 16 and hydras >= 4 * len(copies), (len(copies), hydras)

@@ -220,3 +220,16 @@ def test_schema_keys_are_known_inside_neuronexps_nodes_only() -> None:
     assert "kv_heads" in (schema_keys("dims") or [])
     assert "schedule" in (schema_keys("profiler") or [])
     assert schema_keys("module") is None and schema_keys("notes") is None and schema_keys("input.kwargs") is None
+
+
+def test_a_retired_key_is_never_offered_as_allowed(cli) -> None:
+    # input.extra is still read, only to say it was renamed; the keys offered after a typo must not include it.
+    from neuronexp.config.validate import schema_keys
+
+    assert "args" in (schema_keys("input") or []) and "extra" not in (schema_keys("input") or [])
+    for typo in ("input.extar=1", "+input.extar=1"):
+        result = cli(typo)
+        assert result.returncode == 2 and "input takes shape, dtype" in result.stderr, result.stderr
+        assert "extra" not in result.stderr.replace("extar", ""), result.stderr
+    result = cli("+input.extra=[1]")
+    assert result.returncode == 2 and "input.extra=[...]: renamed to input.args" in result.stderr, result.stderr

@@ -11,7 +11,8 @@ from omegaconf import OmegaConf
 
 from neuronexp.config import ConfigError
 from neuronexp.engine._hydra import subdir_override
-from neuronexp.engine.plan import CellComposer, grid
+from neuronexp.engine.composer import CellComposer
+from neuronexp.engine.plan import grid
 
 JOBS = [
     ["module=rmsnorm_fused", "input.shape=[1,8,64]", "input.dtype=float32"],
@@ -44,6 +45,23 @@ def test_composing_once_per_group_choice_equals_hydras_composition(loader, job: 
         plain.append(c)
     assert plain[0] == plain[1]
     assert fast.hydra.overrides.task == full.hydra.overrides.task
+
+
+@pytest.mark.parametrize("job", [j for j in JOBS if not any(o.startswith("hydra") for o in j)])
+def test_a_single_runs_cell_is_hydras_composition_of_its_job(loader, job: list[str]) -> None:
+    # A single run's invocation (Hydra's multirun mode, every override applied, none swept) is its cell's config.
+    from hydra.types import RunMode
+
+    overrides = [*job, "hydra.sweeper.single=true", "hydra.mode=MULTIRUN"]  # (as cli.main and Hydra's _run_app add)
+    master = loader.load_configuration("config", overrides, run_mode=RunMode.MULTIRUN)
+    fast = CellComposer(master, loader).compose_single(job)
+    full = loader.load_sweep_config(master, job)
+    plain = []
+    for cfg in (fast, full):  # what differs by design: when it was composed, and the job's number
+        c = OmegaConf.to_container(cfg, resolve=False)
+        c["hydra"].pop("runtime"), c["hydra"]["job"].pop("num"), c["hydra"]["job"].pop("id")
+        plain.append(c)
+    assert plain[0] == plain[1]
 
 
 def test_a_bad_value_names_its_key(loader) -> None:

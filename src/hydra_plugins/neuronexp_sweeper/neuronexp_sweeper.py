@@ -23,15 +23,17 @@ class NeuronexpSweeperConf:
     params: dict[str, str] | None = field(default_factory=dict)
     # Set by the `neuronexp` command when -m is not given: one cell into hydra.run.dir, unless `params` sweep.
     single: bool = False
+    # Set by `neuronexp --help`: print the help from the composed config (neuronexp.engine.help), run nothing.
+    help: bool = False
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="neuronexp", node=NeuronexpSweeperConf, provider="neuronexp")
 
 
 class NeuronexpSweeper(Sweeper):
-    def __init__(self, params: dict[str, str] | None = None, single: bool = False) -> None:
+    def __init__(self, params: dict[str, str] | None = None, single: bool = False, help: bool = False) -> None:
         super().__init__()
-        self.params, self.single = dict(params or {}), single
+        self.params, self.single, self.help = dict(params or {}), single, help
         self.hydra_context: HydraContext | None = None
         self.config: DictConfig | None = None
         self.task_function: TaskFunction | None = None
@@ -47,9 +49,14 @@ class NeuronexpSweeper(Sweeper):
         )
 
     def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.hydra_context is not None
+        if self.help:
+            from neuronexp.engine.help import help_text
+
+            print(help_text(self.config, self.hydra_context.config_loader))
+            return None
         from neuronexp.engine.sweeper import SweepContext, run  # here: keeps Hydra's plugin scan light
 
-        assert self.config is not None and self.hydra_context is not None
         context = SweepContext(
             self.config, self.params, list(arguments), self.hydra_context.config_loader, self.single, self.make_launcher
         )

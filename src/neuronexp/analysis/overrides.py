@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
-
-import numpy as np
 
 # The keys that are not what a cell measured: config.measured.NOT_MEASURED, which this stage may not import (a
 # test keeps the two equal). With Hydra's own keys, they are no label of a cell.
@@ -44,7 +43,8 @@ def split_overrides(overrides: Any) -> list[str]:
 def normalize(value: Any) -> str:
     """One spelling per value, so YAML values, override strings and columns compare equal: booleans and null
     in lower case, numbers as Python prints them, lists without spaces, no surrounding quotes."""
-    if isinstance(value, (bool, np.bool_)):
+    numpy = sys.modules.get("numpy")  # a numpy bool exists only once numpy is imported: not imported for it here
+    if isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_)):
         return str(bool(value)).lower()
     if value is None:
         return "null"

@@ -18,6 +18,7 @@ from typing import Any
 
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.backends.info import BackendInfo, never_started
+from neuronexp.backends.torch_build import cpu_only_build
 from neuronexp.config import BackendName, NeuronDeviceConfig, NeuronProfilerConfig, RunConfig, format_units, parse_units
 from neuronexp.host.threads import host_cpus
 
@@ -68,6 +69,8 @@ def _cuda_units() -> list[str]:
 
 
 def _cuda_present() -> bool:
+    if cpu_only_build() is not None:  # answered from torch's version file, without the seconds `import torch` takes
+        return False
     import torch
 
     return bool(torch.cuda.is_available())  # counts devices; creates no CUDA context
@@ -82,6 +85,9 @@ def _build_cuda(
 
 
 def _cuda_check() -> None:
+    cpu_only = cpu_only_build()
+    if cpu_only is not None:
+        raise BackendUnavailable(f"CUDA is not available: the installed torch {cpu_only} is a CPU-only build")
     if not _cuda_present():
         _build_cuda()  # raises the backend's own message
 
@@ -139,11 +145,15 @@ def _neuron_present() -> bool:
     return importlib.util.find_spec("torch_neuronx") is not None and bool(glob("/dev/neuron*"))
 
 
-def _neuron_check() -> None:
-    if importlib.util.find_spec("torch_neuronx") is None:
-        from neuronexp.backends.neuron import INSTALL_HINT
+NEURON_INSTALL_HINT = (
+    "torch-neuronx is not installed; on a Trn2/Trn3 instance install TorchNeuron, the torch-neuronx family "
+    "matching your PyTorch, from the Neuron package repository (pip install -e .[neuron], see docs/neuron.md)"
+)
 
-        raise BackendUnavailable(INSTALL_HINT)
+
+def _neuron_check() -> None:
+    if importlib.util.find_spec("torch_neuronx") is None:  # said here: the backend's package imports torch
+        raise BackendUnavailable(NEURON_INSTALL_HINT)
     try:
         version = importlib.metadata.version("torch-neuronx")
     except importlib.metadata.PackageNotFoundError:

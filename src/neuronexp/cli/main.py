@@ -14,7 +14,6 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from neuronexp.cellprocess.forkserver import forget_inherited_server
-from neuronexp.cli.errors import user_error_line
 from neuronexp.cli.pipe import stdout_closed
 from neuronexp.config import compose  # noqa: F401  (registers the schema, `base_config`, that conf/ extends)
 from neuronexp.engine.stopped import Stopped
@@ -83,11 +82,16 @@ def typed_baseline(argv: list[str]) -> list[str]:
 
 def through_the_sweeper(argv: list[str]) -> list[str]:
     """The command line as Hydra gets it: every run is handed to neuronexp's sweeper (Hydra's multirun mode); without
-    -m it is a single run (hydra.sweeper.single=true), unless its config sweeps. A command that only shows something
-    (--cfg, --help, ...) and one that picked another sweeper are left as typed."""
-    if any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv):
-        return argv
+    -m it is a single run (hydra.sweeper.single=true), unless its config sweeps; `--help` is printed by the sweeper
+    too (hydra.sweeper.help=true: engine.help). Another command that only shows something (--cfg, --hydra-help, ...),
+    a help with another help template or --resolve, and a command that picked another sweeper are left as typed."""
     if any(a.lstrip("+").startswith("hydra/sweeper=") for a in argv):
+        return argv
+    if any(a in ("-h", "--help") for a in argv) and not any(a.lstrip("+").startswith("hydra/help=") for a in argv):
+        rest = [a for a in argv if a not in ("-h", "--help", "-m", "--multirun")]
+        if not any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=", "--resolve")) for a in rest):
+            return ["--multirun", *rest, "hydra.sweeper.help=true"]
+    if any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv):
         return argv
     if any(a in ("-m", "--multirun") for a in argv):
         return argv
@@ -154,6 +158,8 @@ def main(argv: list[str] | None = None) -> Any:
 
 def _exit_for(exc: Exception, full_error: bool, argv: list[str]) -> None:
     """One line and exit 2 for a user mistake, 1 for a file neuronexp could not write; a bug keeps its traceback."""
+    from neuronexp.cli.errors import user_error_line  # here: a run that goes well never needs it
+
     line = None if full_error else user_error_line(exc, argv)
     if line is not None:
         print(f"neuronexp: error: {line}", file=sys.stderr)

@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 
 
@@ -24,6 +23,8 @@ def code_fingerprint(target: object) -> str:
 
 @lru_cache(maxsize=1)  # installed versions do not change under a running process
 def _versions() -> tuple[str, str]:
+    from importlib import metadata  # here: `neuronexp --help` imports this module and never asks
+
     def version(name: str) -> str:
         try:
             return metadata.version(name)
@@ -39,9 +40,33 @@ def _user_roots() -> list[str]:
     return list(dict.fromkeys(os.path.realpath(r) for r in roots))
 
 
-# (target, roots, versions) → (the files' stat signature, fingerprint): a sweep asks once per cell, and the files
-# are read again only when one of them changed (a long-lived process, such as a test session, sees an edit).
-_CACHE: dict[tuple[str, tuple[str, ...], tuple[str, str]], tuple[tuple[tuple[str, int, int], ...], str]] = {}
+def code_files(target: object) -> dict[str, str]:
+    """The files `code_fingerprint(target)` hashes, each as a name a person knows it by (its path under the working
+    directory, PYTHONPATH or neuronexp's package) → a short hash of its content: what a rerun compares to say which
+    file changed (a job's cell.json records it)."""
+    if not isinstance(target, str) or "." not in target:
+        return {}
+    key = (target, tuple(_user_roots()), _versions())
+    _fingerprint(*key)
+    roots, digests = key[1], _CACHE[key][2]
+    bases = [Path(r) for r in roots] + [Path(__file__).resolve().parents[2]]
+    return {_shown(Path(path), bases): digest for path, digest in digests}
+
+
+def _shown(path: Path, bases: list[Path]) -> str:
+    for base in bases:
+        if path.is_relative_to(base):
+            return str(path.relative_to(base))
+    return str(path)
+
+
+# (target, roots, versions) → (the files' stat signature, fingerprint, each file's content hash): a sweep asks once
+# per cell, and the files are read again only when one of them changed (a long-lived process, such as a test
+# session, sees an edit).
+_CACHE: dict[
+    tuple[str, tuple[str, ...], tuple[str, str]],
+    tuple[tuple[tuple[str, int, int], ...], str, tuple[tuple[str, str], ...]],
+] = {}
 
 
 def _fingerprint(target: str, roots: tuple[str, ...], versions: tuple[str, str]) -> str:
@@ -50,7 +75,8 @@ def _fingerprint(target: str, roots: tuple[str, ...], versions: tuple[str, str])
     if cached is not None and cached[0] == _signature(p for p, _, _ in cached[0]):
         return cached[1]
     files = _files(target, roots)
-    _CACHE[key] = (_signature(str(p) for p in files), _hash(sorted(files.items()), versions))
+    digests = tuple((str(p), hashlib.sha256(data).hexdigest()[:16]) for p, data in sorted(files.items()))
+    _CACHE[key] = (_signature(str(p) for p in files), _hash(sorted(files.items()), versions), digests)
     return _CACHE[key][1]
 
 

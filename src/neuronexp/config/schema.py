@@ -93,7 +93,7 @@ class InputConfig:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
-    extra: Any = None  # renamed to `args` (the same entries); kept only to tell configs that still use it
+    extra: Any = field(default=None, metadata={"retired": True})  # renamed `args`; kept only to say so
 
 
 @dataclass

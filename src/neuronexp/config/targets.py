@@ -11,7 +11,7 @@ from typing import Any
 from neuronexp.config.errors import ConfigError
 
 # The keys Hydra's instantiate reads from a node rather than passing to its target.
-_SPECIAL = ("_target_", "_args_", "_recursive_", "_convert_", "_partial_")
+SPECIAL_KEYS = ("_target_", "_args_", "_recursive_", "_convert_", "_partial_")
 
 
 def locate(path: str, key: str = "module._target_") -> Any:
@@ -58,7 +58,7 @@ def instantiate(node: Any, *args: Any, key: str = "module") -> Any:
     def part(value: Any, where: str) -> Any:
         return instantiate(value, key=where) if recursive else value
 
-    kwargs = {str(k): part(v, f"{key}.{k}") for k, v in node.items() if k not in _SPECIAL}
+    kwargs = {str(k): part(v, f"{key}.{k}") for k, v in node.items() if k not in SPECIAL_KEYS}
     positional = list(args) or [part(v, f"{key}._args_[{i}]") for i, v in enumerate(node.get("_args_") or [])]
     if node.get("_partial_"):
         return functools.partial(call, *positional, **kwargs)

@@ -13,6 +13,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from neuronexp.config.construct import check_constructor
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.inputs import check_inputs, check_numel
 from neuronexp.config.neuron import validate_neuron
@@ -45,6 +46,12 @@ def _node_class(hint: Any) -> Any:
     return hint if dataclasses.is_dataclass(hint) else None
 
 
+def offered_keys(cls: Any) -> list[str]:
+    """The keys a schema node offers: its fields, less those retired (kept only to say what replaced them)."""
+    retired = {f.name for f in dataclasses.fields(cls) if f.metadata.get("retired")}
+    return [k for k in typing.get_type_hints(cls) if k not in retired]
+
+
 def schema_keys(path: str) -> list[str] | None:
     """The keys neuronexp's schema allows in the node at `path` ("" is the root; "timing", "profiler.schedule"),
     or None where the node is free-form: the module's options, and nodes outside the schema."""
@@ -53,7 +60,7 @@ def schema_keys(path: str) -> list[str] | None:
         cls = _node_class(typing.get_type_hints(cls).get(part))
         if cls is None:
             return None
-    return list(typing.get_type_hints(cls))
+    return offered_keys(cls)
 
 
 def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> None:
@@ -75,7 +82,9 @@ def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> N
                     if OmegaConf.is_config(node)
                     else node._value()
                 )
-                raise ConfigError(full, value, f"not a key of neuronexp's schema; {path} takes {', '.join(hints)}")
+                raise ConfigError(
+                    full, value, f"not a key of neuronexp's schema; {path} takes {', '.join(offered_keys(cls))}"
+                )
             continue
         child = _node_class(hints[key])
         if child is None or OmegaConf.is_interpolation(cfg, key):
@@ -159,10 +168,11 @@ def validate_values(cfg: RunConfig) -> None:
 
 
 def validate_code(cfg: RunConfig) -> list[str]:
-    """The checks that import code: Dynamo's backends, the module's class and its inputs' factories (torch, and
-    the user's module). Returns the inputs' warnings (see validate)."""
+    """The checks that import code: Dynamo's backends, the module's class, its constructor's arguments and its
+    inputs' factories (torch, and the user's module). Returns the inputs' warnings (see validate)."""
     validate_compile(cfg.compile.backend, cfg.compile.mode)
     validate_module_target(cfg.module)
+    check_constructor(cfg.module)
     return check_inputs(cfg.input, cfg.module)
 
 

@@ -48,9 +48,10 @@ def prepare(cell: PlannedCell, out_dir: Path) -> CellSpec:
         "overrides": cell.overrides,
         "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "pid": os.getpid(),
+        "code": cell.code,  # the files its code fingerprint hashed (engine.rerun compares them)
     }
     write_json(out_dir / CELL_MARKER, marker)
-    atomic_write_text(out_dir / "config.yaml", cell.config_yaml)
+    atomic_write_text(out_dir / "config.yaml", cell.yaml())
     write_phase(out_dir, "start")
     return cell.spec.placed(str(out_dir))
 
@@ -62,6 +63,7 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
     on a device slot of its own under a launcher that runs several at once."""
     from neuronexp.cellprocess.launch import run_supervised
     from neuronexp.config.compose import override_dirname, spec_from, task_overrides
+    from neuronexp.config.fingerprint import code_files
 
     out_dir = Path(str(hydra.runtime.output_dir))
     task = task_overrides(hydra.overrides.task)
@@ -73,6 +75,7 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
         run_id=spec.run_id,
         backend=spec.config.backend.value,
         label=" ".join(task),
+        code=code_files(spec.config.module.get("_target_")),
         spec=spec,
         config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
     )

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from neuronexp.config import ConfigError, InMemory
-from neuronexp.engine.plan import CellComposer, PlannedCell, plan_cell
+from neuronexp.engine.composer import CellComposer
+from neuronexp.engine.plan import PlannedCell, plan_cell
 
 NOTE = "module from Python's memory (neuronexp.sweep(modules=...)): no code fingerprint, so never reused"
 
@@ -95,7 +96,7 @@ def _from_memory(cell: PlannedCell, name: str, module: Any, inputs: tuple[Any, .
         memory=InMemory(module, inputs),
     )
     label = f"module={name} {cell.label}".strip() if cell.label != " ".join(cell.overrides) else f"module={name}"
-    yaml = _config_yaml(cell.config_yaml, {"_target_": target, "from_memory": name})
+    yaml = _config_yaml(cell.yaml(), {"_target_": target, "from_memory": name})
     return dataclasses.replace(
         cell, run_id=run_id, overrides=[*cell.overrides, f"module={name}"], label=label, spec=spec, config_yaml=yaml
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import logging
 import shutil
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +21,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from neuronexp.backends.table import named_backend
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
+from neuronexp.config.fingerprint import code_files
 from neuronexp.config.validate import validate_code
-from neuronexp.engine._hydra import LauncherKind, apply_value_overrides, launcher_kind, override_dirname
+from neuronexp.engine._hydra import LauncherKind, launcher_kind
+from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.units import process_key
 from neuronexp.slurm.cluster import check_slurm_sweep
+
+log = logging.getLogger("neuronexp.engine")
 
 
 @dataclass(kw_only=True)
@@ -41,13 +46,23 @@ class PlannedCell:
     # not part of run_id, so a cell measured under another tolerance is reused and checked under this one).
     rtol: float | None = None
     atol: float | None = None
+    # The files its code fingerprint hashed → their content hashes (config.fingerprint.code_files), in its cell.json:
+    # a later sweep into the directory names the files that changed (engine.rerun).
+    code: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
     spec: CellSpec | None = field(default=None, repr=False, compare=False)  # built and validated here, once
     config_yaml: str = field(default="", repr=False, compare=False)  # its composed config, the job's config.yaml
+    composed: DictConfig | None = field(default=None, repr=False, compare=False)  # ... or where it comes from
 
     def manifest(self) -> dict[str, Any]:
         """This cell's entry in the sweep's jobs.json: plain values only (a job of a Hydra launcher checks its
         own run_id against it; nothing read back from it is ever run)."""
-        return {k: v for k, v in vars(self).items() if k not in ("spec", "config_yaml")}
+        return {k: v for k, v in vars(self).items() if k not in ("spec", "config_yaml", "code", "composed")}
+
+    def yaml(self) -> str:
+        """Its config.yaml, written only when it runs: not for a cell reused or refused (~50 ms a cell)."""
+        if not self.config_yaml and self.composed is not None:
+            self.config_yaml, self.composed = job_yaml(self.composed), None
+        return self.config_yaml
 
 
 def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
@@ -72,51 +87,6 @@ def swept_keys(arguments: list[str]) -> list[str]:
     return [o.input_line or o.key_or_group for o in parsed if o.is_sweep_override()]
 
 
-class CellComposer:
-    """Each cell's config, composing only once per choice of config groups.
-
-    Cells mostly differ in plain values (shapes, dtypes) that Hydra applies after composing; those are
-    applied to a copy of the composition (engine._hydra) instead of composing every cell from scratch.
-    """
-
-    def __init__(self, master: DictConfig, loader: Any) -> None:
-        self.master, self.loader = master, loader
-        self.groups = _all_groups(loader)
-        self.cache: dict[tuple[str, ...], DictConfig] = {}
-
-    def compose(self, job: list[str], num: int) -> DictConfig:
-        parsed = OverridesParser.create().parse_overrides(job)
-        group_overrides = [o for o in parsed if o.key_or_group.lstrip("+~") in self.groups or o.package is not None]
-        values = [o for o in parsed if o not in group_overrides and not o.is_hydra_override()]
-        # A value in Hydra's own node (the planned hydra.sweep.subdir, different for every cell) is set on the copy
-        # like any value; a choice of a Hydra group (hydra/launcher=...) is composed.
-        hydra_values = [o for o in parsed if o.is_hydra_override() and o not in group_overrides]
-        # Parsed from text, so each has its input line.
-        key = tuple(o.input_line for o in group_overrides if o.input_line is not None)
-        if key not in self.cache:
-            self.cache[key] = self.loader.load_sweep_config(self.master, list(key))
-        cfg = copy.deepcopy(self.cache[key])
-        apply_value_overrides(cfg, values)
-        task = [o for o in parsed if not o.is_hydra_override()]
-        with open_dict(cfg):
-            for o in hydra_values:  # (set as Hydra sets them: the value as parsed, never resolved first)
-                OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
-                cfg.hydra.overrides.hydra.append(o.input_line)
-            cfg.hydra.overrides.task = [o.input_line for o in task]
-            cfg.hydra.job.override_dirname = override_dirname(cfg, task)
-            cfg.hydra.job.num = num
-            cfg.hydra.job.id = str(num)
-        return cfg
-
-
-def _all_groups(loader: Any, parent: str = "") -> set[str]:
-    out: set[str] = set()
-    for name in loader.list_groups(parent):
-        path = f"{parent}/{name}" if parent else name
-        out |= {path} | _all_groups(loader, path)
-    return out
-
-
 def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> PlannedCell:
     """One composed job as a planned cell: its spec built, its plain values validated (no torch: check_runnable)."""
     spec = spec_from_sweep_config(cfg, check_code=False)
@@ -134,8 +104,9 @@ def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> P
         isolated=bool(config.launcher.isolate),
         rtol=config.correctness.rtol,
         atol=config.correctness.atol,
+        code=code_files(config.module.get("_target_")),
         spec=spec,
-        config_yaml=job_yaml(cfg),
+        composed=cfg,
     )
 
 
@@ -200,17 +171,22 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
         ConfigError: an input `forward` cannot take, a backend missing here, slots this machine cannot give.
     """
     from neuronexp.backends import backend_kind, check_available
+
+    # An unavailable backend fails first, once: where the answer needs no torch (torch-neuronx not installed, a
+    # CPU-only torch build), before the module's code or the slot checks import it.
+    for name in {c.spec.config.backend for c in cells if c.spec is not None}:
+        check_available(name)
+    remote = not single and launcher_kind(master) == LauncherKind.slurm  # its cells run on other machines
+    memory = _memory_warnings(cells) if not remote else {}  # a cell that cannot fit here: refused before any is built
     from neuronexp.cellprocess.machine import check_slots_fit
     from neuronexp.cellprocess.placement import check_lock_dir
 
     for cell in cells:  # the inputs' warnings go into the cell's row (a module from memory: engine.memory checked it)
         assert cell.spec is not None
-        if cell.spec.memory is None:
-            cell.spec = dataclasses.replace(cell.spec, warnings=tuple(validate_code(cell.spec.config)))
+        found = validate_code(cell.spec.config) if cell.spec.memory is None else list(cell.spec.warnings)
+        cell.spec = dataclasses.replace(cell.spec, warnings=(*found, *memory.get(cell.num, [])))
     specs = [c.spec for c in cells if c.spec is not None]
-    for name in {s.config.backend for s in specs}:  # an unavailable backend fails here, once
-        check_available(name)
-    if not single and launcher_kind(master) == LauncherKind.slurm:  # its cells run on other machines: the cluster's
+    if remote:  # the cluster's checks instead
         check_slurm_sweep(master, _host_slots(specs))
         return
     for s in {_slot_ask(s): s for s in specs}.values():
@@ -218,6 +194,24 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
     for spec, cell in zip(specs, cells):  # cells that take a device slot: the locks' directory must be usable now
         if cell.isolated if single else slotted(master, cell):
             check_lock_dir(spec.config.launcher.lock_dir)
+
+
+def _memory_warnings(cells: list[PlannedCell]) -> dict[int, list[str]]:
+    """Each host cell against the host's available memory (engine.fits); the warnings for their rows, by cell.
+
+    Raises:
+        ConfigError: a cell that cannot fit.
+    """
+    from neuronexp.backends import backend_info, backend_kind
+    from neuronexp.engine.fits import check_fits
+    from neuronexp.host.memory import available_bytes
+
+    host = [c for c in cells if c.spec is not None and backend_info(backend_kind(c.spec.config.backend)).on_host]
+    found = check_fits([c.spec for c in host if c.spec is not None], available_bytes())
+    for cell, warning in zip(host, found):
+        if warning is not None:
+            log.warning("%s: %s", cell.label or "the cell", warning)
+    return {c.num: [w] for c, w in zip(host, found) if w is not None}
 
 
 def _slot_ask(spec: CellSpec) -> tuple[Any, ...]:

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuronexp.config import ConfigError
+from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.dryrun import is_dry_run
 from neuronexp.engine.lock import locked
-from neuronexp.engine.plan import CellComposer, PlannedCell, check_runnable, plan_cell
+from neuronexp.engine.plan import PlannedCell, check_runnable, plan_cell
 from neuronexp.engine.stopped import Stopped
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
     """
     from neuronexp.engine.sweeper import Outcome
 
-    cell = plan_cell(0, job, CellComposer(ctx.master, ctx.loader).compose(job, 0), set())
+    cell = plan_cell(0, job, CellComposer(ctx.master, ctx.loader).compose_single(job), set())
     cell.dir, cell.isolated = ".", cell.isolated or _timeout_asked(cell.overrides)
     check_runnable(ctx.master, [cell], single=True)
     run_dir = Path(str(ctx.master.hydra.run.dir))

@@ -19,10 +19,11 @@ from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
 from neuronexp.config import ConfigError
 from neuronexp.engine._hydra import subdir_override
+from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
 from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
 from neuronexp.engine.lock import locked
-from neuronexp.engine.plan import CellComposer, PlannedCell, grid, plan_sweep, swept_keys
+from neuronexp.engine.plan import PlannedCell, grid, plan_sweep, swept_keys
 from neuronexp.engine.stopped import Stopped
 from neuronexp.engine.units import Unit, plan_units
 from neuronexp.formatting import first_line
@@ -110,6 +111,7 @@ def sweep_dir(master: DictConfig) -> Path:
 def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
+    from neuronexp.engine.rerun import compare, words
     from neuronexp.engine.resume import assign
     from neuronexp.results import JOBS_MANIFEST, invocation
     from neuronexp.results.files import write_json
@@ -118,19 +120,18 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
     with locked(where, "hydra.sweep.dir", "sweep"):
         invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
         reused = assign(cells, where, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
+        rerun = compare(cells, reused, where)  # what the directory held, read before any cell writes into it
         write_json(where / JOBS_MANIFEST, [c.manifest() for c in cells])
         todo = [c for c in cells if c.run_id not in reused]
-        log.info(
-            "sweep of %d cells into %s%s",
-            len(cells),
-            where,
-            f" ({len(reused)} complete already, reused)" if reused else "",
-        )
+        said = words(rerun)
+        log.info("sweep of %d cells into %s%s", len(cells), where, f": {said}" if said else "")
         if server is not None and todo:
             server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
         with SweepProgress(where, cells, reused) as progress:
             stopped = _execute_or_stop(ctx, cells, todo, progress)
         stopped = _finish(ctx, cells, reused, stopped)
+        if said:  # the same, said again under the table, where the sweep ends
+            print(f"this sweep: {words(rerun, done=True)}")
     return Outcome(where, stopped)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from neuronexp.host.memory import available_bytes
 from neuronexp.results.files import write_json
 
 GEMM_BUDGET_S = 0.5
@@ -55,16 +56,6 @@ def _llc_bytes() -> int | None:
         if digits.isdigit():
             sizes.append(int(digits) * scale)
     return max(sizes) if sizes else None
-
-
-def _available_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def _busy_seconds() -> float | None:
@@ -104,7 +95,7 @@ def stream_probe() -> dict[str, Any]:
     """Copy and triad bandwidth of this process on its current torch threads (GB/s, 1 GB = 1e9 B)."""
     llc = _llc_bytes()
     size = min(max(4 * (llc or 16 * _MIB), 64 * _MIB), 512 * _MIB)
-    available = _available_bytes()
+    available = available_bytes()
     if available is not None:
         size = max(min(size, available // 8), 8 * _MIB)  # three arrays, with room to spare
     n = size // 4

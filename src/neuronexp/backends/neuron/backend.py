@@ -28,14 +28,11 @@ from neuronexp.backends.neuron.outcome import Observed, profile_columns
 from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict, pin_neff_cache
 from neuronexp.backends.neuron.sources import DeviceTime
 from neuronexp.backends.table import NEURON
+from neuronexp.backends.table import NEURON_INSTALL_HINT as INSTALL_HINT
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, ScheduleConfig
 from neuronexp.config.neuron import check_neuron_compile
 from neuronexp.results.files import atomic_path
 
-INSTALL_HINT = (
-    "torch-neuronx is not installed; on a Trn2/Trn3 instance install TorchNeuron, the torch-neuronx family "
-    "matching your PyTorch, from the Neuron package repository (pip install -e .[neuron], see docs/neuron.md)"
-)
 PROFILE_DIR = "neuron_profile"
 # The Neuron driver's instance type (neuron-sysfs-user-guide; documented values "Inf1, Inf2, Trn1").
 SYSFS_INSTANCE_TYPE = "/sys/devices/virtual/neuron_device/neuron0/info/architecture/instance_type"

@@ -1,0 +1,94 @@
+"""What a sweep into a directory that already holds cells does with them, in words for its first and last lines:
+how many cells it reuses, which it runs again and why (their code changed, and in which file, as the cells' own
+`cell.json` records it; their configuration changed; their earlier run did not finish), and which earlier job
+directories it leaves in place (never deleted: docs/guarantees.md), outside `results/`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from neuronexp.engine.plan import PlannedCell
+from neuronexp.results.files import CELL_MARKER, read_regular
+
+SHOWN = 4  # names listed before "and N more"
+
+
+@dataclass
+class Rerun:
+    """The sweep's cells against what the directory held before it."""
+
+    planned: int
+    reused: int = 0
+    code: list[str] = field(default_factory=list)  # run_ids run again because their code changed
+    changed_files: set[str] = field(default_factory=set)  # the files whose content changed, as code_files names them
+    config: list[str] = field(default_factory=list)  # run again: the same overrides, another configuration
+    unfinished: list[str] = field(default_factory=list)  # run again: their earlier run left no result
+    kept: list[str] = field(default_factory=list)  # earlier job directories no planned cell uses
+
+    @property
+    def earlier(self) -> bool:
+        return bool(self.reused or self.code or self.config or self.unfinished or self.kept)
+
+
+def _markers(sweep_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """Each job directory's cell.json (plain JSON, read from regular files only), by its directory."""
+    found = []
+    for marker in sorted(sweep_dir.rglob(CELL_MARKER)) if sweep_dir.is_dir() else []:
+        try:
+            info = json.loads(read_regular(marker))
+        except (OSError, ValueError):
+            continue
+        if isinstance(info, dict) and info.get("written_by") == "neuronexp":
+            found.append((str(marker.parent.relative_to(sweep_dir)), info))
+    return found
+
+
+def compare(cells: list[PlannedCell], reused: set[str], sweep_dir: Path) -> Rerun:
+    """Read before the cells are prepared: their directories still hold what the earlier runs wrote."""
+    out = Rerun(planned=len(cells), reused=len(reused & {c.run_id for c in cells}))
+    markers = _markers(sweep_dir)
+    used = {c.dir for c in cells}
+    out.kept = [where for where, _ in markers if where not in used]
+    for cell in (c for c in cells if c.run_id not in reused):
+        same = [info for _, info in markers if info.get("overrides") == cell.overrides]  # the same command's cell
+        if any(info.get("run_id") == cell.run_id for _, info in markers):
+            out.unfinished.append(cell.run_id)
+        elif same:
+            before = same[-1].get("code")
+            changed = {f for f in {*cell.code, *(before or {})} if cell.code.get(f) != (before or {}).get(f)}
+            if isinstance(before, dict) and changed:
+                out.code.append(cell.run_id)
+                out.changed_files |= changed
+            else:
+                out.config.append(cell.run_id)
+    return out
+
+
+def _names(items: list[str] | set[str]) -> str:
+    shown = sorted(items)
+    more = f" and {len(shown) - SHOWN} more" if len(shown) > SHOWN else ""
+    return ", ".join(shown[:SHOWN]) + more
+
+
+def words(rerun: Rerun, done: bool = False) -> str:
+    """`4 reused; 2 run again because their code changed (layers/myblock.py); the earlier job directories 0, 1
+    are left in place, outside results/` ("ran again" once `done`); "" when the directory held no cell."""
+    if not rerun.earlier:
+        return ""
+    run = "ran again" if done else "run again"
+    parts = [f"{rerun.reused} reused"]
+    if rerun.code:
+        parts.append(f"{len(rerun.code)} {run} because their code changed ({_names(rerun.changed_files)})")
+    if rerun.config:
+        parts.append(f"{len(rerun.config)} {run} because their configuration changed")
+    if rerun.unfinished:
+        parts.append(f"{len(rerun.unfinished)} {run} because their earlier run left no result")
+    if rerun.kept:
+        parts.append(
+            f"the earlier job director{'y' if len(rerun.kept) == 1 else 'ies'} {_names(rerun.kept)} "
+            f"{'is' if len(rerun.kept) == 1 else 'are'} left in place, outside results/"
+        )
+    return "; ".join(parts)

@@ -1,0 +1,84 @@
+"""The module node against its constructor's signature, when the cell is planned (config.construct): a typo in a
+constructor argument is one line naming it, before any file is written; a class taking **kwargs accepts anything."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torch import nn
+
+from helpers import FAST
+from neuronexp.config import ConfigError
+from neuronexp.config.construct import check_constructor
+
+
+class Block(nn.Module):
+    def __init__(self, hidden: int, expansion: int = 4, *, bias: bool = True) -> None:
+        super().__init__()
+        self.proj = nn.Linear(hidden, hidden * expansion, bias=bias)
+
+
+class Open(nn.Module):
+    def __init__(self, hidden: int, **options: Any) -> None:
+        super().__init__()
+
+
+def make_block(hidden: int, config: dict[str, Any] | None = None) -> nn.Module:
+    return Block(hidden)
+
+
+HERE = f"{__name__}"
+
+
+@pytest.mark.parametrize(
+    "node, key, value, why",
+    [
+        (
+            {"hidden": 8, "expansoin": 2},
+            "module.expansoin",
+            2,
+            "not an argument of Block(hidden, expansion=4, *, bias=True)",
+        ),
+        ({"expansion": 2}, "module.hidden", "(missing)", "Block(hidden, expansion=4, *, bias=True) needs hidden"),
+        ({"_args_": [8, 2, 3]}, "module._args_", [8, 2, 3], "takes 2 positional argument(s)"),
+    ],
+)
+def test_a_key_the_constructor_does_not_take_is_named_with_its_value(
+    node: dict[str, Any], key: str, value: Any, why: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        check_constructor({"_target_": f"{HERE}.Block", **node})
+    assert (err.value.key, err.value.value) == (key, value)
+    assert why in str(err.value)
+
+
+def test_what_the_constructor_takes_passes() -> None:
+    check_constructor({"_target_": f"{HERE}.Block", "hidden": 8, "bias": False})
+    check_constructor({"_target_": f"{HERE}.Block", "_args_": [8, 2]})
+    check_constructor({"_target_": f"{HERE}.Block", "_partial_": True})  # the rest given later
+    check_constructor({"_target_": f"{HERE}.Open", "hidden": 8, "anything": 1})  # **kwargs takes any key
+
+
+def test_nested_targets_are_checked_unless_not_built_recursively() -> None:
+    inner = {"_target_": f"{HERE}.Block", "hidden": 8, "widht": 2}
+    with pytest.raises(ConfigError, match=r"^module\.config\.widht=2: not an argument of Block"):
+        check_constructor({"_target_": f"{HERE}.make_block", "hidden": 8, "config": inner})
+    check_constructor({"_target_": f"{HERE}.make_block", "hidden": 8, "config": inner, "_recursive_": False})
+
+
+def test_hugging_face_configs_take_keys_their_wrapped_signature_does_not_show() -> None:
+    transformers = pytest.importorskip("transformers")
+    node = {"_target_": "transformers.LlamaConfig", "hidden_size": 64, "attn_implementation": "sdpa"}
+    check_constructor({"_target_": f"{HERE}.make_block", "hidden": 8, "config": node})
+    assert transformers.LlamaConfig(attn_implementation="sdpa")  # its __init__ takes **kwargs; what it wraps does not
+
+
+def test_a_constructor_typo_fails_in_one_line_before_any_file_is_written(cli, tmp_path: Path) -> None:
+    result = cli("+module.expansoin=4", "backend=cpu", *FAST)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip() == (
+        "neuronexp: error: module.expansoin=4: not an argument of NaiveRMSNorm(hidden_size, eps=1e-06)"
+    )
+    assert not (tmp_path / "outputs").exists()
