@@ -68,7 +68,10 @@ ALLOWED = {
     "__init__": {"results", "api"},
     "__main__": {"cli"},
 }
-MAX_LINES = 250
+# The budget is on functions (MAX_FUNCTION_LINES here; complexity, arguments and statements: ruff, pyproject.toml);
+# a module's size is a ceiling far above the usual, which never decides where a file splits.
+MAX_LINES = 400
+MAX_FUNCTION_LINES = 60
 # A module docstring says what the module owns and why; the method belongs in docs/methodology.md.
 MAX_DOC_LINES = 6
 # Still longer, left to the part of issue 24 that is rewriting these modules (the timing work): shorten them there.
@@ -191,6 +194,27 @@ def test_modules_stay_small() -> None:
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     ]
     assert not big, "\n".join(big)
+
+
+def _long_functions(source: str, where: str) -> list[str]:
+    return [
+        f"{where}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+
+
+def test_functions_stay_short() -> None:
+    long = [f for p in _modules() + list(PLUGIN.rglob("*.py")) for f in _long_functions(p.read_text(), p.name)]
+    assert not long, "\n".join(long)
+
+
+def test_the_function_rule_can_fail() -> None:
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions(f"def f():\n{body}\n", "m.py") == [f"m.py:1 f: {MAX_FUNCTION_LINES + 1} lines"]
+    assert not _long_functions("def g():\n    return 1\n", "m.py")
 
 
 def test_hydra_private_modules_only_in_one_place() -> None:
