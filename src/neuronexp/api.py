@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from neuronexp.engine.stopped import Stopped
 
 if TYPE_CHECKING:
-    from neuronexp.engine.sweeper import SweepContext
+    from neuronexp.engine.context import SweepContext
     from neuronexp.results import Results
 
 PathLike = str | os.PathLike[str]
@@ -77,7 +77,7 @@ def _invoke(
     single: bool,
     modules: tuple[Mapping[str, Any] | None, Any] = (None, None),
 ) -> Results:
-    from neuronexp.cli.errors import user_error_line
+    from neuronexp.cli.oneline import user_error_line
     from neuronexp.engine.sweeper import run as run_invocation
 
     if config_dir is not None and str(Path(config_dir).resolve()) not in sys.path:
@@ -123,7 +123,7 @@ def _context(
 
     from neuronexp.config import compose as _schema  # noqa: F401  (registers the schema conf/ extends)
     from neuronexp.engine._hydra import quoted
-    from neuronexp.engine.sweeper import SweepContext
+    from neuronexp.engine.context import SweepContext
 
     parsed = OverridesParser.create().parse_overrides(overrides)
     fixed = [o.input_line for o in parsed if not o.is_sweep_override() and o.input_line]

@@ -63,7 +63,7 @@ ALLOWED = {
         "formatting",
         "host",
     },
-    # The Python API: the command line's engine, and its one-line errors (cli.errors).
+    # The Python API: the command line's engine, and its one-line errors (cli.oneline).
     "api": {"engine", "cli", "config", "results"},
     "__init__": {"results", "api"},
     "__main__": {"cli"},

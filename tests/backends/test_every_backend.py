@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from neuronexp.backends import resolve_backend
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell
 from neuronexp.config import (
     BackendName,
     CellSpec,

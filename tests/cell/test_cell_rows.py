@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
 
 from helpers.layers import ThreadsSeen
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell
 from neuronexp.config.compose import spec_from
 from neuronexp.results import Results
 

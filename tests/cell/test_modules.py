@@ -139,7 +139,7 @@ def test_a_sweep_aggregates_the_modules_tables_and_a_run_without_the_key_has_non
 
 @pytest.mark.slow
 def test_a_compiled_cell_says_it_has_no_time_per_module(tmp_path: Path) -> None:
-    from neuronexp.cell.run import run_cell
+    from neuronexp.cell.group import run_cell
     from neuronexp.config import CellSpec, CompileConfig, DType, InputConfig, RunConfig, TimingConfig
 
     cfg = RunConfig(

@@ -17,7 +17,7 @@ from hydra.core.global_hydra import GlobalHydra
 
 from helpers.layers import ScaledSum
 from neuronexp.cell import profiling
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell
 from neuronexp.config.compose import spec_from
 from neuronexp.results import Results
 from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, read_outputs

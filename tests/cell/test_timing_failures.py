@@ -8,8 +8,7 @@ import os
 from pathlib import Path
 
 from helpers import FAST, run_cli
-from neuronexp.cell.group import run_cells
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell, run_cells
 from neuronexp.config import CellSpec
 from neuronexp.config.schema import (
     BackendName,

@@ -31,7 +31,7 @@ PAYLOAD = {"_target_": "builtins.print", "x": {"_target_": "os.system", "command
 
 def _profiled(root: Path, module: dict) -> Path:
     """A run of `module` with profiler.modules=true, as a single run leaves it (tables and config.yaml)."""
-    from neuronexp.cell.run import run_cell
+    from neuronexp.cell.group import run_cell
     from neuronexp.config import CellSpec, DType, InputConfig, ProfilerConfig, RunConfig, ScheduleConfig, TimingConfig
     from neuronexp.config.schema import BackendName, ProbeMode, RooflineConfig
 

@@ -77,7 +77,7 @@ def test_the_console_script_says_it_in_one_line_and_exits_2(tmp_path: Path) -> N
 def test_inside_a_running_hydra_the_options_come_from_its_own_config_loader(tmp_path: Path) -> None:
     from hydra import initialize_config_dir
 
-    from neuronexp.cli.errors import user_error_line
+    from neuronexp.cli.oneline import user_error_line
 
     (tmp_path / "module").mkdir()
     (tmp_path / "module" / "mine.yaml").write_text("_target_: torch.nn.Identity\n")

@@ -10,8 +10,9 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 import neuronexp
+from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.plan import PlannedCell
-from neuronexp.engine.sweeper import Outcome, SweepContext, _run
+from neuronexp.engine.sweeper import _run
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
 

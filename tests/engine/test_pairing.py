@@ -1,4 +1,4 @@
-"""Which cells of a sweep are timed together (engine.units), and a real sweep timed paired: its speedups, intervals
+"""Which cells of a sweep are timed together (engine.grouping), and a real sweep timed paired: its speedups, intervals
 and samples, and the fallbacks that say they are unpaired."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import neuronexp
 from helpers import FAST, run_cli
 from neuronexp.analysis.baseline import parse_baseline
+from neuronexp.engine.grouping import plan_units, unpaired_reason
 from neuronexp.engine.plan import PlannedCell
-from neuronexp.engine.units import plan_units, unpaired_reason
 
 
 def _cell(

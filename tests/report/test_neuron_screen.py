@@ -10,7 +10,7 @@ import pandas as pd
 from rich.console import Console
 
 from helpers.layers import handed
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell
 from neuronexp.config import (
     BackendName,
     CellSpec,

@@ -55,7 +55,8 @@ class NeuronexpSweeper(Sweeper):
 
             print(help_text(self.config, self.hydra_context.config_loader))
             return None
-        from neuronexp.engine.sweeper import SweepContext, run  # here: keeps Hydra's plugin scan light
+        from neuronexp.engine.context import SweepContext  # here: keeps Hydra's plugin scan light
+        from neuronexp.engine.sweeper import run
 
         context = SweepContext(
             self.config, self.params, list(arguments), self.hydra_context.config_loader, self.single, self.make_launcher

@@ -67,6 +67,11 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     return [run.results for run in runs if run.results is not None]
 
 
+def run_cell(spec: CellSpec, out_dir: Path) -> Results:
+    """Run one cell and write its tables into `out_dir` (a group of one)."""
+    return run_cells([spec], [out_dir])[0]
+
+
 def _time_and_finish(live: list[tuple[CellRun, Callable[[], object]]], asked: int, unpaired_note: str | None) -> None:
     """Time the live cells together, then finish each. A cell whose call raises during the timed pass (warm-up
     included) gets its error row, and the others are timed again without it (their samples must not straddle it)."""
@@ -131,4 +136,4 @@ def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:
     return timed
 
 
-__all__ = ["run_cells"]
+__all__ = ["run_cell", "run_cells"]

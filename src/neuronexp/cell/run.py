@@ -203,10 +203,3 @@ class CellRun:
             tables["modules"].to_pandas() if "modules" in tables else None,
         )
         return self.results
-
-
-def run_cell(spec: CellSpec, out_dir: Path) -> Results:
-    """Run one cell and write its tables into `out_dir` (cell.group.run_cells with a group of one)."""
-    from neuronexp.cell.group import run_cells
-
-    return run_cells([spec], [out_dir])[0]

@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> Any:
 
 def _exit_for(exc: Exception, full_error: bool, argv: list[str]) -> None:
     """One line and exit 2 for a user mistake, 1 for a file neuronexp could not write; a bug keeps its traceback."""
-    from neuronexp.cli.errors import user_error_line  # here: a run that goes well never needs it
+    from neuronexp.cli.oneline import user_error_line  # here: a run that goes well never needs it
 
     line = None if full_error else user_error_line(exc, argv)
     if line is not None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from neuronexp.config import CellSpec
 from neuronexp.engine._hydra import LauncherKind, launcher_kind
-from neuronexp.engine.units import Unit
+from neuronexp.engine.grouping import Unit
 
 log = logging.getLogger("neuronexp.engine")
 

@@ -25,7 +25,7 @@ from neuronexp.config.fingerprint import code_files
 from neuronexp.config.validate import validate_code
 from neuronexp.engine._hydra import LauncherKind, launcher_kind
 from neuronexp.engine.composer import CellComposer
-from neuronexp.engine.units import process_key
+from neuronexp.engine.grouping import process_key
 from neuronexp.slurm.cluster import check_slurm_sweep
 
 log = logging.getLogger("neuronexp.engine")
@@ -40,7 +40,7 @@ class PlannedCell:
     backend: str
     label: str  # the overrides that tell this cell apart, for progress lines
     compiled: bool = False  # compile.enabled: the fork server warms the compiler up for such cells
-    process_key: str = ""  # the process state it sets (engine.units: cells timed together agree on it)
+    process_key: str = ""  # the process state it sets (engine.grouping: cells timed together agree on it)
     isolated: bool = False  # launcher.isolate: a device slot of its own, never timed with other cells
     # correctness.rtol/atol of this invocation: applied when results are gathered, also to a reused cell (they are
     # not part of run_id, so a cell measured under another tolerance is reused and checked under this one).

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 from neuronexp.config import ConfigError
 from neuronexp.engine.composer import CellComposer
+from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import is_dry_run
 from neuronexp.engine.lock import locked
 from neuronexp.engine.plan import PlannedCell, check_runnable, plan_cell
 from neuronexp.engine.stopped import Stopped
 
 if TYPE_CHECKING:
-    from neuronexp.engine.sweeper import Outcome, SweepContext
     from neuronexp.results import Results
 
 log = logging.getLogger("neuronexp.engine")
@@ -28,8 +28,6 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
     Raises:
         ConfigError: a bad value, a directory that holds another cell's results; nothing has run then.
     """
-    from neuronexp.engine.sweeper import Outcome
-
     cell = plan_cell(0, job, CellComposer(ctx.master, ctx.loader).compose_single(job), set())
     cell.dir, cell.isolated = ".", cell.isolated or _timeout_asked(cell.overrides)
     check_runnable(ctx.master, [cell], single=True)

@@ -7,9 +7,7 @@ reaches the exit status as one exception, Stopped, which only the command line t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,43 +18,19 @@ from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_
 from neuronexp.config import ConfigError
 from neuronexp.engine._hydra import subdir_override
 from neuronexp.engine.composer import CellComposer
+from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
 from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
+from neuronexp.engine.grouping import Unit, plan_units
 from neuronexp.engine.lock import locked
 from neuronexp.engine.plan import PlannedCell, grid, plan_sweep, swept_keys
 from neuronexp.engine.stopped import Stopped
-from neuronexp.engine.units import Unit, plan_units
 from neuronexp.formatting import first_line
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
     from neuronexp.engine.progress import SweepProgress
 
 log = logging.getLogger("neuronexp.engine")
-
-
-@dataclass
-class SweepContext:
-    master: DictConfig  # the invocation's composed config (with its `hydra` node)
-    params: dict[str, str]  # hydra.sweeper.params
-    arguments: list[str]  # the command line's overrides
-    loader: Any  # Hydra's config loader (public ConfigLoader interface)
-    single: bool = False  # no -m: a run of one cell into hydra.run.dir, unless the config sweeps (params)
-    launcher: Callable[[], Any] | None = None  # the Hydra launcher, made only for the launcher executor
-    # Modules from this process's memory (neuronexp.sweep(modules=...), engine.memory): their cells run here.
-    memory: Any = None
-
-    @property
-    def in_process(self) -> bool:
-        return self.memory is not None
-
-
-@dataclass
-class Outcome:
-    """What an invocation left: the directory it wrote (None for a dry run), and how it stopped when not with every
-    cell ok (the command line's exit status; Python's caller reads the tables there, error rows and all)."""
-
-    directory: Path | None
-    stopped: Stopped | None = None
 
 
 def run(ctx: SweepContext) -> Outcome:

@@ -10,7 +10,7 @@ import pytest
 from torch import nn
 
 from helpers.layers import handed
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell
 from neuronexp.config import (
     BackendName,
     CellSpec,

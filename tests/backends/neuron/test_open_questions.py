@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from helpers.layers import handed
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell
 from neuronexp.config import (
     BackendName,
     CellSpec,

@@ -16,7 +16,7 @@ import torch
 import neuronexp
 from helpers.layers import handed
 from neuronexp.backends.neuron import api as neuron_api
-from neuronexp.cell.run import run_cell
+from neuronexp.cell.group import run_cell
 from neuronexp.config import (
     BackendName,
     CellSpec,

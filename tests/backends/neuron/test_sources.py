@@ -81,7 +81,7 @@ def test_the_order_takes_key_averages_then_the_runtime_then_explorer() -> None:
 def test_a_planted_disagreement_is_a_warning_not_a_silent_pick(standin, explorer_in_process: Path, tmp_path: Path):
     from tests.backends.neuron.test_open_questions import _spec
 
-    from neuronexp.cell.run import run_cell
+    from neuronexp.cell.group import run_cell
 
     standin.STATE.runtime_scale = 2.0  # the runtime trace says every execution took twice as long
     cell = run_cell(_spec(), tmp_path).cells.iloc[0]
