@@ -1,7 +1,7 @@
 """neuronexp from Python: `run` and `sweep` take the command line's overrides as strings and run them on the same
 engine (plan, executor, cell, writers: neuronexp.engine), returning the tables as `neuronexp.load` reads them.
 `sweep(modules=...)` profiles `nn.Module` instances from a notebook, timed paired against a baseline module (their
-cells run in this process: engine.memory). Mistakes are the command line's one-line errors, raised as
+cells run in this process: engine.in_memory). Mistakes are the command line's one-line errors, raised as
 NeuronexpError; failed cells are rows, as on the command line."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _invoke(
     try:
         with _context(overrides, out, config_dir, single) as context:
             if modules[0] is not None:
-                from neuronexp.engine.memory import InMemoryModules
+                from neuronexp.engine.in_memory import InMemoryModules
 
                 context.memory = InMemoryModules.checked(modules[0], modules[1])
             outcome = run_invocation(context)

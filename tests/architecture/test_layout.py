@@ -11,8 +11,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from helpers import REPO
 
 PACKAGE = REPO / "src" / "neuronexp"
@@ -118,48 +116,35 @@ def test_imports_point_one_way_between_stages() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_no_import_cycle_between_modules() -> None:
-    names = {_name(p): p for p in _modules()}
-    # Module-level imports form a cycle at import time (a function-level one runs later); type-only ones
-    # (`if TYPE_CHECKING:`) form one for the type checker, and say the two modules know each other all the same.
-    graph = {n: {t for t in _top_level_imports(p) if t in names and t != n} for n, p in names.items()}
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of `graph` (module → the modules it imports), or None."""
     seen: dict[str, int] = {}
 
-    def visit(n: str, stack: list[str]) -> None:
+    def visit(n: str, stack: list[str]) -> list[str] | None:
         seen[n] = 1
-        for m in graph[n]:
+        for m in sorted(graph[n]):
             if seen.get(m) == 1:
-                pytest.fail("import cycle: " + " → ".join(stack[stack.index(m) :] + [m]))
-            if m not in seen:
-                visit(m, stack + [m])
+                return stack[stack.index(m) :] + [m]
+            if m not in seen and (found := visit(m, stack + [m])):
+                return found
         seen[n] = 2
+        return None
 
-    for n in graph:
-        if n not in seen:
-            visit(n, [n])
-
-
-def _type_checking(node: ast.stmt) -> list[ast.stmt]:
-    """The body of an `if TYPE_CHECKING:` block, else []."""
-    if not isinstance(node, ast.If):
-        return []
-    test = node.test
-    named = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-    return node.body if named else []
+    return next((c for n in sorted(graph) if n not in seen and (c := visit(n, [n]))), None)
 
 
-def _top_level_imports(path: Path) -> list[str]:
-    """The neuronexp modules a file imports at module level, those under `if TYPE_CHECKING:` included."""
-    out = []
-    body = ast.parse(path.read_text()).body
-    for node in [*body, *(n for block in body for n in _type_checking(block))]:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("neuronexp"):
-            out += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        elif isinstance(node, ast.Import):
-            out += [a.name for a in node.names if a.name.startswith("neuronexp")]
-    return out
+def test_no_import_cycle_between_modules() -> None:
+    names = {_name(p): p for p in _modules()}
+    # Every import counts: a module-level one forms a cycle at import time; a function-level one (run later) or a
+    # type-only one (`if TYPE_CHECKING:`) still says the two modules know each other.
+    graph = {n: {t for t in _imports(p) if t in names and t != n} for n, p in names.items()}
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def test_the_cycle_rule_can_fail() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
 
 
 # The hop from a supervisor to its cell's process: what the forked process runs is a function the fork request
@@ -227,14 +212,81 @@ def test_hydra_private_modules_only_in_one_place() -> None:
     assert not users, users
 
 
-def test_no_module_level_global_state() -> None:
-    found = [
-        f"{_name(p)}: global {', '.join(n.names)}"
-        for p in _modules()
-        for n in ast.walk(ast.parse(p.read_text()))
-        if isinstance(n, ast.Global)
-    ]
+_MUTATORS = {
+    "append",
+    "extend",
+    "insert",
+    "add",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "remove",
+    "discard",
+    "clear",
+}
+
+
+def _module_state(source: str, where: str) -> list[str]:
+    """Module-level state changed at run time: a `global` statement, or a module-level name changed inside a function
+    (an item set or deleted, a mutating method called on it)."""
+    tree = ast.parse(source)
+    names = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) for t in _targets(n)}
+    found = [f"{where}: global {', '.join(n.names)}" for n in ast.walk(tree) if isinstance(n, ast.Global)]
+    for func in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        for node in ast.walk(func):
+            changed = None
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                changed = next(
+                    (t.value.id for t in targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)),
+                    None,
+                )
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+                changed = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+            if changed in names:
+                found.append(f"{where}:{node.lineno}: module-level {changed} changed in {func.name}")
+    return found
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.Name]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [t for t in targets if isinstance(t, ast.Name)]
+
+
+def test_no_module_level_state_changed_at_run_time() -> None:
+    found = [f for p in _modules() for f in _module_state(p.read_text(), _name(p))]
     assert not found, "\n".join(found)
+
+
+def test_the_module_state_rule_can_fail() -> None:
+    assert _module_state("CACHE = {}\ndef f(k):\n    CACHE[k] = 1\n", "m") == ["m:3: module-level CACHE changed in f"]
+    assert _module_state("SEEN = []\ndef f(x):\n    SEEN.append(x)\n", "m") == ["m:3: module-level SEEN changed in f"]
+    assert _module_state("N = 0\ndef f():\n    global N\n", "m") == ["m: global N"]
+    assert not _module_state("ROWS = []\ndef f(rows):\n    rows.append(1)\n    x = {}\n    x[1] = 2\n", "m")
+
+
+def _repeated_basenames(paths: list[Path]) -> list[str]:
+    seen: dict[str, list[str]] = {}
+    for p in paths:
+        if p.name != "__init__.py":
+            seen.setdefault(p.name, []).append(str(p.relative_to(p.parents[1])))
+    return [f"{name}: {', '.join(where)}" for name, where in sorted(seen.items()) if len(where) > 1]
+
+
+def test_module_basenames_are_unique() -> None:
+    repeated = _repeated_basenames(_modules())
+    assert not repeated, "\n".join(repeated)
+
+
+def test_the_basename_rule_can_fail() -> None:
+    paths = [
+        PACKAGE / "a" / "x.py",
+        PACKAGE / "b" / "x.py",
+        PACKAGE / "b" / "__init__.py",
+        PACKAGE / "c" / "__init__.py",
+    ]
+    assert _repeated_basenames(paths) == ["x.py: a/x.py, b/x.py"]
 
 
 def test_every_stage_says_what_it_holds() -> None:

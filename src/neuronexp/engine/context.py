@@ -21,7 +21,7 @@ class SweepContext:
     loader: Any  # Hydra's config loader (public ConfigLoader interface)
     single: bool = False  # no -m: a run of one cell into hydra.run.dir, unless the config sweeps (params)
     launcher: Callable[[], Any] | None = None  # the Hydra launcher, made only for the launcher executor
-    # Modules from this process's memory (neuronexp.sweep(modules=...), engine.memory): their cells run here.
+    # Modules from this process's memory (neuronexp.sweep(modules=...), engine.in_memory): their cells run here.
     memory: Any = None
 
     @property

@@ -70,7 +70,7 @@ def _plan(ctx: SweepContext, jobs: list[list[str]]) -> list[PlannedCell]:
     composer = CellComposer(ctx.master, ctx.loader)  # composes once per choice of config groups
     if ctx.memory is None:
         return plan_sweep(ctx.master, jobs, composer)
-    from neuronexp.engine.memory import plan_memory_cells
+    from neuronexp.engine.in_memory import plan_memory_cells
     from neuronexp.engine.plan import check_runnable
 
     cells = plan_memory_cells(jobs, composer, ctx.memory)
