@@ -181,9 +181,8 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
     from neuronexp.cellprocess.machine import check_slots_fit
     from neuronexp.cellprocess.placement import check_lock_dir
 
-    for (
-        cell
-    ) in cells:  # the inputs' warnings go into the cell's row (a module from memory: engine.in_memory checked it)
+    # The inputs' warnings go into the cell's row (a module from memory: engine.in_memory checked its inputs).
+    for cell in cells:
         assert cell.spec is not None
         found = validate_code(cell.spec.config) if cell.spec.memory is None else list(cell.spec.warnings)
         cell.spec = dataclasses.replace(cell.spec, warnings=(*found, *memory.get(cell.num, [])))
