@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     report = Report()
     run_checks(ctx, report, ("A",))
     if args.device != "neuron":
-        from neuronexp.backends.neuron import NeuronBackend
+        from neuronexp.backends.neuron.neuron_backend import NeuronBackend
 
         NeuronBackend.device_type = args.device
     from neuronexp.modules import NaiveRMSNorm

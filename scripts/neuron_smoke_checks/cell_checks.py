@@ -47,7 +47,7 @@ def _row(cell: dict[str, Any]) -> str:
 
 def _cell(ctx: Context, name: str, compiled: bool = False, schedule: Any = None) -> dict[str, Any]:
     """One naive RMSNorm cell through neuronexp's cell path (run_cell), with the given schedule (None: the default)."""
-    from neuronexp.cell.run import run_cell
+    from neuronexp.cell.group import run_cell
     from neuronexp.config import (
         BackendName,
         CellSpec,

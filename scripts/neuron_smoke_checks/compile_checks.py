@@ -63,7 +63,7 @@ def e2_compile_options(ctx: Context) -> tuple[str, str]:
 
 @check("F1", "neuronexp's run_cell on backend=neuron: the row's neuron_* columns and warnings")
 def f1_run_cell(ctx: Context) -> tuple[str, str]:
-    from neuronexp.cell.run import run_cell
+    from neuronexp.cell.group import run_cell
     from neuronexp.config import (
         BackendName,
         CellSpec,

@@ -19,7 +19,7 @@ def a1_versions(ctx: Context) -> tuple[str, str]:
     import torch
     import torch_neuronx
 
-    from neuronexp.backends.neuron import api as neuron_api
+    from neuronexp.backends.neuron import sdk as neuron_sdk
 
     def ver(name: str) -> str:
         try:
@@ -28,8 +28,8 @@ def a1_versions(ctx: Context) -> tuple[str, str]:
             return "not installed"
 
     product = Path("/sys/devices/virtual/dmi/id/product_name")
-    version = neuron_api.installed_version(torch_neuronx)
-    problem = neuron_api.family_problem(torch_neuronx, version, torch.__version__)
+    version = neuron_sdk.installed_version(torch_neuronx)
+    problem = neuron_sdk.family_problem(torch_neuronx, version, torch.__version__)
     info = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),

@@ -42,8 +42,8 @@ def d1_schema_print(ctx: Context) -> tuple[str, str]:
 def d2_explorer(ctx: Context) -> tuple[str, str]:
     from neuronexp.backends.neuron.capture import index_capture
     from neuronexp.backends.neuron.explorer import explorer_command, find_explorer, read_output
-    from neuronexp.backends.neuron.summary import DOCUMENTED_UNIT, SUMMARY_FIELDS
-    from neuronexp.backends.neuron.tables import find_profiles, read_units
+    from neuronexp.backends.neuron.explorer_summary import DOCUMENTED_UNIT, SUMMARY_FIELDS
+    from neuronexp.backends.neuron.explorer_tables import find_profiles, read_units
 
     exe = find_explorer()
     if exe is None:
@@ -106,8 +106,8 @@ def d2_explorer(ctx: Context) -> tuple[str, str]:
 _D3 = r"""
 import json, sys
 from pathlib import Path
-from neuronexp.backends.neuron import NeuronBackend
-from neuronexp.cell.run import run_cell
+from neuronexp.backends.neuron.neuron_backend import NeuronBackend
+from neuronexp.cell.group import run_cell
 from neuronexp.config import (BackendName, CellSpec, DType, InputConfig, NeuronDeviceConfig, ProfilerConfig, RunConfig,
                               ScheduleConfig, TimingConfig)
 work, device, shape, active = Path(sys.argv[1]), sys.argv[2], [int(d) for d in sys.argv[3].split(",")], int(sys.argv[4])

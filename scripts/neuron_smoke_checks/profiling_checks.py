@@ -17,13 +17,13 @@ from neuron_smoke_checks import Context, check, tree
 def b1_api(ctx: Context) -> tuple[str, str]:
     import torch_neuronx as tnx
 
-    from neuronexp.backends.neuron import api as neuron_api
+    from neuronexp.backends.neuron import sdk as neuron_sdk
 
     mod = __import__("torch_neuronx.profiling", fromlist=["x"])
     members = sorted(n for n in dir(mod) if not n.startswith("_"))
-    api = neuron_api.detect(tnx)
+    api = neuron_sdk.detect(tnx)
     return (
-        "PASS" if api.kind == neuron_api.DOCUMENTED else "INFO"
+        "PASS" if api.kind == neuron_sdk.DOCUMENTED else "INFO"
     ), f"detected: {api.kind} ({api.version})\nmembers: {members}"
 
 
@@ -65,12 +65,12 @@ def profile_once(model: Callable[[], Any], out: Path, correlate: bool | None) ->
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from neuronexp.backends.neuron import api as neuron_api
+    from neuronexp.backends.neuron import sdk as neuron_sdk
     from neuronexp.config import NeuronProfilerConfig
 
-    api = neuron_api.detect(__import__("torch_neuronx"))
+    api = neuron_sdk.detect(__import__("torch_neuronx"))
     cache = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
-    kwargs = neuron_api.neuron_config_kwargs(
+    kwargs = neuron_sdk.neuron_config_kwargs(
         api, NeuronProfilerConfig(correlate_device_time=correlate), str(out), cache
     )
     cfg = api.module.NeuronConfig(**kwargs)
@@ -100,10 +100,10 @@ def profile_once(model: Callable[[], Any], out: Path, correlate: bool | None) ->
 
 @check("C1", "device time reaches key_averages() (with correlate_device_time=True where accepted; with False)")
 def c1_device_time(ctx: Context) -> tuple[str, str]:
-    from neuronexp.backends.neuron import api as neuron_api
+    from neuronexp.backends.neuron import sdk as neuron_sdk
 
-    api = neuron_api.detect(__import__("torch_neuronx"))
-    if api.kind != neuron_api.DOCUMENTED:
+    api = neuron_sdk.detect(__import__("torch_neuronx"))
+    if api.kind != neuron_sdk.DOCUMENTED:
         return "SKIP", f"{api.kind}: no NeuronConfig"
     runs = {
         "neuronexp's default (correlate_device_time=True where accepted)": profile_once(
@@ -126,10 +126,10 @@ def c1_device_time(ctx: Context) -> tuple[str, str]:
     "trace lands; whether the runtime writes its files inside export_trace or at the profiler's exit",
 )
 def c2_layout(ctx: Context) -> tuple[str, str]:
-    from neuronexp.backends.neuron import api as neuron_api
+    from neuronexp.backends.neuron import sdk as neuron_sdk
     from neuronexp.backends.neuron.capture import index_capture
 
-    if neuron_api.detect(__import__("torch_neuronx")).kind != neuron_api.DOCUMENTED:
+    if neuron_sdk.detect(__import__("torch_neuronx")).kind != neuron_sdk.DOCUMENTED:
         return "SKIP", "not the documented API"
     out = ctx.work / "c2"
     seen = profile_once(ctx.model, out, None)

@@ -11,7 +11,7 @@ import pytest
 from neuronexp.backends import BACKENDS, HOST, backend_info, backend_kind, named_backend, resolve_backend
 from neuronexp.cellprocess.launch import default_pool
 from neuronexp.cellprocess.placement import plan_slots
-from neuronexp.config import ConfigError, LauncherConfig, format_units
+from neuronexp.config import ConfigError, LauncherConfig, RunConfig, format_units
 from neuronexp.host.threads import host_cpus
 
 
@@ -49,7 +49,9 @@ def test_the_host_pool_is_this_process_s_cores_and_a_gpu_pool_the_visible_device
     # counted once, for the slot plan and the machine check alike (cellprocess.launch, cellprocess.machine)
     for info in gpus:
         monkeypatch.setenv(info.visible_devices, "3,5")
-        assert info.count_units() == ["3", "5"] == default_pool(info.name, LauncherConfig(devices=2), None)
+        assert (
+            info.count_units() == ["3", "5"] == default_pool(info.name, RunConfig(launcher=LauncherConfig(devices=2)))
+        )
         assert [s.env()[info.visible_devices] for s in plan_slots(info.name, 2, None, ["3", "5"], [0])] == ["3", "5"]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronexp.backends.torch_build import build_versions, cpu_only_build, version_file
+from neuronexp.backends.cuda.torch_build import build_versions, cpu_only_build, version_file
 
 # torch/version.py as torch's build writes it (tools/generate_torch_version.py), one per kind of build.
 CPU = "__version__ = '2.13.0+cpu'\ndebug = False\ncuda: Optional[str] = None\nhip: Optional[str] = None\n"

@@ -16,7 +16,7 @@ from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
 from helpers.neuron_standin.synthetic_kernels import attach_kernels
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell import run as cell_run
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.config import (

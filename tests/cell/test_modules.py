@@ -14,7 +14,7 @@ import torch
 
 from helpers.user_model import write_user_model
 from neuronexp.analysis.modules import by_type, hot_units, of_run
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.module_rows import inspect_modules, module_rows
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.config import ProfilerConfig, ScheduleConfig

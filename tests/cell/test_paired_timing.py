@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from neuronexp.analysis.paired import paired_ratio
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.timing import BLOCK_US, time_calls
 from neuronexp.config import TimingConfig
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.profiling import profile_callable, resolve_schedule, steps_needed
 from neuronexp.config import ProfilerConfig, ScheduleConfig
 from neuronexp.modules import FusedRMSNorm, NaiveRMSNorm

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.build import Built
 from neuronexp.cell.timing import time_calls
 from neuronexp.config import TimingConfig

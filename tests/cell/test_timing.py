@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.noise import noise_columns, profile_warning
 from neuronexp.cell.timing import summarize_samples, time_callable
 from neuronexp.config import TimingConfig

@@ -14,7 +14,7 @@ import pytest
 
 import neuronexp
 from helpers import FAST, run_dirs
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.timing import time_callable
 from neuronexp.config import TimingConfig
 

@@ -11,7 +11,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from helpers import EXPERIMENTS, REPO
-from neuronexp.backends.cpu import CpuBackend
+from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.inputs import make_inputs
 from neuronexp.cell.profiling import resolve_schedule
 from neuronexp.config import ConfigError, RunConfig, ScheduleConfig, validate, validate_units
@@ -145,11 +145,6 @@ def test_each_dims_key_reaches_the_inputs_and_the_module(hydra_conf) -> None:
         (lambda c: setattr(c.profiler.schedule, "repeat", 0), "profiler.schedule.repeat"),
         (lambda c: setattr(c.timing, "iters", 0), "timing.iters"),
         (lambda c: setattr(c.timing, "max_seconds", 0.0), "timing.max_seconds"),
-        (
-            lambda c: setattr(c.profiler.neuron, "capture_enabled_for_nc", "0,a"),
-            "profiler.neuron.capture_enabled_for_nc",
-        ),
-        (lambda c: setattr(c.neuron, "visible_cores", "3-1"), "neuron.visible_cores"),
         (lambda c: setattr(c.dims, "kv_heads", 3), "dims.kv_heads"),
         (lambda c: setattr(c.dims, "seq", 0), "dims.seq"),
         (lambda c: setattr(c, "baseline", [1]), "baseline"),
@@ -191,8 +186,8 @@ def test_run_config_round_trips_through_omegaconf() -> None:
 
 def test_schedule_defaults_follow_the_design(hydra_conf) -> None:
     """Left null, the schedule is the backend's: five one-step cycles where a step is cheap, 2/1/1/1 on Neuron."""
-    from neuronexp.backends.cuda import CudaBackend
-    from neuronexp.backends.neuron import NeuronBackend
+    from neuronexp.backends.cuda.cuda_backend import CudaBackend
+    from neuronexp.backends.neuron.neuron_backend import NeuronBackend
 
     profiler = to_run_config(compose("config")).profiler
     assert (profiler.schedule.wait, profiler.schedule.repeat) == (None, None)

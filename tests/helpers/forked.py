@@ -89,7 +89,7 @@ def parallel(payload: dict[str, Any]) -> int:
 def neuron_backend(payload: dict[str, Any]) -> int:
     """Build neuronexp's Neuron backend over the torch-neuronx stand-in; what its runtime saw when it started."""
     sys.path.insert(0, str(STANDIN_DIR))
-    from neuronexp.backends.neuron import NeuronBackend
+    from neuronexp.backends.neuron.neuron_backend import NeuronBackend
     from neuronexp.cell.environment import describe_placement
     from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig
 

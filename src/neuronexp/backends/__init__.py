@@ -1,7 +1,8 @@
 """Execution backends: where a cell runs, how it synchronizes, what the profiler records there.
 
-One row per backend in backends.table says what the other stages know of it; each backend imports its vendor
-package (`torch_neuronx`) only inside its own module, so CPU CI needs none.
+One folder per backend (cpu/, cuda/, neuron/): its row in backends.table says what the other stages know of it, its
+options included; each backend imports its vendor package (`torch_neuronx`) only inside its folder, so CPU CI needs
+none.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.backends.info import BackendInfo
 from neuronexp.backends.table import BACKENDS, HOST, backend_info, named_backend
-from neuronexp.config import BackendName, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
+from neuronexp.config import BackendName, ConfigError, RunConfig
 
 __all__ = [
     "BACKENDS",
@@ -20,34 +21,43 @@ __all__ = [
     "backend_info",
     "backend_kind",
     "check_available",
+    "check_options",
     "named_backend",
     "resolve_backend",
 ]
 
 
-def resolve_backend(
-    name: BackendName | str,
-    neuron_device: NeuronDeviceConfig | None = None,
-    neuron_profiler: NeuronProfilerConfig | None = None,
-) -> Backend:
-    """Build the requested backend; `auto` tries the table's backends in order (neuron, then cuda, then cpu).
+def resolve_backend(name: BackendName | str, config: RunConfig | None = None) -> Backend:
+    """Build the requested backend for a cell of `config` (default: the schema's defaults), which each backend reads
+    its own options from; `auto` tries the table's backends in order (neuron, then cuda, then cpu).
 
     Raises:
         ConfigError: the requested backend is not usable on this machine (the reason says why).
     """
-    nd, np_ = neuron_device or NeuronDeviceConfig(), neuron_profiler or NeuronProfilerConfig()
+    cfg = config or RunConfig()
     info = named_backend(name)
     if info is not None:
         try:
-            return info.build(nd, np_)
+            return info.build(cfg)
         except BackendUnavailable as exc:
             raise ConfigError("backend", info.name, f"{exc}; use backend=auto or backend={HOST.name}") from None
     for candidate in BACKENDS[:-1]:
         try:
-            return candidate.build(nd, np_)
+            return candidate.build(cfg)
         except BackendUnavailable:
             continue
-    return BACKENDS[-1].build(nd, np_)
+    return BACKENDS[-1].build(cfg)
+
+
+def check_options(cfg: RunConfig) -> None:
+    """Every backend's checks of its own options (plain values: no torch), on every config whatever its backend, as
+    the plan checks the rest of its values.
+
+    Raises:
+        ConfigError: naming the key, the value and what is allowed.
+    """
+    for info in BACKENDS:
+        info.check_options(cfg)
 
 
 def backend_kind(name: BackendName | str) -> str:

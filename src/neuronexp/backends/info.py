@@ -1,17 +1,18 @@
 """What a row of the table of backends (backends.table) says: everything the sweep, the cell and the analysis know
-of a backend without building it."""
+of a backend without building it. Each backend's folder holds its row (`INFO`, in its `__init__.py`)."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from neuronexp.backends.base import Backend
-from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig, RunConfig
+from neuronexp.config import RunConfig
 
 
-# The defaults of a row: nothing to do, no runtime that a fork could inherit, no units to assume.
+# The defaults of a row: nothing to do, no runtime that a fork could inherit, no units to assume, no selection.
 def no_op(*_: Any) -> None:
     return None
 
@@ -20,28 +21,40 @@ def never_started() -> bool:
     return False
 
 
-def no_assumed_units(selection: str | None, wanted: int) -> list[str]:
+def no_units(cfg: RunConfig) -> list[str]:
     return []
+
+
+def no_selection(cfg: RunConfig) -> str | None:
+    return None
+
+
+def collect_cycles() -> None:
+    gc.collect()  # device memory held by reference cycles (compiled graphs) must be back before the next cell
 
 
 @dataclass(frozen=True, kw_only=True)
 class BackendInfo:
     """One backend, as the sweep, the cell and the analysis see it. Reading a field imports nothing; calling one
-    may import torch (`build` imports the backend's vendor packages too), but starts no device runtime."""
+    may import torch (`build` imports the backend's vendor packages too), but starts no device runtime. The fields
+    that take the RunConfig are the only readers of the backend's own options (its node of config/schema.py)."""
 
     name: str  # its `backend=` value, the row's `backend`, a device slot's kind, its slot locks' prefix
     unit: str  # what its device slots are made of, plural, for messages: "GPUs"
-    build: Callable[[NeuronDeviceConfig, NeuronProfilerConfig], Backend]  # imports its vendor packages
+    build: Callable[[RunConfig], Backend]  # the backend of a cell of this config; imports its vendor packages
     present: Callable[[], bool]  # backend=auto's probe: cheap, and it starts no device runtime
     check: Callable[[], None] = no_op  # the launching process's cheap check: raises BackendUnavailable/ConfigError
+    # Its options' checks (plain values, no torch): run on every config, whatever its backend, before any work.
+    check_options: Callable[[RunConfig], None] = no_op
     # The pool probe: the units this process may use, None where counting them would start the device runtime; then
-    # `assumed_units(selection in the config, units the slots need)` are split.
+    # `assumed_units(config)` are split: the units the config selects, else the first ones its slots need.
     count_units: Callable[[], list[str] | None]
-    assumed_units: Callable[[str | None, int], list[str]] = no_assumed_units
+    assumed_units: Callable[[RunConfig], list[str]] = no_units
+    selection: Callable[[RunConfig], str | None] = no_selection  # the units the config itself selects, if any
     visible_devices: str | None = None  # the variable its runtime reads its device selection from, once, at start
     unit_ranges: bool = False  # that variable takes a range ("4-5"): a slot's units must be contiguous
     slot_overrides: tuple[str, ...] = ()  # variables a slot's selection replaces: dropped from a slotted cell's env
-    drop_config_selection: Callable[[RunConfig], None] = no_op  # a slotted cell: the slot placed it, not the config
+    unpin: Callable[[RunConfig], None] = no_op  # a slotted cell: its config's selection dropped, the slot placed it
     on_host: bool = False  # its units are the host's cores, which its slots pin their processes to
     placement: Callable[[Any], str]  # the row's `placement` for this process running a cell on `device`
     inference_mode: bool = True  # False: its tensors reject torch.inference_mode (XLA), so no_grad instead
@@ -52,4 +65,4 @@ class BackendInfo:
     # Whether its runtime started in this process, so that a process forked from it could not use the device:
     runtime_started: Callable[[], bool] = never_started
     fork_refusal: str = ""  # why its cells are then refused by the fork server
-    unpaired: str | None = None  # why its cells cannot be timed together in one process (sweep.pairing)
+    unpaired: str | None = None  # why its cells cannot be timed together in one process (engine.grouping)

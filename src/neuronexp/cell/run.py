@@ -80,7 +80,7 @@ class CellRun:
         cell's failure: `deferred` is set, no row is written, and cell.group runs it again alone."""
         cfg = self.spec.config
         try:
-            self.backend = resolve_backend(cfg.backend, cfg.neuron, cfg.profiler.neuron)
+            self.backend = resolve_backend(cfg.backend, cfg)
         except ConfigError as exc:
             where = {**describe_placement(HOST.name, None), **self.alloc_columns}  # no device was started
             self.results = write_lost_cell(

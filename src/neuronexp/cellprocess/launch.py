@@ -21,7 +21,7 @@ from neuronexp.cellprocess.childproc import ForkRequest
 from neuronexp.cellprocess.entry import run_cell_process
 from neuronexp.cellprocess.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
 from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
-from neuronexp.config import CellSpec, LauncherConfig, format_units, parse_units
+from neuronexp.config import CellSpec, RunConfig, format_units, parse_units
 from neuronexp.host.threads import host_cpus
 from neuronexp.results.files import read_phase
 from neuronexp.slurm.cluster import SlurmTimeLimit, signal_hint
@@ -33,17 +33,15 @@ if TYPE_CHECKING:
     from neuronexp.results import Results
 
 
-def default_pool(kind: str, launcher: LauncherConfig, neuron_cores: str | None) -> list[str]:
+def default_pool(kind: str, config: RunConfig) -> list[str]:
     """The units this host offers for `kind` (see `LauncherConfig.pool`): launcher.pool, else the backend's pool
-    probe (BackendInfo.count_units), else, where counting would start its runtime, the units assumed from the
-    config's selection (neuron.visible_cores) or the first ones the slots need."""
-    if launcher.pool:
-        return parse_units(launcher.pool)
+    probe (BackendInfo.count_units), else, where counting would start its runtime, the units its row assumes from
+    the config (BackendInfo.assumed_units: its selection, or the first ones the slots need)."""
+    if config.launcher.pool:
+        return parse_units(config.launcher.pool)
     info = backend_info(kind)
     units = info.count_units()
-    if units is not None:
-        return units
-    return info.assumed_units(neuron_cores, launcher.devices * (launcher.per_device or 1))
+    return units if units is not None else info.assumed_units(config)
 
 
 def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
@@ -61,7 +59,7 @@ def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
         if not slotted:
             ended = _run(tuple(specs), None, timeout)
         else:
-            pool = default_pool(kind, launcher, specs[0].config.neuron.visible_cores)
+            pool = default_pool(kind, specs[0].config)
             slots = plan_slots(kind, launcher.devices, launcher.per_device, pool, host_cpus())
             with hold_slot(slots, Path(launcher.lock_dir) if launcher.lock_dir else None) as slot:
                 for spec in specs:  # an earlier error row must not pass for this run's
@@ -97,9 +95,9 @@ def _lost(spec: CellSpec, cause: str, where: dict[str, Any], started_at: str) ->
 
 def _unpinned(spec: CellSpec, kind: str) -> CellSpec:
     """The cell on its slot: the slot's environment placed its process, so the config's own device selection
-    must not move it (BackendInfo.drop_config_selection, on a copy: the spec is the sweep's)."""
+    must not move it (BackendInfo.unpin, on a copy: the spec is the sweep's)."""
     config = copy.deepcopy(spec.config)
-    backend_info(kind).drop_config_selection(config)
+    backend_info(kind).unpin(config)
     return dataclasses.replace(spec, config=config)
 
 

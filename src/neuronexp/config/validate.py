@@ -16,7 +16,6 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from neuronexp.config.construct import check_constructor
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.inputs import check_inputs, check_numel
-from neuronexp.config.neuron import validate_neuron
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.targets import locate
 from neuronexp.config.units import validate_units
@@ -97,8 +96,9 @@ def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> N
 
 
 def validate(cfg: RunConfig) -> list[str]:
-    """Check what the schema types cannot: ranges, shapes, core lists, the module target, the inputs and the
-    baseline. Returns warnings for the cell's row (a keyword input `forward` may ignore)."""
+    """Check what the schema types cannot: ranges, shapes, unit lists, the module target, the inputs and the
+    baseline (a backend's own options: its folder, backends.check_options). Returns warnings for the cell's row (a
+    keyword input `forward` may ignore)."""
     validate_values(cfg)
     return validate_code(cfg)
 
@@ -132,17 +132,6 @@ def validate_values(cfg: RunConfig) -> None:
         raise ConfigError("timing.round_gap_s", cfg.timing.round_gap_s, "must be >= 0 seconds")
     if cfg.threads is not None:
         _positive("threads", cfg.threads)
-    nprof = cfg.profiler.neuron
-    validate_units("profiler.neuron.capture_enabled_for_nc", nprof.capture_enabled_for_nc)
-    if nprof.max_events_per_nc is not None:
-        _positive("profiler.neuron.max_events_per_nc", nprof.max_events_per_nc)
-    if not nprof.modes:
-        raise ConfigError("profiler.neuron.modes", [], "list at least one of DEVICE, RUNTIME, CPU_UTIL, HOST_MEMORY")
-    if nprof.explorer_timeout_s <= 0:
-        raise ConfigError("profiler.neuron.explorer_timeout_s", nprof.explorer_timeout_s, "must be > 0 seconds")
-    validate_neuron(cfg)
-    if cfg.neuron.num_cores is not None:
-        _positive("neuron.num_cores", cfg.neuron.num_cores, 0)
     _positive("launcher.devices", cfg.launcher.devices)
     if cfg.launcher.per_device is not None:
         _positive("launcher.per_device", cfg.launcher.per_device)

@@ -61,6 +61,7 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
     of a neuronexp sweep, or a job of another sweeper. Planned here, checked against what the sweep planned for
     this directory (a changed layer or config is an error row, never another cell's result), then run supervised,
     on a device slot of its own under a launcher that runs several at once."""
+    from neuronexp.backends import check_options
     from neuronexp.cellprocess.launch import run_supervised
     from neuronexp.config.compose import override_dirname, spec_from, task_overrides
     from neuronexp.config.fingerprint import code_files
@@ -68,6 +69,7 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
     out_dir = Path(str(hydra.runtime.output_dir))
     task = task_overrides(hydra.overrides.task)
     spec = spec_from(cfg, dict(hydra.runtime.choices), task, override_dirname(task))
+    check_options(spec.config)
     cell = PlannedCell(
         num=int(hydra.job.num or 0),
         dir=".",

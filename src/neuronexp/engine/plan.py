@@ -18,7 +18,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from neuronexp.backends.table import named_backend
+from neuronexp.backends import BACKENDS, check_options, named_backend
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.fingerprint import code_files
@@ -90,6 +90,7 @@ def swept_keys(arguments: list[str]) -> list[str]:
 def plan_cell(num: int, job: list[str], cfg: DictConfig, varying: set[str]) -> PlannedCell:
     """One composed job as a planned cell: its spec built, its plain values validated (no torch: check_runnable)."""
     spec = spec_from_sweep_config(cfg, check_code=False)
+    check_options(spec.config)  # each backend's own options (backends/<name>/), plain values too
     config = spec.config
     label = " ".join(o for o in job if o.split("=", 1)[0].lstrip("+~") in varying) or " ".join(job)
     return PlannedCell(
@@ -191,7 +192,7 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
         check_slurm_sweep(master, _host_slots(specs))
         return
     for s in {_slot_ask(s): s for s in specs}.values():
-        check_slots_fit(backend_kind(s.config.backend), s.config.launcher, s.config.neuron.visible_cores)
+        check_slots_fit(backend_kind(s.config.backend), s.config)
     for spec, cell in zip(specs, cells):  # cells that take a device slot: the locks' directory must be usable now
         if cell.isolated if single else slotted(master, cell):
             check_lock_dir(spec.config.launcher.lock_dir)
@@ -216,8 +217,8 @@ def _memory_warnings(cells: list[PlannedCell]) -> dict[int, list[str]]:
 
 
 def _slot_ask(spec: CellSpec) -> tuple[Any, ...]:
-    launcher = spec.config.launcher
-    return (spec.config.backend, launcher.devices, launcher.per_device, launcher.pool, spec.config.neuron.visible_cores)
+    launcher, selected = spec.config.launcher, tuple(b.selection(spec.config) for b in BACKENDS)
+    return (spec.config.backend, launcher.devices, launcher.per_device, launcher.pool, selected)
 
 
 def slotted(master: DictConfig, cell: PlannedCell) -> bool:

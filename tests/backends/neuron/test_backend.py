@@ -10,9 +10,10 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity
 
+from helpers.neuron_standin.fixture import neuron_config
 from neuronexp.backends import resolve_backend
-from neuronexp.backends.neuron import NeuronBackend
-from neuronexp.backends.neuron import api as neuron_api
+from neuronexp.backends.neuron import sdk as neuron_sdk
+from neuronexp.backends.neuron.neuron_backend import NeuronBackend
 from neuronexp.cell.profiling import profile_callable, steps_needed
 from neuronexp.config import (
     ConfigError,
@@ -25,7 +26,7 @@ from neuronexp.config import (
 
 
 def _backend(device: NeuronDeviceConfig | None = None, **profiler: object) -> NeuronBackend:
-    backend = resolve_backend("neuron", device or NeuronDeviceConfig(), NeuronProfilerConfig(**profiler))
+    backend = resolve_backend("neuron", neuron_config(device or NeuronDeviceConfig(), NeuronProfilerConfig(**profiler)))
     assert isinstance(backend, NeuronBackend)
     return backend
 
@@ -74,7 +75,7 @@ def test_device_activities_compile_backend_and_warmup_floor(standin) -> None:
     assert backend.compile_backend() == "neuron"
     assert backend.min_warmup_calls == 3
     assert backend.device_name() == "NeuronCore stand-in (CPU)"
-    assert backend.api.kind == neuron_api.DOCUMENTED and backend.api.version == standin.__version__
+    assert backend.api.kind == neuron_sdk.DOCUMENTED and backend.api.version == standin.__version__
 
 
 def test_neuron_config_is_built_from_profiler_neuron_keys(
@@ -94,7 +95,7 @@ def test_neuron_config_is_built_from_profiler_neuron_keys(
     assert made["neff_cache_dir"] == str(probe_cache / "neff") == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
     assert backend.neff_cache.source == "neuronexp cache"
     # The study's own configuration, wherever the installed NeuronConfig takes it.
-    assert made["correlate_device_time"] is True and backend.correlate == neuron_api.PASSED
+    assert made["correlate_device_time"] is True and backend.correlate == neuron_sdk.PASSED
     # The framework trace is saved by NeuronProfiler(<the same config>).export_trace, given the profiler itself.
     calls = []
     monkeypatch.setattr(
@@ -108,14 +109,14 @@ def test_neuron_config_is_built_from_profiler_neuron_keys(
 
 def test_correlate_device_time_false_is_passed_as_false(standin, tmp_path: Path) -> None:
     backend = _backend(correlate_device_time=False)  # the user's answer, where the NeuronConfig takes it
-    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out", "/var/cache/neffs")
+    kwargs = neuron_sdk.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out", "/var/cache/neffs")
     assert set(kwargs) == {"modes", "profile_output_dir", "neff_cache_dir", "correlate_device_time"}
     assert kwargs["neff_cache_dir"] == "/var/cache/neffs" and kwargs["correlate_device_time"] is False
     backend.profiler_kwargs(tmp_path)
-    assert standin.STATE.configs[-1]["correlate_device_time"] is False and backend.correlate == neuron_api.OFF
+    assert standin.STATE.configs[-1]["correlate_device_time"] is False and backend.correlate == neuron_sdk.OFF
     no_copy = _backend(copy_neffs=False)
     assert no_copy.config_neff_cache() is None
-    assert "neff_cache_dir" not in neuron_api.neuron_config_kwargs(no_copy.api, no_copy.profiler_cfg, "/out", None)
+    assert "neff_cache_dir" not in neuron_sdk.neuron_config_kwargs(no_copy.api, no_copy.profiler_cfg, "/out", None)
 
 
 @pytest.mark.parametrize("standin", ["no_correlate"], indirect=True)
@@ -124,11 +125,11 @@ def test_a_signature_python_cannot_read_is_tried_and_a_refusal_is_recorded(
 ) -> None:
     """A C++ binding hides its signature: correlate_device_time=True is tried, and a TypeError about it rebuilds the
     config without it (the row says refused); asked for explicitly, the same refusal is a config error."""
-    monkeypatch.setattr(neuron_api, "accepts", lambda obj, name: None)
+    monkeypatch.setattr(neuron_sdk, "accepts", lambda obj, name: None)
     backend = _backend()
     assert backend.api.correlate_supported is None
     backend.profiler_kwargs(tmp_path)
-    assert backend.correlate == neuron_api.REFUSED and "correlate_device_time" not in standin.STATE.configs[-1]
+    assert backend.correlate == neuron_sdk.REFUSED and "correlate_device_time" not in standin.STATE.configs[-1]
     with pytest.raises(ConfigError, match=r"^profiler.neuron.correlate_device_time=True: not accepted by"):
         _backend(correlate_device_time=True).profiler_kwargs(tmp_path / "x")
 
@@ -138,7 +139,7 @@ def test_correlate_device_time_only_where_the_signature_has_it(standin, tmp_path
     backend = _backend()
     assert backend.api.correlate_supported is False
     backend.profiler_kwargs(tmp_path)
-    assert "correlate_device_time" not in standin.STATE.configs[-1] and backend.correlate == neuron_api.NOT_PASSED
+    assert "correlate_device_time" not in standin.STATE.configs[-1] and backend.correlate == neuron_sdk.NOT_PASSED
     with pytest.raises(ConfigError) as err:
         _backend(correlate_device_time=True)
     assert str(err.value).startswith(
@@ -163,7 +164,7 @@ def test_april_2026_api_wraps_the_profiled_pass_in_its_context_manager(standin, 
     backend = _backend(
         capture_enabled_for_nc="0,2-3", modes=[NeuronMode.DEVICE, NeuronMode.RUNTIME, NeuronMode.CPU_UTIL]
     )
-    assert backend.api.kind == neuron_api.LEGACY and backend.api.correlate_supported is False
+    assert backend.api.kind == neuron_sdk.LEGACY and backend.api.correlate_supported is False
     assert backend.activities() == [ProfilerActivity.CPU]
     assert backend.profiler_kwargs(tmp_path) == {}
     session = backend.profile_session(tmp_path)
@@ -199,9 +200,10 @@ def test_synchronize_precedes_every_profiler_step(standin, tmp_path: Path, monke
 
 
 def test_explorer_timeout_must_be_positive() -> None:
-    from neuronexp.config import RunConfig, validate
+    from neuronexp.backends import check_options
+    from neuronexp.config import RunConfig
 
     cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 8})
     cfg.profiler.neuron.explorer_timeout_s = 0
     with pytest.raises(ConfigError, match=r"^profiler.neuron.explorer_timeout_s=0: must be > 0 seconds$"):
-        validate(cfg)
+        check_options(cfg)

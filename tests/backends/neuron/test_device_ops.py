@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from neuronexp.backends.neuron.device_ops import breakdown, framework_op
-from neuronexp.backends.neuron.tables import find_profiles
+from neuronexp.backends.neuron.explorer_tables import find_profiles
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from helpers.neuron_standin.fixture import neuron_config
 from neuronexp.backends import check_available, resolve_backend
-from neuronexp.backends.neuron import api as neuron_api
+from neuronexp.backends.neuron import sdk as neuron_sdk
 from neuronexp.backends.neuron.process_env import inspect_conflict
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
@@ -82,9 +83,9 @@ def test_an_xla_era_or_mismatched_package_is_named_as_such(
 def test_the_matching_family_and_the_april_source_pass(standin, monkeypatch: pytest.MonkeyPatch) -> None:
     torch_mm = ".".join(torch.__version__.split(".")[:2])
     for version in (f"{torch_mm}.3.0", "0.1.0"):
-        assert neuron_api.family_problem(standin, version, torch.__version__) is None
+        assert neuron_sdk.family_problem(standin, version, torch.__version__) is None
     monkeypatch.setattr(standin, "xla_impl", object(), raising=False)  # the XLA library's module, whatever its version
-    assert "PyTorch/XLA-based" in neuron_api.family_problem(standin, f"{torch_mm}.3.0", torch.__version__)
+    assert "PyTorch/XLA-based" in neuron_sdk.family_problem(standin, f"{torch_mm}.3.0", torch.__version__)
 
 
 @pytest.mark.parametrize(
@@ -124,7 +125,8 @@ def test_debug_info_sets_the_compile_time_variables_and_a_fresh_cache_then_resto
 ) -> None:
     os.environ["TORCH_NEURONX_DEBUG_DIR"] = "/users/own/debug"
     backend = resolve_backend(
-        "neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c"))
+        "neuron",
+        neuron_config(NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c"))),
     )
     cache = Path(os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"])
     assert {k: os.environ[k] for k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")} == dict.fromkeys(
@@ -135,7 +137,8 @@ def test_debug_info_sets_the_compile_time_variables_and_a_fresh_cache_then_resto
     assert os.environ["TORCH_NEURONX_DEBUG_DIR"] == str(cache / "debug")
     assert backend.debug.label == "XLA_IR_DEBUG=1,XLA_HLO_DEBUG=1,NEURON_FRAMEWORK_DEBUG=1"
     second = resolve_backend(
-        "neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c"))
+        "neuron",
+        neuron_config(NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c"))),
     )
     assert second.debug.neff_cache != backend.debug.neff_cache  # every cell compiles afresh
     second.finish()
@@ -147,7 +150,7 @@ def test_debug_info_sets_the_compile_time_variables_and_a_fresh_cache_then_resto
 
 
 def test_nki_debug_info_alone(standin, clean_debug_env: None) -> None:
-    backend = resolve_backend("neuron", NeuronDeviceConfig(nki_debug_info=True), NeuronProfilerConfig())
+    backend = resolve_backend("neuron", neuron_config(NeuronDeviceConfig(nki_debug_info=True), NeuronProfilerConfig()))
     assert os.environ["NKI_DEBUG_INFO"] == "True" and "XLA_HLO_DEBUG" not in os.environ
     assert backend.debug.label == "NKI_DEBUG_INFO=True"
     backend.finish()
@@ -156,7 +159,7 @@ def test_nki_debug_info_alone(standin, clean_debug_env: None) -> None:
 
 def test_debug_info_after_the_runtime_started_says_so(standin, clean_debug_env: None) -> None:
     standin.device_count()  # an earlier cell of this process used the device
-    backend = resolve_backend("neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig())
+    backend = resolve_backend("neuron", neuron_config(NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig()))
     assert any(
         n.startswith("neuron.debug_info set after the Neuron runtime started in this process") for n in backend.notes
     )
@@ -168,7 +171,8 @@ def test_debug_info_after_the_runtime_started_says_so(standin, clean_debug_env: 
 def test_a_backend_that_cannot_start_leaves_no_debug_state(standin, clean_debug_env: None, tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         resolve_backend(
-            "neuron", NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path))
+            "neuron",
+            neuron_config(NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig(neff_cache_dir=str(tmp_path))),
         )
     assert not any(k in os.environ for k in DEBUG_VARS)
     assert list(tmp_path.iterdir()) == []  # the empty cache folder it made is gone again
@@ -201,10 +205,10 @@ def test_neuron_keys_typed_as_overrides_reach_the_runtime_and_neuronconfig(
             cfg = to_run_config(compose("config", overrides=overrides))
     finally:
         GlobalHydra.instance().clear()
-    backend = resolve_backend("neuron", cfg.neuron, cfg.profiler.neuron)
+    backend = resolve_backend("neuron", cfg)
     assert standin.STATE.env_at_start == {"NEURON_RT_VISIBLE_CORES": "2-3", "NEURON_RT_NUM_CORES": "2"}
     assert os.environ["NKI_DEBUG_INFO"] == "True" and os.environ["XLA_HLO_DEBUG"] == "1"
-    kwargs = neuron_api.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out", backend.config_neff_cache())
+    kwargs = neuron_sdk.neuron_config_kwargs(backend.api, backend.profiler_cfg, "/out", backend.config_neff_cache())
     assert kwargs == {
         "modes": [standin.profiling.ProfileMode.DEVICE],
         "profile_output_dir": "/out",

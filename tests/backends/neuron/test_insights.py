@@ -10,8 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from neuronexp.backends.neuron.explorer import process_capture, read_output
+from neuronexp.backends.neuron.explorer_tables import find_profiles
 from neuronexp.backends.neuron.insights import insights
-from neuronexp.backends.neuron.tables import find_profiles
 
 
 def _cols(**values: float) -> dict[str, float]:

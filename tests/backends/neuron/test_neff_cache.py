@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from helpers.neuron_standin.fixture import _drop_standin
+from helpers.neuron_standin.fixture import _drop_standin, neuron_config
 from neuronexp.backends import resolve_backend
-from neuronexp.backends.neuron import NeuronBackend
+from neuronexp.backends.neuron.neuron_backend import NeuronBackend
 from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
 VAR = "TORCH_NEURONX_NEFF_CACHE_DIR"
 
 
 def _backend(**profiler: object) -> NeuronBackend:
-    backend = resolve_backend("neuron", NeuronDeviceConfig(), NeuronProfilerConfig(**profiler))
+    backend = resolve_backend("neuron", neuron_config(NeuronDeviceConfig(), NeuronProfilerConfig(**profiler)))
     assert isinstance(backend, NeuronBackend)
     return backend
 

@@ -15,7 +15,7 @@ import torch
 
 import neuronexp
 from helpers.layers import handed
-from neuronexp.backends.neuron import api as neuron_api
+from neuronexp.backends.neuron import sdk as neuron_sdk
 from neuronexp.cell.group import run_cell
 from neuronexp.config import (
     BackendName,
@@ -75,7 +75,7 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     results = run_cell(_spec(Counting()), out)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
-    assert cell["backend"] == "neuron" and cell["neuron_api"] == neuron_api.DOCUMENTED
+    assert cell["backend"] == "neuron" and cell["neuron_api"] == neuron_sdk.DOCUMENTED
     assert cell["neuron_api_version"] == standin.__version__ and cell["neuron_correlate_device_time"] == "passed"
     # planted.DEVICE_US: three aten::mul of 30 us, aten::mean 12, aten::add 4, aten::rsqrt 6 per step.
     assert cell["device_time_source"] == "profiler_device_events" and cell["device_time_us"] == pytest.approx(112)
@@ -110,7 +110,7 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     assert cell["neuron_insights"] == "" and cell["neuron_debug_info"] == "off"
     assert cell["neuron_max_memory_reserved_bytes"] == standin.STATE.peak_reserved
     manifest = json.loads((out / cell["neuron_manifest"]).read_text())
-    assert manifest["api"] == neuron_api.DOCUMENTED and manifest["upload_dir"] == str(
+    assert manifest["api"] == neuron_sdk.DOCUMENTED and manifest["upload_dir"] == str(
         (out / "neuron_profile").resolve()
     )
     assert manifest["explorer"]["command"][1:4] == ["view", "-d", str((out / "neuron_profile").resolve())]
@@ -160,7 +160,7 @@ def test_april_2026_api_cell_end_to_end(
     monkeypatch.setattr(torch.profiler.profile, "step", lambda self: (log.append("step"), real_step(self))[1])
     cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
-    assert cell["neuron_api"] == neuron_api.LEGACY and cell["neuron_correlate_device_time"] == "not_passed"
+    assert cell["neuron_api"] == neuron_sdk.LEGACY and cell["neuron_correlate_device_time"] == "not_passed"
     # The runtime capture brackets exactly the profiled pass.
     start, stop = log.index("legacy-start"), log.index("legacy-stop")
     assert "step" not in log[:start] and log[start:stop].count("step") == 2 and "step" not in log[stop:]
@@ -330,7 +330,7 @@ def test_a_compiled_cell_records_its_graph_breaks_and_fallback_mode(
 def test_a_neuron_cell_reports_the_runtime_peak_memory_and_the_logical_core_roofs(
     standin, no_explorer: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from neuronexp.backends.neuron import backend as neuron_backend
+    from neuronexp.backends.neuron import neuron_backend
 
     for name in ("a", "b"):
         (tmp_path / name).mkdir()

@@ -12,7 +12,7 @@ import pytest
 
 from helpers.neuron_standin.fake_explorer_tables import SUMMARY_US, summary_row
 from neuronexp.backends.neuron.explorer import read_output
-from neuronexp.backends.neuron.summary import SUMMARY_COLUMNS, SUMMARY_FIELDS, column_name
+from neuronexp.backends.neuron.explorer_summary import SUMMARY_COLUMNS, SUMMARY_FIELDS, column_name
 
 PINNED = (
     "neuron_total_time_us neuron_total_exec_time_us neuron_total_active_time_us neuron_total_active_time_percent "

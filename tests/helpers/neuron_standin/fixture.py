@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import torch
 
-from neuronexp.backends.neuron import NeuronBackend
+from neuronexp.backends.neuron.neuron_backend import NeuronBackend
+from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig, ProfilerConfig, RunConfig
 
 STANDIN_DIR = Path(__file__).resolve().parent
 # Process environment the backend sets for a cell (the NEFF cache is set for the process): put back after each test.
@@ -26,6 +27,13 @@ CORE_ENV = (
     "TORCH_NEURONX_NEFF_CACHE_DIR",
     "NEURONEXP_NEFF_CACHE_PINNED",
 )
+
+
+def neuron_config(device: NeuronDeviceConfig | None = None, profiler: NeuronProfilerConfig | None = None) -> RunConfig:
+    """A config with these Neuron options (the rest the schema's defaults), for resolve_backend("neuron", ...)."""
+    return RunConfig(
+        neuron=device or NeuronDeviceConfig(), profiler=ProfilerConfig(neuron=profiler or NeuronProfilerConfig())
+    )
 
 
 def _drop_standin() -> None:

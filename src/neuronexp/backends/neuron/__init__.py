@@ -1,9 +1,96 @@
-"""The Neuron backend and everything only it uses: the profiling API detection (api), the capture index
-(capture), warnings for the row (checks) and `neuron-explorer` post-processing (explorer).
-
-`torch_neuronx` is imported only here, when a Neuron cell starts.
+"""AWS Trainium through TorchNeuron: the row (read without torch), how Neuron's options map to NeuronCores, and,
+beside it, the backend (neuron_backend), its options' checks (options), the profiling API detection (sdk), the
+capture index (capture), warnings for the row (checks) and `neuron-explorer` post-processing (explorer).
+`torch_neuronx` is imported only when a Neuron cell starts.
 """
 
-from neuronexp.backends.neuron.backend import INSTALL_HINT, NeuronBackend
+from __future__ import annotations
 
-__all__ = ["INSTALL_HINT", "NeuronBackend"]
+import importlib.metadata
+import importlib.util
+import os
+from glob import glob
+from typing import Any
+
+from neuronexp.backends.base import Backend, BackendUnavailable
+from neuronexp.backends.info import BackendInfo, collect_cycles
+from neuronexp.backends.neuron.options import check_options
+from neuronexp.backends.neuron.sdk import INSTALL_HINT, placeholder_problem, runtime_started
+from neuronexp.config import RunConfig, parse_units
+
+
+def _build(cfg: RunConfig) -> Backend:
+    from neuronexp.backends.neuron.neuron_backend import NeuronBackend
+
+    return NeuronBackend(cfg.neuron, cfg.profiler.neuron)
+
+
+def _present() -> bool:
+    # Assumed where torch-neuronx is installed and /dev/neuron* exists: asking the runtime would start it.
+    return importlib.util.find_spec("torch_neuronx") is not None and bool(glob("/dev/neuron*"))
+
+
+def _check() -> None:
+    if importlib.util.find_spec("torch_neuronx") is None:  # said here: the backend's module imports torch
+        raise BackendUnavailable(INSTALL_HINT)
+    try:
+        version = importlib.metadata.version("torch-neuronx")
+    except importlib.metadata.PackageNotFoundError:
+        version = ""
+    if version == "1.0":  # PyPI's placeholder, what `pip install .[neuron]` finds without the Neuron repository
+        raise BackendUnavailable(str(placeholder_problem(version, "")))
+    from neuronexp.backends.neuron.process_env import inspect_conflict  # its cache directory's module imports torch
+
+    conflict = inspect_conflict()
+    if conflict is not None:
+        raise conflict
+
+
+def _selection(cfg: RunConfig) -> str | None:
+    return cfg.neuron.visible_cores
+
+
+def _assumed_units(cfg: RunConfig) -> list[str]:
+    """neuron.visible_cores, else NEURON_RT_VISIBLE_CORES, else the first cores the slots need (counting the cores
+    would start the runtime here and reserve every one of them)."""
+    cores = _selection(cfg) or os.environ.get("NEURON_RT_VISIBLE_CORES")
+    wanted = cfg.launcher.devices * (cfg.launcher.per_device or 1)
+    return parse_units(cores) if cores else [str(i) for i in range(wanted)]
+
+
+def _unpin(cfg: RunConfig) -> None:
+    cfg.neuron.visible_cores = cfg.neuron.num_cores = None
+
+
+def _placement(device: Any) -> str:
+    cores = os.environ.get("NEURON_RT_VISIBLE_CORES")
+    num = os.environ.get("NEURON_RT_NUM_CORES")
+    return f"neuron:{cores}" if cores else f"neuron:any{num}" if num else "neuron:all"
+
+
+INFO = BackendInfo(
+    name="neuron",
+    unit="NeuronCores",
+    build=_build,
+    present=_present,
+    check=_check,
+    check_options=check_options,
+    count_units=lambda: None,
+    assumed_units=_assumed_units,
+    selection=_selection,
+    # An index or an inclusive range (Neuron runtime configuration guide); the slot's range says how many cores too.
+    visible_devices="NEURON_RT_VISIBLE_CORES",
+    unit_ranges=True,
+    slot_overrides=("NEURON_RT_NUM_CORES",),
+    unpin=_unpin,
+    placement=_placement,
+    inference_mode=False,
+    clean_up=collect_cycles,
+    peaks_key="neuron",
+    runtime_started=runtime_started,
+    fork_refusal=(
+        "the Neuron runtime started in neuronexp's fork-server template, so a forked cell would not get its "
+        "slot's NeuronCores; please report this with your torch-neuronx version"
+    ),
+    unpaired="the Neuron backend's capture is set up once per process",
+)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.backends.neuron.tables import TO_US, Profile, Units, read_units
+from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, Units, read_units
 
 _OP = re.compile(r"^(?P<ns>aten|prims|torch|_?c10d|nki)\.(?P<op>[A-Za-z0-9_]+)")
 TOP = 20  # entries per breakdown kept in the manifest

@@ -13,10 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from neuronexp.backends.neuron.device_ops import Breakdown, breakdown
+from neuronexp.backends.neuron.explorer_summary import combine, convert_summary, summary_notes
+from neuronexp.backends.neuron.explorer_tables import (
+    KNOWN_MAJORS,
+    Profile,
+    find_profiles,
+    major,
+    read_units,
+    schema_version,
+)
 from neuronexp.backends.neuron.insights import insights
 from neuronexp.backends.neuron.runtime import RuntimeTrace, read_trace
-from neuronexp.backends.neuron.summary import combine, convert_summary, summary_notes
-from neuronexp.backends.neuron.tables import KNOWN_MAJORS, Profile, find_profiles, major, read_units, schema_version
 
 SEARCH_DIRS = ("/opt/aws/neuron/bin",)  # where aws-neuronx-tools installs, often not on PATH
 _DROPPED = re.compile(r"(\d[\d,]*)\s+trace events were dropped", re.I)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.backends.neuron.tables import Profile
+from neuronexp.backends.neuron.explorer_tables import Profile
 
 _ENGINE_FAMILY = {
     "tensor": "tensor",

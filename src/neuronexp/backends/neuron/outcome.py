@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from torch.autograd import DeviceType
 
-import neuronexp.backends.neuron.api as neuron_api
+import neuronexp.backends.neuron.sdk as neuron_sdk
 from neuronexp.backends.neuron.capture import CaptureIndex, artifact_columns, index_capture, place_framework_trace
 from neuronexp.backends.neuron.checks import compile_columns, fallback_ops, hbm_note, memory_columns
 from neuronexp.backends.neuron.explorer import ExplorerResult, capture_filters, process_capture
@@ -87,11 +87,11 @@ def device_time(
 
 
 class Captured(Protocol):
-    """What profile_columns reads of the Neuron backend after its profiled pass (backends/neuron/backend.py, which
-    imports this module: named here, not imported, so that the two form no import circle)."""
+    """What profile_columns reads of the Neuron backend after its profiled pass (neuron_backend.py, which imports
+    this module: named here, not imported, so that the two form no import circle)."""
 
     profiler_cfg: NeuronProfilerConfig
-    api: Any  # neuron_api.NeuronApi
+    api: Any  # neuron_sdk.NeuronApi
     notes: list[str]
     debug: Any  # process_env.DebugInfo
     neff_cache: Any  # process_env.NeffCache
@@ -99,7 +99,7 @@ class Captured(Protocol):
     observed: Observed
     compile_counts: dict[str, int] | None
     min_warmup_calls: int
-    correlate: str  # what became of correlate_device_time (neuron_api.PASSED, ...)
+    correlate: str  # what became of correlate_device_time (neuron_sdk.PASSED, ...)
 
     def profile_root(self, out_dir: Path) -> Path: ...
 
@@ -110,7 +110,7 @@ def _explore(backend: Captured, out_dir: Path, index: CaptureIndex) -> ExplorerR
     cfg, modes = backend.profiler_cfg, [getattr(m, "value", str(m)) for m in backend.profiler_cfg.modes]
     cores = parse_units(cfg.capture_enabled_for_nc) if cfg.capture_enabled_for_nc else None
     # The April-2026 profiler captures its own defaults whatever `modes` says: no filters for it.
-    filters = capture_filters(modes, cores) if backend.api.kind == neuron_api.DOCUMENTED else []
+    filters = capture_filters(modes, cores) if backend.api.kind == neuron_sdk.DOCUMENTED else []
     single = index.root / index.sessions[0].dir if len(index.sessions) == 1 else None
     root = index.root if index.sessions else None
     return process_capture(root, out_dir / EXPLORER_DIR, cfg.explorer, cfg.explorer_timeout_s, filters, single)
@@ -124,7 +124,7 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
     root = backend.profile_root(out_dir)
     index = index_capture(root, [getattr(m, "value", str(m)) for m in cfg.modes], hint)
     copied = place_framework_trace(index, out_dir / "trace.json")
-    if copied and api.kind == neuron_api.DOCUMENTED:
+    if copied and api.kind == neuron_sdk.DOCUMENTED:
         warnings.append("NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there")
     warnings += index.warnings
     explorer = _explore(backend, out_dir, index)

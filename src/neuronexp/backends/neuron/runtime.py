@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.backends.neuron.tables import TO_US, Profile, read_units
+from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, read_units
 
 EXECUTION = "nc_exec_running"  # the runtime's hardware event: a NEFF running on a NeuronCore
 STEP_PREFIX = "ProfilerStep#"  # torch.profiler's step ranges, in the framework trace Explorer joins in

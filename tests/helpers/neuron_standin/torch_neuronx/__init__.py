@@ -130,6 +130,6 @@ from . import _device_events, _runtime, profiling  # noqa: E402, F401  (profilin
 _device_events.install()
 _runtime.install()
 if os.environ.get("NEURON_STANDIN_DEVICE"):  # a test's subprocess (smoke script, fork server): tensors on this device
-    from neuronexp.backends.neuron.backend import NeuronBackend
+    from neuronexp.backends.neuron.neuron_backend import NeuronBackend
 
     NeuronBackend.device_type = os.environ["NEURON_STANDIN_DEVICE"]

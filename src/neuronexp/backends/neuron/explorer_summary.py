@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.backends.neuron.tables import TO_US, Units
+from neuronexp.backends.neuron.explorer_tables import TO_US, Units
 
 _ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
 # field -> kind; the 7.4.0 unit of each kind is in DOCUMENTED_UNIT.

@@ -1,14 +1,12 @@
-"""The checks only Neuron needs, on top of the shared unit grammar (config.units) and config.validate.
-
-Sources: the Neuron runtime developer guide (NEURON_RT_VISIBLE_CORES) and the TorchNeuron torch.compile
-backend reference (SDK 2.33); docs/neuron.md quotes them.
+"""The checks of Neuron's options (`neuron.*`, `profiler.neuron.*`; their keys stay in config/schema.py), on top of
+the shared unit grammar (config.units): plain values, checked on every config before any work (the row's
+check_options). Sources: the Neuron runtime developer guide (NEURON_RT_VISIBLE_CORES) and the TorchNeuron
+torch.compile backend reference (SDK 2.33); docs/neuron.md quotes them.
 """
 
 from __future__ import annotations
 
-from neuronexp.config.errors import ConfigError
-from neuronexp.config.schema import BackendName, CompileConfig, RunConfig
-from neuronexp.config.units import parse_units, validate_units
+from neuronexp.config import BackendName, CompileConfig, ConfigError, RunConfig, parse_units, validate_units
 
 
 def validate_visible_cores(key: str, value: str | None) -> None:
@@ -63,8 +61,27 @@ def compiles_for_neuron(cfg: RunConfig) -> bool:
     )
 
 
-def validate_neuron(cfg: RunConfig) -> None:
-    """Neuron's part of config.validate: the core list and, where the config says so, the compile options."""
+def _at_least(key: str, value: int, minimum: int) -> None:
+    if value < minimum:
+        raise ConfigError(key, value, f"must be an integer >= {minimum}")
+
+
+def check_options(cfg: RunConfig) -> None:
+    """The profiler's Neuron options, the core selection and, where the config says so, the compile options.
+
+    Raises:
+        ConfigError: naming the key, the value and what is allowed.
+    """
+    nprof = cfg.profiler.neuron
+    validate_units("profiler.neuron.capture_enabled_for_nc", nprof.capture_enabled_for_nc)
+    if nprof.max_events_per_nc is not None:
+        _at_least("profiler.neuron.max_events_per_nc", nprof.max_events_per_nc, 1)
+    if not nprof.modes:
+        raise ConfigError("profiler.neuron.modes", [], "list at least one of DEVICE, RUNTIME, CPU_UTIL, HOST_MEMORY")
+    if nprof.explorer_timeout_s <= 0:
+        raise ConfigError("profiler.neuron.explorer_timeout_s", nprof.explorer_timeout_s, "must be > 0 seconds")
     validate_visible_cores("neuron.visible_cores", cfg.neuron.visible_cores)
     if compiles_for_neuron(cfg):
         check_neuron_compile(cfg.compile)
+    if cfg.neuron.num_cores is not None:
+        _at_least("neuron.num_cores", cfg.neuron.num_cores, 0)

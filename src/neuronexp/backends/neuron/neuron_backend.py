@@ -1,7 +1,7 @@
 """AWS Trainium through TorchNeuron (the `neuron` PrivateUse1 device of torch-neuronx).
 
 Written against the documented API (Neuron Explorer capture guides, SDK 2.31-2.33), with the April-2026
-TorchNeuron profiler as a fallback; neuronexp.backends.neuron.api detects which one is installed. Not verified
+TorchNeuron profiler as a fallback; neuronexp.backends.neuron.sdk detects which one is installed. Not verified
 on hardware here: docs/neuron.md lists what is and is not, scripts/neuron_smoke.py checks it.
 """
 
@@ -14,23 +14,22 @@ import shutil
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from types import ModuleType
 from typing import Any, NoReturn
 
 import torch
 from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
-import neuronexp.backends.neuron.api as neuron_api
+import neuronexp.backends.neuron.sdk as neuron_sdk
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.backends.neuron.capture import latest_framework_trace
 from neuronexp.backends.neuron.checks import dynamo_counts, memory_columns, reset_peak_memory
+from neuronexp.backends.neuron.options import check_neuron_compile
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
 from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict, pin_neff_cache
 from neuronexp.backends.neuron.sources import DeviceTime
-from neuronexp.backends.table import NEURON
-from neuronexp.backends.table import NEURON_INSTALL_HINT as INSTALL_HINT
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, ScheduleConfig
-from neuronexp.config.neuron import check_neuron_compile
 from neuronexp.results.files import atomic_path
 
 PROFILE_DIR = "neuron_profile"
@@ -54,10 +53,10 @@ class NeuronBackend(Backend):
     def __init__(self, device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig) -> None:
         self.device_cfg, self.profiler_cfg = device_cfg, profiler_cfg
         # Before the import and the first device query or compile: read once, when the runtime starts / compiles.
-        started = NEURON.runtime_started()
+        started = neuron_sdk.runtime_started()
         if importlib.util.find_spec("torch_neuronx") is None:
-            raise BackendUnavailable(INSTALL_HINT)
-        placeholder = neuron_api.placeholder_problem(neuron_api.installed_version(), "")
+            raise BackendUnavailable(neuron_sdk.INSTALL_HINT)
+        placeholder = neuron_sdk.placeholder_problem(neuron_sdk.installed_version(), "")
         if placeholder:
             raise BackendUnavailable(placeholder)
         self.notes: list[str] = apply_core_env(device_cfg, started)
@@ -65,13 +64,24 @@ class NeuronBackend(Backend):
         self.notes += [self.neff_cache.note] if self.neff_cache.note else []
         self.debug = apply_debug_info(device_cfg, profiler_cfg, started)
         self.notes += self.debug.notes
+        self.tnx, self.api = self._start()
+        self.device = torch.device(self.device_type)
+        self._config: Any = None
+        self._root = Path()  # the capture root, set with the NeuronConfig
+        self.correlate = neuron_sdk.NOT_PASSED  # what became of correlate_device_time (set with the NeuronConfig)
+        self.observed = Observed()
+        self.found: DeviceTime | None = None  # device time from every source, once profiling is over
+        self.compile_counts: dict[str, int] | None = None
+
+    def _start(self) -> tuple[ModuleType, neuron_sdk.NeuronApi]:
+        """torch-neuronx imported under the environment just set, and its profiling API; where either is not usable
+        here, the environment put back (_give_up) and the reason raised."""
         try:
-            self.tnx = importlib.import_module("torch_neuronx")
+            tnx = importlib.import_module("torch_neuronx")
         except ImportError as exc:
-            placeholder = neuron_api.placeholder_problem(neuron_api.installed_version(), str(exc))
-            self._give_up(BackendUnavailable(placeholder or INSTALL_HINT))
-        version = neuron_api.installed_version(self.tnx)
-        problem = neuron_api.family_problem(self.tnx, version, torch.__version__)
+            placeholder = neuron_sdk.placeholder_problem(neuron_sdk.installed_version(), str(exc))
+            self._give_up(BackendUnavailable(placeholder or neuron_sdk.INSTALL_HINT))
+        problem = neuron_sdk.family_problem(tnx, neuron_sdk.installed_version(tnx), torch.__version__)
         if problem:
             self._give_up(BackendUnavailable(problem))
         if not hasattr(torch, "neuron") or not torch.neuron.is_available():
@@ -80,19 +90,13 @@ class NeuronBackend(Backend):
         if conflict:
             self._give_up(conflict)
         try:
-            self.api = neuron_api.detect(self.tnx)
-            neuron_api.check_correlate(self.api, profiler_cfg)
-        except neuron_api.NeuronApiMissing as exc:
+            api = neuron_sdk.detect(tnx)
+            neuron_sdk.check_correlate(api, self.profiler_cfg)
+        except neuron_sdk.NeuronApiMissing as exc:
             self._give_up(BackendUnavailable(str(exc)))
         except ConfigError as exc:
             self._give_up(exc)
-        self.device = torch.device(self.device_type)
-        self._config: Any = None
-        self._root = Path()  # the capture root, set with the NeuronConfig
-        self.correlate = neuron_api.NOT_PASSED  # what became of correlate_device_time (set with the NeuronConfig)
-        self.observed = Observed()
-        self.found: DeviceTime | None = None  # device time from every source, once profiling is over
-        self.compile_counts: dict[str, int] | None = None
+        return tnx, api
 
     def _give_up(self, error: Exception) -> NoReturn:
         self.finish()
@@ -150,7 +154,7 @@ class NeuronBackend(Backend):
         torch.neuron.synchronize()  # type: ignore[attr-defined]  # registered by torch-neuronx
 
     def activities(self) -> list[ProfilerActivity]:
-        if self.api.kind == neuron_api.LEGACY:
+        if self.api.kind == neuron_sdk.LEGACY:
             # The April-2026 NeuronProfiler starts the runtime capture itself; PrivateUse1 would start a
             # second one through the Kineto hook of the same version.
             return [ProfilerActivity.CPU]
@@ -171,20 +175,20 @@ class NeuronBackend(Backend):
     def neuron_config(self, out_dir: Path) -> Any:
         if self._config is None:
             self._root, cache = self.profile_root(out_dir), self.config_neff_cache()
-            self._config, self.correlate = neuron_api.build_neuron_config(
+            self._config, self.correlate = neuron_sdk.build_neuron_config(
                 self.api, self.profiler_cfg, str(self._root), cache
             )
         return self._config
 
     def profiler_kwargs(self, out_dir: Path) -> dict[str, Any]:
-        if self.api.kind == neuron_api.LEGACY:
+        if self.api.kind == neuron_sdk.LEGACY:
             return {}
         return {"experimental_config": self.neuron_config(out_dir)}
 
     def profile_session(self, out_dir: Path) -> AbstractContextManager[Any]:
-        if self.api.kind != neuron_api.LEGACY:
+        if self.api.kind != neuron_sdk.LEGACY:
             return nullcontext()
-        kwargs, notes = neuron_api.legacy_profiler_kwargs(self.profiler_cfg, str(self.profile_root(out_dir)))
+        kwargs, notes = neuron_sdk.legacy_profiler_kwargs(self.profiler_cfg, str(self.profile_root(out_dir)))
         self.notes.extend(notes)
         return self.api.module.NeuronProfiler(**kwargs)
 
@@ -194,7 +198,7 @@ class NeuronBackend(Backend):
     def save_trace(self, prof: Any, path: Path | None) -> bool:
         """As the capture guide prescribes, `NeuronProfiler(config).export_trace` saves the cycle's framework trace
         (Kineto saves a trace once): into the capture, beside the runtime's files; `path` gets a copy of it."""
-        if self.api.kind != neuron_api.DOCUMENTED:
+        if self.api.kind != neuron_sdk.DOCUMENTED:
             return super().save_trace(prof, path)
         before = latest_framework_trace(self._root)
         stamp = before.stat().st_mtime_ns if before else -1

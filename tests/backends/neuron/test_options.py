@@ -1,11 +1,14 @@
-"""Neuron's part of config validation: the core lists the runtime accepts, the compile options TorchNeuron refuses."""
+"""The checks of Neuron's options (backends/neuron/options.py), as the plan runs them on every config
+(backends.check_options): the core lists the runtime accepts, the compile options TorchNeuron refuses, the
+profiler's Neuron values; each a one-line ConfigError naming the key."""
 
 from __future__ import annotations
 
 import pytest
 
-from neuronexp.config import BackendName, CompileConfig, ConfigError, RunConfig, validate
-from neuronexp.config.neuron import validate_visible_cores
+from neuronexp.backends import check_options
+from neuronexp.backends.neuron.options import validate_visible_cores
+from neuronexp.config import BackendName, CompileConfig, ConfigError, RunConfig
 
 
 def _cfg(**kw: object) -> RunConfig:
@@ -23,7 +26,7 @@ def test_a_gap_or_a_step_back_is_refused_with_the_rule(bad: str) -> None:
     cfg = _cfg()
     cfg.neuron.visible_cores = bad
     with pytest.raises(ConfigError) as err:
-        validate(cfg)
+        check_options(cfg)
     assert str(err.value) == (
         f"neuron.visible_cores={bad}: the Neuron runtime needs one contiguous ascending run of "
         f'NeuronCores, e.g. "0-3", "0,1,2,3" or "0-2,3" (runtime developer guide)'
@@ -33,7 +36,7 @@ def test_a_gap_or_a_step_back_is_refused_with_the_rule(bad: str) -> None:
 def test_capture_enabled_for_nc_keeps_the_general_grammar() -> None:
     cfg = _cfg()
     cfg.profiler.neuron.capture_enabled_for_nc = "0,2,4-5"  # NeuronConfig's own example is "0,1,2-5"
-    validate(cfg)
+    check_options(cfg)
 
 
 @pytest.mark.parametrize(
@@ -54,9 +57,9 @@ def test_dynamic_true_is_refused_where_the_config_says_neuron_compiles(
         with pytest.raises(
             ConfigError, match=r'^compile.dynamic=True: torch.compile\(backend="neuron"\) rejects dynamic=True'
         ):
-            validate(cfg)
+            check_options(cfg)
     else:
-        validate(cfg)
+        check_options(cfg)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +68,30 @@ def test_dynamic_true_is_refused_where_the_config_says_neuron_compiles(
 def test_only_the_default_mode_on_neuron(mode: str | None, ok: bool) -> None:
     cfg = _cfg(backend=BackendName.neuron, compile=CompileConfig(enabled=True, mode=mode))
     if ok:
-        validate(cfg)
+        check_options(cfg)
     else:
         with pytest.raises(ConfigError, match=rf"^compile.mode={mode}: .* runs only the default mode"):
-            validate(cfg)
+            check_options(cfg)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "key"),
+    [
+        (
+            lambda c: setattr(c.profiler.neuron, "capture_enabled_for_nc", "0,a"),
+            "profiler.neuron.capture_enabled_for_nc",
+        ),
+        (lambda c: setattr(c.profiler.neuron, "max_events_per_nc", 0), "profiler.neuron.max_events_per_nc"),
+        (lambda c: setattr(c.profiler.neuron, "modes", []), "profiler.neuron.modes"),
+        (lambda c: setattr(c.profiler.neuron, "explorer_timeout_s", 0), "profiler.neuron.explorer_timeout_s"),
+        (lambda c: setattr(c.neuron, "visible_cores", "3-1"), "neuron.visible_cores"),
+        (lambda c: setattr(c.neuron, "num_cores", -1), "neuron.num_cores"),
+    ],
+)
+def test_every_neuron_option_is_checked_whatever_the_backend(mutate, key: str) -> None:
+    cfg = _cfg(backend=BackendName.cpu)
+    check_options(cfg)
+    mutate(cfg)
+    with pytest.raises(ConfigError) as err:
+        check_options(cfg)
+    assert err.value.key == key and str(err.value).startswith(f"{key}=") and "\n" not in str(err.value)

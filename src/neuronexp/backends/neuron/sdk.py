@@ -29,6 +29,10 @@ CORRELATE = "correlate_device_time"
 PASSED, OFF, NOT_PASSED, REFUSED = "passed", "off", "not_passed", "refused"
 # PyPI's torch-neuronx is a 2022 placeholder whose import raises this; the real package is on the Neuron repository.
 PLACEHOLDER_TEXT = "WRONG PACKAGE"
+INSTALL_HINT = (
+    "torch-neuronx is not installed; on a Trn2/Trn3 instance install TorchNeuron, the torch-neuronx family "
+    "matching your PyTorch, from the Neuron package repository (pip install -e .[neuron], see docs/neuron.md)"
+)
 
 
 class NeuronApiMissing(RuntimeError):
@@ -124,6 +128,14 @@ def detect(tnx: ModuleType) -> NeuronApi:
         ".export_trace (Neuron SDK 2.31+) nor NeuronProfiler(pytorch_activities=..., neuron_output_dir=...)"
         " (TorchNeuron, April 2026); install TorchNeuron from Neuron SDK 2.31-2.33 (docs/neuron.md)"
     )
+
+
+def runtime_started() -> bool:
+    """Whether the Neuron runtime started in this process. torch-neuronx registers a `torch.backends` entry point, so
+    `import torch` may already have loaded it; the runtime itself starts lazily (first device use), which is what
+    lets the environment still apply."""
+    loaded = sys.modules.get("torch_neuronx")
+    return bool(getattr(loaded, "is_neuron_runtime_initialized", lambda: False)()) if loaded else False
 
 
 def placeholder_problem(version: str, error: str) -> str | None:
