@@ -139,4 +139,6 @@ def test_a_backend_missing_here_is_reported_before_torch_is_imported(
     assert result.returncode == 2, result.stderr[-2000:]
     assert len(errors) == 1 and errors[0].startswith(f"neuronexp: error: {line}"), errors
     assert "neuronexp" in imported and not imported & set(HEAVY), sorted(imported & set(HEAVY))
+    # Typed on the command line, the value is final: told before Hydra is even imported (cli.main._before_hydra).
+    assert ("hydra" in imported) == from_config
     assert not (tmp_path / "outputs").exists()

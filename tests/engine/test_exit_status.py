@@ -68,7 +68,7 @@ def _sweep(tmp_path: Path, fail: set[str]) -> Outcome:
     master = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}}, "baseline": None})
     writer = RowWriter(sweep_dir, cells, fail)
     ctx = SweepContext(master=master, params={}, arguments=[], launcher=lambda: writer, loader=None)
-    return _run(ctx, cells, None)
+    return _run(ctx, cells)
 
 
 def test_a_sweep_with_an_error_row_stops_with_exit_status_1_after_writing_results(tmp_path: Path) -> None:

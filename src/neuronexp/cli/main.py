@@ -7,16 +7,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
-
-from neuronexp.cellprocess.forkserver import forget_inherited_server
 from neuronexp.cli.pipe import stdout_closed
-from neuronexp.config import compose  # noqa: F401  (registers the schema, `base_config`, that conf/ extends)
 from neuronexp.engine.stopped import Stopped
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 # Where results go is decided by Hydra's config (hydra.run.dir / hydra.sweep.dir); the engine writes only there.
 CONFIG_PACKAGE = "pkg://neuronexp.conf"
@@ -40,13 +37,23 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
     """Hydra's task function, for a cell that Hydra runs as a job of its own: a Slurm task's (or another Hydra
     launcher's) cell of a sweep, or a job of another sweeper (hydra/sweeper=basic). Every other invocation runs in
     neuronexp's sweeper plugin, and never calls it."""
+    from hydra.core.hydra_config import HydraConfig
+
     from neuronexp.engine.job import run_hydra_job
 
     cell = run_hydra_job(cfg, HydraConfig.instance().cfg.hydra).cells.iloc[0]  # type: ignore[union-attr]
     return {k: (None if cell[k] != cell[k] else cell[k]) for k in ("status", "error", "latency_median_us")}
 
 
-_hydra_main = hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_job)
+def _hydra_main() -> None:
+    """Hydra's own entry point around the task function (imported here: a mistake told before it never pays for it)."""
+    import hydra
+
+    from neuronexp.cellprocess.forkserver import forget_inherited_server
+    from neuronexp.config import compose  # noqa: F401  (registers the schema, `base_config`, that conf/ extends)
+
+    forget_inherited_server()
+    hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_job)()
 
 
 def _importable_dirs(argv: list[str]) -> list[str]:
@@ -110,6 +117,26 @@ def _sweep_with_cfg(argv: list[str]) -> str | None:
     )
 
 
+def _before_hydra(argv: list[str]) -> str | None:
+    """A mistake the command line alone shows, told before Hydra composes anything or torch is imported: -m with
+    --cfg, and a backend typed there that cannot run on this machine (CUDA with a CPU-only torch build, Neuron
+    without torch-neuronx): the command line's value is final, and a few tenths of a second beat a composition."""
+    clash = _sweep_with_cfg(argv)
+    if clash or any(a in _SHOW_FLAGS for a in argv):
+        return clash
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        if eq and key.lstrip("+") == "backend" and value in ("cuda", "neuron"):
+            from neuronexp.backends import check_available
+            from neuronexp.config import ConfigError
+
+            try:
+                check_available(value)
+            except ConfigError as exc:
+                return str(exc)
+    return None
+
+
 class _DropJobErrorLog(logging.Filter):
     """Hydra logs "Error executing job" before re-raising; main() reports it instead."""
 
@@ -121,7 +148,6 @@ def main(argv: list[str] | None = None) -> Any:
     """Console entry point: exit 0 when every cell succeeded, 1 when a cell failed, 2 for a bad config."""
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
-    forget_inherited_server()
     typed = typed_baseline(sys.argv[1:])
     dirs = _importable_dirs(typed)
     sys.path[:0] = [d for d in dirs if d not in sys.path]
@@ -133,9 +159,9 @@ def main(argv: list[str] | None = None) -> Any:
     full_error = os.environ.get("HYDRA_FULL_ERROR") == "1"
     os.environ["HYDRA_FULL_ERROR"] = "1"
     logging.getLogger("hydra.core.utils").addFilter(_DropJobErrorLog())
-    clash = _sweep_with_cfg(typed)
-    if clash:
-        print(f"neuronexp: error: {clash}", file=sys.stderr)
+    mistake = _before_hydra(typed)
+    if mistake:
+        print(f"neuronexp: error: {mistake}", file=sys.stderr)
         sys.exit(2)
     sys.argv[1:] = through_the_sweeper(typed)
     try:

@@ -23,7 +23,7 @@ from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
 from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
 from neuronexp.engine.grouping import Unit, plan_units
 from neuronexp.engine.lock import locked
-from neuronexp.engine.plan import PlannedCell, grid, plan_sweep, swept_keys
+from neuronexp.engine.plan import PlannedCell, check_runnable, grid, plan_sweep, swept_keys
 from neuronexp.engine.stopped import Stopped
 from neuronexp.formatting import first_line
 
@@ -56,6 +56,7 @@ def run(ctx: SweepContext) -> Outcome:
 def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
     if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
         cells = _plan(ctx, jobs)
+        check_runnable(ctx.master, cells)
         print("\n".join(dry_run_lines(cells, sweep_dir(ctx.master), ctx.master)))
         return Outcome(None)
     if ctx.launcher is not None and executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
@@ -63,7 +64,12 @@ def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
         launcher = ctx.launcher()
         ctx.launcher = lambda: launcher
     with _cell_processes(ctx) as server:  # started first: its `import torch` overlaps the planning
-        return _run(ctx, _plan(ctx, jobs), server)
+        cells = _plan(ctx, jobs)
+        if server is not None:  # the template may fork now, after warming up what the cells need
+            server.serve(warm=["compile"] if any(c.compiled for c in cells) else [])
+        forked = server_address() is not None and not ctx.in_process and executor_for(ctx.master) == Executor.local
+        check_runnable(ctx.master, cells, forked=forked)
+        return _run(ctx, cells)
 
 
 def _plan(ctx: SweepContext, jobs: list[list[str]]) -> list[PlannedCell]:
@@ -71,18 +77,15 @@ def _plan(ctx: SweepContext, jobs: list[list[str]]) -> list[PlannedCell]:
     if ctx.memory is None:
         return plan_sweep(ctx.master, jobs, composer)
     from neuronexp.engine.in_memory import plan_memory_cells
-    from neuronexp.engine.plan import check_runnable
 
-    cells = plan_memory_cells(jobs, composer, ctx.memory)
-    check_runnable(ctx.master, cells)
-    return cells
+    return plan_memory_cells(jobs, composer, ctx.memory)
 
 
 def sweep_dir(master: DictConfig) -> Path:
     return Path(str(master.hydra.sweep.dir))
 
 
-def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None) -> Outcome:
+def _run(ctx: SweepContext, cells: list[PlannedCell]) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
     from neuronexp.engine.rerun import compare, words
@@ -99,8 +102,6 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None)
         todo = [c for c in cells if c.run_id not in reused]
         said = words(rerun)
         log.info("sweep of %d cells into %s%s", len(cells), where, f": {said}" if said else "")
-        if server is not None and todo:
-            server.serve(warm=["compile"] if any(c.compiled for c in todo) else [])
         with SweepProgress(where, cells, reused) as progress:
             stopped = _execute_or_stop(ctx, cells, todo, progress)
         stopped = _finish(ctx, cells, reused, stopped)

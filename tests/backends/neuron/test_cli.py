@@ -27,7 +27,9 @@ HAS_NEURON = importlib.util.find_spec("torch_neuronx") is not None
         ),
     ],
 )
-def test_neuron_config_mistakes_stop_in_one_line(cli, tmp_path: Path, args: list[str], line: str) -> None:
+def test_neuron_config_mistakes_stop_in_one_line(cli, standin, tmp_path: Path, args: list[str], line: str) -> None:
+    # With torch-neuronx importable (the stand-in): without it, `backend=neuron` typed on the command line is refused
+    # first, before Hydra composes anything (test_contiguous_comma_list_... below).
     res = cli(*args)
     assert res.returncode == 2, res.stderr
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
