@@ -1,4 +1,4 @@
-"""Whether the installed torch has CUDA, read from its version file without importing torch (backends.torch_build):
+"""Whether the installed torch has CUDA, read from its version file without importing torch (backends.cuda.torch_build):
 a CPU-only build is named as such, a CUDA or ROCm build and a file that cannot be read leave the answer to torch."""
 
 from __future__ import annotations

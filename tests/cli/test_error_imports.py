@@ -127,7 +127,7 @@ def test_a_backend_missing_here_is_reported_before_torch_is_imported(
     tmp_path: Path, backend: str, line: str, applies, from_config: bool
 ) -> None:
     # Whether torch-neuronx is installed, and whether the installed torch was built with CUDA, need no `import torch`
-    # (backends.torch_build reads torch's version file): the answer comes before the module's code imports it.
+    # (backends.cuda.torch_build reads torch's version file): the answer comes before the module's code imports it.
     if not applies():
         pytest.skip(f"backend={backend} is available here")
     args = [f"backend={backend}"]

@@ -1,9 +1,6 @@
-"""Execution backends: where a cell runs, how it synchronizes, what the profiler records there.
-
-One folder per backend (cpu/, cuda/, neuron/): its row in backends.table says what the other stages know of it, its
-options included; each backend imports its vendor package (`torch_neuronx`) only inside its folder, so CPU CI needs
-none.
-"""
+"""Execution backends: where a cell runs, how it synchronizes, what the profiler records there. One folder per
+backend (cpu/, cuda/, neuron/): its row in backends.table says what the other stages know of it, its options
+included; each imports its vendor package (`torch_neuronx`) only inside its folder, so CPU CI needs none."""
 
 from __future__ import annotations
 
@@ -28,8 +25,8 @@ __all__ = [
 
 
 def resolve_backend(name: BackendName | str, config: RunConfig | None = None) -> Backend:
-    """Build the requested backend for a cell of `config` (default: the schema's defaults), which each backend reads
-    its own options from; `auto` tries the table's backends in order (neuron, then cuda, then cpu).
+    """Build the requested backend with its options from `config` (default: the schema's); `auto` tries the table's
+    backends in order (neuron, then cuda, then cpu).
 
     Raises:
         ConfigError: the requested backend is not usable on this machine (the reason says why).
@@ -50,12 +47,8 @@ def resolve_backend(name: BackendName | str, config: RunConfig | None = None) ->
 
 
 def check_options(cfg: RunConfig) -> None:
-    """Every backend's checks of its own options (plain values: no torch), on every config whatever its backend, as
-    the plan checks the rest of its values.
-
-    Raises:
-        ConfigError: naming the key, the value and what is allowed.
-    """
+    """Every backend's checks of its own options, on every config whatever its backend: plain values, no torch.
+    Raises ConfigError, naming the key, the value and what is allowed."""
     for info in BACKENDS:
         info.check_options(cfg)
 

@@ -1,8 +1,7 @@
 """The table of backends: one row per backend, each from the backend's own folder (its `INFO`, backends.info says
 what a row holds). backend=auto tries them in this order; the last is the host, where a cell whose backend could not
 start is placed. Adding a backend: its folder, and its row here. Reading the table imports no torch and starts no
-device runtime: the sweep reads it while planning, and the fork server's template before torch.
-"""
+device runtime: the sweep reads it while planning, and the fork server's template before torch."""
 
 from __future__ import annotations
 

@@ -97,8 +97,7 @@ def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> N
 
 def validate(cfg: RunConfig) -> list[str]:
     """Check what the schema types cannot: ranges, shapes, unit lists, the module target, the inputs and the
-    baseline (a backend's own options: its folder, backends.check_options). Returns warnings for the cell's row (a
-    keyword input `forward` may ignore)."""
+    baseline. Returns warnings for the cell's row (a keyword input `forward` may ignore)."""
     validate_values(cfg)
     return validate_code(cfg)
 

@@ -230,8 +230,8 @@ def _memory_warnings(cells: list[PlannedCell]) -> dict[int, list[str]]:
 
 
 def _slot_ask(spec: CellSpec) -> tuple[Any, ...]:
-    launcher, selected = spec.config.launcher, tuple(b.selection(spec.config) for b in BACKENDS)
-    return (spec.config.backend, launcher.devices, launcher.per_device, launcher.pool, selected)
+    launcher, assumed = spec.config.launcher, tuple(tuple(b.assumed_units(spec.config)) for b in BACKENDS)
+    return (spec.config.backend, launcher.devices, launcher.per_device, launcher.pool, assumed)
 
 
 def slotted(master: DictConfig, cell: PlannedCell) -> bool:

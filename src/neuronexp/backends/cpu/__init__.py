@@ -1,7 +1,5 @@
 """The host CPU: always there, and where a cell whose backend could not start is placed (the table's last row)."""
 
-from __future__ import annotations
-
 from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.backends.info import BackendInfo
 from neuronexp.config import format_units

@@ -1,21 +1,18 @@
-"""AWS Trainium through TorchNeuron: the row (read without torch), how Neuron's options map to NeuronCores, and,
-beside it, the backend (neuron_backend), its options' checks (options), the profiling API detection (sdk), the
-capture index (capture), warnings for the row (checks) and `neuron-explorer` post-processing (explorer).
-`torch_neuronx` is imported only when a Neuron cell starts.
-"""
+"""AWS Trainium through TorchNeuron: the row (read without torch) and how Neuron's options map onto NeuronCores;
+beside it the backend (neuron_backend), its options' checks (options), the profiling API (sdk), the capture and
+`neuron-explorer`'s tables. `torch_neuronx` is imported only when a Neuron cell starts."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import os
 from glob import glob
 from typing import Any
 
-from neuronexp.backends.base import Backend, BackendUnavailable
+from neuronexp.backends.base import Backend
 from neuronexp.backends.info import BackendInfo, collect_cycles
 from neuronexp.backends.neuron.options import check_options
-from neuronexp.backends.neuron.sdk import INSTALL_HINT, placeholder_problem, runtime_started
+from neuronexp.backends.neuron.sdk import check_installed, runtime_started
 from neuronexp.config import RunConfig, parse_units
 
 
@@ -31,14 +28,7 @@ def _present() -> bool:
 
 
 def _check() -> None:
-    if importlib.util.find_spec("torch_neuronx") is None:  # said here: the backend's module imports torch
-        raise BackendUnavailable(INSTALL_HINT)
-    try:
-        version = importlib.metadata.version("torch-neuronx")
-    except importlib.metadata.PackageNotFoundError:
-        version = ""
-    if version == "1.0":  # PyPI's placeholder, what `pip install .[neuron]` finds without the Neuron repository
-        raise BackendUnavailable(str(placeholder_problem(version, "")))
+    check_installed()
     from neuronexp.backends.neuron.process_env import inspect_conflict  # its cache directory's module imports torch
 
     conflict = inspect_conflict()
@@ -46,14 +36,10 @@ def _check() -> None:
         raise conflict
 
 
-def _selection(cfg: RunConfig) -> str | None:
-    return cfg.neuron.visible_cores
-
-
 def _assumed_units(cfg: RunConfig) -> list[str]:
     """neuron.visible_cores, else NEURON_RT_VISIBLE_CORES, else the first cores the slots need (counting the cores
     would start the runtime here and reserve every one of them)."""
-    cores = _selection(cfg) or os.environ.get("NEURON_RT_VISIBLE_CORES")
+    cores = cfg.neuron.visible_cores or os.environ.get("NEURON_RT_VISIBLE_CORES")
     wanted = cfg.launcher.devices * (cfg.launcher.per_device or 1)
     return parse_units(cores) if cores else [str(i) for i in range(wanted)]
 
@@ -77,7 +63,6 @@ INFO = BackendInfo(
     check_options=check_options,
     count_units=lambda: None,
     assumed_units=_assumed_units,
-    selection=_selection,
     # An index or an inclusive range (Neuron runtime configuration guide); the slot's range says how many cores too.
     visible_devices="NEURON_RT_VISIBLE_CORES",
     unit_ranges=True,

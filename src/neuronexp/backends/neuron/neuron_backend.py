@@ -8,7 +8,6 @@ on hardware here: docs/neuron.md lists what is and is not, scripts/neuron_smoke.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import shutil
 from collections.abc import Callable
@@ -54,11 +53,7 @@ class NeuronBackend(Backend):
         self.device_cfg, self.profiler_cfg = device_cfg, profiler_cfg
         # Before the import and the first device query or compile: read once, when the runtime starts / compiles.
         started = neuron_sdk.runtime_started()
-        if importlib.util.find_spec("torch_neuronx") is None:
-            raise BackendUnavailable(neuron_sdk.INSTALL_HINT)
-        placeholder = neuron_sdk.placeholder_problem(neuron_sdk.installed_version(), "")
-        if placeholder:
-            raise BackendUnavailable(placeholder)
+        neuron_sdk.check_installed()
         self.notes: list[str] = apply_core_env(device_cfg, started)
         self.neff_cache = pin_neff_cache(profiler_cfg)  # before the first compile, and before neuronexp imports it
         self.notes += [self.neff_cache.note] if self.neff_cache.note else []
@@ -74,8 +69,7 @@ class NeuronBackend(Backend):
         self.compile_counts: dict[str, int] | None = None
 
     def _start(self) -> tuple[ModuleType, neuron_sdk.NeuronApi]:
-        """torch-neuronx imported under the environment just set, and its profiling API; where either is not usable
-        here, the environment put back (_give_up) and the reason raised."""
+        """torch-neuronx, imported under the environment just set, and its profiling API; else the reason raised."""
         try:
             tnx = importlib.import_module("torch_neuronx")
         except ImportError as exc:

@@ -1,8 +1,6 @@
-"""The checks of Neuron's options (`neuron.*`, `profiler.neuron.*`; their keys stay in config/schema.py), on top of
-the shared unit grammar (config.units): plain values, checked on every config before any work (the row's
-check_options). Sources: the Neuron runtime developer guide (NEURON_RT_VISIBLE_CORES) and the TorchNeuron
-torch.compile backend reference (SDK 2.33); docs/neuron.md quotes them.
-"""
+"""The checks of Neuron's options (`neuron.*`, `profiler.neuron.*`, keys of config/schema.py): plain values, on every
+config before any work. Sources: the Neuron runtime developer guide (NEURON_RT_VISIBLE_CORES) and the TorchNeuron
+torch.compile backend reference (SDK 2.33); docs/neuron.md quotes them."""
 
 from __future__ import annotations
 
@@ -61,11 +59,6 @@ def compiles_for_neuron(cfg: RunConfig) -> bool:
     )
 
 
-def _at_least(key: str, value: int, minimum: int) -> None:
-    if value < minimum:
-        raise ConfigError(key, value, f"must be an integer >= {minimum}")
-
-
 def check_options(cfg: RunConfig) -> None:
     """The profiler's Neuron options, the core selection and, where the config says so, the compile options.
 
@@ -74,8 +67,8 @@ def check_options(cfg: RunConfig) -> None:
     """
     nprof = cfg.profiler.neuron
     validate_units("profiler.neuron.capture_enabled_for_nc", nprof.capture_enabled_for_nc)
-    if nprof.max_events_per_nc is not None:
-        _at_least("profiler.neuron.max_events_per_nc", nprof.max_events_per_nc, 1)
+    if nprof.max_events_per_nc is not None and nprof.max_events_per_nc < 1:
+        raise ConfigError("profiler.neuron.max_events_per_nc", nprof.max_events_per_nc, "must be an integer >= 1")
     if not nprof.modes:
         raise ConfigError("profiler.neuron.modes", [], "list at least one of DEVICE, RUNTIME, CPU_UTIL, HOST_MEMORY")
     if nprof.explorer_timeout_s <= 0:
@@ -83,5 +76,5 @@ def check_options(cfg: RunConfig) -> None:
     validate_visible_cores("neuron.visible_cores", cfg.neuron.visible_cores)
     if compiles_for_neuron(cfg):
         check_neuron_compile(cfg.compile)
-    if cfg.neuron.num_cores is not None:
-        _at_least("neuron.num_cores", cfg.neuron.num_cores, 0)
+    if cfg.neuron.num_cores is not None and cfg.neuron.num_cores < 0:
+        raise ConfigError("neuron.num_cores", cfg.neuron.num_cores, "must be an integer >= 0")

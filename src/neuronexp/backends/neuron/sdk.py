@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import re
 import sys
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from neuronexp.backends.base import BackendUnavailable
 from neuronexp.config import ConfigError, NeuronProfilerConfig
 
 DOCUMENTED = "neuronconfig-2.31"
@@ -131,11 +133,20 @@ def detect(tnx: ModuleType) -> NeuronApi:
 
 
 def runtime_started() -> bool:
-    """Whether the Neuron runtime started in this process. torch-neuronx registers a `torch.backends` entry point, so
-    `import torch` may already have loaded it; the runtime itself starts lazily (first device use), which is what
-    lets the environment still apply."""
+    """Whether the Neuron runtime started in this process. `import torch` may have loaded torch-neuronx (its
+    `torch.backends` entry point); the runtime starts lazily (first device use), so the environment still applies."""
     loaded = sys.modules.get("torch_neuronx")
     return bool(getattr(loaded, "is_neuron_runtime_initialized", lambda: False)()) if loaded else False
+
+
+def check_installed() -> None:
+    """Raises BackendUnavailable: torch-neuronx not installed, or PyPI's placeholder (1.0, what `pip install .[neuron]`
+    finds without the Neuron repository). Told without importing it (it imports torch)."""
+    if importlib.util.find_spec("torch_neuronx") is None:
+        raise BackendUnavailable(INSTALL_HINT)
+    placeholder = placeholder_problem(installed_version(), "")
+    if placeholder:
+        raise BackendUnavailable(placeholder)
 
 
 def placeholder_problem(version: str, error: str) -> str | None:
