@@ -126,7 +126,7 @@ def _before_hydra(argv: list[str]) -> str | None:
         return clash
     for arg in argv:
         key, eq, value = arg.partition("=")
-        if eq and key.lstrip("+") == "backend" and value in ("cuda", "neuron"):
+        if eq and key.lstrip("+") == "backend" and value != "auto":
             from neuronexp.backends import check_available
             from neuronexp.config import ConfigError
 
@@ -134,6 +134,8 @@ def _before_hydra(argv: list[str]) -> str | None:
                 check_available(value)
             except ConfigError as exc:
                 return str(exc)
+            except ValueError:  # not a backend's name: Hydra's composition says what is allowed
+                return None
     return None
 
 
