@@ -39,7 +39,7 @@ SET_THROUGH_DATACLASSES = {
 }
 # Misspelt on purpose in the docs, as the example of a mistake neuronexp refuses.
 MISTAKES_SHOWN = {"timing.itres"}
-# Flags of other programs that the docs quote: Hydra's own, pip, pytest, Slurm, nvidia-smi, neuron-explorer, torch.compile.
+# Flags of other programs the docs quote: Hydra's own, pip, pytest, Slurm, nvidia-smi, neuron-explorer, torch.compile.
 OTHER_PROGRAMS = {
     "--cfg",
     "--config-dir",
