@@ -39,12 +39,14 @@ SET_THROUGH_DATACLASSES = {
 }
 # Misspelt on purpose in the docs, as the example of a mistake neuronexp refuses.
 MISTAKES_SHOWN = {"timing.itres"}
-# Flags of other programs that the docs quote: Hydra's own, pip, Slurm, nvidia-smi, neuron-explorer, torch.compile.
+# Flags of other programs the docs quote: Hydra's own, pip, pytest, Slurm, nvidia-smi, neuron-explorer, torch.compile.
 OTHER_PROGRAMS = {
     "--cfg",
     "--config-dir",
     "--help",
     "--extra-index-url",
+    "--index-url",
+    "--collect-only",
     "--cpus-per-task",
     "--exclusive",
     "--purge",
@@ -161,3 +163,94 @@ def test_every_documented_flag_exists() -> None:
     }
     unknown = sorted((flag, doc) for flag, doc in documented if flag not in known)
     assert not unknown, f"flags the docs name that no neuronexp command, script or benchmark has: {unknown}"
+
+
+# docs/configuration.md: the reference table, checked against the schema and the composed default configuration.
+REFERENCE = REPO / "docs" / "configuration.md"
+ROW = re.compile(r"^\| `([^`]+)` \| (`[^`]*`|none) \|", re.M)
+
+
+def _reference_rows() -> dict[str, str]:
+    """First column → default column of every table row in docs/configuration.md."""
+    rows: dict[str, str] = {}
+    for key, default in ROW.findall(REFERENCE.read_text()):
+        assert key not in rows, f"docs/configuration.md lists {key} twice"
+        rows[key] = default.strip("`")
+    return rows
+
+
+def _composed_default() -> tuple[dict, dict]:
+    """The default configuration as neuronexp composes it (values resolved), and Hydra's group choices."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf, open_dict
+
+    import neuronexp.config.compose  # noqa: F401 (registers the nx.* resolvers the defaults use)
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module("neuronexp.conf", version_base="1.3"):
+            cfg = compose("config", return_hydra_config=True)
+    finally:
+        GlobalHydra.instance().clear()
+    choices = dict(cfg.hydra.runtime.choices)
+    with open_dict(cfg):
+        del cfg["hydra"]  # its own interpolations resolve only inside a run
+    return OmegaConf.to_container(cfg, resolve=True), choices
+
+
+def _retired(key: str) -> bool:
+    """A schema field kept only to refuse its old name (metadata retired=True)."""
+    cls: type = RunConfig
+    for part in key.split("."):
+        f = {f.name: f for f in dataclasses.fields(cls)}[part]
+        if f.metadata.get("retired"):
+            return True
+        if f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory()):
+            cls = type(f.default_factory())
+    return False
+
+
+GROUPS = {"module", "profiler", "shapes", "experiment", "hydra/launcher", "hydra/callbacks"}
+
+
+def test_the_configuration_reference_lists_every_key_of_the_schema_and_no_other() -> None:
+    rows = set(_reference_rows()) - GROUPS
+    missing = [k for k in SCHEMA_KEYS if k not in rows and k != "module" and not _retired(k)]
+    unknown = sorted(rows - set(SCHEMA_KEYS))
+    assert not missing, f"schema keys docs/configuration.md does not list: {missing}"
+    assert not unknown, f"keys docs/configuration.md lists that the schema does not have: {unknown}"
+
+
+def test_the_configuration_reference_gives_the_composed_defaults() -> None:
+    import yaml
+
+    composed, _ = _composed_default()
+    wrong = {}
+    for key, default in _reference_rows().items():
+        if key in GROUPS:
+            continue
+        value = composed
+        for part in key.split("."):
+            value = value[part]
+        if yaml.safe_load(default) != value:
+            wrong[key] = (default, value)
+    assert not wrong, f"defaults docs/configuration.md gives (doc, composed): {wrong}"
+
+
+def test_the_configuration_reference_names_each_group_default_and_option() -> None:
+    _, choices = _composed_default()
+    text = {
+        line.split("|")[1].strip().strip("`"): line
+        for line in REFERENCE.read_text().splitlines()
+        if line.startswith("| `")
+    }
+    rows = _reference_rows()
+    assert GROUPS <= set(rows), f"groups docs/configuration.md does not list: {GROUPS - set(rows)}"
+    for group in GROUPS:
+        expected = "none" if group not in choices else ("null" if choices[group] is None else choices[group])
+        assert rows[group] == expected, f"{group}: the reference says {rows[group]}, Hydra composes {expected}"
+        options = {p.stem for p in (REPO / "conf" / group).glob("*.yaml")}
+        assert options, f"conf/{group} has no options"
+        unnamed = sorted(o for o in options if f"`{o}`" not in text[group])
+        assert not unnamed, f"{group} options docs/configuration.md does not name: {unnamed}"

@@ -1,9 +1,9 @@
 """The package's shape, checked: imports point one way between stages, no import cycle, small modules,
 Hydra's private modules in one place only, no module-level `global` state.
 
-The allowed edges are the pipeline (README, "Layout"): cli → sweep → cellprocess → cell → backends → config (slurm
-beside the sweep and its cell processes), and report/compare → analysis → results. A new edge is a design
-decision: add it here on purpose.
+The allowed edges are the pipeline (docs/architecture.md, "Layout"): cli → sweep → cellprocess → cell → backends →
+config (slurm beside the sweep and its cell processes), and report/compare → analysis → results. A new edge is a
+design decision: add it here on purpose.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from neuronexp.config.compose import spec_from
 
 BASE = ["backend=cpu", "input.shape=[1,8,64]", "input.dtype=float32"]
 
-# Each measurement key with a value other than its default (README, "Configuration keys").
+# Each measurement key with a value other than its default (docs/configuration.md).
 MEASUREMENT = [
     "timing.warmup=3",
     "timing.iters=7",
