@@ -86,3 +86,13 @@ def test_inside_a_running_hydra_the_options_come_from_its_own_config_loader(tmp_
     with initialize_config_dir(config_dir=str(tmp_path), version_base="1.3"):
         line = user_error_line(error, ["module=1.5"])
     assert line == "module=1.5: unknown option (1.5 reads as a number, not a config's name); allowed: one of mine"
+
+
+def test_a_launcher_preset_whose_plugin_is_missing_names_the_extra() -> None:
+    from hydra.errors import MissingConfigException
+
+    from neuronexp.cli.oneline import user_error_line
+
+    text = "In 'hydra/launcher/slurm': Could not load 'hydra/launcher/submitit_slurm'."  # Hydra 1.3's words
+    line = user_error_line(MissingConfigException(text, "hydra/launcher/submitit_slurm"), ["hydra/launcher=slurm"])
+    assert line == "hydra/launcher=slurm: its plugin is not installed; install it with pip install 'neuronexp[slurm]'"

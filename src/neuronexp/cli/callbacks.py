@@ -65,5 +65,7 @@ class MlflowExport(Callback):
         )
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.get("sweep", {}).get("dry_run"):  # nothing will run: nothing to connect to, nor to log
+            return
         single = config.hydra.sweeper.get("single") and not config.hydra.sweeper.get("params")
         self._start(Path(str(config.hydra.run.dir if single else config.hydra.sweep.dir)))

@@ -143,6 +143,9 @@ def _hydra_error_line(text: str, cause: BaseException | None) -> str:
 
 def _missing_option_line(text: str, exc: BaseException) -> str:
     options = getattr(exc, "options", None)
+    plugin = re.search(r"In 'hydra/launcher/([^']+)': Could not load 'hydra/launcher/([^']+)'", text)
+    if plugin is not None and plugin.group(2) in LAUNCHER_PLUGINS:  # a preset of a plugin that is not installed
+        return f"hydra/launcher={plugin.group(1)}: its plugin is not installed{LAUNCHER_PLUGINS[plugin.group(2)]}"
     match = re.search(r"Could not find '([^']+)/([^']+)'", text)
     if match is None:
         return _one_line(text)
