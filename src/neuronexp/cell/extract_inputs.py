@@ -1,5 +1,5 @@
 """A module's recorded first call (`input_specs` in modules.parquet) as the `input` node of an extracted study.
-The table is data from a results directory: only the grammar the recorder writes (cell.module_rows.value_spec) is
+The table is data from a results directory: only the grammar the recorder writes (moduletime.module_rows.value_spec) is
 read (tensors by shape, dtype and fill; literals; lists; a stand-in for an object it could not record), anything
 else is refused, and text from it reaches a generated file only as a literal (docs/guarantees.md)."""
 

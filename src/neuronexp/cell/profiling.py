@@ -13,9 +13,9 @@ from torch.profiler import profile, schedule
 
 from neuronexp.analysis.ops import normalize_op
 from neuronexp.backends import Backend
-from neuronexp.cell.modules import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
 from neuronexp.cell.optree import STEP_PREFIX, StepTree, is_leaf_row, step_tree
 from neuronexp.config import ProfilerConfig, ScheduleConfig
+from neuronexp.moduletime.attribution import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
 
 
 @dataclass
@@ -133,7 +133,8 @@ def profile_callable(
     fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path, spans: Any = None
 ) -> ProfileResult:
     """Run `fn` under torch.profiler for the configured schedule (nulls: the backend's) and collect each cycle.
-    `spans`: an eager nn.Module whose submodules get a range each by path (cell.modules), attributed per cycle.
+    `spans`: an eager nn.Module whose submodules get a range each by path (moduletime.attribution), attributed per
+    cycle.
 
     The device is synchronized inside the loop before every `prof.step()`: execution is asynchronous on
     CUDA and Neuron, and a step that closes before its kernels finish would lose their time.

@@ -21,13 +21,13 @@ from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode
 from neuronexp.cell.joblog import TRACEBACK_LOGGER
 from neuronexp.cell.limits import Limits, measure_limits
-from neuronexp.cell.module_rows import inspect_modules, module_rows
-from neuronexp.cell.modules import fill_module_device_times
 from neuronexp.cell.noise import join_warnings
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, ConfigError
+from neuronexp.moduletime.attribution import fill_module_device_times
+from neuronexp.moduletime.module_rows import inspect_modules, module_rows
 from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 

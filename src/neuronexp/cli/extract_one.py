@@ -14,13 +14,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from neuronexp.analysis.modules import short_type
 from neuronexp.analysis.noise import NOISY_MARK
 from neuronexp.cell.extract import Recipe, first_output, fused_alternative, recipe
 from neuronexp.cell.extract_inputs import input_node, shown
-from neuronexp.cell.modules import qualified_type
 from neuronexp.cli.extract_units import ExtractError, Unit, yaml_file
 from neuronexp.formatting import fmt_pct, fmt_us
+from neuronexp.moduletime.attribution import qualified_type
+from neuronexp.moduletime.views import short_type
 
 # The standalone timing: a few warm-up calls, then rounds of calls; a round spread or a p90/p10 beyond noise.*'s
 # defaults marks the figure noisy (`~`), as in the sweep's table.

@@ -37,7 +37,7 @@ def _unique(base: str, rank: int, used: set[str]) -> str:
 
 
 def plan_units(hot: Any, table: Any, where: Path) -> list[Unit]:
-    """The units of `hot` (analysis.modules.hot_units), named and with their recorded calls read.
+    """The units of `hot` (moduletime.views.hot_units), named and with their recorded calls read.
 
     Raises:
         ExtractError: a class name that gives no safe file name. BadSpecs: a recorded call outside the grammar.

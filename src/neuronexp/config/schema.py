@@ -133,7 +133,7 @@ class ProfilerConfig:
     profile_memory: bool = False
     with_flops: bool = False
     export_trace: bool = True
-    modules: bool = False  # time per nn.Module path (cell.modules); off by default: hooks cost per module call
+    modules: bool = False  # time per nn.Module path (moduletime); off by default: hooks cost per module call
     neuron: NeuronProfilerConfig = field(default_factory=NeuronProfilerConfig)
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.analysis.modules import by_type, children, hot_units, of_run, short_type
 from neuronexp.formatting import fmt_pct, fmt_us
+from neuronexp.moduletime.views import by_type, children, hot_units, of_run, short_type
 
 MAX_DEPTH = 4  # root = 0: a model, its body, its layer list, a layer, the layer's parts
 MIN_SHARE = 0.02  # smaller children are summed in one "… n more" line
