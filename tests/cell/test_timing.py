@@ -8,7 +8,7 @@ import time
 import pytest
 
 from neuronexp.backends.cpu import CpuBackend
-from neuronexp.cell.noise import noise_columns, profile_warning
+from neuronexp.cell.noise_columns import noise_columns, profile_warning
 from neuronexp.cell.timing import summarize_samples, time_callable
 from neuronexp.config import TimingConfig
 from neuronexp.host.activity import Activity, Snapshot, window

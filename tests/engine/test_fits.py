@@ -31,7 +31,7 @@ def test_the_inputs_are_counted_from_their_specs() -> None:
     # the first input, a tensor in args (its own dtype), one in kwargs following the compute dtype, a factory (0)
     spec = _spec(
         [1, 1024, 1024],
-        args=[{"shape": [1024], "dtype": "int64"}, 3, {"_target_": "neuronexp.modules.inputs.causal_mask"}],
+        args=[{"shape": [1024], "dtype": "int64"}, 3, {"_target_": "neuronexp.modules.factories.causal_mask"}],
         kwargs={"mask": {"shape": [2, 8]}, "flag": True},
     )
     assert input_bytes(spec) == 1024 * 1024 * 4 + 1024 * 8 + 2 * 8 * 4

@@ -17,11 +17,11 @@ from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.overrides import argument_columns
 from neuronexp.backends import Backend
 from neuronexp.cell.environment import package_version
-from neuronexp.cell.noise import join_warnings, noise_columns, profile_warning
+from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
-from neuronexp.config.noise import NoiseConfig
+from neuronexp.config.noise_thresholds import NoiseConfig
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables

@@ -21,7 +21,7 @@ from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode
 from neuronexp.cell.joblog import TRACEBACK_LOGGER
 from neuronexp.cell.limits import Limits, measure_limits
-from neuronexp.cell.noise import join_warnings
+from neuronexp.cell.noise_columns import join_warnings
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
 from neuronexp.cell.timing import LatencyStats

@@ -9,7 +9,7 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from neuronexp.config.noise import NoiseConfig
+from neuronexp.config.noise_thresholds import NoiseConfig
 from neuronexp.config.reuse import RerunMode, SweepConfig  # noqa: F401 (part of the schema)
 
 
@@ -78,7 +78,7 @@ class InputConfig:
     The first input is `shape`/`dtype` (what sweeps and `${nx.last:${input.shape}}` follow). `args` and
     `kwargs` hold value specs: a literal, a list (passed as a tuple), a tensor `{shape, dtype, fill, ...}`, a
     factory `{_target_: ..., params}` called with the built module, or `{_value_: X}` for a literal dict or
-    list. config.inputs checks them; cell.inputs builds them.
+    list. config.input_specs checks them; cell.inputs builds them.
     """
 
     # conf/input_dims.yaml makes the composed default follow dims: [${dims.batch}, ${dims.seq}, ${dims.hidden}].
@@ -177,8 +177,10 @@ class CorrectnessConfig:
     # rtol * the baseline output's root mean square. Not part of the run_id (applied when results are gathered).
     rtol: float | None = None
     atol: float | None = None
-    # A 16-bit cell also evaluates its module in float32 on the CPU (cell.reference): beyond the tolerance a variant
-    # still passes if no less accurate than the baseline. false saves that call. Not part of the run_id either.
+    # A 16-bit cell also evaluates its module in float32 on the CPU (cell.float32_evaluation): beyond the tolerance a
+    # variant still passes if no less accurate than the baseline. false saves that call. Not part of the run_id
+    # either. (The key keeps its published name; in the code this is the "float32 evaluation", as "reference" is
+    # the host's reference workloads.)
     float32_reference: bool = True
 
 
@@ -241,7 +243,7 @@ class RunConfig:
     dims: DimsConfig = field(default_factory=DimsConfig)
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
     correctness: CorrectnessConfig = field(default_factory=CorrectnessConfig)
-    noise: NoiseConfig = field(default_factory=NoiseConfig)  # when a cell is noisy (config.noise)
+    noise: NoiseConfig = field(default_factory=NoiseConfig)  # when a cell is noisy (config.noise_thresholds)
     # The reference cell of each group of otherwise-identical cells, as key: value pairs that pick it ({module:
     # rmsnorm_naive}, {compile.enabled: false}; a bare name: {module: name}); null: no speedups.
     baseline: Any = None

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from neuronexp.config.construct import check_constructor
 from neuronexp.config.errors import ConfigError
-from neuronexp.config.inputs import check_inputs, check_numel
+from neuronexp.config.input_specs import check_inputs, check_numel
 from neuronexp.config.neuron import validate_neuron
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.targets import locate
