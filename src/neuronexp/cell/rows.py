@@ -37,6 +37,17 @@ class Measured:
     threads: int = 1  # torch intra-op threads while the cell was measured
 
 
+@dataclass(frozen=True, kw_only=True)
+class RowParts:
+    """What a cell's rows are made of besides its labels: its measurements (None: it measured nothing), its
+    error, further columns (placement, limits, warnings) and when it started."""
+
+    measured: Measured | None
+    error: str | None
+    extra: dict[str, Any]
+    started_at: str
+
+
 def shape_label(shape: list[int]) -> str:
     """The shape as the command line writes it, so a row can be pasted back as an override."""
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
@@ -62,7 +73,8 @@ def write_lost_cell(
     Written by the process that launched it, which never touches the device: labels and `extra` only.
     """
     backend = _NotStarted(backend_name)
-    tables = cell_tables(spec, backend, cell_labels(spec, backend), None, error, extra, started_at)
+    parts = RowParts(measured=None, error=error, extra=extra, started_at=started_at)
+    tables = cell_tables(spec, backend, cell_labels(spec, backend), parts)
     write_job_tables(out_dir, tables)
     return Results(*(tables[name].to_pandas() for name in TABLES))
 
@@ -92,16 +104,8 @@ def hotspot(op_rows: list[dict[str, Any]]) -> tuple[str | None, float]:
     return str(top["op"].iloc[0]), float(top["share"].iloc[0])
 
 
-def cell_tables(
-    spec: CellSpec,
-    backend: Backend,
-    labels: dict[str, Any],
-    m: Measured | None,
-    error: str | None,
-    extra: dict[str, Any],
-    started_at: str,
-) -> dict[str, pa.Table]:
-    cfg = spec.config
+def cell_tables(spec: CellSpec, backend: Backend, labels: dict[str, Any], parts: RowParts) -> dict[str, pa.Table]:
+    cfg, m, error, extra = spec.config, parts.measured, parts.error, parts.extra
     label_part = {k: labels[k] for k in (*LABEL_COLUMNS, "shape_dims")}
     who = invocation.columns()  # which invocation measured these rows, in every table
     op_rows = [dict(label_part, **row, **who) for c in (m.profile.cycles if m else []) for row in c.ops]
@@ -119,7 +123,7 @@ def cell_tables(
         device_time_check="one source" if m is not None else None,
         torch_version=torch.__version__,
         neuronx_version=package_version("torch-neuronx"),
-        started_at=started_at,
+        started_at=parts.started_at,
         **who,
     )
     # Swept constructor arguments as columns of their own (after the contract's, never replacing one).
