@@ -18,7 +18,7 @@ from neuronexp.config import ProfilerConfig, ScheduleConfig
 from neuronexp.moduletime.attribution import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CycleProfile:
     """One profiler cycle; all times are per profiled step, in microseconds."""
 
@@ -126,7 +126,15 @@ def summarize_cycle(
         r["cycle"] = cycle
         r["device_share"] = r["self_device_us"] / device_time if device_time > 0 else float("nan")
     memory = sum(max(r[memory_key], 0.0) for r in rows if r["device_type"] == "CPU") if cfg.profile_memory else None
-    return CycleProfile(cycle, rows, device_time, cpu_time, executed, tree.dispatched / active, memory)
+    return CycleProfile(
+        cycle=cycle,
+        ops=rows,
+        device_time_us=device_time,
+        cpu_time_us=cpu_time,
+        device_ops=executed,
+        ops_dispatched=tree.dispatched / active,
+        memory_bytes=memory,
+    )
 
 
 def profile_callable(

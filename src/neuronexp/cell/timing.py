@@ -24,7 +24,7 @@ from neuronexp.host.activity import Activity, snapshot, window
 from neuronexp.host.reference import HostReference, ReferenceTimes
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LatencyStats:
     samples_us: list[float]
     median_us: float  # median of the round medians
@@ -74,17 +74,19 @@ def summarize_samples(
     arr = np.asarray(samples_us, dtype=float)
     rounds = list(rounds) if rounds is not None else [0] * len(arr)
     if not arr.size:
-        return LatencyStats([], math.nan, math.nan, math.nan, [], [], warmup_calls=warmup_calls)
+        return LatencyStats(
+            samples_us=[], median_us=math.nan, p10_us=math.nan, p90_us=math.nan, warmup_calls=warmup_calls
+        )
     p10, p90 = np.percentile(arr, [10, 90])
     labels = np.asarray(rounds)
     medians = [float(np.median(arr[labels == r])) for r in sorted(set(rounds))]
     return LatencyStats(
-        list(map(float, arr)),
-        float(np.median(medians)),
-        float(p10),
-        float(p90),
-        rounds,
-        medians,
+        samples_us=list(map(float, arr)),
+        median_us=float(np.median(medians)),
+        p10_us=float(p10),
+        p90_us=float(p90),
+        rounds=rounds,
+        round_medians_us=medians,
         warmup_calls=warmup_calls,
         pairs=pairs,
         block=block,
