@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from neuronexp.cell.device_fill import fill_device_times
-from neuronexp.cell.profiling import CycleProfile, ProfileResult
+from neuronexp.cell.profiling import CycleProfile, ProfileResult, fill_device_times
 
 
 def _row(op: str, calls: float, device_type: str = "CPU", us: float = 0.0) -> dict:

@@ -19,7 +19,7 @@ NOISE_WARNING = "noisy: "
 
 
 class Thresholds(Protocol):
-    """Beyond these a cell is noisy: the `noise.*` keys (config.noise_thresholds.NoiseConfig: defaults and why)."""
+    """Beyond these a cell is noisy: the `noise.*` keys (config.schema.NoiseConfig: defaults and why)."""
 
     round_spread: float
     p90_p10: float

@@ -1,5 +1,5 @@
 """How far a cell is from its limits, after its timed and profiled passes: one more call for its peak memory and
-its output (for the output check: cell.float32_evaluation), its work (cell.work), the roofs it is held against
+its output (for the output check: cell.output), its work (cell.work), the roofs it is held against
 (published peaks or this host's probe) and the roofline columns (analysis.roofline). Only a failure of that call
 fails the cell; any other part that fails leaves its columns empty and says why.
 """
@@ -18,8 +18,7 @@ from neuronexp.analysis.peaks import Peak, given_peak, published_peak
 from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.build import Built
-from neuronexp.cell.float32_evaluation import save_float32_output
-from neuronexp.cell.output import save_output
+from neuronexp.cell.output import save_float32_output, save_output
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.rows import Measured
 from neuronexp.cell.work import Work, count_work, listed_work

@@ -21,7 +21,7 @@ from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_w
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
-from neuronexp.config.noise_thresholds import NoiseConfig
+from neuronexp.config.schema import NoiseConfig
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables

@@ -172,7 +172,7 @@ def _alone_us(module: nn.Module, inputs: dict[str, Any]) -> tuple[float, list[st
 def noise_of(rounds: list[list[float]]) -> list[str]:
     """Why timings taken in `rounds` are noisy (analysis.noise.judge with noise.*'s defaults); empty when not."""
     from neuronexp.analysis.noise import judge
-    from neuronexp.config.noise_thresholds import NoiseConfig
+    from neuronexp.config.schema import NoiseConfig
 
     samples = [t for r in rounds for t in r]
     medians = [statistics.median(r) for r in rounds]

@@ -126,7 +126,7 @@ def attribute_cycle(events: Any, host_only: bool) -> ModuleCycle:
 
 
 def fill_module_device_times(cycles: list[ModuleCycle], per_op_us: dict[str, float], active: int) -> None:
-    """Device time per op from another source (Neuron Explorer; cell.device_fill does the same for the op rows):
+    """Device time per op from another source (Neuron Explorer; cell.profiling.fill_device_times, the same for ops):
     each module gets an op's per-step device time in proportion to the calls of that op it made."""
     if not per_op_us:
         return
