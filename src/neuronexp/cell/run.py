@@ -8,7 +8,6 @@ import logging
 import math
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -65,6 +64,10 @@ class CellRun:
         self.notes: list[str] = []  # said in the row's warnings (how it was timed)
         self.timing_group: str | None = None  # shared by the cells timed together with it (cell.group)
         self.out_of_memory = self.deferred = False
+        # After the timed pass (finish): the limits, and with profiler.modules the module and what one more call told.
+        self.limits = Limits({})
+        self.inspected: dict[str, Any] = {}
+        self.module_tree: Any = None
 
     @property
     def alloc_columns(self) -> dict[str, Any]:
@@ -124,34 +127,41 @@ class CellRun:
 
     def finish(self, latency: LatencyStats | None) -> Results:
         """Profile, measure the limits, write the rows and files; the cell's tables."""
-        backend = self.backend
+        backend, measured = self.backend, self._measure(latency)
         assert backend is not None
-        passes = self._measure(latency)
         self.built = None
         backend_info(backend.name).clean_up()  # e.g. device memory held by reference cycles, back before the next cell
-        measured = passes.measured
         extra = backend.after_profile(self.out_dir, measured.profile.schedule) if measured else {}
         if measured:
             fill_device_times(measured.profile, backend.device_op_times(), backend.device_step_time())
-            if passes.inspected:
+            if self.inspected:
                 fill_module_device_times(
                     measured.profile.modules, backend.device_op_times(), measured.profile.active_steps
                 )
-        extra["warnings"] = join_warnings(extra.get("warnings"), *self._notes(passes))
+        extra["warnings"] = join_warnings(extra.get("warnings"), *self._notes(measured))
         extra = {
             **describe_placement(backend.name, backend.device),
             **self.alloc_columns,
-            **passes.limits.columns,
+            **self.limits.columns,
             **extra,
             "timing_group": self.timing_group if measured else None,
         }
         labels = cell_labels(self.spec, backend)
         parts = RowParts(measured=measured, error=self.error, extra=extra, started_at=self.started_at)
         tables = cell_tables(self.spec, backend, labels, parts)
-        if passes.inspected and measured is not None and self.error is None:
-            tables["modules"] = _modules_table(passes, measured, labels)
-        passes.module_tree = None  # the module itself: freed before the files are written
-        self._write(tables, labels, passes)
+        if self.inspected and measured is not None and self.error is None:
+            steps = [c.device_time_us for c in measured.profile.cycles]
+            rows = module_rows(
+                self.module_tree,
+                measured.profile.modules,
+                measured.profile.active_steps,
+                steps,
+                self.inspected,
+                {k: labels[k] for k in LABEL_COLUMNS},
+            )
+            tables["modules"] = arrow_table("modules", rows)
+        self.module_tree = None  # the module itself: freed before the files are written
+        self._write(tables, labels, measured)
         backend.finish()
         self.results = Results.of(
             (tables[name].to_pandas() for name in TABLES),
@@ -159,32 +169,32 @@ class CellRun:
         )
         return self.results
 
-    def _measure(self, latency: LatencyStats | None) -> _Passes:
-        """The profiled pass and the limits, each kept when a later step fails (its failure is the cell's error)."""
-        passes = _Passes()
+    def _measure(self, latency: LatencyStats | None) -> Measured | None:
+        """The profiled pass, then the limits (self.limits) and, with profiler.modules, what one more call tells
+        about each module (self.inspected); a step that fails is the cell's error and leaves the later ones empty."""
         if self.built is None or latency is None or self.error is not None:
-            return passes
+            return None
         spec, backend, out_dir, cfg, b = self.spec, self.backend, self.out_dir, self.spec.config, self.built
         assert backend is not None
         # Time per module in eager cells only: a compiled module runs as graphs whose ops no longer belong to modules.
         per_module = cfg.profiler.modules and not cfg.compile.enabled
+        measured = None
         with self._failures(), self.grad():
             write_phase(out_dir, "profiling")
             with backend.profile_session(out_dir):
                 profile = profile_callable(b.call, backend, cfg.profiler, out_dir, b.module if per_module else None)
-            passes.measured = Measured(self.first_call_s, latency, profile, torch.get_num_threads())
+            measured = Measured(self.first_call_s, latency, profile, torch.get_num_threads())
             write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
-            passes.limits = measure_limits(b, passes.measured, spec, backend, out_dir)
+            self.limits = measure_limits(b, measured, spec, backend, out_dir)
             if per_module:  # FLOPs, bytes and inputs per module: one more eager call, outside both passes
-                passes.inspected = inspect_modules(b.module, b.args, b.kwargs)
-                passes.module_tree = b.module
-        return passes
+                self.inspected, self.module_tree = inspect_modules(b.module, b.args, b.kwargs), b.module
+        return measured
 
-    def _notes(self, passes: _Passes) -> list[str]:
+    def _notes(self, measured: Measured | None) -> list[str]:
         """What the row's warnings say about how the cell was measured."""
-        cfg, backend, measured = self.spec.config, self.backend, passes.measured
+        cfg, backend = self.spec.config, self.backend
         assert backend is not None
-        notes = [*self.notes, *passes.limits.notes]
+        notes = [*self.notes, *self.limits.notes]
         if cfg.profiler.modules and cfg.compile.enabled:
             notes.append(
                 "profiler.modules: time per module is for eager cells; a compiled module runs as graphs, not "
@@ -200,38 +210,13 @@ class CellRun:
             notes.append(f"allocator: {self.host_alloc['note']}")
         return notes
 
-    def _write(self, tables: dict[str, pa.Table], labels: dict[str, Any], passes: _Passes) -> None:
+    def _write(self, tables: dict[str, pa.Table], labels: dict[str, Any], measured: Measured | None) -> None:
         """env.json, then the tables (cells last: a cell's row says its files are whole)."""
-        measured, backend = passes.measured, self.backend
+        backend = self.backend
         assert backend is not None
         threads = measured.threads if measured else self.spec.config.threads or torch.get_num_threads()
         env = environment_record(labels["device_name"], backend.name, self.host_alloc, threads)
-        if passes.limits.host_roofs is not None:
-            env["host_roofs"] = passes.limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache
+        if self.limits.host_roofs is not None:
+            env["host_roofs"] = self.limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache file
         write_json(self.out_dir / "env.json", env)
         write_job_tables(self.out_dir, tables)
-
-
-@dataclass
-class _Passes:
-    """What `finish` measured after the timed pass; a step that failed leaves its part (and the later ones) empty."""
-
-    measured: Measured | None = None
-    limits: Limits = field(default_factory=lambda: Limits({}))
-    inspected: dict[str, Any] = field(default_factory=dict)  # profiler.modules: moduletime.module_rows.inspect_modules
-    module_tree: Any = None
-
-
-def _modules_table(passes: _Passes, measured: Measured, labels: dict[str, Any]) -> pa.Table:
-    """The modules table (profiler.modules=true), from the median profiler cycle."""
-    profile = measured.profile
-    steps = [c.device_time_us for c in profile.cycles]
-    rows = module_rows(
-        passes.module_tree,
-        profile.modules,
-        profile.active_steps,
-        steps,
-        passes.inspected,
-        {k: labels[k] for k in LABEL_COLUMNS},
-    )
-    return arrow_table("modules", rows)
