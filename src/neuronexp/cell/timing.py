@@ -117,11 +117,6 @@ def _blamed(index: int) -> Iterator[None]:
         raise CallFailed(index) from exc
 
 
-def time_callable(fn: Callable[[], Any], backend: Backend, cfg: TimingConfig) -> LatencyStats:
-    """One cell's timed pass: `time_calls` with nothing to pair it with."""
-    return time_calls([fn], backend, cfg)[0]
-
-
 def _block_size(call_us: float) -> int:
     if not call_us > 0 or call_us >= BLOCK_US:
         return 1
@@ -169,8 +164,8 @@ def time_calls(
     """
     n = len(calls)
     warmup_calls, warm_us = _warm_up(calls, backend, cfg)
-    timed = _TimedPass(calls, backend, cfg, np.random.default_rng(seed), relocate)
-    timed.blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
+    blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
+    timed = _TimedPass(calls, backend, cfg, np.random.default_rng(seed), relocate, blocks)
     reference = HostReference()
     before = snapshot()
     with _collector_off():
@@ -199,25 +194,24 @@ def _collector_off() -> Iterator[None]:
             gc.enable()
 
 
+@dataclass
 class _TimedPass:
     """The rounds of one timed pass (time_calls): each call's samples, with each sample's round and pair index."""
 
-    def __init__(
-        self,
-        calls: list[Callable[[], Any]],
-        backend: Backend,
-        cfg: TimingConfig,
-        rng: np.random.Generator,
-        relocate: Sequence[Callable[[int], None]] | None,
-    ) -> None:
-        self.calls, self.backend, self.cfg, self.rng, self.relocate = calls, backend, cfg, rng, relocate
-        n = len(calls)
-        self.blocks = [1] * n
+    calls: list[Callable[[], Any]]
+    backend: Backend
+    cfg: TimingConfig
+    rng: np.random.Generator
+    relocate: Sequence[Callable[[int], None]] | None
+    blocks: list[int]  # calls per sample (_block_size)
+
+    def __post_init__(self) -> None:
+        cfg = self.cfg
         self.rounds = max(1, min(cfg.rounds, cfg.iters))  # never more rounds than samples asked for: iters=5 is 5
         self.minimum = max(1, math.ceil(cfg.min_iters / self.rounds))  # samples a round takes before it may stop
-        self.samples: list[list[float]] = [[] for _ in calls]
-        self.labels: list[list[int]] = [[] for _ in calls]
-        self.pairs: list[list[int]] = [[] for _ in calls]
+        self.samples: list[list[float]] = [[] for _ in self.calls]
+        self.labels: list[list[int]] = [[] for _ in self.calls]
+        self.pairs: list[list[int]] = [[] for _ in self.calls]
         self.pair = 0
 
     def start_round(self, r: int) -> None:
