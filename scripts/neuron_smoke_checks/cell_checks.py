@@ -71,7 +71,7 @@ def _cell(ctx: Context, name: str, compiled: bool = False, schedule: Any = None)
     )
     job = ctx.work / f"g-{name}"
     job.mkdir(parents=True, exist_ok=True)
-    spec = CellSpec(cfg, run_id=f"smoke-{name}", experiment="smoke", module_name=name)
+    spec = CellSpec(config=cfg, run_id=f"smoke-{name}", experiment="smoke", module_name=name)
     cell = run_cell(spec, job).cells.iloc[0].to_dict()
     ctx.rows[name] = cell
     return cell

@@ -89,7 +89,7 @@ def f1_run_cell(ctx: Context) -> tuple[str, str]:
         job = ctx.work / f"f1-{name}"
         job.mkdir(parents=True, exist_ok=True)
         # The module is built from cfg.module's _target_ (CellSpec is plain data: no builder travels with it).
-        spec = CellSpec(cfg, run_id=f"smoke-{name}", experiment="smoke", module_name=name)
+        spec = CellSpec(config=cfg, run_id=f"smoke-{name}", experiment="smoke", module_name=name)
         cell = run_cell(spec, job).cells.iloc[0].to_dict()
         ok = ok and cell["status"] == "ok"
         keep = {

@@ -119,7 +119,7 @@ cfg = RunConfig(module={"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_si
                 timing=TimingConfig(warmup=3, iters=5, max_seconds=10), neuron=NeuronDeviceConfig(debug_info=True))
 job = work / f"d3-active{active}"
 job.mkdir(parents=True, exist_ok=True)
-cell = run_cell(CellSpec(cfg, run_id=f"d3-{active}", experiment="smoke",
+cell = run_cell(CellSpec(config=cfg, run_id=f"d3-{active}", experiment="smoke",
                          module_name="rmsnorm_naive"), job).cells.iloc[0].to_dict()
 manifest_path = job / "neuron_profile" / "manifest.json"
 manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import FAST, run_cli
 from neuronexp.analysis.noise import fmt_spread, judge, judge_cells
-from neuronexp.config.noise import NoiseConfig
+from neuronexp.config.schema import NoiseConfig
 
 QUIET = {
     "latency_rounds": 5,

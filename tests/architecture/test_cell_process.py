@@ -39,7 +39,7 @@ def test_a_cell_process_runs_its_cell_without_hydra(tmp_path: Path) -> None:
         timing=TimingConfig(min_seconds=0, warmup=1, iters=3, min_iters=3, rounds=1),
         roofline=RooflineConfig(probe=ProbeMode.off),
     )
-    spec = CellSpec(config, run_id="no-hydra", experiment="test", module_name="rmsnorm_naive", out_dir=str(job))
+    spec = CellSpec(config=config, run_id="no-hydra", experiment="test", module_name="rmsnorm_naive", out_dir=str(job))
     seen = tmp_path / "seen.json"
     request = ForkRequest.to_run(
         forked.cell_then_modules,

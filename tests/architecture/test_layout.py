@@ -25,8 +25,10 @@ ALLOWED = {
     "host": {"results"},
     "backends": {"config", "results", "host"},
     "analysis": {"results", "formatting"},
-    "cell": {"backends", "config", "results", "analysis", "host"},
-    "report": {"analysis", "results", "formatting"},
+    # Time per nn.Module, one feature in one folder: recorded by the cell, read by the report and extract.
+    "moduletime": {"analysis", "results", "formatting", "config"},
+    "cell": {"backends", "config", "results", "analysis", "host", "moduletime"},
+    "report": {"analysis", "results", "formatting", "moduletime"},
     "compare": {"analysis", "results", "formatting"},
     # The export stage reads results (and splits overrides with analysis); nothing imports it but its command.
     "export": {"analysis", "results"},
@@ -49,6 +51,7 @@ ALLOWED = {
     },
     "cli": {
         "engine",
+        "moduletime",
         "cellprocess",
         "cell",
         "backends",

@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from neuronexp.cell.device_fill import fill_device_times
-from neuronexp.cell.profiling import CycleProfile, ProfileResult
+from neuronexp.cell.profiling import CycleProfile, ProfileResult, fill_device_times
 
 
 def _row(op: str, calls: float, device_type: str = "CPU", us: float = 0.0) -> dict:
@@ -25,9 +24,8 @@ def _row(op: str, calls: float, device_type: str = "CPU", us: float = 0.0) -> di
 
 def test_host_rows_get_the_time_shared_by_calls_and_the_cycle_sums_follow() -> None:
     # record_shapes splits aten::mul over two rows (1 and 2 calls per step); aten::sum has no Explorer time.
-    cycle = CycleProfile(
-        0, [_row("aten::mul", 1), _row("aten::mul", 2), _row("aten::mean", 1), _row("aten::sum", 1)], 0.0, 20.0, 0.0
-    )
+    ops = [_row("aten::mul", 1), _row("aten::mul", 2), _row("aten::mean", 1), _row("aten::sum", 1)]
+    cycle = CycleProfile(cycle=0, ops=ops, device_time_us=0.0, cpu_time_us=20.0, device_ops=0.0)
     result = ProfileResult([cycle])
     fill_device_times(result, {"aten::mul": 90.0, "aten::mean": 12.0, "aten::gone": 5.0})
     assert [r["self_device_us"] for r in cycle.ops] == pytest.approx([30.0, 60.0, 12.0, 0.0])
@@ -37,9 +35,10 @@ def test_host_rows_get_the_time_shared_by_calls_and_the_cycle_sums_follow() -> N
 
 
 def test_cycles_with_their_own_device_time_and_empty_inputs_are_left_alone() -> None:
-    own = CycleProfile(0, [_row("aten::mul", 1, us=7.0), _row("k", 1, "PrivateUse1", 7.0)], 7.0, 5.0, 1.0)
+    ops = [_row("aten::mul", 1, us=7.0), _row("k", 1, "PrivateUse1", 7.0)]
+    own = CycleProfile(cycle=0, ops=ops, device_time_us=7.0, cpu_time_us=5.0, device_ops=1.0)
     fill_device_times(ProfileResult([own]), {"aten::mul": 90.0})
     assert own.ops[0]["self_device_us"] == 7.0 and own.device_time_us == 7.0
-    empty = CycleProfile(0, [_row("aten::mul", 1)], 0.0, 5.0, 0.0)
+    empty = CycleProfile(cycle=0, ops=[_row("aten::mul", 1)], device_time_us=0.0, cpu_time_us=5.0, device_ops=0.0)
     fill_device_times(ProfileResult([empty]), {})
     assert empty.ops[0]["self_device_us"] == 0.0 and empty.device_ops == 0.0

@@ -18,6 +18,7 @@ from torch.autograd.profiler_util import FunctionEvent
 from helpers.neuron_standin.synthetic_kernels import attach_kernels
 from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell import run as cell_run
+from neuronexp.cell.group import run_cell
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.config import (
     CellSpec,
@@ -101,7 +102,7 @@ def test_the_cell_reports_the_median_cycle_not_the_first_or_last(
         roofline=RooflineConfig(probe=ProbeMode.off),
     )
     spec = CellSpec(config=cfg, run_id="cuda-shaped", experiment="synthetic", module_name="rmsnorm_naive")
-    results = cell_run.run_cell(spec, tmp_path)
+    results = run_cell(spec, tmp_path)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]
     assert len(cuda_kernels) >= 3  # one parse per profiler cycle (and any other profile the cell takes)

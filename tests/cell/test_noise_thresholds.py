@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronexp.cell.noise import noise_columns
+from neuronexp.cell.noise_columns import noise_columns
 from neuronexp.cell.timing import slice_medians, summarize_samples
 from neuronexp.host.activity import Activity
 

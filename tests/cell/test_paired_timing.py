@@ -165,15 +165,15 @@ def test_every_variant_gets_the_samples_it_would_get_alone(n: int) -> None:
 def test_a_fast_call_is_sampled_until_min_seconds_have_passed_and_never_past_max_seconds() -> None:
     import time
 
-    from neuronexp.cell.timing import time_callable
+    from neuronexp.cell.timing import time_calls
 
     cfg = TimingConfig(warmup=0, iters=10, min_iters=10, rounds=2, round_gap_s=0.0, min_seconds=0.06, max_seconds=60)
     start = time.perf_counter()
-    stats = time_callable(lambda: time.sleep(0.001), CpuBackend(), cfg)
+    stats = time_calls([lambda: time.sleep(0.001)], CpuBackend(), cfg)[0]
     assert time.perf_counter() - start >= 0.06 and len(stats.samples_us) > 10  # past iters, until min_seconds
     capped = TimingConfig(warmup=0, iters=10, min_iters=10, rounds=1, round_gap_s=0.0, min_seconds=10, max_seconds=0.05)
     start = time.perf_counter()
-    time_callable(lambda: time.sleep(0.001), CpuBackend(), capped)
+    time_calls([lambda: time.sleep(0.001)], CpuBackend(), capped)
     assert time.perf_counter() - start < 1.0  # min_seconds beyond max_seconds: max_seconds wins
 
 

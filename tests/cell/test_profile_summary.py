@@ -102,7 +102,9 @@ def _cycle(i: int, device_us: float, ops: float, dispatched: float) -> CycleProf
         "cycle": i,
         "leaf": True,
     }
-    return CycleProfile(i, [row], device_us, device_us, ops, dispatched)
+    return CycleProfile(
+        cycle=i, ops=[row], device_time_us=device_us, cpu_time_us=device_us, device_ops=ops, ops_dispatched=dispatched
+    )
 
 
 def test_profile_columns_are_the_median_over_cycles_not_the_first_or_last() -> None:

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from neuronexp.backends.cpu.cpu_backend import CpuBackend
-from neuronexp.cell.noise import noise_columns, profile_warning
-from neuronexp.cell.timing import summarize_samples, time_callable
+from neuronexp.cell.noise_columns import noise_columns, profile_warning
+from neuronexp.cell.timing import summarize_samples, time_calls
 from neuronexp.config import TimingConfig
 from neuronexp.host.activity import Activity, Snapshot, window
 
@@ -29,9 +29,9 @@ class ScriptedBackend(CpuBackend):
 def test_samples_are_taken_in_rounds_and_the_median_is_over_round_medians() -> None:
     calls = []
     cfg = TimingConfig(min_seconds=0, warmup=2, iters=9, min_iters=3, rounds=3, round_gap_s=0.0, max_seconds=60)
-    stats = time_callable(
-        lambda: calls.append(1), ScriptedBackend([10.0, 10.0, 10.0, 50.0, 50.0, 50.0, 11.0, 12.0, 13.0]), cfg
-    )
+    stats = time_calls(
+        [lambda: calls.append(1)], ScriptedBackend([10.0, 10.0, 10.0, 50.0, 50.0, 50.0, 11.0, 12.0, 13.0]), cfg
+    )[0]
     assert stats.rounds == [0, 0, 0, 1, 1, 1, 2, 2, 2]
     assert stats.round_medians_us == [10.0, 50.0, 12.0]
     assert stats.median_us == 12.0  # the median of the round medians
@@ -47,7 +47,7 @@ def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
     calls: list[float] = []
     cfg = TimingConfig(min_seconds=0, warmup=0, iters=4, min_iters=4, rounds=4, round_gap_s=0.03, max_seconds=60)
     start = time.perf_counter()
-    stats = time_callable(lambda: calls.append(time.perf_counter()), ScriptedBackend([5.0]), cfg)
+    stats = time_calls([lambda: calls.append(time.perf_counter())], ScriptedBackend([5.0]), cfg)[0]
     assert time.perf_counter() - start >= 3 * 0.03
     assert stats.rounds == [0, 1, 2, 3]
     assert len(calls) == 4 + 3  # one warm call after each pause
@@ -56,7 +56,7 @@ def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
 def test_there_are_never_more_rounds_than_samples_asked_for() -> None:
     calls: list[int] = []
     cfg = TimingConfig(min_seconds=0, warmup=0, iters=4, min_iters=4, rounds=20, round_gap_s=0.0, max_seconds=60)
-    stats = time_callable(lambda: calls.append(1), ScriptedBackend([5.0, 6.0, 7.0, 8.0]), cfg)
+    stats = time_calls([lambda: calls.append(1)], ScriptedBackend([5.0, 6.0, 7.0, 8.0]), cfg)[0]
     assert stats.rounds == [0, 1, 2, 3] and stats.samples_us == [5.0, 6.0, 7.0, 8.0]
     # Four rounds, not twenty empty ones: four host references, one warm call before each round after the first.
     assert stats.host is not None and len(stats.host.dispatch_us) == 4
@@ -65,7 +65,7 @@ def test_there_are_never_more_rounds_than_samples_asked_for() -> None:
 
 def test_each_round_gets_its_share_of_the_time_budget() -> None:
     cfg = TimingConfig(min_seconds=0, warmup=0, iters=1000, min_iters=4, rounds=2, round_gap_s=0.0, max_seconds=0.02)
-    stats = time_callable(lambda: time.sleep(0.004), CpuBackend(), cfg)
+    stats = time_calls([lambda: time.sleep(0.004)], CpuBackend(), cfg)[0]
     per_round = [stats.rounds.count(r) for r in (0, 1)]
     assert all(2 <= n < 20 for n in per_round), per_round  # min_iters/rounds = 2 each, then the 10 ms share ran out
 
@@ -134,5 +134,5 @@ def test_only_the_cells_own_cpus_count(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_iters_is_the_number_of_samples_in_all_whatever_the_rounds() -> None:
     cfg = TimingConfig(min_seconds=0, warmup=0, iters=30, min_iters=1, rounds=20, round_gap_s=0.0, max_seconds=60)
-    stats = time_callable(lambda: None, ScriptedBackend([5.0]), cfg)
+    stats = time_calls([lambda: None], ScriptedBackend([5.0]), cfg)[0]
     assert len(stats.samples_us) == 30 and stats.rounds == [r for r in range(20) for _ in range(2 if r < 10 else 1)]

@@ -15,7 +15,7 @@ import pytest
 import neuronexp
 from helpers import FAST, run_dirs
 from neuronexp.backends.cpu.cpu_backend import CpuBackend
-from neuronexp.cell.timing import time_callable
+from neuronexp.cell.timing import time_calls
 from neuronexp.config import TimingConfig
 
 
@@ -25,7 +25,7 @@ def _sleeper(seconds: float):
 
 def test_sampling_stops_after_max_seconds_once_min_iters_are_in() -> None:
     cfg = TimingConfig(min_seconds=0, rounds=1, round_gap_s=0.0, warmup=0, iters=200, max_seconds=0.1, min_iters=3)
-    stats = time_callable(_sleeper(0.01), CpuBackend(), cfg)
+    stats = time_calls([_sleeper(0.01)], CpuBackend(), cfg)[0]
     # Without the cut: all 200 samples (2 s). With it: at most 0.1 s / 0.01 s + 1 samples, at least min_iters.
     assert 3 <= len(stats.samples_us) <= 11, len(stats.samples_us)
     assert all(s >= 10_000 for s in stats.samples_us)  # each sample is one call's wall time, in µs
@@ -33,21 +33,21 @@ def test_sampling_stops_after_max_seconds_once_min_iters_are_in() -> None:
 
 def test_min_iters_are_taken_even_when_max_seconds_has_passed() -> None:
     cfg = TimingConfig(min_seconds=0, rounds=1, round_gap_s=0.0, warmup=0, iters=100, max_seconds=0.001, min_iters=6)
-    stats = time_callable(_sleeper(0.005), CpuBackend(), cfg)
+    stats = time_calls([_sleeper(0.005)], CpuBackend(), cfg)[0]
     assert len(stats.samples_us) == 6  # the first sample is already past the deadline; sampling goes on to 6
 
 
 def test_without_a_deadline_every_iteration_is_sampled() -> None:
     cfg = TimingConfig(min_seconds=0, rounds=1, round_gap_s=0.0, warmup=2, iters=7, max_seconds=60.0, min_iters=1)
     calls: list[int] = []
-    stats = time_callable(lambda: calls.append(1), CpuBackend(), cfg)
+    stats = time_calls([lambda: calls.append(1)], CpuBackend(), cfg)[0]
     assert len(stats.samples_us) == 7 and stats.warmup_calls == 2 and len(calls) == 9
 
 
 def test_warm_up_stops_after_max_seconds() -> None:
     backend = CpuBackend()
     cfg = TimingConfig(min_seconds=0, rounds=1, round_gap_s=0.0, warmup=10**9, iters=3, max_seconds=0.05, min_iters=3)
-    stats = time_callable(_sleeper(0.01), backend, cfg)
+    stats = time_calls([_sleeper(0.01)], backend, cfg)[0]
     assert backend.min_warmup_calls <= stats.warmup_calls <= 6 and len(stats.samples_us) == 3
 
 

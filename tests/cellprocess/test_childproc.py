@@ -15,7 +15,7 @@ from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV, fresh_process_env
 
 def _child_environment(tmp_path: Path, inherited: dict[str, str], request_env: dict[str, str]) -> dict[str, Any]:
     out = tmp_path / "env.json"
-    request = ForkRequest(b"", env=request_env, cwd=str(tmp_path), sys_path=[], log=str(tmp_path / "cell.log"))
+    request = ForkRequest(work=b"", env=request_env, cwd=str(tmp_path), sys_path=[], log=str(tmp_path / "cell.log"))
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the cell's process: report its environment, never return into pytest

@@ -15,8 +15,8 @@ from torch import nn
 from helpers import EXPERIMENTS, run_cli
 from helpers.layers import WeightsOnly
 from helpers.user_model import write_user_model
-from neuronexp.cell.extract import fused_alternative, recipe
 from neuronexp.cell.extract_inputs import BadSpecs, input_node, read_specs
+from neuronexp.cell.extract_recipe import fused_alternative, recipe
 from neuronexp.cli.extract import main
 
 FAST = ["profiler=quick", "timing.warmup=1", "timing.iters=3", "timing.min_iters=1"]
@@ -100,8 +100,8 @@ def test_inputs_are_rebuilt_as_specs_with_the_factories_of_a_llama_layer() -> No
 
     node, notes = input_node(Layer(), *read_specs(specs, "modules.parquet"))
     assert node["shape"] == [1, 8, 64] and node["dtype"] == "float32" and "hidden_states" not in node["kwargs"]
-    assert node["kwargs"]["attention_mask"] == {"_target_": "neuronexp.modules.inputs.causal_mask"}
-    assert node["kwargs"]["position_embeddings"] == {"_target_": "neuronexp.modules.inputs.rotary"}
+    assert node["kwargs"]["attention_mask"] == {"_target_": "neuronexp.modules.factories.causal_mask"}
+    assert node["kwargs"]["position_embeddings"] == {"_target_": "neuronexp.modules.factories.rotary"}
     assert node["kwargs"]["past_key_values"] is None and "DynamicCache" in notes[0]
     assert node["kwargs"]["position_ids"] == {"shape": [1, 8], "dtype": "int64", "fill": "arange"}
     assert node["kwargs"]["gate"] == {"shape": [1, 8]}  # floating side inputs follow the cell's dtype

@@ -176,7 +176,7 @@ def test_a_class_name_from_a_tampered_table_never_names_a_path(run: Path, tmp_pa
 
 
 def test_names_are_made_safe_or_refused() -> None:
-    from neuronexp.cell.extract import study_name
+    from neuronexp.cell.extract_recipe import study_name
 
     assert study_name("transformers.models.llama.modeling_llama.LlamaMLP") == "llama_mlp"
     assert study_name("torch.nn.modules.linear./abs/dir/esc") == "abs_dir_esc"

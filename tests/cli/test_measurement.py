@@ -11,7 +11,7 @@ import pytest
 
 import neuronexp
 from helpers import FAST, run_cli, run_dirs
-from neuronexp.config.noise import NoiseConfig
+from neuronexp.config.schema import NoiseConfig
 from neuronexp.host.allocator import malloc_name
 
 GLIBC = malloc_name().startswith("glibc")

@@ -67,3 +67,15 @@ def test_a_nested_class_is_fingerprinted_with_the_file_it_is_defined_in(project:
     assert before != code_fingerprint("no_such_module.Outer.Inner")  # the file is hashed, not only the versions
     _edit(project / "mypkg" / "nested.py", layer + "            return x * 2\n")
     assert code_fingerprint("mypkg.nested.Outer.Inner") != before
+
+
+def test_an_import_added_in_a_running_process_is_followed(project: Path) -> None:
+    # A long-lived process (a notebook, a test session) that fingerprinted the layer once must see a file the layer
+    # imports after an edit: the edited file is read again, and its new imports followed.
+    (project / "helper.py").write_text("K = 1\n")
+    before = code_fingerprint("layers.Layer")
+    _edit(project / "layers.py", "import torch\nimport helper\n\nclass Layer(torch.nn.Module):\n    pass\n")
+    with_helper = code_fingerprint("layers.Layer")
+    assert with_helper != before
+    _edit(project / "helper.py", "K = 2\n")
+    assert code_fingerprint("layers.Layer") != with_helper

@@ -1,4 +1,4 @@
-"""Input specs from YAML: checked up front (config.inputs), built on the cell's device (cell.inputs)."""
+"""Input specs from YAML: checked up front (config.input_specs), built on the cell's device (cell.inputs)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from torch import nn
 
 from neuronexp.cell.inputs import InputError, grad_mode, input_node, make_inputs, wants_grad
 from neuronexp.config import ConfigError, InputConfig
-from neuronexp.config.inputs import check_inputs, forward_check
+from neuronexp.config.input_specs import check_inputs, forward_check
 
 CPU = torch.device("cpu")
 RMS = {"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 8}
@@ -82,6 +82,13 @@ def test_a_failing_factory_names_its_input_and_keeps_the_root_cause() -> None:
     ) as err:
         make_inputs(cfg, nn.Identity(), CPU)
     assert err.value.__cause__ is not None  # the traceback keeps the factory's frames
+
+
+def test_the_factories_former_name_still_builds_a_mask() -> None:
+    """Studies written before the rename name `neuronexp.modules.inputs.causal_mask`: still found (config.targets)."""
+    old = {"mask": {"_target_": "neuronexp.modules.inputs.causal_mask"}}
+    _, kw = make_inputs(_input(kwargs=old), nn.Identity(), CPU)
+    assert kw["mask"].shape == (2, 1, 3, 3) and kw["mask"][0, 0, 0, 1] == torch.finfo(torch.float32).min
 
 
 def test_factories_get_a_detached_copy_of_the_input_node() -> None:

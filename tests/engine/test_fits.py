@@ -31,7 +31,7 @@ def test_the_inputs_are_counted_from_their_specs() -> None:
     # the first input, a tensor in args (its own dtype), one in kwargs following the compute dtype, a factory (0)
     spec = _spec(
         [1, 1024, 1024],
-        args=[{"shape": [1024], "dtype": "int64"}, 3, {"_target_": "neuronexp.modules.inputs.causal_mask"}],
+        args=[{"shape": [1024], "dtype": "int64"}, 3, {"_target_": "neuronexp.modules.factories.causal_mask"}],
         kwargs={"mask": {"shape": [2, 8]}, "flag": True},
     )
     assert input_bytes(spec) == 1024 * 1024 * 4 + 1024 * 8 + 2 * 8 * 4
@@ -42,7 +42,9 @@ def test_the_bound_counts_the_relocated_copy_and_a_module_from_memory() -> None:
     assert least_bytes(_spec([1, 1024, 1024]))[0] == 2 * 4 * GiB // 1024
     assert least_bytes(_spec([1, 1024, 1024], relocate=False))[0] == 4 * GiB // 1024
     module, x = torch.nn.Linear(256, 256), torch.randn(4, 256)
-    memory = CellSpec(_spec([4, 256]).config, "m", "t", "m", memory=InMemory(module, (x,)))
+    memory = CellSpec(
+        config=_spec([4, 256]).config, run_id="m", experiment="t", module_name="m", memory=InMemory(module, (x,))
+    )
     assert least_bytes(memory)[0] == (256 * 256 + 256) * 4 + 4 * 256 * 4  # its copy, and its inputs' copy
 
 

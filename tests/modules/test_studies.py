@@ -109,7 +109,7 @@ def test_the_rotary_factory_gives_hugging_face_its_own_tables() -> None:
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
-    from neuronexp.modules.inputs import causal_mask, rotary
+    from neuronexp.modules.factories import causal_mask, rotary
 
     config = LlamaConfig(
         hidden_size=HIDDEN, num_attention_heads=H, num_key_value_heads=KV, head_dim=D, attn_implementation="sdpa"

@@ -10,7 +10,7 @@ from torch import nn
 from helpers import EXPERIMENTS
 from neuronexp.cell.inputs import make_inputs
 from neuronexp.config import ConfigError, InputConfig
-from neuronexp.config.inputs import check_inputs, compute_dtype
+from neuronexp.config.input_specs import check_inputs, compute_dtype
 
 CPU = torch.device("cpu")
 

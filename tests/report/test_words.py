@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from neuronexp.analysis.noise import fmt_spread
-from neuronexp.cell.noise import noise_columns
+from neuronexp.cell.noise_columns import noise_columns
 from neuronexp.cell.timing import summarize_samples
 from neuronexp.report.cell_text import cell_lines, clip_reasons, composite_words
 from neuronexp.report.summary import summary_markdown

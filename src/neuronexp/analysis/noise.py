@@ -1,9 +1,9 @@
 """The `noisy` flag as every view reads it, and the one rule that sets it.
 
 The sweep table, summary.md, the report, the findings and compare share this definition, so a cell is never a
-finding in one view and noisy in another. The cell judges itself when it runs (cell.noise); a sweep judges its
-cells again when it gathers them, with its own `noise.*` thresholds, so a threshold changed on a rerun applies to
-reused cells too (docs/methodology.md, "Noise").
+finding in one view and noisy in another. The cell judges itself when it runs (cell.noise_columns); a sweep judges
+its cells again when it gathers them, with its own `noise.*` thresholds, so a threshold changed on a rerun applies
+to reused cells too (docs/methodology.md, "Noise").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ NOISE_WARNING = "noisy: "
 
 
 class Thresholds(Protocol):
-    """Beyond these a cell is noisy: the `noise.*` keys (config.noise.NoiseConfig has the defaults and why)."""
+    """Beyond these a cell is noisy: the `noise.*` keys (config.schema.NoiseConfig: defaults and why)."""
 
     round_spread: float
     p90_p10: float

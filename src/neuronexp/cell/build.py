@@ -17,7 +17,7 @@ from torch import nn
 from neuronexp.backends import Backend
 from neuronexp.cell.inputs import make_inputs, torch_dtype
 from neuronexp.config import CellSpec, ConfigError, TimingConfig
-from neuronexp.config.inputs import compute_dtype
+from neuronexp.config.input_specs import compute_dtype
 from neuronexp.config.targets import instantiate
 from neuronexp.results.files import write_phase
 

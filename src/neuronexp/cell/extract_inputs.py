@@ -1,5 +1,5 @@
 """A module's recorded first call (`input_specs` in modules.parquet) as the `input` node of an extracted study.
-The table is data from a results directory: only the grammar the recorder writes (cell.module_rows.value_spec) is
+The table is data from a results directory: only the grammar the recorder writes (moduletime.module_rows.value_spec) is
 read (tensors by shape, dtype and fill; literals; lists; a stand-in for an object it could not record), anything
 else is refused, and text from it reaches a generated file only as a literal (docs/guarantees.md)."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from torch import nn
 
-from neuronexp.config.inputs import FILLS, INT64_MAX
+from neuronexp.config.input_specs import FILLS, INT64_MAX
 from neuronexp.config.schema import DType
 
 _TENSOR_KEYS = {"shape", "dtype", "fill", "low", "high", "value", "causal_mask"}
@@ -110,9 +110,9 @@ def _spec(name: str, spec: Any, notes: list[str]) -> Any:
         notes.append(f"{name}: a {spec['_unsupported_']} was passed; given as null (neuronexp has no spec for it)")
         return None
     if isinstance(spec, dict) and spec.get("causal_mask"):
-        return {"_target_": "neuronexp.modules.inputs.causal_mask"}
+        return {"_target_": "neuronexp.modules.factories.causal_mask"}
     if name.endswith("position_embeddings") and isinstance(spec, list) and len(spec) == 2:
-        return {"_target_": "neuronexp.modules.inputs.rotary"}
+        return {"_target_": "neuronexp.modules.factories.rotary"}
     if isinstance(spec, list):
         return [_spec(f"{name}[{i}]", s, notes) for i, s in enumerate(spec)]
     if isinstance(spec, dict):  # a tensor; floating ones follow the cell's dtype

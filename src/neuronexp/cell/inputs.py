@@ -1,4 +1,4 @@
-"""A cell's inputs, built from `input.*` (the value specs of config.inputs) on the cell's device.
+"""A cell's inputs, built from `input.*` (the value specs of config.input_specs) on the cell's device.
 
 Random tensors are drawn on the host from one generator seeded with `input.seed`, in a fixed order (the first
 input, then `args`, then `kwargs` in their order), then moved: the same values on every backend, and the same
@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.backends.table import backend_info
 from neuronexp.config import DType, InputConfig
-from neuronexp.config.inputs import compute_dtype, default_fill, first_spec, tensor_dtype
+from neuronexp.config.input_specs import compute_dtype, default_fill, first_spec, tensor_dtype
 from neuronexp.config.targets import instantiate
 
 TORCH_DTYPES = {

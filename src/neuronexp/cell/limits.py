@@ -1,7 +1,7 @@
 """How far a cell is from its limits, after its timed and profiled passes: one more call for its peak memory and
-its output (for the output check: cell.reference), its work (cell.work), the roofs it is held against (published
-peaks or this host's probe) and the roofline columns (analysis.roofline). Only a failure of that call fails the
-cell; any other part that fails leaves its columns empty and says why.
+its output (for the output check: cell.output), its work (cell.work), the roofs it is held against
+(published peaks or this host's probe) and the roofline columns (analysis.roofline). Only a failure of that call
+fails the cell; any other part that fails leaves its columns empty and says why.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from neuronexp.analysis.peaks import Peak, given_peak, published_peak
 from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.build import Built
-from neuronexp.cell.output import save_output
+from neuronexp.cell.output import save_float32_output, save_output
 from neuronexp.cell.profiling import ProfileResult
-from neuronexp.cell.reference import save_float32_output
 from neuronexp.cell.rows import Measured
 from neuronexp.cell.work import Work, count_work, listed_work
 from neuronexp.config import CellSpec, ProbeMode
-from neuronexp.config.inputs import compute_dtype
+from neuronexp.config.input_specs import compute_dtype
 from neuronexp.host.probe import default_cache_dir, host_roofs, quiet
 from neuronexp.results import JOBS_MANIFEST
 
@@ -132,7 +131,7 @@ def measure_limits(built: Built, measured: Measured, spec: CellSpec, backend: Ba
         "peak_memory_method": backend.memory_method,
     }
     columns.update(_output_columns(spec, out, out_dir))
-    if columns.get("output_tensors") and spec.config.correctness.float32_reference:  # 16-bit cells: cell.reference
+    if columns.get("output_tensors") and spec.config.correctness.float32_reference:  # 16-bit cells
         note = save_float32_output(module, args, kwargs, out_dir)
         notes += [note] if note else []
     work = _work(module, args, kwargs, out, profile)

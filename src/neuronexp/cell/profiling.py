@@ -1,8 +1,11 @@
-"""The profiled pass: torch.profiler with a wait/warmup/active schedule, turned into per-step op rows."""
+"""The profiled pass: torch.profiler with a wait/warmup/active schedule, turned into per-step op rows; and device
+time per op from a source other than key_averages() (Neuron Explorer) put where key_averages() left none
+(fill_device_times), so device sums, shares, op counts and the hotspot follow the usual rules."""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,12 +16,12 @@ from torch.profiler import profile, schedule
 
 from neuronexp.analysis.ops import normalize_op
 from neuronexp.backends import Backend
-from neuronexp.cell.modules import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
 from neuronexp.cell.optree import STEP_PREFIX, StepTree, is_leaf_row, step_tree
 from neuronexp.config import ProfilerConfig, ScheduleConfig
+from neuronexp.moduletime.attribution import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CycleProfile:
     """One profiler cycle; all times are per profiled step, in microseconds."""
 
@@ -126,14 +129,23 @@ def summarize_cycle(
         r["cycle"] = cycle
         r["device_share"] = r["self_device_us"] / device_time if device_time > 0 else float("nan")
     memory = sum(max(r[memory_key], 0.0) for r in rows if r["device_type"] == "CPU") if cfg.profile_memory else None
-    return CycleProfile(cycle, rows, device_time, cpu_time, executed, tree.dispatched / active, memory)
+    return CycleProfile(
+        cycle=cycle,
+        ops=rows,
+        device_time_us=device_time,
+        cpu_time_us=cpu_time,
+        device_ops=executed,
+        ops_dispatched=tree.dispatched / active,
+        memory_bytes=memory,
+    )
 
 
 def profile_callable(
     fn: Callable[[], Any], backend: Backend, cfg: ProfilerConfig, out_dir: Path, spans: Any = None
 ) -> ProfileResult:
     """Run `fn` under torch.profiler for the configured schedule (nulls: the backend's) and collect each cycle.
-    `spans`: an eager nn.Module whose submodules get a range each by path (cell.modules), attributed per cycle.
+    `spans`: an eager nn.Module whose submodules get a range each by path (moduletime.attribution), attributed per
+    cycle.
 
     The device is synchronized inside the loop before every `prof.step()`: execution is asynchronous on
     CUDA and Neuron, and a step that closes before its kernels finish would lose their time.
@@ -174,3 +186,34 @@ def profile_callable(
             backend.synchronize()
             prof.step()
     return result
+
+
+def fill_device_times(
+    profile: ProfileResult, per_op_us: dict[str, float], step: tuple[float, float] | None = None
+) -> None:
+    """Give each host op row its share of `per_op_us[op]` (device us per step) in cycles without device time, and
+    take the step's device time and executions from `step` when the source covers the whole step (then the rows'
+    shares leave room for the time no op row holds).
+
+    An op split over several rows (record_shapes groups by input shape) is shared by calls. The same per-step
+    figures go into every cycle: the source covers the whole capture, not one cycle.
+    """
+    if not per_op_us and step is None:
+        return
+    for cycle in profile.cycles:
+        if cycle.device_time_us > 0:
+            continue
+        rows = [r for r in cycle.ops if r["device_type"] == "CPU" and r["op"] in per_op_us]
+        calls: dict[str, float] = {}
+        for r in rows:
+            calls[r["op"]] = calls.get(r["op"], 0.0) + r["calls"]
+        for r in rows:
+            share = r["calls"] / calls[r["op"]] if calls[r["op"]] > 0 else 1.0 / sum(x["op"] == r["op"] for x in rows)
+            r["self_device_us"] = r["device_total_us"] = per_op_us[r["op"]] * share
+        cycle.device_time_us = sum(r["self_device_us"] for r in rows)
+        cycle.device_ops = sum(r["calls"] for r in rows)
+        if step is not None:
+            cycle.device_time_us = step[0]
+            cycle.device_ops = step[1] if math.isfinite(step[1]) else cycle.device_ops
+        for r in cycle.ops:
+            r["device_share"] = r["self_device_us"] / cycle.device_time_us if cycle.device_time_us > 0 else math.nan

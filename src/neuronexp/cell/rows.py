@@ -17,11 +17,11 @@ from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.overrides import argument_columns
 from neuronexp.backends import Backend
 from neuronexp.cell.environment import package_version
-from neuronexp.cell.noise import join_warnings, noise_columns, profile_warning
+from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
-from neuronexp.config.noise import NoiseConfig
+from neuronexp.config.schema import NoiseConfig
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
@@ -35,6 +35,17 @@ class Measured:
     latency: LatencyStats
     profile: ProfileResult
     threads: int = 1  # torch intra-op threads while the cell was measured
+
+
+@dataclass(frozen=True, kw_only=True)
+class RowParts:
+    """What a cell's rows are made of besides its labels: its measurements (None: it measured nothing), its
+    error, further columns (placement, limits, warnings) and when it started."""
+
+    measured: Measured | None
+    error: str | None
+    extra: dict[str, Any]
+    started_at: str
 
 
 def shape_label(shape: list[int]) -> str:
@@ -62,7 +73,8 @@ def write_lost_cell(
     Written by the process that launched it, which never touches the device: labels and `extra` only.
     """
     backend = _NotStarted(backend_name)
-    tables = cell_tables(spec, backend, cell_labels(spec, backend), None, error, extra, started_at)
+    parts = RowParts(measured=None, error=error, extra=extra, started_at=started_at)
+    tables = cell_tables(spec, backend, cell_labels(spec, backend), parts)
     write_job_tables(out_dir, tables)
     return Results(*(tables[name].to_pandas() for name in TABLES))
 
@@ -92,16 +104,8 @@ def hotspot(op_rows: list[dict[str, Any]]) -> tuple[str | None, float]:
     return str(top["op"].iloc[0]), float(top["share"].iloc[0])
 
 
-def cell_tables(
-    spec: CellSpec,
-    backend: Backend,
-    labels: dict[str, Any],
-    m: Measured | None,
-    error: str | None,
-    extra: dict[str, Any],
-    started_at: str,
-) -> dict[str, pa.Table]:
-    cfg = spec.config
+def cell_tables(spec: CellSpec, backend: Backend, labels: dict[str, Any], parts: RowParts) -> dict[str, pa.Table]:
+    cfg, m, error, extra = spec.config, parts.measured, parts.error, parts.extra
     label_part = {k: labels[k] for k in (*LABEL_COLUMNS, "shape_dims")}
     who = invocation.columns()  # which invocation measured these rows, in every table
     op_rows = [dict(label_part, **row, **who) for c in (m.profile.cycles if m else []) for row in c.ops]
@@ -119,7 +123,7 @@ def cell_tables(
         device_time_check="one source" if m is not None else None,
         torch_version=torch.__version__,
         neuronx_version=package_version("torch-neuronx"),
-        started_at=started_at,
+        started_at=parts.started_at,
         **who,
     )
     # Swept constructor arguments as columns of their own (after the contract's, never replacing one).

@@ -12,22 +12,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import torch
 
 from neuronexp.backends import HOST, Backend, backend_info, backend_kind, resolve_backend
 from neuronexp.cell.build import Built, build, first_call, kernel_records
-from neuronexp.cell.device_fill import fill_device_times
 from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode
 from neuronexp.cell.joblog import TRACEBACK_LOGGER
 from neuronexp.cell.limits import Limits, measure_limits
-from neuronexp.cell.module_rows import inspect_modules, module_rows
-from neuronexp.cell.modules import fill_module_device_times
-from neuronexp.cell.noise import join_warnings
-from neuronexp.cell.profiling import profile_callable
-from neuronexp.cell.rows import Measured, cell_labels, cell_tables, write_lost_cell
+from neuronexp.cell.noise_columns import join_warnings
+from neuronexp.cell.profiling import fill_device_times, profile_callable
+from neuronexp.cell.rows import Measured, RowParts, cell_labels, cell_tables, write_lost_cell
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, ConfigError
+from neuronexp.moduletime.attribution import fill_module_device_times
+from neuronexp.moduletime.module_rows import inspect_modules, module_rows
 from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 
@@ -64,6 +64,10 @@ class CellRun:
         self.notes: list[str] = []  # said in the row's warnings (how it was timed)
         self.timing_group: str | None = None  # shared by the cells timed together with it (cell.group)
         self.out_of_memory = self.deferred = False
+        # After the timed pass (finish): the limits, and with profiler.modules the module and what one more call told.
+        self.limits = Limits({})
+        self.inspected: dict[str, Any] = {}
+        self.module_tree: Any = None
 
     @property
     def alloc_columns(self) -> dict[str, Any]:
@@ -123,37 +127,74 @@ class CellRun:
 
     def finish(self, latency: LatencyStats | None) -> Results:
         """Profile, measure the limits, write the rows and files; the cell's tables."""
-        spec, backend, out_dir, cfg = self.spec, self.backend, self.out_dir, self.spec.config
+        backend, measured = self.backend, self._measure(latency)
         assert backend is not None
-        measured: Measured | None = None
-        limits = Limits({})
-        # Time per module in eager cells only: a compiled module runs as graphs whose ops no longer belong to modules.
-        per_module = cfg.profiler.modules and not cfg.compile.enabled
-        inspected: dict[str, Any] = {}
-        module_tree: Any = None
-        if self.built is not None and latency is not None and self.error is None:
-            with self._failures(), self.grad():
-                write_phase(out_dir, "profiling")
-                spans = self.built.module if per_module else None
-                with backend.profile_session(out_dir):
-                    profile = profile_callable(self.built.call, backend, cfg.profiler, out_dir, spans)
-                measured = Measured(self.first_call_s, latency, profile, torch.get_num_threads())
-                write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
-                b = self.built
-                limits = measure_limits(b, measured, spec, backend, out_dir)
-                if per_module:  # FLOPs, bytes and inputs per module: one more eager call, outside both passes
-                    inspected = inspect_modules(b.module, b.args, b.kwargs)
-                    module_tree = b.module
         self.built = None
         backend_info(backend.name).clean_up()  # e.g. device memory held by reference cycles, back before the next cell
-        extra = backend.after_profile(out_dir, measured.profile.schedule) if measured else {}
+        extra = backend.after_profile(self.out_dir, measured.profile.schedule) if measured else {}
         if measured:
             fill_device_times(measured.profile, backend.device_op_times(), backend.device_step_time())
-            if inspected:
+            if self.inspected:
                 fill_module_device_times(
                     measured.profile.modules, backend.device_op_times(), measured.profile.active_steps
                 )
-        notes = [*self.notes, *limits.notes]
+        extra["warnings"] = join_warnings(extra.get("warnings"), *self._notes(measured))
+        extra = {
+            **describe_placement(backend.name, backend.device),
+            **self.alloc_columns,
+            **self.limits.columns,
+            **extra,
+            "timing_group": self.timing_group if measured else None,
+        }
+        labels = cell_labels(self.spec, backend)
+        parts = RowParts(measured=measured, error=self.error, extra=extra, started_at=self.started_at)
+        tables = cell_tables(self.spec, backend, labels, parts)
+        if self.inspected and measured is not None and self.error is None:
+            steps = [c.device_time_us for c in measured.profile.cycles]
+            rows = module_rows(
+                self.module_tree,
+                measured.profile.modules,
+                measured.profile.active_steps,
+                steps,
+                self.inspected,
+                {k: labels[k] for k in LABEL_COLUMNS},
+            )
+            tables["modules"] = arrow_table("modules", rows)
+        self.module_tree = None  # the module itself: freed before the files are written
+        self._write(tables, labels, measured)
+        backend.finish()
+        self.results = Results.of(
+            (tables[name].to_pandas() for name in TABLES),
+            tables["modules"].to_pandas() if "modules" in tables else None,
+        )
+        return self.results
+
+    def _measure(self, latency: LatencyStats | None) -> Measured | None:
+        """The profiled pass, then the limits (self.limits) and, with profiler.modules, what one more call tells
+        about each module (self.inspected); a step that fails is the cell's error and leaves the later ones empty."""
+        if self.built is None or latency is None or self.error is not None:
+            return None
+        spec, backend, out_dir, cfg, b = self.spec, self.backend, self.out_dir, self.spec.config, self.built
+        assert backend is not None
+        # Time per module in eager cells only: a compiled module runs as graphs whose ops no longer belong to modules.
+        per_module = cfg.profiler.modules and not cfg.compile.enabled
+        measured = None
+        with self._failures(), self.grad():
+            write_phase(out_dir, "profiling")
+            with backend.profile_session(out_dir):
+                profile = profile_callable(b.call, backend, cfg.profiler, out_dir, b.module if per_module else None)
+            measured = Measured(self.first_call_s, latency, profile, torch.get_num_threads())
+            write_phase(out_dir, "limits")  # peak memory, the output saved, the work counted, the roofs
+            self.limits = measure_limits(b, measured, spec, backend, out_dir)
+            if per_module:  # FLOPs, bytes and inputs per module: one more eager call, outside both passes
+                self.inspected, self.module_tree = inspect_modules(b.module, b.args, b.kwargs), b.module
+        return measured
+
+    def _notes(self, measured: Measured | None) -> list[str]:
+        """What the row's warnings say about how the cell was measured."""
+        cfg, backend = self.spec.config, self.backend
+        assert backend is not None
+        notes = [*self.notes, *self.limits.notes]
         if cfg.profiler.modules and cfg.compile.enabled:
             notes.append(
                 "profiler.modules: time per module is for eager cells; a compiled module runs as graphs, not "
@@ -167,39 +208,15 @@ class CellRun:
             )
         if self.host_alloc["note"]:  # the mode did not apply as asked: the figures are not what the key promised
             notes.append(f"allocator: {self.host_alloc['note']}")
-        extra["warnings"] = join_warnings(extra.get("warnings"), *notes)
-        extra = {
-            **describe_placement(backend.name, backend.device),
-            **self.alloc_columns,
-            **limits.columns,
-            **extra,
-            "timing_group": self.timing_group if measured else None,
-        }
-        labels = cell_labels(spec, backend)
-        tables = cell_tables(spec, backend, labels, measured, self.error, extra, self.started_at)
-        if inspected and measured is not None and self.error is None:
-            steps = [c.device_time_us for c in measured.profile.cycles]
-            tables["modules"] = arrow_table(
-                "modules",
-                module_rows(
-                    module_tree,
-                    measured.profile.modules,
-                    measured.profile.active_steps,
-                    steps,
-                    inspected,
-                    {k: labels[k] for k in LABEL_COLUMNS},
-                ),
-            )
-        del module_tree
-        threads = measured.threads if measured else cfg.threads or torch.get_num_threads()
+        return notes
+
+    def _write(self, tables: dict[str, pa.Table], labels: dict[str, Any], measured: Measured | None) -> None:
+        """env.json, then the tables (cells last: a cell's row says its files are whole)."""
+        backend = self.backend
+        assert backend is not None
+        threads = measured.threads if measured else self.spec.config.threads or torch.get_num_threads()
         env = environment_record(labels["device_name"], backend.name, self.host_alloc, threads)
-        if limits.host_roofs is not None:
-            env["host_roofs"] = limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache file
-        write_json(out_dir / "env.json", env)
-        write_job_tables(out_dir, tables)
-        backend.finish()
-        self.results = Results.of(
-            (tables[name].to_pandas() for name in TABLES),
-            tables["modules"].to_pandas() if "modules" in tables else None,
-        )
-        return self.results
+        if self.limits.host_roofs is not None:
+            env["host_roofs"] = self.limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache file
+        write_json(self.out_dir / "env.json", env)
+        write_job_tables(self.out_dir, tables)

@@ -24,7 +24,7 @@ from neuronexp.host.activity import Activity, snapshot, window
 from neuronexp.host.reference import HostReference, ReferenceTimes
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LatencyStats:
     samples_us: list[float]
     median_us: float  # median of the round medians
@@ -74,25 +74,23 @@ def summarize_samples(
     arr = np.asarray(samples_us, dtype=float)
     rounds = list(rounds) if rounds is not None else [0] * len(arr)
     if not arr.size:
-        return LatencyStats([], math.nan, math.nan, math.nan, [], [], warmup_calls=warmup_calls)
+        return LatencyStats(
+            samples_us=[], median_us=math.nan, p10_us=math.nan, p90_us=math.nan, warmup_calls=warmup_calls
+        )
     p10, p90 = np.percentile(arr, [10, 90])
     labels = np.asarray(rounds)
     medians = [float(np.median(arr[labels == r])) for r in sorted(set(rounds))]
     return LatencyStats(
-        list(map(float, arr)),
-        float(np.median(medians)),
-        float(p10),
-        float(p90),
-        rounds,
-        medians,
+        samples_us=list(map(float, arr)),
+        median_us=float(np.median(medians)),
+        p10_us=float(p10),
+        p90_us=float(p90),
+        rounds=rounds,
+        round_medians_us=medians,
         warmup_calls=warmup_calls,
         pairs=pairs,
         block=block,
     )
-
-
-def _per_round(total: int, rounds: int) -> int:
-    return max(1, math.ceil(total / rounds))
 
 
 # Paired calls shorter than this are timed in blocks of ceil(BLOCK_US / call) calls, one sample a block: the
@@ -117,11 +115,6 @@ def _blamed(index: int) -> Iterator[None]:
         yield
     except (Exception, SystemExit) as exc:  # a layer's sys.exit is its failure too (cell.run)
         raise CallFailed(index) from exc
-
-
-def time_callable(fn: Callable[[], Any], backend: Backend, cfg: TimingConfig) -> LatencyStats:
-    """One cell's timed pass: `time_calls` with nothing to pair it with."""
-    return time_calls([fn], backend, cfg)[0]
 
 
 def _block_size(call_us: float) -> int:
@@ -170,59 +163,91 @@ def time_calls(
     how fast the host itself was then.
     """
     n = len(calls)
-    rng = np.random.default_rng(seed)
     warmup_calls, warm_us = _warm_up(calls, backend, cfg)
     blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
-    rounds = max(1, min(cfg.rounds, cfg.iters))  # never more rounds than samples asked for: iters=5 is 5 samples
-    minimum = _per_round(cfg.min_iters, rounds)
-    budget = cfg.max_seconds * n / rounds
-    samples: list[list[float]] = [[] for _ in calls]
-    labels: list[list[int]] = [[] for _ in calls]
-    pairs: list[list[int]] = [[] for _ in calls]
-    pair = 0
+    timed = _TimedPass(calls, backend, cfg, np.random.default_rng(seed), relocate, blocks)
     reference = HostReference()
     before = snapshot()
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for r in range(rounds):
-            moved = bool(relocate) and cfg.relocate
-            if r and cfg.round_gap_s > 0:
-                time.sleep(cfg.round_gap_s)
-            if moved:
-                for j, move in enumerate(relocate or ()):
-                    with _blamed(j):
-                        move(int(rng.integers(_SPACER_STEPS)) * _SPACER_STEP)
-            if moved or r:  # after the move, or the last round's reference and the pause: a round starts warm
-                for j, fn in enumerate(calls):
-                    with _blamed(j):
-                        fn()
-                backend.synchronize()
-            started = time.perf_counter()
-            deadline, long_enough = started + budget, started + min(cfg.min_seconds, cfg.max_seconds) * n / rounds
-            taken = 0
-            target = cfg.iters // rounds + (r < cfg.iters % rounds)  # iters in all: 30 in 20 rounds, 2 then 1
-            while taken < target or time.perf_counter() < long_enough:
-                for j in rng.permutation(n) if n > 1 else (0,):
-                    with _blamed(int(j)):  # around the sample, not in it: the clock never sees the guard
-                        samples[j].append(_sample(calls[j], backend, blocks[j]))
-                    labels[j].append(r)
-                    pairs[j].append(pair)
-                pair += 1
-                taken += 1
-                if taken >= minimum and time.perf_counter() > deadline:
-                    break
+    with _collector_off():
+        for r in range(timed.rounds):
+            timed.start_round(r)
+            timed.take_round(r)
             reference.measure()  # after the round's samples, so that it never stands between a warm call and them
-    finally:
-        if collecting:
-            gc.enable()
     activity = window(before, snapshot())
     out = []
     for j in range(n):
-        stats = summarize_samples(samples[j], labels[j], warmup_calls, pairs[j] if n > 1 else None, blocks[j])
+        pairs = timed.pairs[j] if n > 1 else None
+        stats = summarize_samples(timed.samples[j], timed.labels[j], warmup_calls, pairs, timed.blocks[j])
         stats.activity, stats.host = activity, reference.times
         out.append(stats)
     return out
+
+
+@contextmanager
+def _collector_off() -> Iterator[None]:
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@dataclass
+class _TimedPass:
+    """The rounds of one timed pass (time_calls): each call's samples, with each sample's round and pair index."""
+
+    calls: list[Callable[[], Any]]
+    backend: Backend
+    cfg: TimingConfig
+    rng: np.random.Generator
+    relocate: Sequence[Callable[[int], None]] | None
+    blocks: list[int]  # calls per sample (_block_size)
+
+    def __post_init__(self) -> None:
+        cfg = self.cfg
+        self.rounds = max(1, min(cfg.rounds, cfg.iters))  # never more rounds than samples asked for: iters=5 is 5
+        self.minimum = max(1, math.ceil(cfg.min_iters / self.rounds))  # samples a round takes before it may stop
+        self.samples: list[list[float]] = [[] for _ in self.calls]
+        self.labels: list[list[int]] = [[] for _ in self.calls]
+        self.pairs: list[list[int]] = [[] for _ in self.calls]
+        self.pair = 0
+
+    def start_round(self, r: int) -> None:
+        """The pause between rounds, the inputs moved (timing.relocate), and one warm call of each after either."""
+        moved = bool(self.relocate) and self.cfg.relocate
+        if r and self.cfg.round_gap_s > 0:
+            time.sleep(self.cfg.round_gap_s)
+        if moved:
+            for j, move in enumerate(self.relocate or ()):
+                with _blamed(j):
+                    move(int(self.rng.integers(_SPACER_STEPS)) * _SPACER_STEP)
+        if moved or r:  # after the move, or the last round's reference and the pause: a round starts warm
+            for j, fn in enumerate(self.calls):
+                with _blamed(j):
+                    fn()
+            self.backend.synchronize()
+
+    def take_round(self, r: int) -> None:
+        """Round r's samples: its share of iters, on until its share of min_seconds, cut at its share of
+        max_seconds once it has `minimum`."""
+        cfg, n = self.cfg, len(self.calls)
+        started = time.perf_counter()
+        deadline = started + cfg.max_seconds * n / self.rounds
+        long_enough = started + min(cfg.min_seconds, cfg.max_seconds) * n / self.rounds
+        target = cfg.iters // self.rounds + (r < cfg.iters % self.rounds)  # iters in all: 30 in 20 rounds, 2 then 1
+        taken = 0
+        while taken < target or time.perf_counter() < long_enough:
+            for j in self.rng.permutation(n) if n > 1 else (0,):
+                with _blamed(int(j)):  # around the sample, not in it: the clock never sees the guard
+                    self.samples[j].append(_sample(self.calls[j], self.backend, self.blocks[j]))
+                self.labels[j].append(r)
+                self.pairs[j].append(self.pair)
+            self.pair += 1
+            taken += 1
+            if taken >= self.minimum and time.perf_counter() > deadline:
+                break
 
 
 def _warm_up(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig) -> tuple[int, list[float]]:

@@ -41,7 +41,7 @@ _NO_COMPUTE = {
 _NOTE_OPS = 8
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Work:
     bytes_min: int
     bytes_read: int
@@ -133,11 +133,11 @@ def listed_work(
     )
     note = f"FlopCounterMode could not run the module ({why}): {source}; bytes: every input, weight and output"
     return Work(
-        bytes_read + bytes_written,
-        bytes_read,
-        bytes_written,
-        flops if flops is not None else float("nan"),
-        note,
+        bytes_min=bytes_read + bytes_written,
+        bytes_read=bytes_read,
+        bytes_written=bytes_written,
+        flops=flops if flops is not None else float("nan"),
+        note=note,
         fallback=True,
     )
 
@@ -161,4 +161,7 @@ def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any])
     if missing:
         more = f" and {len(missing) - _NOTE_OPS} more" if len(missing) > _NOTE_OPS else ""
         note = f"no FLOP formula, counted 0: {', '.join(missing[:_NOTE_OPS])}{more}"
-    return Work(bytes_read + bytes_written, bytes_read, bytes_written, float(counter.get_total_flops()), note)
+    flops = float(counter.get_total_flops())
+    return Work(
+        bytes_min=bytes_read + bytes_written, bytes_read=bytes_read, bytes_written=bytes_written, flops=flops, note=note
+    )

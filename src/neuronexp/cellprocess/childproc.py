@@ -22,7 +22,7 @@ from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ForkRequest:
     """The one message a supervisor sends the fork server: where and how the forked process runs, and what it runs.
 
@@ -44,7 +44,7 @@ class ForkRequest:
 
     @classmethod
     def to_run(cls, entry: Callable[[T], int | None], argument: T, **where: Any) -> ForkRequest:
-        return cls(pickle.dumps((entry, argument)), **where)
+        return cls(work=pickle.dumps((entry, argument)), **where)
 
     def encode(self) -> str:
         return base64.b64encode(pickle.dumps(self)).decode()

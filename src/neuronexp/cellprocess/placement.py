@@ -130,18 +130,10 @@ def check_lock_dir(value: str | None) -> None:
     probe = root
     while not os.path.lexists(probe) and probe.parent != probe:
         probe = probe.parent
-    if not probe.is_dir():
-        raise ConfigError(
-            "launcher.lock_dir",
-            str(value or root),
-            f"{probe} is not a directory; choose a directory this user can write",
-        )
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ConfigError(
-            "launcher.lock_dir",
-            str(value or root),
-            f"{probe} is not writable by this user; choose a directory this user can write",
-        )
+    own_dir = "choose a directory this user can write"
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        why = f"{probe} is not a directory" if not probe.is_dir() else f"{probe} is not writable by this user"
+        raise ConfigError("launcher.lock_dir", str(value or root), f"{why}; {own_dir}")
     for path in sorted(root.glob("*.lock")) if probe == root else ():
         try:
             kind = stat.S_IFMT(os.lstat(path).st_mode)

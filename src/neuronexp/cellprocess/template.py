@@ -15,7 +15,6 @@ import selectors
 import signal
 import socket
 import sys
-from pathlib import Path
 from typing import Any, NoReturn
 
 from neuronexp.cellprocess.childproc import PASSED_ON, ForkRequest, die_with, enter_cell_process, run_work
@@ -194,11 +193,6 @@ def main() -> None:
     # torch.profiler's first start asks `hasattr(torch, "_inductor")`, which imports Inductor and Dynamo: 1.8 s
     # of every cell on a 2-core VM unless done here (thread-free: checked by forksafety.template_state).
     hasattr(torch, "_inductor")
-    # Every cell's env.json asks git about the working tree (two subprocesses); asked once here, as a process
-    # running all the cells would, and inherited by each fork through the cache.
-    from neuronexp.cell.environment import git_state
-
-    git_state(Path.cwd().resolve())
 
     line = sys.stdin.buffer.readline()
     if not line:  # the owner stopped before its sweep had a cell to run

@@ -52,10 +52,10 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
     Raises:
         ExtractError: one line (Refused, BadSpecs and ModelRefused are ValueErrors with their line too).
     """
-    from neuronexp.analysis.modules import hot_units, of_run
     from neuronexp.cell.extract_model import build_model, run_config
     from neuronexp.cli.extract_one import study_files
     from neuronexp.cli.extract_units import plan_units
+    from neuronexp.moduletime.views import hot_units, of_run
     from neuronexp.results import read_any
     from neuronexp.results.owned import check_free, commit, prepare
 

@@ -14,13 +14,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from neuronexp.analysis.modules import short_type
 from neuronexp.analysis.noise import NOISY_MARK
-from neuronexp.cell.extract import Recipe, first_output, fused_alternative, recipe
 from neuronexp.cell.extract_inputs import input_node, shown
-from neuronexp.cell.modules import qualified_type
+from neuronexp.cell.extract_recipe import Recipe, first_output, fused_alternative, recipe
 from neuronexp.cli.extract_units import ExtractError, Unit, yaml_file
 from neuronexp.formatting import fmt_pct, fmt_us
+from neuronexp.moduletime.attribution import qualified_type
+from neuronexp.moduletime.views import short_type
 
 # The standalone timing: a few warm-up calls, then rounds of calls; a round spread or a p90/p10 beyond noise.*'s
 # defaults marks the figure noisy (`~`), as in the sweep's table.
@@ -172,7 +172,7 @@ def _alone_us(module: nn.Module, inputs: dict[str, Any]) -> tuple[float, list[st
 def noise_of(rounds: list[list[float]]) -> list[str]:
     """Why timings taken in `rounds` are noisy (analysis.noise.judge with noise.*'s defaults); empty when not."""
     from neuronexp.analysis.noise import judge
-    from neuronexp.config.noise import NoiseConfig
+    from neuronexp.config.schema import NoiseConfig
 
     samples = [t for r in rounds for t in r]
     medians = [statistics.median(r) for r in rounds]

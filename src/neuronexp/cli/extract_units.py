@@ -16,7 +16,7 @@ class ExtractError(ValueError):
 @dataclass(frozen=True, kw_only=True)
 class Unit:
     rank: int
-    name: str  # the file and config name, safe (cell.extract.study_name)
+    name: str  # the file and config name, safe (cell.extract_recipe.study_name)
     module_type: str
     paths: list[str]
     share: float
@@ -37,13 +37,13 @@ def _unique(base: str, rank: int, used: set[str]) -> str:
 
 
 def plan_units(hot: Any, table: Any, where: Path) -> list[Unit]:
-    """The units of `hot` (analysis.modules.hot_units), named and with their recorded calls read.
+    """The units of `hot` (moduletime.views.hot_units), named and with their recorded calls read.
 
     Raises:
         ExtractError: a class name that gives no safe file name. BadSpecs: a recorded call outside the grammar.
     """
-    from neuronexp.cell.extract import study_name
     from neuronexp.cell.extract_inputs import read_specs, shown
+    from neuronexp.cell.extract_recipe import study_name
 
     units: list[Unit] = []
     used: set[str] = set()

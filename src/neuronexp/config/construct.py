@@ -1,6 +1,7 @@
 """The module node's keys against the signature of what its `_target_` calls (`__init__` for a class), checked when
-a cell is planned, as its inputs are against `forward` (config.inputs): `+module.expansoin=4` is one line before any
-file is written, not a TypeError in the cell. Nested `_target_` nodes (a Hugging Face config) are checked alike."""
+a cell is planned, as its inputs are against `forward` (config.input_specs): `+module.expansoin=4` is one line
+before any file is written, not a TypeError in the cell. Nested `_target_` nodes (a Hugging Face config) are checked
+alike."""
 
 from __future__ import annotations
 

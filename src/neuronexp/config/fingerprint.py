@@ -18,7 +18,8 @@ def code_fingerprint(target: object) -> str:
     """A short hash of the code behind `module._target_` (what it covers: docs/guarantees.md)."""
     if not isinstance(target, str) or "." not in target:
         return _hash([], _versions())
-    return _fingerprint(target, tuple(_user_roots()), _versions())
+    files = _files(target, tuple(_user_roots()))
+    return _hash([(os.path.basename(path), digest) for path, digest in files], _versions())
 
 
 @lru_cache(maxsize=1)  # installed versions do not change under a running process
@@ -34,6 +35,10 @@ def _versions() -> tuple[str, str]:
     return version("neuronexp"), version("torch")
 
 
+# Where neuronexp's package is: its built-in layers are followed too.
+_OWN = str(Path(__file__).resolve().parents[2])
+
+
 def _user_roots() -> list[str]:
     """Where your own modules are: the working directory, --config-dir and PYTHONPATH (cli.main puts both there)."""
     roots = [os.getcwd(), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
@@ -46,11 +51,9 @@ def code_files(target: object) -> dict[str, str]:
     file changed (a job's cell.json records it)."""
     if not isinstance(target, str) or "." not in target:
         return {}
-    key = (target, tuple(_user_roots()), _versions())
-    _fingerprint(*key)
-    roots, digests = key[1], _CACHE[key][2]
-    bases = [Path(r) for r in roots] + [Path(__file__).resolve().parents[2]]
-    return {_shown(Path(path), bases): digest for path, digest in digests}
+    roots = tuple(_user_roots())
+    bases = [Path(r) for r in roots] + [Path(_OWN)]
+    return {_shown(Path(path), bases): digest.hex()[:16] for path, digest in _files(target, roots)}
 
 
 def _shown(path: Path, bases: list[Path]) -> str:
@@ -60,70 +63,50 @@ def _shown(path: Path, bases: list[Path]) -> str:
     return str(path)
 
 
-# (target, roots, versions) → (the files' stat signature, fingerprint, each file's content hash): a sweep asks once
-# per cell, and the files are read again only when one of them changed (a long-lived process, such as a test
-# session, sees an edit).
-_CACHE: dict[
-    tuple[str, tuple[str, ...], tuple[str, str]],
-    tuple[tuple[tuple[str, int, int], ...], str, tuple[tuple[str, str], ...]],
-] = {}
-
-
-def _fingerprint(target: str, roots: tuple[str, ...], versions: tuple[str, str]) -> str:
-    key = (target, roots, versions)
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] == _signature(p for p, _, _ in cached[0]):
-        return cached[1]
-    files = _files(target, roots)
-    digests = tuple((str(p), hashlib.sha256(data).hexdigest()[:16]) for p, data in sorted(files.items()))
-    _CACHE[key] = (_signature(str(p) for p in files), _hash(sorted(files.items()), versions), digests)
-    return _CACHE[key][1]
-
-
-def _signature(paths: Iterable[str]) -> tuple[tuple[str, int, int], ...]:
-    out = []
-    for path in paths:
-        try:
-            st = os.stat(path)
-            out.append((path, st.st_mtime_ns, st.st_size))
-        except OSError:
-            out.append((path, -1, -1))
-    return tuple(out)
-
-
-def _files(target: str, roots: tuple[str, ...]) -> dict[Path, bytes]:
-    own = Path(__file__).resolve().parents[2]  # where neuronexp's package is: its built-in layers are followed too
-    follow = [Path(r) for r in roots] + [own]
-    start = _module_file(target, [Path(p) for p in sys.path if p] + follow)
-    files: dict[Path, bytes] = {}
+def _files(target: str, roots: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    """The module file of `target` and every file of yours it imports, at any depth: (path, its content's sha256),
+    by path. A sweep asks once per cell: each file is stat'ed, and read and followed again only when its size or
+    time changed (_scan), so a long-lived process (a test session) sees an edit."""
+    follow = (*roots, _OWN)
+    start = _module_file(target, (*(p for p in sys.path if p), *follow))
+    files: dict[str, bytes] = {}
     todo = [start] if start is not None else []
     while todo:
         path = todo.pop()
         if path in files:
             continue
         try:
-            files[path] = path.read_bytes()
+            st = os.stat(path)
+            files[path], imported = _scan(path, st.st_mtime_ns, st.st_size, follow)
         except OSError:
             continue
-        for name in _imports(path, files[path]):
-            found = _find(name, follow)
-            if found is not None and found not in files and not _installed(found):
-                todo.append(found)
-    return files
+        todo += [found for found in imported if found not in files]
+    return sorted(files.items(), key=lambda item: item[0].split(os.sep))  # in Path's order (the hash depends on it)
 
 
-def _hash(files: Iterable[tuple[Path, bytes]], versions: tuple[str, str]) -> str:
+@lru_cache(maxsize=4096)
+def _scan(path: str, mtime_ns: int, size: int, follow: tuple[str, ...]) -> tuple[bytes, tuple[str, ...]]:
+    """A file's sha256 and the files of yours it imports (found under `follow`, installed packages left out), for
+    one state of it: another `mtime_ns` or `size` is read again."""
+    source = Path(path).read_bytes()
+    found = (_find(name, follow) for name in _imports(Path(path), source))
+    return hashlib.sha256(source).digest(), tuple(f for f in found if f is not None and not _installed(f))
+
+
+def _hash(files: Iterable[tuple[str, bytes]], versions: tuple[str, str]) -> str:
+    """`files`: (file name, sha256 of its content)."""
     digest = hashlib.sha256("\0".join(versions).encode())
-    for path, data in files:  # by content and name, not by place: the same code moved is the same cell
-        digest.update(path.name.encode() + b"\0" + hashlib.sha256(data).digest())
+    for name, content in files:  # by content and name, not by place: the same code moved is the same cell
+        digest.update(name.encode() + b"\0" + content)
     return digest.hexdigest()[:16]
 
 
-def _installed(path: Path) -> bool:
-    return any(part in ("site-packages", "dist-packages") for part in path.parts)
+def _installed(path: str) -> bool:
+    return any(part in ("site-packages", "dist-packages") for part in Path(path).parts)
 
 
-def _module_file(target: str, roots: list[Path]) -> Path | None:
+@lru_cache(maxsize=1024)  # a module's place is looked up once: a sweep's cells share a few targets
+def _module_file(target: str, roots: tuple[str, ...]) -> str | None:
     """The source file of the module `target` lives in: its longest dotted prefix that is a module, as Hydra's
     `_locate` finds it (`pkg.mod.Outer.Inner`, a nested class, lives in `pkg.mod`)."""
     parts = target.split(".")
@@ -134,14 +117,14 @@ def _module_file(target: str, roots: list[Path]) -> Path | None:
     return None
 
 
-def _find(module: str, roots: list[Path]) -> Path | None:
+def _find(module: str, roots: tuple[str, ...]) -> str | None:
     """The source file of `module` under one of `roots` (a package's `__init__.py`), without importing it."""
     parts = module.split(".")
     for root in roots:
-        base = root.joinpath(*parts)
+        base = Path(root).joinpath(*parts)
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
             if candidate.is_file():
-                return candidate.resolve()
+                return str(candidate.resolve())
     return None
 
 

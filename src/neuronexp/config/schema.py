@@ -9,9 +9,6 @@ from typing import Any
 
 from omegaconf import MISSING
 
-from neuronexp.config.noise import NoiseConfig
-from neuronexp.config.reuse import RerunMode, SweepConfig  # noqa: F401 (part of the schema)
-
 
 class DType(str, Enum):
     float32 = "float32"
@@ -78,7 +75,7 @@ class InputConfig:
     The first input is `shape`/`dtype` (what sweeps and `${nx.last:${input.shape}}` follow). `args` and
     `kwargs` hold value specs: a literal, a list (passed as a tuple), a tensor `{shape, dtype, fill, ...}`, a
     factory `{_target_: ..., params}` called with the built module, or `{_value_: X}` for a literal dict or
-    list. config.inputs checks them; cell.inputs builds them.
+    list. config.input_specs checks them; cell.inputs builds them.
     """
 
     # conf/input_dims.yaml makes the composed default follow dims: [${dims.batch}, ${dims.seq}, ${dims.hidden}].
@@ -133,7 +130,7 @@ class ProfilerConfig:
     profile_memory: bool = False
     with_flops: bool = False
     export_trace: bool = True
-    modules: bool = False  # time per nn.Module path (cell.modules); off by default: hooks cost per module call
+    modules: bool = False  # time per nn.Module path (moduletime); off by default: hooks cost per module call
     neuron: NeuronProfilerConfig = field(default_factory=NeuronProfilerConfig)
 
 
@@ -177,8 +174,10 @@ class CorrectnessConfig:
     # rtol * the baseline output's root mean square. Not part of the run_id (applied when results are gathered).
     rtol: float | None = None
     atol: float | None = None
-    # A 16-bit cell also evaluates its module in float32 on the CPU (cell.reference): beyond the tolerance a variant
-    # still passes if no less accurate than the baseline. false saves that call. Not part of the run_id either.
+    # A 16-bit cell also evaluates its module in float32 on the CPU (cell.output): beyond the tolerance a
+    # variant still passes if no less accurate than the baseline. false saves that call. Not part of the run_id
+    # either. (The key keeps its published name; in the code this is the "float32 evaluation", as "reference" is
+    # the host's reference workloads.)
     float32_reference: bool = True
 
 
@@ -228,6 +227,38 @@ class LauncherConfig:
 
 
 @dataclass
+class NoiseConfig:
+    """The `noise.*` keys: the thresholds beyond which a cell's latency is noisy, not a finding (analysis.noise.judge).
+    Not part of a cell's run_id: they judge what was measured, and a sweep applies its own when it gathers results."""
+
+    # (max - min) / median of the round medians. On the quiet 2-core VM of docs/methodology.md, a 1 ms cell's
+    # rounds spread 3-12%; another process on its cores makes it 30% and more.
+    round_spread: float = 0.25
+    # p90 / p10 of every sample; 1.1-1.6 on a quiet host, 25-49x when two threads share cores with other work.
+    p90_p10: float = 2.0
+    # Cores' worth of CPU used by other processes on the cell's own CPUs, beyond those its threads leave spare.
+    other_cpu: float = 0.25
+    # Share of CPU time stolen by the hypervisor.
+    steal: float = 0.05
+
+
+class RerunMode(str, Enum):
+    failed = "failed"  # rerun the failed, interrupted and missing cells; reuse a complete one of the same run_id
+    all = "all"  # rerun every cell (e.g. after a change the code fingerprint, config.fingerprint, cannot see)
+
+
+@dataclass
+class SweepConfig:
+    """The `sweep` node: how a run or sweep is carried out and treats the cells already in its directory. Not part of
+    a cell's run_id (config.compose): whether to reuse a cell, or to run at all, says nothing about what it measures."""
+
+    rerun: RerunMode = RerunMode.failed
+    # true: plan and check every cell, print each one's label, run_id and whether it is cached, and an estimate of
+    # the time; run nothing, write nothing (neuronexp.engine.dryrun). A single run prints its one cell.
+    dry_run: bool = False
+
+
+@dataclass
 class RunConfig:
     module: Any = MISSING
     input: InputConfig = field(default_factory=InputConfig)
@@ -241,7 +272,7 @@ class RunConfig:
     dims: DimsConfig = field(default_factory=DimsConfig)
     roofline: RooflineConfig = field(default_factory=RooflineConfig)
     correctness: CorrectnessConfig = field(default_factory=CorrectnessConfig)
-    noise: NoiseConfig = field(default_factory=NoiseConfig)  # when a cell is noisy (config.noise)
+    noise: NoiseConfig = field(default_factory=NoiseConfig)  # when a cell is noisy
     # The reference cell of each group of otherwise-identical cells, as key: value pairs that pick it ({module:
     # rmsnorm_naive}, {compile.enabled: false}; a bare name: {module: name}); null: no speedups.
     baseline: Any = None

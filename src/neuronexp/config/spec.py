@@ -20,7 +20,7 @@ class InMemory:
     inputs: tuple[Any, ...]  # its positional inputs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CellSpec:
     """A validated cell: its typed config (dataclasses of plain values; `module` a plain dict), its labels and,
     once its job directory is known, where it writes."""

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from neuronexp.config.construct import check_constructor
 from neuronexp.config.errors import ConfigError
-from neuronexp.config.inputs import check_inputs, check_numel
+from neuronexp.config.input_specs import check_inputs, check_numel
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.targets import locate
 from neuronexp.config.units import validate_units
@@ -106,6 +106,15 @@ def validate_values(cfg: RunConfig) -> None:
     """The checks of plain values (shapes, numbers, units, names): they import nothing, so a mistake here is
     reported before torch is imported."""
     check_shape("input.shape", cfg.input.shape)
+    _check_dims(cfg)
+    check_baseline(cfg.baseline)
+    _check_passes(cfg)
+    _check_launcher(cfg)
+    _check_judgements(cfg)
+    _check_compile_mode(cfg.compile.mode)
+
+
+def _check_dims(cfg: RunConfig) -> None:
     for name in ("batch", "seq", "hidden", "heads", "kv_heads", "head_dim", "intermediate"):
         _positive(f"dims.{name}", getattr(cfg.dims, name))
     if cfg.dims.heads % cfg.dims.kv_heads:
@@ -114,7 +123,10 @@ def validate_values(cfg: RunConfig) -> None:
             cfg.dims.kv_heads,
             f"must divide dims.heads={cfg.dims.heads} (query heads share key/value heads)",
         )
-    check_baseline(cfg.baseline)
+
+
+def _check_passes(cfg: RunConfig) -> None:
+    """The profiled and timed passes' counts and times, and the cell's threads."""
     s = cfg.profiler.schedule
     for key, minimum in (("wait", 0), ("warmup", 0), ("active", 1), ("repeat", 1)):
         if getattr(s, key) is not None:  # null: the backend's default
@@ -131,6 +143,9 @@ def validate_values(cfg: RunConfig) -> None:
         raise ConfigError("timing.round_gap_s", cfg.timing.round_gap_s, "must be >= 0 seconds")
     if cfg.threads is not None:
         _positive("threads", cfg.threads)
+
+
+def _check_launcher(cfg: RunConfig) -> None:
     _positive("launcher.devices", cfg.launcher.devices)
     if cfg.launcher.per_device is not None:
         _positive("launcher.per_device", cfg.launcher.per_device)
@@ -146,13 +161,16 @@ def validate_values(cfg: RunConfig) -> None:
         raise ConfigError(
             "launcher.cell_timeout_s", cfg.launcher.cell_timeout_s, "must be > 0 seconds, or null for no limit"
         )
+
+
+def _check_judgements(cfg: RunConfig) -> None:
+    """The thresholds, roofs and tolerances a cell is judged by."""
     for key in ("round_spread", "p90_p10", "other_cpu", "steal"):
         _optional_number(f"noise.{key}", getattr(cfg.noise, key), positive=True)
     _optional_number("roofline.peak_bw_gbs", cfg.roofline.peak_bw_gbs, positive=True)
     _optional_number("roofline.peak_tflops", cfg.roofline.peak_tflops, positive=True)
     _optional_number("correctness.rtol", cfg.correctness.rtol, positive=False)
     _optional_number("correctness.atol", cfg.correctness.atol, positive=False)
-    _check_compile_mode(cfg.compile.mode)
 
 
 def validate_code(cfg: RunConfig) -> list[str]:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from neuronexp.config import CellSpec, ConfigError
-from neuronexp.config.inputs import compute_dtype, first_spec, tensor_dtype
+from neuronexp.config.input_specs import compute_dtype, first_spec, tensor_dtype
 from neuronexp.formatting import fmt_bytes
 
 # Bytes per element of each input dtype the schema allows (config.schema.DType).
@@ -31,7 +31,7 @@ def _tensor_specs(value: Any) -> Iterator[Mapping[str, Any]]:
 def input_bytes(spec: CellSpec) -> int:
     """The bytes of the tensors its inputs' specs describe (a factory's output, unknown here, counts 0)."""
     cfg = spec.config.input
-    follows = compute_dtype(cfg)  # the dtype of a tensor spec without its own (config.inputs)
+    follows = compute_dtype(cfg)  # the dtype of a tensor spec without its own (config.input_specs)
     total = 0
     for tensor in [first_spec(cfg), *_tensor_specs(list(cfg.args)), *_tensor_specs(list(cfg.kwargs.values()))]:
         total += math.prod(int(d) for d in tensor["shape"]) * ITEM_BYTES.get(tensor_dtype(tensor, follows), 8)

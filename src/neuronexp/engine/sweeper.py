@@ -217,7 +217,7 @@ def _baseline(master: DictConfig) -> Baseline | None:
 
 
 def _noise_limits(master: DictConfig) -> Any:
-    from neuronexp.config.noise import NoiseConfig
+    from neuronexp.config.schema import NoiseConfig
 
     node = OmegaConf.select(master, "noise", default=None)
     return (

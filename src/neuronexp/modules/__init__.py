@@ -1,6 +1,7 @@
 """Built-in modules: the naive and fused variants of each study (RMSNorm, LayerNorm, softmax, SwiGLU MLP,
-rotary embedding, attention, a Llama-style decoder block). Input factories for YAML are in modules.inputs."""
+rotary embedding, attention, a Llama-style decoder block). Input factories for YAML are in modules.factories."""
 
+from neuronexp.modules import factories as inputs  # noqa: F401  the factories' former name, in earlier studies
 from neuronexp.modules.attention import FusedAttention, NaiveAttention
 from neuronexp.modules.decoder import FusedDecoderBlock, NaiveDecoderBlock
 from neuronexp.modules.layernorm import FusedLayerNorm, NaiveLayerNorm

@@ -19,7 +19,9 @@ class NaiveDecoderBlock(nn.Module):
     Input [batch, seq_len, hidden_size]; head_dim = hidden_size / num_heads; causal, grouped-query heads.
     """
 
-    def __init__(
+    # Seven arguments: the module options conf/module/decoder_*.yaml set and users override (module.num_heads=...),
+    # named after a Llama config's fields; grouping them would rename those keys. The fused block takes the same.
+    def __init__(  # noqa: PLR0913
         self,
         hidden_size: int,
         num_heads: int,
@@ -65,7 +67,7 @@ class FusedDecoderBlock(NaiveDecoderBlock):
     """The same block with the fused parts: torch.rms_norm, one q/k/v projection, complex rotary,
     scaled_dot_product_attention, one gate/up projection. Same weights as the naive block (stacked)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  the naive block's options (above)
         self,
         hidden_size: int,
         num_heads: int,

@@ -1,6 +1,6 @@
 """Findings when the machine was busy: the noise said once for all cells, then what can still be concluded.
 
-On a shared host most cells can be flagged noisy (cell.noise); repeating each cell's reasons on every finding
+On a shared host most cells can be flagged noisy (cell.noise_columns); repeating each cell's reasons on every finding
 made a wall of them, and a group's only quiet cell read like its winner. Here the reasons are grouped by kind
 with the range of their figures, and the timing-free results (operators per step, output checks) are named,
 since the noise cannot touch them.

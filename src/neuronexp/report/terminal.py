@@ -32,9 +32,9 @@ from neuronexp.formatting import (
     has_intervals,
     short_op,
 )
+from neuronexp.moduletime.terminal_lines import module_lines
 from neuronexp.report.cell_text import cell_lines
 from neuronexp.report.fit import Trimmed, sweep_layout
-from neuronexp.report.modules import module_lines
 from neuronexp.report.neuron_screen import neuron_screen
 from neuronexp.report.summary import speedup_caption, sweep_findings
 from neuronexp.results import Results

@@ -103,7 +103,7 @@ def _write_job_table(out_dir: Path, name: str, table: pa.Table) -> None:
 
 
 # The cell's output, for the output check (results.outputs writes and reads it); a 16-bit cell also saves its
-# module evaluated in float32 on the same inputs (cell.reference), what a variant's accuracy is judged against.
+# module evaluated in float32 on the same inputs (cell.output), what a variant's accuracy is judged against.
 OUTPUT_FILE = "output.npz"
 FLOAT32_OUTPUT_FILE = "output_fp32.npz"
 

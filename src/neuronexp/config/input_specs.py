@@ -147,11 +147,22 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
     if spec.get("dtype") is not None and str(getattr(spec["dtype"], "value", spec["dtype"])) not in _DTYPES:
         raise ConfigError(f"{path}.dtype", spec["dtype"], f"one of {', '.join(_DTYPES)}")
     dtype = tensor_dtype(spec, first_dtype)
-    floating = dtype.startswith(("float", "bfloat"))
+    _check_fill(path, spec, dtype)
+    grad = spec.get("requires_grad", False)
+    if not isinstance(grad, bool):
+        raise ConfigError(f"{path}.requires_grad", grad, "true or false")
+    if grad and not floating(dtype):
+        raise ConfigError(
+            f"{path}.requires_grad", grad, f"only floating-point tensors can require grad (this one is {dtype})"
+        )
+
+
+def _check_fill(path: str, spec: Mapping, dtype: str) -> None:
+    """The fill and its parameters (low, high, value) of a tensor spec of `dtype`."""
     fill = spec.get("fill") or default_fill(dtype)
     if fill not in FILLS:
         raise ConfigError(f"{path}.fill", fill, f"one of {', '.join(FILLS)}")
-    if fill in ("randn", "rand") and not floating:
+    if fill in ("randn", "rand") and not floating(dtype):
         raise ConfigError(
             f"{path}.fill",
             fill,
@@ -164,18 +175,15 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
         raise ConfigError(f"{path}.high", spec.get("high", 2), f"must be greater than low={spec.get('low', 0)}")
     if "value" in spec and (isinstance(spec["value"], bool) or not isinstance(spec["value"], (int, float))):
         raise ConfigError(f"{path}.value", spec["value"], "must be a number (the value of fill: full)")
-    grad = spec.get("requires_grad", False)
-    if not isinstance(grad, bool):
-        raise ConfigError(f"{path}.requires_grad", grad, "true or false")
-    if grad and not floating:
-        raise ConfigError(
-            f"{path}.requires_grad", grad, f"only floating-point tensors can require grad (this one is {dtype})"
-        )
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 
 def forward_check(cls: type[Any], args: list[Any], kwargs: dict[str, Any]) -> list[str]:
     """Inputs against `cls.forward`: too many positional inputs, unknown or doubled keywords, missing required
     ones are errors; a keyword only `**kwargs` takes is a warning (Hugging Face layers ignore unknown ones)."""
+    P = inspect.Parameter
     try:
         params = list(inspect.signature(cls.forward).parameters.values())
     except (TypeError, ValueError, AttributeError):  # a C extension or an unusual callable: nothing to check
@@ -183,42 +191,45 @@ def forward_check(cls: type[Any], args: list[Any], kwargs: dict[str, Any]) -> li
     if params and params[0].name == "self":
         params = params[1:]
     where = f"{cls.__name__}.forward({', '.join(str(p) for p in params)})"
-    P = inspect.Parameter
     positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
-    var_pos = any(p.kind == P.VAR_POSITIONAL for p in params)
-    var_kw = any(p.kind == P.VAR_KEYWORD for p in params)
     given = 1 + len(args)
-    if given > len(positional) and not var_pos:
+    if given > len(positional) and not any(p.kind == P.VAR_POSITIONAL for p in params):
         raise ConfigError(
             "input.args",
             args,
             f"{where} takes {len(positional)} positional input(s), "
             "the first from input.shape; give the rest as input.kwargs",
         )
-    named = {p.name: i for i, p in enumerate(params) if p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD)}
-    warnings = []
-    for name, spec in kwargs.items():
-        if name in named and named[name] < given and params[named[name]].kind != P.KEYWORD_ONLY:
-            raise ConfigError(f"input.kwargs.{name}", spec, f"already given positionally to {where}")
-        if named.get(name) is not None and params[named[name]].kind == P.POSITIONAL_ONLY:
-            raise ConfigError(f"input.kwargs.{name}", spec, f"is positional-only in {where}; list it in input.args")
-        if name not in named:
-            if not var_kw:
-                raise ConfigError(f"input.kwargs.{name}", spec, f"not a parameter of {where}")
-            warnings.append(
-                f"input.kwargs.{name} is not a named parameter of {cls.__name__}.forward; its **kwargs "
-                "takes it and may ignore it (misspelled?)"
-            )
+    warnings = [_keyword_input(name, spec, params, given, where) for name, spec in kwargs.items()]
     filled = {p.name for p in positional[:given]} | set(kwargs)
     for p in params:
-        if p.default is not P.empty or p.name in filled or p.kind in (P.VAR_POSITIONAL, P.VAR_KEYWORD):
-            continue
-        where_to = "list it in input.args" if p.kind != P.KEYWORD_ONLY else f"add +input.kwargs.{p.name}=..."
-        if p.kind == P.POSITIONAL_OR_KEYWORD:
-            where_to += f" or add +input.kwargs.{p.name}=..."
-        raise ConfigError(
-            f"input.kwargs.{p.name}" if p.kind == P.KEYWORD_ONLY else "input.args",
-            "(missing)",
-            f"{where} needs {p.name}: {where_to}",
-        )
-    return warnings
+        if p.default is P.empty and p.name not in filled and p.kind not in _VARIADIC:
+            where_to = "list it in input.args" if p.kind != P.KEYWORD_ONLY else f"add +input.kwargs.{p.name}=..."
+            if p.kind == P.POSITIONAL_OR_KEYWORD:
+                where_to += f" or add +input.kwargs.{p.name}=..."
+            raise ConfigError(
+                f"input.kwargs.{p.name}" if p.kind == P.KEYWORD_ONLY else "input.args",
+                "(missing)",
+                f"{where} needs {p.name}: {where_to}",
+            )
+    return [w for w in warnings if w]
+
+
+def _keyword_input(name: str, spec: Any, params: list[inspect.Parameter], given: int, where: str) -> str | None:
+    """One keyword input against forward's parameters (`given`: how many are given positionally): an error, or
+    the warning for a name only `**kwargs` takes."""
+    P = inspect.Parameter
+    named = {p.name: i for i, p in enumerate(params) if p.kind not in _VARIADIC}
+    i = named.get(name)
+    if i is not None and i < given and params[i].kind != P.KEYWORD_ONLY:
+        raise ConfigError(f"input.kwargs.{name}", spec, f"already given positionally to {where}")
+    if i is not None and params[i].kind == P.POSITIONAL_ONLY:
+        raise ConfigError(f"input.kwargs.{name}", spec, f"is positional-only in {where}; list it in input.args")
+    if i is not None:
+        return None
+    if not any(p.kind == P.VAR_KEYWORD for p in params):
+        raise ConfigError(f"input.kwargs.{name}", spec, f"not a parameter of {where}")
+    return (
+        f"input.kwargs.{name} is not a named parameter of {where.split('(')[0]}; its **kwargs "
+        "takes it and may ignore it (misspelled?)"
+    )

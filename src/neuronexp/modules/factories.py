@@ -1,4 +1,4 @@
-"""Input factories for YAML: `{_target_: neuronexp.modules.inputs.rotary}` under `input.kwargs` or `input.args`.
+"""Input factories for YAML: `{_target_: neuronexp.modules.factories.rotary}` under `input.kwargs` or `input.args`.
 
 neuronexp calls a factory as `target(module, input, **params)` once the module is built and moved to its device
 and dtype (before torch.compile wraps it). `input` is the cell's resolved, read-only `input` node

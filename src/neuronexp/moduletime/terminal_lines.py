@@ -4,12 +4,13 @@ so it reads the same at 80 columns and in a log."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
 
-from neuronexp.analysis.modules import by_type, children, hot_units, of_run, short_type
 from neuronexp.formatting import fmt_pct, fmt_us
+from neuronexp.moduletime.views import by_type, children, hot_units, of_run, short_type
 
 MAX_DEPTH = 4  # root = 0: a model, its body, its layer list, a layer, the layer's parts
 MIN_SHARE = 0.02  # smaller children are summed in one "… n more" line
@@ -38,17 +39,8 @@ def tree_lines(
     def visit(path: str, indent: str) -> None:
         row = table.loc[path]
         label = (path.rsplit(".", 1)[-1] if path else "(root)") + " " + short_type(row["module_type"])
-        share = row["total_device_us"] / step if step > 0 else float("nan")
-        lines.append(
-            _line(
-                indent + label,
-                row["calls"],
-                row["total_device_us"],
-                share,
-                row["self_device_us"] / step if step > 0 else float("nan"),
-                width,
-            )
-        )
+        total, own = (row["total_device_us"] / step, row["self_device_us"] / step) if step > 0 else (math.nan,) * 2
+        lines.append(_line(indent + label, row["calls"], row["total_device_us"], total, own, width))
         below = sorted(kids[path], key=lambda c: -table.at[c, "total_device_us"])
         if int(row["depth"]) >= max_depth:
             return
@@ -84,33 +76,14 @@ def module_lines(
     lines.append("Summed by type (a module inside one of its own type counted once)")
     types = by_type(table)
     for row in types[types["instances"] > 1].head(top_types).itertuples():  # one of a kind is in the tree already
-        lines.append(
-            _line(
-                f"all {short_type(row.module_type)} ×{row.instances}",
-                row.calls,
-                row.total_device_us,
-                row.share,
-                float("nan"),
-                width,
-            )
-            .rstrip("—")
-            .rstrip()
-        )
+        name = f"all {short_type(row.module_type)} ×{row.instances}"
+        lines.append(_line(name, row.calls, row.total_device_us, row.share, math.nan, width).rstrip("—").rstrip())
     hot = hot_units(table).head(top_units)
     if not hot.empty:
         lines.append("Hotspots (study units, alike merged: neuronexp-extract RUN_DIR --top K)")
         for i, row in enumerate(hot.itertuples(), 1):
-            where = row.paths[0] + (f" +{row.instances - 1}" if row.instances > 1 else "")
-            lines.append(
-                _line(
-                    f"{i}. {short_type(row.module_type)} {where}",
-                    row.calls,
-                    row.total_device_us,
-                    row.share,
-                    float("nan"),
-                    width,
-                )
-                .rstrip("—")
-                .rstrip()
+            name = f"{i}. {short_type(row.module_type)} {row.paths[0]}" + (
+                f" +{row.instances - 1}" if row.instances > 1 else ""
             )
+            lines.append(_line(name, row.calls, row.total_device_us, row.share, math.nan, width).rstrip("—").rstrip())
     return lines

@@ -14,7 +14,6 @@ import torch
 from torch import nn
 
 from neuronexp.analysis.ops import normalize_op
-from neuronexp.cell.optree import STEP_PREFIX
 
 MODULE_SPAN = "module:"
 ROOT_SPAN = "(root)"
@@ -91,14 +90,10 @@ class ModuleCycle:
 
 
 def _counted(evt: Any) -> bool:
-    """The events the op table counts (cell.profiling._op_rows): not the step, Python frames, frees or spans."""
+    """The events the op table counts (cell.profiling._op_rows): not Python frames, frees or spans. (Nor the step's
+    own range, which is never inside a module's span: attribute_cycle finds it no owner.)"""
     name = evt.name
-    return not (
-        getattr(evt, "is_python_function", False)
-        or name.startswith(STEP_PREFIX)
-        or name == "[memory]"
-        or name.startswith(MODULE_SPAN)
-    )
+    return not (getattr(evt, "is_python_function", False) or name == "[memory]" or name.startswith(MODULE_SPAN))
 
 
 def _owner(evt: Any) -> str | None:
@@ -131,7 +126,7 @@ def attribute_cycle(events: Any, host_only: bool) -> ModuleCycle:
 
 
 def fill_module_device_times(cycles: list[ModuleCycle], per_op_us: dict[str, float], active: int) -> None:
-    """Device time per op from another source (Neuron Explorer; cell.device_fill does the same for the op rows):
+    """Device time per op from another source (Neuron Explorer; cell.profiling.fill_device_times, the same for ops):
     each module gets an op's per-step device time in proportion to the calls of that op it made."""
     if not per_op_us:
         return

@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from helpers.user_model import write_user_model
-from neuronexp.analysis.modules import by_type, hot_units, of_run
 from neuronexp.backends.cpu.cpu_backend import CpuBackend
-from neuronexp.cell.module_rows import inspect_modules, module_rows
 from neuronexp.cell.profiling import profile_callable
 from neuronexp.config import ProfilerConfig, ScheduleConfig
-from neuronexp.report.modules import module_lines
+from neuronexp.moduletime.module_rows import inspect_modules, module_rows
+from neuronexp.moduletime.terminal_lines import module_lines
+from neuronexp.moduletime.views import by_type, hot_units, of_run
 
 MODULE_ARGS = [
     "module=mynet",
@@ -160,7 +160,7 @@ def test_a_compiled_cell_says_it_has_no_time_per_module(tmp_path: Path) -> None:
 def test_device_times_from_another_source_are_summed_over_the_active_steps_like_the_cycles_own() -> None:
     # A cycle holds its modules' times summed over its active steps (module_rows divides by them); a per-step figure
     # from another source (Neuron Explorer) is shared out by calls, then counted for every active step too.
-    from neuronexp.cell.modules import ModuleCycle, fill_module_device_times
+    from neuronexp.moduletime.attribution import ModuleCycle, fill_module_device_times
 
     cycle = ModuleCycle()
     cycle.op_calls = {"block.a": Counter({"aten::mul": 2}), "block.b": Counter({"aten::mul": 1, "aten::add": 1})}
@@ -170,7 +170,7 @@ def test_device_times_from_another_source_are_summed_over_the_active_steps_like_
 
 
 def test_the_median_cycle_of_an_even_count_is_the_lower_middle() -> None:
-    from neuronexp.cell.module_rows import median_cycle
+    from neuronexp.moduletime.module_rows import median_cycle
 
     assert median_cycle([4.0, 1.0, 3.0, 2.0]) == 3  # step times sorted 1, 2, 3, 4: the cycle of 2.0
     assert median_cycle([5.0, 1.0, 3.0]) == 2 and median_cycle([7.0]) == 0

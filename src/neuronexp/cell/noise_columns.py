@@ -12,7 +12,7 @@ from typing import Any
 
 from neuronexp.analysis.noise import Thresholds, judge
 from neuronexp.cell.timing import LatencyStats
-from neuronexp.config.noise import NoiseConfig
+from neuronexp.config.schema import NoiseConfig
 
 # Profiled time per step over the wall-clock median beyond which the profile is not a picture of the run.
 DISTORTED_PROFILE = 1.5

@@ -1,8 +1,8 @@
-"""The modules table of a cell (profiler.modules=true): the profiled cycles' attribution (cell.modules) as one row
-per module path, with what one more eager call tells about each module: its FLOPs (FlopCounterMode's module
-tracker), its minimum bytes (as cell.work counts a whole cell: inputs, parameters and buffers read once, outputs
-written once, per call) and the inputs it was called with, as shapes, dtypes and value specs (`input_specs`, what
-neuronexp-extract rebuilds them from)."""
+"""The modules table of a cell (profiler.modules=true): the profiled cycles' attribution (moduletime.attribution)
+as one row per module path, with what one more eager call tells about each module: its FLOPs (FlopCounterMode's
+module tracker), its minimum bytes (as cell.work counts a whole cell: inputs, parameters and buffers read once,
+outputs written once, per call) and the inputs it was called with, as shapes, dtypes and value specs
+(`input_specs`, what neuronexp-extract rebuilds them from)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from torch.utils import _pytree as pytree
 from torch.utils.flop_counter import FlopCounterMode
 from torch.utils.hooks import RemovableHandle
 
-from neuronexp.cell.modules import ModuleCycle, depth_of, parent_of, qualified_type
+from neuronexp.moduletime.attribution import ModuleCycle, depth_of, parent_of, qualified_type
 
 
 def _bytes(tensors: list[torch.Tensor]) -> int:

@@ -62,6 +62,9 @@ def units(table: pd.DataFrame) -> list[str]:
     return found
 
 
+_SUMMED = ("calls", "total_device_us", "total_cpu_us", "share", "flops", "bytes_min")  # over a hotspot's instances
+
+
 def hot_units(table: pd.DataFrame) -> pd.DataFrame:
     """Units merged by (type, input shapes) and ranked by summed total device time: one row per group with
     `module_type`, `input_shapes`, `paths` (the instances, in tree order), `instances`, `calls`, `total_device_us`,
@@ -69,32 +72,11 @@ def hot_units(table: pd.DataFrame) -> pd.DataFrame:
     rows = table.loc[units(table)]
     rows = rows[rows["calls"].fillna(0) > 0]
     if rows.empty:
-        return pd.DataFrame(
-            columns=[
-                "module_type",
-                "input_shapes",
-                "paths",
-                "instances",
-                "calls",
-                "total_device_us",
-                "total_cpu_us",
-                "share",
-                "flops",
-                "bytes_min",
-            ]
-        )
+        return pd.DataFrame(columns=[*"module_type input_shapes paths instances".split(), *_SUMMED])
     key = rows["input_shapes"].fillna("")
     grouped = rows.assign(_shapes=key).groupby(["module_type", "_shapes"], sort=False)
-    out = grouped.agg(
-        paths=("module_path", list),
-        instances=("module_path", "size"),
-        calls=("calls", "sum"),
-        total_device_us=("total_device_us", "sum"),
-        total_cpu_us=("total_cpu_us", "sum"),
-        share=("share", "sum"),
-        flops=("flops", "sum"),
-        bytes_min=("bytes_min", "sum"),
-    ).reset_index()
+    summed = {c: (c, "sum") for c in _SUMMED}
+    out = grouped.agg(paths=("module_path", list), instances=("module_path", "size"), **summed).reset_index()
     out = out.rename(columns={"_shapes": "input_shapes"})
     return out.sort_values("total_device_us", ascending=False, kind="stable").reset_index(drop=True)
 
