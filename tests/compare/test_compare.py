@@ -22,7 +22,7 @@ from neuronexp.analysis.stats import (
     verdict,
 )
 from neuronexp.compare.join import CompareError, compare
-from neuronexp.compare.ops import op_changes
+from neuronexp.compare.op_changes import op_changes
 from neuronexp.results import Results, frame, load, to_arrow
 from neuronexp.results.files import write_table
 

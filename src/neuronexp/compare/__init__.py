@@ -1,4 +1,4 @@
-"""Stage: compare two result sets cell by cell (join), with op-table changes (ops), rendered (render)."""
+"""Stage: compare two result sets cell by cell (join), with op-table changes (op_changes), rendered (render)."""
 
 from neuronexp.compare.join import Comparison, compare
 from neuronexp.compare.keys import CompareError

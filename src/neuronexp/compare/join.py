@@ -21,7 +21,7 @@ from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_th
 from neuronexp.compare.host import HOST_COLUMNS, host_moves, host_notes, implausible_notes
 from neuronexp.compare.keys import CompareError, cell_names, differing_labels, expand_ignored, keyed_cells
 from neuronexp.compare.notes import environment_notes, statistics_notes
-from neuronexp.compare.ops import op_changes
+from neuronexp.compare.op_changes import op_changes
 from neuronexp.results import Results, usable
 
 
@@ -51,7 +51,7 @@ class Comparison:
         return int(((self.cells["verdict"] == "no change") & ~self.cells["resolved"]).sum())
 
 
-# How far from the limit, carried side by side (A's and B's value of each): results.schema defines them.
+# How far from the limit, carried side by side (A's and B's value of each): results.contract defines them.
 LIMIT_COLUMNS = [
     "bytes_min",
     "flops",

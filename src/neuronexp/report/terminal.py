@@ -116,7 +116,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
 
 
 def limit_lines(cell: pd.Series) -> list[str]:
-    """A single cell's work, roofline, peak memory and output check, in words (results.schema defines each)."""
+    """A single cell's work, roofline, peak memory and output check, in words (results.contract defines each)."""
     if "bytes_min" not in cell or pd.isna(cell.get("bytes_min")):
         return []
     work = (
