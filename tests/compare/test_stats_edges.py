@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neuronexp.analysis.stats import compare_rounds, compare_samples, mann_whitney_p, verdict
+from neuronexp.analysis.stats import Criteria, Estimate, compare_rounds, compare_samples, mann_whitney_p, verdict
 
 
 def _sides() -> tuple[np.ndarray, np.ndarray]:
@@ -18,28 +18,33 @@ def _sides() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("rounds_b", [None, [i % 3 for i in range(30)]], ids=["one-round-each", "one-round-in-a"])
 def test_one_round_on_a_side_without_a_floor_is_the_pooled_samples_comparison(rounds_b) -> None:
     a, b = _sides()
-    stats, pooled = compare_rounds(a, b, None, rounds_b), compare_samples(a, b)
+    stats, pooled = compare_rounds((a, None), (b, rounds_b)), compare_samples(a, b)
     assert stats.p_value == mann_whitney_p(a, b) == pooled.p_value  # Mann–Whitney, not the bootstrap's p
     assert (stats.ci_low, stats.ci_high) == (pooled.ci_low, pooled.ci_high) and not stats.separable
     # With a floor, the same one-round side is bootstrapped with its process term instead: another p.
-    assert compare_rounds(a, b, None, rounds_b, floor=1.0).p_value != pooled.p_value
+    assert compare_rounds((a, None), (b, rounds_b), floor=1.0).p_value != pooled.p_value
 
 
 @pytest.mark.parametrize("ratio", [1.0201, 1.03, 1.5])
 def test_the_threshold_is_symmetric_on_the_log_scale(ratio: float) -> None:
     # ×1.0201 is beyond 2% slower; its mirror ×1/1.0201 = 0.98030 is beyond 2% faster, though only 1.97% below 1.
+    def word(ratio: float, low: float, high: float) -> str:
+        estimate = Estimate(ratio=ratio, q_value=1e-6, ci_low=low, ci_high=high)
+        return verdict(estimate, Criteria(threshold=0.02, alpha=0.05, inconclusive=None))
+
     low, high = ratio * 0.99995, ratio * 1.0001
-    assert verdict(ratio, 1e-6, 0.05, 0.02, ci_low=low, ci_high=high) == "slower"
-    assert verdict(1 / ratio, 1e-6, 0.05, 0.02, ci_low=1 / high, ci_high=1 / low) == "faster"
+    assert word(ratio, low, high) == "slower"
+    assert word(1 / ratio, 1 / high, 1 / low) == "faster"
     near = 1.0199  # within 2% either way
-    assert verdict(near, 1e-6, 0.05, 0.02, ci_low=near * 0.9999, ci_high=near * 1.0001) == "no change"
-    assert verdict(1 / near, 1e-6, 0.05, 0.02, ci_low=1 / near / 1.0001, ci_high=1 / near / 0.9999) == "no change"
+    assert word(near, near * 0.9999, near * 1.0001) == "no change"
+    assert word(1 / near, 1 / near / 1.0001, 1 / near / 0.9999) == "no change"
 
 
 def test_the_inconclusive_band_is_the_mirror_of_its_upper_edge() -> None:
     # ×1.25 inconclusive: an interval reaching below 1/1.25 = 0.8 cannot tell, as one reaching above 1.25 cannot.
     def told(low: float, high: float) -> str:
-        return verdict(1.0, 0.5, 0.05, 0.02, ci_low=low, ci_high=high, inconclusive=0.25)
+        estimate = Estimate(ratio=1.0, q_value=0.5, ci_low=low, ci_high=high)
+        return verdict(estimate, Criteria(threshold=0.02, alpha=0.05, inconclusive=0.25))
 
     assert told(0.78, 1.1) == told(1 / 1.1, 1 / 0.78) == "inconclusive"  # 0.78 is beyond 0.8 (not beyond 0.75)
     assert told(0.81, 1.2) == told(1 / 1.2, 1 / 0.81) == "no change"

@@ -1,6 +1,7 @@
 """Stage: compare two result sets cell by cell (join), with op-table changes (op_changes), rendered (render)."""
 
-from neuronexp.compare.join import Comparison, compare
+from neuronexp.analysis.stats import Criteria
+from neuronexp.compare.join import CompareOptions, Comparison, compare
 from neuronexp.compare.keys import CompareError
 from neuronexp.compare.render import (
     cell_lists,
@@ -14,7 +15,9 @@ from neuronexp.compare.render import (
 
 __all__ = [
     "CompareError",
+    "CompareOptions",
     "Comparison",
+    "Criteria",
     "cell_lists",
     "compare",
     "comparison_markdown",
