@@ -59,11 +59,13 @@ def _hotspots(report: Report) -> Body:
     return Body(cards=[Card(heading, cell_links(cell), table) for heading, cell, table in hotspot_sections(report)])
 
 
+# Said in results/summary.md too (report.summary), with the sweep's findings.
+FINDINGS = Section("Findings", "", lambda r: Body(items=list(r.findings)), css="findings", optional=True)
 SECTIONS: list[Section] = [
-    Section("Findings", "", lambda r: Body(items=list(r.findings)), css="findings", optional=True),
+    FINDINGS,
     Section("Experiment and environment", "", lambda r: Body(pairs=list(r.environment)), css="env"),
     Section("Cells", "", lambda r: Body(table=summary_table(r)), css="summary"),
-    Section("Variants side by side", "", lambda r: Body(table=grid_table(r)), css="grid"),
+    Section("Variants side by side", "", lambda r: Body(table=grid_table(r.cells)), css="grid"),
     Section(
         "How far from the limit",
         ROOFLINE_NOTE,
