@@ -41,7 +41,6 @@ import pandas as pd
 from neuronexp.analysis.floor import FLOOR_FACTOR
 from neuronexp.analysis.stats import (
     Criteria,
-    Estimate,
     benjamini_hochberg,
     compare_rounds,
     hierarchical_medians,
@@ -176,8 +175,7 @@ def round_calls(tags: dict[str, list[np.ndarray]], factor: float) -> dict:
     def called(stats: list) -> tuple[int, int]:
         q = benjamini_hochberg([s.p_value for s in stats])
         rule = Criteria(threshold=THRESHOLD, alpha=ALPHA, inconclusive=INCONCLUSIVE)
-        estimates = [Estimate(ratio=s.ratio, q_value=qv, ci_low=s.ci_low, ci_high=s.ci_high) for s, qv in zip(stats, q)]
-        words = [verdict(e, rule) for e in estimates]
+        words = [verdict(s, qv, rule) for s, qv in zip(stats, q)]
         return sum(w in ("slower", "faster") for w in words), sum(w == "inconclusive" for w in words)
 
     (aa_called, aa_inconclusive), (x2_called, _) = called(aa), called(doubled)

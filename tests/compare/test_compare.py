@@ -16,14 +16,12 @@ from helpers import run_cli
 from neuronexp.analysis.floor import FLOOR_FACTOR
 from neuronexp.analysis.stats import (
     Criteria,
-    Estimate,
     benjamini_hochberg,
     bootstrap_medians,
     compare_rounds,
     compare_samples,
     hierarchical_medians,
     mann_whitney_p,
-    verdict,
 )
 from neuronexp.compare.join import CompareError, CompareOptions, compare
 from neuronexp.compare.op_changes import op_changes
@@ -221,27 +219,6 @@ def test_benjamini_hochberg_controls_false_discoveries_over_many_null_cells() ->
 def test_mann_whitney_known_values() -> None:
     assert mann_whitney_p(np.array([1.0, 2, 3]), np.array([4.0, 5, 6])) == pytest.approx(0.0808556, abs=1e-6)
     assert mann_whitney_p(np.array([5.0, 5, 5]), np.array([5.0, 5])) == 1.0
-
-
-def test_verdict_rules() -> None:
-    rule = Criteria(threshold=0.02, alpha=0.05, inconclusive=None)
-
-    def word(ratio: float, q_value: float, **interval) -> str:
-        return verdict(Estimate(ratio=ratio, q_value=q_value, **interval), rule)
-
-    assert word(1.5, 0.01) == "slower"
-    assert word(1 / 1.5, 0.01) == "faster"
-    assert word(1.5, 0.2) == "no change"
-    assert word(1.01, 1e-9) == "no change"
-    # Significant and beyond 2%, but the interval reaches inside the threshold: an A/A run on this VM.
-    assert word(0.966, 0.0024, ci_low=0.939, ci_high=0.989) == "no change"
-    assert word(0.95, 0.0024, ci_low=0.93, ci_high=0.97) == "faster"
-    assert word(1.25, 0.0024, ci_low=1.15, ci_high=1.35) == "slower"
-    assert word(float("nan"), 0.01) == "n/a"
-    # One round on a side: significance within a run says nothing across runs; only the interval counts.
-    assert word(1.05, 1e-9, separable=False, ci_low=1.01, ci_high=1.09) == "no change"
-    assert word(1.05, 1e-9, separable=False, ci_low=1.03, ci_high=1.07) == "slower"
-    assert word(0.9, 1e-9, separable=False, ci_low=0.85, ci_high=0.95) == "faster"
 
 
 # --- rounds: run-to-run variance (issue 9, point 5) ---------------------------------------------------

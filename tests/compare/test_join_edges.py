@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronexp.compare import CompareOptions, Criteria, compare
+from neuronexp.analysis.stats import Criteria
+from neuronexp.compare import CompareOptions, compare
 from neuronexp.results import Results, frame
 
 SHAPES = ["[1,8,64]", "[1,64,512]"]

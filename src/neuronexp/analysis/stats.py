@@ -6,6 +6,7 @@ one run carries a noise floor (analysis.floor): why, and how it was calibrated, 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,9 +144,8 @@ def compare_rounds(
     return _cell_stats(ratios, level, (median_of_rounds(ga), median_of_rounds(gb)), counts)
 
 
-def _cell_stats(ratios: np.ndarray, level: float, medians: tuple[float, float], counts: dict[str, Any]) -> CellStats:
-    """B against A from the bootstrap distribution of the ratio: its percentile interval and inverted p-value, with
-    the sides' medians and what they were drawn from (`counts`: CellStats' sample, round, run and floor fields)."""
+def _cell_stats(ratios: np.ndarray, level: float, medians: Sequence[float], counts: dict[str, Any]) -> CellStats:
+    """B against A from the ratio's bootstrap draws, with the sides' medians and `counts` (CellStats' other fields)."""
     (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
     med_a, med_b = medians
     return CellStats(
@@ -181,9 +181,7 @@ def compare_runs(
     n_a, n_b = (sum(len(r) for g in runs for r in g) for runs in (ga, gb))
     rounds_a, rounds_b = (sum(len(g) for g in runs) for runs in (ga, gb))
     counts = {"n_a": n_a, "n_b": n_b, "rounds_a": rounds_a, "rounds_b": rounds_b, "runs_a": len(ga), "runs_b": len(gb)}
-    return _cell_stats(
-        sides[0] / sides[1], level, (medians[0], medians[1]), {**counts, "floor_a": floors[1], "floor_b": floors[0]}
-    )
+    return _cell_stats(sides[0] / sides[1], level, medians, {**counts, "floor_a": floors[1], "floor_b": floors[0]})
 
 
 def benjamini_hochberg(p_values) -> np.ndarray:
@@ -215,40 +213,23 @@ class Criteria:
     inconclusive: float | None = 0.25
 
 
-@dataclass(frozen=True, kw_only=True)
-class Estimate:
-    """A ratio B/A as verdict reads it: its BH q-value, its interval (NaN: none) and whether that interval holds
-    the run-to-run noise (`separable`: both sides have rounds)."""
+def verdict(stats: CellStats, q_value: float, criteria: Criteria) -> str:
+    """faster / slower only when the difference is both significant (`q_value`, the cell's BH-adjusted p) and at
+    least the threshold in size.
 
-    ratio: float
-    q_value: float
-    ci_low: float = math.nan
-    ci_high: float = math.nan
-    separable: bool = True
-
-    @classmethod
-    def of(cls, stats: CellStats, q_value: float) -> Estimate:
-        return cls(
-            ratio=stats.ratio, q_value=q_value, ci_low=stats.ci_low, ci_high=stats.ci_high, separable=stats.separable
-        )
-
-
-def verdict(estimate: Estimate, criteria: Criteria) -> str:
-    """faster / slower only when the difference is both significant and at least the threshold in size.
-
-    The interval (when given) must also lie wholly beyond the threshold: an A/A run here gave ×0.966 with CI
-    0.939–0.989 and q 0.002, beyond 2% but reaching to 1.1%. With one round on a side (`separable` False) the
+    The interval (NaN: none) must also lie wholly beyond the threshold: an A/A run here gave ×0.966 with CI
+    0.939–0.989 and q 0.002, beyond 2% but reaching to 1.1%. With one round on a side (not `separable`) the
     interval alone decides.
     """
-    ratio, q_value, ci_low, ci_high = estimate.ratio, estimate.q_value, estimate.ci_low, estimate.ci_high
+    ratio, ci_low, ci_high = stats.ratio, stats.ci_low, stats.ci_high
     if not (math.isfinite(ratio) and math.isfinite(q_value)) or ratio <= 0:
         return "n/a"
     threshold, inconclusive = criteria.threshold, criteria.inconclusive
     bound = 1 + threshold
     word = "slower" if ci_low > bound else "faster" if ci_high < 1 / bound else "no change"
-    if estimate.separable and (q_value >= criteria.alpha or abs(math.log(ratio)) < math.log1p(threshold)):
+    if stats.separable and (q_value >= criteria.alpha or abs(math.log(ratio)) < math.log1p(threshold)):
         word = "no change"
-    elif estimate.separable and not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+    elif stats.separable and not (math.isfinite(ci_low) and math.isfinite(ci_high)):
         word = "slower" if ratio > 1 else "faster"
     wide = inconclusive is not None and not (1 / (1 + inconclusive) <= ci_low and ci_high <= 1 + inconclusive)
     return "inconclusive" if word == "no change" and wide else word

@@ -13,11 +13,11 @@ from pathlib import Path
 import pyarrow as pa
 from rich.console import Console
 
+from neuronexp.analysis.stats import Criteria
 from neuronexp.cli.pipe import quiet_on_closed_stdout
 from neuronexp.compare import (
     CompareError,
     CompareOptions,
-    Criteria,
     cell_lists,
     compare,
     comparison_markdown,

@@ -1,6 +1,5 @@
 """Stage: compare two result sets cell by cell (join), with op-table changes (op_changes), rendered (render)."""
 
-from neuronexp.analysis.stats import Criteria
 from neuronexp.compare.join import CompareOptions, Comparison, compare
 from neuronexp.compare.keys import CompareError
 from neuronexp.compare.render import (
@@ -17,7 +16,6 @@ __all__ = [
     "CompareError",
     "CompareOptions",
     "Comparison",
-    "Criteria",
     "cell_lists",
     "compare",
     "comparison_markdown",

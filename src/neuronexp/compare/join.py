@@ -18,15 +18,7 @@ import pandas as pd
 from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host_widened
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
-from neuronexp.analysis.stats import (
-    CellStats,
-    Criteria,
-    Estimate,
-    benjamini_hochberg,
-    ci_within_threshold,
-    compare_runs,
-    verdict,
-)
+from neuronexp.analysis.stats import CellStats, Criteria, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
 from neuronexp.compare.host import HOST_COLUMNS, host_moves, host_notes, implausible_notes
 from neuronexp.compare.keys import CompareError, cell_names, differing_labels, expand_ignored, keyed_cells
 from neuronexp.compare.notes import environment_notes, statistics_notes
@@ -99,12 +91,11 @@ def limit_pair(a: pd.Series, b: pd.Series) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class _Side:
-    """One side of the comparison: its first run's cells by join key, failed ones too (`every`), and every run, the
-    first first: its usable cells by key with its samples by run_id (`runs`) and its cells table (`tables`)."""
+    """One side of the comparison, its runs in order (the first, then further runs of the same cells)."""
 
-    every: dict[tuple, pd.Series]
-    runs: list[tuple[dict[tuple, pd.Series], dict]]
-    tables: list[pd.DataFrame]
+    every: dict[tuple, pd.Series]  # the first run's cells by join key, failed ones too
+    runs: list[tuple[dict[tuple, pd.Series], dict]]  # each run's usable cells by key, and its samples by run_id
+    tables: list[pd.DataFrame]  # each run's cells
 
     @property
     def ran(self) -> dict[tuple, pd.Series]:
@@ -123,24 +114,12 @@ def _side(every: dict[tuple, pd.Series], runs: list[Results], ignored: list[str]
     return _Side(every, [(cells, samples_by_run(r.samples)) for cells, r in zip(ran, runs)], [r.cells for r in runs])
 
 
-def _no_match(every_a: dict[tuple, pd.Series], every_b: dict[tuple, pd.Series]) -> CompareError:
-    """No cell of A is a cell of B: the labels that differ, and the --ignore that would join across them."""
-    diff = differing_labels(list(every_a), list(every_b))
-    hint = "; ".join(f"{k}: {'/'.join(x)} vs {'/'.join(y)}" for k, (x, y) in diff.items())
-    names = " ".join(f"--ignore {k}" for k in diff)
-    return CompareError(
-        f"no cell of A matches a cell of B; labels that differ: {hint or 'none'}"
-        + (f" (to compare across them: {names})" if names else "")
-    )
-
-
 def _interval(samples: tuple[list, list], moves: dict[str, float], options: CompareOptions, seed: int) -> CellStats:
     """One cell's statistics over every run of each side (`samples`: A's, B's); with the host reference on both
     sides, the interval also holds how far the host itself moved between them (compare.host)."""
     referenced = options.host_reference and all(math.isfinite(m) for m in moves.values())
-    factor = options.floor
-    if factor is None:
-        factor = REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
+    floor = options.floor
+    factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
     stats = compare_runs(*samples, seed=seed, floor=factor)
     if not referenced:
         return stats
@@ -176,28 +155,26 @@ def _matched(a: _Side, b: _Side, name: dict[tuple, str], options: CompareOptions
     cells = pd.DataFrame([{"cell": name[k], **row} for k, (row, _) in zip(matched, compared)], columns=columns)
     cells["q_value"] = benjamini_hochberg(cells["p_value"])
     # Noise widens the interval (the floor, or the runs), it does not veto the call: a noisy cell is called too.
-    criteria = options.criteria
-    cells["verdict"] = [verdict(Estimate.of(s, q), criteria) for (_, s), q in zip(compared, cells["q_value"])]
-    resolved = [ci_within_threshold(lo, hi, criteria.threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]
-    cells["resolved"] = resolved
+    cells["verdict"] = [verdict(s, q, options.criteria) for (_, s), q in zip(compared, cells["q_value"])]
+    intervals = zip(cells["ci_low"], cells["ci_high"])
+    cells["resolved"] = [ci_within_threshold(lo, hi, options.criteria.threshold) for lo, hi in intervals]
     return cells
 
 
-def _unmatched(a: _Side, b: _Side, name: dict[tuple, str]) -> list[list[str]]:
-    """The cells not compared, by reason: only in A; only in B; failed in B alone (broken); in A alone (fixed); in
-    both, with both errors."""
+def _unmatched(a: _Side, b: _Side, name: dict[tuple, str]) -> dict[str, list[str]]:
+    """The cells not compared, by reason (Comparison's lists): failed in both with both errors, and so on."""
     both = [k for k in a.every if k in b.every]
-    return [
-        [name[k] for k in a.every if k not in b.every],
-        [name[k] for k in b.every if k not in a.every],
-        [name[k] for k in both if k in a.ran and k not in b.ran],
-        [name[k] for k in both if k in b.ran and k not in a.ran],
-        [
+    return {
+        "only_a": [name[k] for k in a.every if k not in b.every],
+        "only_b": [name[k] for k in b.every if k not in a.every],
+        "broken": [name[k] for k in both if k in a.ran and k not in b.ran],
+        "fixed": [name[k] for k in both if k in b.ran and k not in a.ran],
+        "failed": [
             f"{name[k]} (A: {_error(a.every[k])}; B: {_error(b.every[k])})"
             for k in both
             if k not in a.ran and k not in b.ran
         ],
-    ]
+    }
 
 
 def _notes(a: _Side, b: _Side, cells: pd.DataFrame, options: CompareOptions) -> list[str]:
@@ -242,7 +219,13 @@ def compare(
     ignored = expand_ignored(list(options.ignore))
     every_a, every_b = keyed_cells(a.cells, ignored, "A"), keyed_cells(b.cells, ignored, "B")
     if not set(every_a) & set(every_b):
-        raise _no_match(every_a, every_b)
+        diff = differing_labels(list(every_a), list(every_b))
+        hint = "; ".join(f"{k}: {'/'.join(x)} vs {'/'.join(y)}" for k, (x, y) in diff.items())
+        names = " ".join(f"--ignore {k}" for k in diff)
+        raise CompareError(
+            f"no cell of A matches a cell of B; labels that differ: {hint or 'none'}"
+            + (f" (to compare across them: {names})" if names else "")
+        )
     side_a, side_b = (
         _side(every_a, [a, *(more_a or [])], ignored, "A"),
         _side(every_b, [b, *(more_b or [])], ignored, "B"),
@@ -250,18 +233,13 @@ def compare(
     name = cell_names({**every_b, **every_a}, ignored)
     cells = _matched(side_a, side_b, name, options)
     pairs = list(zip(cells["run_id_a"].astype(str), cells["run_id_b"].astype(str), cells["cell"]))
-    only_a, only_b, broken, fixed, failed = _unmatched(side_a, side_b, name)
     return Comparison(
         cells=cells,
         ops=op_changes(a.ops, b.ops, pairs, top=options.top_ops),
         criteria=options.criteria,
         ignored=ignored,
         notes=_notes(side_a, side_b, cells, options),
-        only_a=only_a,
-        only_b=only_b,
-        broken=broken,
-        fixed=fixed,
-        failed=failed,
+        **_unmatched(side_a, side_b, name),
     )
 
 

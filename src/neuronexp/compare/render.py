@@ -52,18 +52,16 @@ def cell_lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
 
 def _limit_rows(cmp: Comparison) -> list[list[str]]:
     """Per cell: % of peak (bandwidth, or FLOP/s when compute-bound) and the output check, in A and in B."""
-    rows = []
-    for r in cmp.cells.to_dict("records"):
-        rows.append(
-            [
-                str(r["cell"]),
-                _share(r, "a"),
-                _share(r, "b"),
-                str(r.get("output_check_a") or "—"),
-                str(r.get("output_check_b") or "—"),
-            ]
-        )
-    return rows
+    return [
+        [
+            str(r["cell"]),
+            _share(r, "a"),
+            _share(r, "b"),
+            str(r.get("output_check_a") or "—"),
+            str(r.get("output_check_b") or "—"),
+        ]
+        for r in cmp.cells.to_dict("records")
+    ]
 
 
 def _share(r: dict[str, Any], side: str) -> str:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from neuronexp.analysis.paired import paired_samples, ratio_between
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
-from neuronexp.analysis.stats import CellStats, Criteria, Estimate, benjamini_hochberg, compare_rounds, verdict
+from neuronexp.analysis.stats import CellStats, Criteria, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.report.busy import concluded_line, noise_line
 from neuronexp.report.finding_line import Group, group_line, is_ref, left_aside
@@ -96,7 +96,7 @@ def _ties(groups: list[list[dict]], bests: list[dict | None], samples: pd.DataFr
             pairs.append((i, str(cell["run_id"]), compare_rounds(a, b)))
     q = benjamini_hochberg([s.p_value for _, _, s in pairs])
     for (i, run, s), qv in zip(pairs, q):
-        if verdict(Estimate.of(s, qv), TIE) in ("no change", "n/a"):
+        if verdict(s, qv, TIE) in ("no change", "n/a"):
             tied[i].add(run)
     return tied
 

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from neuronexp.formatting import md_cell as md
 from neuronexp.report.model import Report
-from neuronexp.report.sections import Body, Section, sections
+from neuronexp.report.sections import Body, Plot, Section, sections
 from neuronexp.report.tables import TextTable, status_line
-
-if TYPE_CHECKING:  # the figures are drawn elsewhere: results/summary.md renders sections without matplotlib
-    from neuronexp.report.plots import Plot
 
 
 def _link(label: str, path: str) -> str:

@@ -18,6 +18,7 @@ from neuronexp.report.distplots import roof_share_plot, rounds_plot
 from neuronexp.report.opplots import breakdown_plot
 from neuronexp.report.plotkit import input_labels, svg, variant_colours
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
+from neuronexp.report.sections import Plot
 from neuronexp.results import usable_cells
 
 # The marks' ids: `nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
@@ -129,14 +130,6 @@ def speedup_plot(
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
     return svg(fig)
-
-
-@dataclass(frozen=True)
-class Plot:
-    title: str
-    caption: str
-    svg: str  # an <svg> element, inline in the page
-    wide: bool = False  # gets the page's full width (a bar per cell needs it)
 
 
 def report_colours(report) -> dict[str, str]:

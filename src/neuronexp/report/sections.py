@@ -30,7 +30,7 @@ class Card:
     table: TextTable
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Body:
     """What a section shows, in this order; each renderer draws every part its own way."""
 
@@ -43,6 +43,14 @@ class Body:
 
     def empty(self) -> bool:
         return not (self.items or self.pairs or self.table or self.notes or self.cards or self.errors)
+
+
+@dataclass(frozen=True)
+class Plot:  # a figure of the Plots section (report.plots draws them)
+    title: str
+    caption: str
+    svg: str  # an <svg> element, inline in the page
+    wide: bool = False  # gets the page's full width (a bar per cell needs it)
 
 
 @dataclass(frozen=True)

@@ -112,26 +112,23 @@ def _comparison(cells: pd.DataFrame, baseline: Baseline | None, sweep_dir: Path)
     return lines
 
 
-def _listed(title: str, items: list[tuple[str, str]]) -> list[str]:
-    """A section of cells, each with what is said of it (Markdown already): nothing when there is none."""
-    return [f"## {title}", ""] + [f"- {md_cell(label)}: {said}" for label, said in items] + [""] if items else []
-
-
 def _cell_lists(cells: pd.DataFrame) -> list[str]:
-    """The cells that need a word of their own: ops per step in words, outputs that differ, failures."""
+    """The cells that need a word of their own, a section each where there are any: ops per step in words, outputs
+    that differ, failures (every text as Markdown already)."""
     labels = cell_labels(cells)
-    composite = [(labels[i], md_cell(words)) for i, c in cells.iterrows() if (words := composite_words(c))]
-    differs = cells[cells.apply(output_differs, axis=1)]
-    outputs = [(labels[i], md_cell(note)) for i, note in zip(differs.index, differs["output_note"])]
-    failed = cells[cells["status"] == "error"]
-    errors = [
-        (labels[i], f"{md_cell(r.error)} ({md_cell(r.overrides)})") for i, r in zip(failed.index, failed.itertuples())
-    ]
-    return (
-        _listed("Ops per step", composite)
-        + _listed("Outputs that differ from their baseline's", outputs)
-        + _listed("Failed cells", errors)
-    )
+    differs, failed = cells[cells.apply(output_differs, axis=1)], cells[cells["status"] == "error"]
+    said = {
+        "Ops per step": [(i, md_cell(words)) for i, c in cells.iterrows() if (words := composite_words(c))],
+        "Outputs that differ from their baseline's": list(zip(differs.index, map(md_cell, differs["output_note"]))),
+        "Failed cells": [
+            (i, f"{md_cell(r.error)} ({md_cell(r.overrides)})") for i, r in zip(failed.index, failed.itertuples())
+        ],
+    }
+    lines: list[str] = []
+    for title, items in said.items():
+        if items:
+            lines += [f"## {title}", ""] + [f"- {md_cell(labels[i])}: {text}" for i, text in items] + [""]
+    return lines
 
 
 def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path) -> str:
