@@ -39,7 +39,13 @@ import numpy as np
 import pandas as pd
 
 from neuronexp.analysis.floor import FLOOR_FACTOR
-from neuronexp.analysis.stats import benjamini_hochberg, compare_rounds, hierarchical_medians, verdict
+from neuronexp.analysis.stats import (
+    Criteria,
+    benjamini_hochberg,
+    compare_rounds,
+    hierarchical_medians,
+    verdict,
+)
 
 BIN = Path(sys.executable).parent
 THRESHOLD, ALPHA, INCONCLUSIVE = 0.02, 0.05, 0.25
@@ -109,7 +115,7 @@ def check_pairs(args) -> int:
     a later run, with the host's real moves between the runs), each with the host reference and without (the
     intervals as measured, K = FLOOR_FACTOR). In-process (neuronexp.compare), as the CLI would take hours here."""
     from neuronexp import load
-    from neuronexp.compare import compare
+    from neuronexp.compare import CompareOptions, compare
     from neuronexp.results import Results
 
     if len(args.sweeps) < 2:
@@ -126,8 +132,14 @@ def check_pairs(args) -> int:
     twice = {k: doubled(v) for k, v in runs.items()}
     report: dict = {"check": "pairs", "sweeps": list(runs)}
     for mode, host in (("host_reference", True), ("as_measured", False)):
-        aa = [compare(runs[a], runs[b], host_reference=host).cells for a, b in itertools.combinations(runs, 2)]
-        x2 = [compare(runs[a], twice[b], host_reference=host).cells for a, b in itertools.permutations(runs, 2)]
+        aa = [
+            compare(runs[a], runs[b], CompareOptions(host_reference=host)).cells
+            for a, b in itertools.combinations(runs, 2)
+        ]
+        x2 = [
+            compare(runs[a], twice[b], CompareOptions(host_reference=host)).cells
+            for a, b in itertools.permutations(runs, 2)
+        ]
         report[mode] = {
             "aa_cells": sum(len(c) for c in aa),
             "aa_called": sum(int(c["verdict"].isin(["slower", "faster"]).sum()) for c in aa),
@@ -156,15 +168,14 @@ def round_calls(tags: dict[str, list[np.ndarray]], factor: float) -> dict:
     aa, doubled = [], []
     for processes in tags.values():
         for x, y in itertools.combinations(processes, 2):
-            aa.append(compare_rounds(x, y, np.arange(len(x)), np.arange(len(y)), floor=factor))
+            aa.append(compare_rounds((x, np.arange(len(x))), (y, np.arange(len(y))), floor=factor))
         for x in processes:
-            doubled.append(compare_rounds(x, 2 * x, np.arange(len(x)), np.arange(len(x)), floor=factor))
+            doubled.append(compare_rounds((x, np.arange(len(x))), (2 * x, np.arange(len(x))), floor=factor))
 
     def called(stats: list) -> tuple[int, int]:
         q = benjamini_hochberg([s.p_value for s in stats])
-        words = [
-            verdict(s.ratio, qv, ALPHA, THRESHOLD, True, s.ci_low, s.ci_high, INCONCLUSIVE) for s, qv in zip(stats, q)
-        ]
+        rule = Criteria(threshold=THRESHOLD, alpha=ALPHA, inconclusive=INCONCLUSIVE)
+        words = [verdict(s, qv, rule) for s, qv in zip(stats, q)]
         return sum(w in ("slower", "faster") for w in words), sum(w == "inconclusive" for w in words)
 
     (aa_called, aa_inconclusive), (x2_called, _) = called(aa), called(doubled)

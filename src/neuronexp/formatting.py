@@ -33,11 +33,6 @@ def fmt_pct(value: float | None) -> str:
     return "—" if not _shown(value) else f"{100 * value:.1f}%"
 
 
-def fmt_speedup(value: float | None) -> str:
-    """ "×1.25"; "—" without a finite speedup."""
-    return "—" if not _shown(value) or not math.isfinite(float(value)) else f"×{float(value):.2f}"
-
-
 UNPAIRED_MARK = "†"  # after a speedup timed apart from its baseline (analysis.paired)
 UNPAIRED_LEGEND = f"{UNPAIRED_MARK} unpaired: timed apart from its baseline, so drift between the two is in it"
 # Under every table of speedups with intervals: an interval holds this run's drift, not the host's change between runs
@@ -56,7 +51,7 @@ def fmt_speedup_ci(cell: Any) -> str:
     if _missing(value) or not math.isfinite(float(value)):
         return ""
     low, high = cell.get("speedup_ci_low"), cell.get("speedup_ci_high")
-    text = fmt_speedup(value)
+    text = f"×{float(value):.2f}"
     if not (_missing(low) or _missing(high)) and math.isfinite(float(low)) and math.isfinite(float(high)):
         text += f" ({float(low):.2f}–{float(high):.2f})"
     return text + (UNPAIRED_MARK if cell.get("speedup_method") == "unpaired" else "")

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from helpers import REPO
-from neuronexp.analysis.peaks import device_row, given_peak, load_table, match_row, published_peak
+from neuronexp.analysis.peaks import given_peak, load_table, match_row, published_peak
 
 
 def test_every_row_is_sourced_and_the_docs_list_every_row() -> None:
@@ -87,7 +87,8 @@ def test_neuron_rows_are_one_logical_core_by_instance_type_and_lnc() -> None:
     assert (core.bandwidth_gbs, core.tflops) == (725, 158) and "derived" in core.source
     unknown = published_peak("neuron", _neuron(None, None), "bfloat16")
     assert unknown.bandwidth_gbs is None and "an unknown instance type" in unknown.source
-    assert device_row("trn3_core_lnc2")["flops_tflops"]["fp8"] is None  # plain FP8 on Trn3: not published
+    trn3 = next(row for row in load_table() if row["key"] == "trn3_core_lnc2")
+    assert trn3["flops_tflops"]["fp8"] is None  # plain FP8 on Trn3: not published
     assert "no published peak for backend nosuch" in published_peak("nosuch", {}, "bfloat16").source
 
 

@@ -6,17 +6,9 @@ import itertools
 
 import pytest
 
-from neuronexp.analysis.variants import (
-    add_speedups,
-    baseline_run_ids,
-    cell_labels,
-    comparison_grid,
-    describe_baseline,
-    names,
-    normalize,
-    parse_baseline,
-    split_overrides,
-)
+from neuronexp.analysis.baseline import describe_baseline, parse_baseline
+from neuronexp.analysis.overrides import normalize, split_overrides
+from neuronexp.analysis.variants import add_speedups, baseline_run_ids, cell_labels, comparison_grid, names
 from neuronexp.results import frame
 
 

@@ -69,6 +69,9 @@ ALLOWED = {
     "__init__": {"results", "api"},
     "__main__": {"cli"},
 }
+# Single modules of another stage that a stage may import although it may not import that stage: each torch-free.
+# analysis reads config's one list of the keys a cell did not measure (config.measured), rather than keep a copy.
+ALLOWED_MODULES = {"analysis": {"neuronexp.config.measured"}}
 # The budget is on functions (MAX_FUNCTION_LINES here; complexity, arguments and statements: ruff, pyproject.toml);
 # a module's size is a ceiling far above the usual, which never decides where a file splits.
 MAX_LINES = 400
@@ -114,7 +117,8 @@ def test_imports_point_one_way_between_stages() -> None:
         me = _stage(_name(path))
         for target in _imports(path):
             other = _stage(target)
-            if other != me and other not in ALLOWED.get(me, set()) and other != "__init__":
+            module = any(target == m or target.startswith(m + ".") for m in ALLOWED_MODULES.get(me, set()))
+            if other != me and other not in ALLOWED.get(me, set()) and other != "__init__" and not module:
                 wrong.append(f"{_name(path)} imports {target} ({me} → {other})")
     assert not wrong, "\n".join(wrong)
 

@@ -12,7 +12,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from helpers import REPO
-from neuronexp.analysis.variants import parse_baseline
+from neuronexp.analysis.baseline import parse_baseline
 from neuronexp.cli.main import typed_baseline
 
 

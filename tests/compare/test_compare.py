@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,16 +15,16 @@ import pytest
 from helpers import run_cli
 from neuronexp.analysis.floor import FLOOR_FACTOR
 from neuronexp.analysis.stats import (
+    Criteria,
     benjamini_hochberg,
     bootstrap_medians,
     compare_rounds,
     compare_samples,
     hierarchical_medians,
     mann_whitney_p,
-    verdict,
 )
-from neuronexp.compare.join import CompareError, compare
-from neuronexp.compare.ops import op_changes
+from neuronexp.compare.join import CompareError, CompareOptions, compare
+from neuronexp.compare.op_changes import op_changes
 from neuronexp.results import Results, frame, load, to_arrow
 from neuronexp.results.files import write_table
 
@@ -30,26 +32,32 @@ MODULES = ["rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"]
 SHAPES = ["[1,8,64]", "[1,64,512]", "[1,128,1024]", "[1,512,2048]"]
 
 
-def make_results(
-    tag: str,
-    *,
-    scale: float = 1.0,
-    noise: float = 0.03,
-    n: int = 40,
-    seed: int = 0,
-    backend: str = "cpu",
-    extra_override: str = "",
-    shapes: list[str] = SHAPES,
-    rounds: int = 1,
-    drift: float = 0.0,
-    run_shift: float = 0.0,
-    threads: int | None = None,
-) -> Results:
-    """12 cells (3 modules × 4 shapes) with lognormal-ish samples around a known median per cell.
+@dataclass(kw_only=True)
+class Synthetic:
+    """What make_results builds: samples around `scale` × a known median per cell, `noise` their lognormal spread.
 
     With `rounds` > 1 the n samples are split into rounds, each round shifted by its own lognormal factor of
     spread `drift` (the host's drift over seconds), and the whole run by exp(run_shift) (one run's luck).
     """
+
+    scale: float = 1.0
+    noise: float = 0.03
+    n: int = 40
+    seed: int = 0
+    backend: str = "cpu"
+    extra_override: str = ""
+    shapes: list[str] = field(default_factory=lambda: SHAPES)
+    rounds: int = 1
+    drift: float = 0.0
+    run_shift: float = 0.0
+    threads: int | None = None
+
+
+def make_results(tag: str, **knobs: Any) -> Results:
+    """12 cells (3 modules × 4 shapes) as `knobs` (Synthetic's fields) say."""
+    spec = Synthetic(**knobs)
+    scale, noise, n, seed, backend, shapes = spec.scale, spec.noise, spec.n, spec.seed, spec.backend, spec.shapes
+    rounds, drift, run_shift = spec.rounds, spec.drift, spec.run_shift
     rng = np.random.default_rng(seed)
     cells, samples, ops = [], [], []
     for i, module in enumerate(MODULES):
@@ -76,10 +84,10 @@ def make_results(
                     numel=64 * (j + 1),
                     status="ok",
                     latency_median_us=float(np.median(lat)),
-                    overrides=f"module={module},input.shape={shape},timing.iters={n}{extra_override}",
+                    overrides=f"module={module},input.shape={shape},timing.iters={n}{spec.extra_override}",
                     started_at=f"2026-01-0{1 + (tag == 'b')}T00:00:00",
                     trace_path=f"{tag}/trace.json",
-                    threads=threads,
+                    threads=spec.threads,
                 )
             )
             samples += [
@@ -134,7 +142,7 @@ def test_noise_of_a_known_size_stays_below_the_threshold() -> None:
     assert cmp.cells["ratio"].between(0.995, 1.015).all()
     assert (cmp.cells["q_value"] < 0.05).sum() >= 6  # the shift is real: the threshold is what calls it no change
     assert cmp.unresolved == 0  # and the CIs are tight enough to rule out a 2% change
-    strict = compare(a, b, threshold=0.0)
+    strict = compare(a, b, CompareOptions(criteria=Criteria(threshold=0.0)))
     assert (strict.cells["verdict"] == "slower").sum() >= 6
 
 
@@ -151,7 +159,7 @@ def test_few_noisy_samples_are_inconclusive_not_no_change_and_say_so() -> None:
     loose = compare(
         make_results("a", seed=1, noise=0.3, n=5),
         make_results("b", seed=2, noise=0.3, n=5, scale=1.1),
-        inconclusive=5.0,
+        CompareOptions(criteria=Criteria(inconclusive=5.0)),
     )
     assert (loose.cells["verdict"] == "no change").all() and loose.unresolved == 12
 
@@ -213,22 +221,6 @@ def test_mann_whitney_known_values() -> None:
     assert mann_whitney_p(np.array([5.0, 5, 5]), np.array([5.0, 5])) == 1.0
 
 
-def test_verdict_rules() -> None:
-    assert verdict(1.5, 0.01, 0.05, 0.02) == "slower"
-    assert verdict(1 / 1.5, 0.01, 0.05, 0.02) == "faster"
-    assert verdict(1.5, 0.2, 0.05, 0.02) == "no change"
-    assert verdict(1.01, 1e-9, 0.05, 0.02) == "no change"
-    # Significant and beyond 2%, but the interval reaches inside the threshold: an A/A run on this VM.
-    assert verdict(0.966, 0.0024, 0.05, 0.02, ci_low=0.939, ci_high=0.989) == "no change"
-    assert verdict(0.95, 0.0024, 0.05, 0.02, ci_low=0.93, ci_high=0.97) == "faster"
-    assert verdict(1.25, 0.0024, 0.05, 0.02, ci_low=1.15, ci_high=1.35) == "slower"
-    assert verdict(float("nan"), 0.01, 0.05, 0.02) == "n/a"
-    # One round on a side: significance within a run says nothing across runs; only the interval counts.
-    assert verdict(1.05, 1e-9, 0.05, 0.02, separable=False, ci_low=1.01, ci_high=1.09) == "no change"
-    assert verdict(1.05, 1e-9, 0.05, 0.02, separable=False, ci_low=1.03, ci_high=1.07) == "slower"
-    assert verdict(0.9, 1e-9, 0.05, 0.02, separable=False, ci_low=0.85, ci_high=0.95) == "faster"
-
-
 # --- rounds: run-to-run variance (issue 9, point 5) ---------------------------------------------------
 
 
@@ -255,7 +247,7 @@ def test_a_a_with_drift_between_rounds_and_between_processes_is_not_called() -> 
     assert cmp.cells[["floor_a", "floor_b"]].stack().between(0.02 * FLOOR_FACTOR, 0.08 * FLOOR_FACTOR).mean() > 0.8
     assert any("process-to-process term" in n for n in cmp.notes)
     # Without the floor, the rounds of one process see only their own drift: the ×0.92 between processes is called.
-    bare = compare(a, b, floor=0.0)
+    bare = compare(a, b, CompareOptions(floor=0.0))
     assert bare.cells["verdict"].isin(["slower", "faster"]).sum() >= 4
     # Rounds dropped (one round a side): the floor comes from consecutive slices of the samples, which are the
     # same time slices here, so nothing is called either.
@@ -302,13 +294,14 @@ def test_one_round_on_a_side_says_noise_cannot_be_separated() -> None:
 
 def test_compare_rounds_known_answer_and_fallback() -> None:
     a = [10.0, 11.0, 12.0, 20.0, 21.0, 22.0, 30.0, 31.0, 32.0]
-    stats = compare_rounds(a, [2 * x for x in a], [0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 0, 0, 1, 1, 1, 2, 2, 2])
+    ROUNDS = [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    stats = compare_rounds((a, ROUNDS), ([2 * x for x in a], ROUNDS))
     assert stats.median_a_us == 21.0 and stats.ratio == 2.0 and stats.separable
     assert stats.rounds_a == stats.rounds_b == 3
-    single = compare_rounds(a, a, None, None)
+    single = compare_rounds((a, None), (a, None))
     assert not single.separable and single.rounds_a == 1 and single.p_value == 1.0 and single.floor_a == 0.0
     # With a floor factor: each side's process term is factor × its drift, and the interval widens with it.
-    floored = compare_rounds(a, [2 * x for x in a], [0, 0, 0, 1, 1, 1, 2, 2, 2], [0, 0, 0, 1, 1, 1, 2, 2, 2], floor=2.0)
+    floored = compare_rounds((a, ROUNDS), ([2 * x for x in a], ROUNDS), floor=2.0)
     assert floored.floor_a == floored.floor_b > 0 and floored.ci_low < stats.ci_low and floored.ci_high > stats.ci_high
 
 
@@ -383,7 +376,7 @@ def test_a_label_that_differs_is_named_and_can_be_ignored() -> None:
     a, b = make_results("a"), make_results("b", backend="cuda")
     with pytest.raises(CompareError, match=r"backend: cpu vs cuda.*--ignore backend"):
         compare(a, b)
-    cmp = compare(a, b, ignore=["backend"])  # device and device_name follow the backend
+    cmp = compare(a, b, CompareOptions(ignore=["backend"]))  # device and device_name follow the backend
     assert len(cmp.cells) == 12 and "device_name" in cmp.ignored
     assert cmp.notes[0] == "device_name differs: Xeon vs NVIDIA H200"
 
@@ -392,7 +385,7 @@ def test_other_overrides_are_labels() -> None:
     a, b = make_results("a"), make_results("b", extra_override=",module.eps=1e-5")
     with pytest.raises(CompareError, match="module.eps"):
         compare(a, b)
-    assert len(compare(a, b, ignore=["module.eps"]).cells) == 12
+    assert len(compare(a, b, CompareOptions(ignore=["module.eps"])).cells) == 12
 
 
 def test_unmatched_cells_are_listed() -> None:
@@ -418,7 +411,7 @@ def test_a_cell_that_ran_in_a_and_fails_in_b_is_a_regression() -> None:
 
 def test_ignoring_a_label_that_identifies_cells_is_an_error() -> None:
     with pytest.raises(CompareError, match="same labels"):
-        compare(make_results("a"), make_results("b"), ignore=["input_shape"])
+        compare(make_results("a"), make_results("b"), CompareOptions(ignore=["input_shape"]))
 
 
 # --- op tables --------------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def pair(sweep: Path, tmp_path_factory) -> tuple[Path, Path]:
 
 def test_the_constructed_answer_is_what_the_statistics_say() -> None:
     (xa, ra), (xb, rb) = _constructed(), _constructed(FACTOR)
-    stats = compare_rounds(xa, xb, ra, rb, seed=0)
+    stats = compare_rounds((xa, ra), (xb, rb), seed=0)
     assert stats.ratio == pytest.approx(FACTOR) and stats.rounds_a == stats.rounds_b == 4
     assert 1.02 < stats.ci_low < FACTOR < stats.ci_high < 1.10 and stats.p_value <= 4 / 2001
 
@@ -174,8 +174,8 @@ def test_further_runs_a_side_put_run_to_run_variance_in_the_interval(pair, tmp_p
 
 
 def test_one_run_a_side_is_the_rounds_comparison() -> None:
-    (xa, ra), (xb, rb) = _constructed(), _constructed(FACTOR)
-    assert compare_runs([(xa, ra)], [(xb, rb)], seed=3) == compare_rounds(xa, xb, ra, rb, seed=3, floor=FLOOR_FACTOR)
+    a, b = _constructed(), _constructed(FACTOR)
+    assert compare_runs([a], [b], seed=3) == compare_rounds(a, b, seed=3, floor=FLOOR_FACTOR)
 
 
 def _doubled_noisy_copy(sweep: Path, dest: Path, factor: float) -> Path:

@@ -13,7 +13,7 @@ import pytest
 
 from neuronexp import load
 from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host_widened
-from neuronexp.compare import compare
+from neuronexp.compare import CompareOptions, compare
 from neuronexp.compare.host import HOST_COLUMNS
 from neuronexp.results import Results
 
@@ -47,7 +47,7 @@ def test_a_host_that_got_slower_is_not_called_but_slower_code_is(sweep: Path) ->
     same = REFERENCED_FLOOR_FACTOR
     host = 1.5  # the reference moved ×1.5, and every cell ×1.5
     host_slower = compare(a, _scaled(a, 1.5, host))
-    as_measured = compare(a, _scaled(a, 1.5, host), host_reference=False, floor=same)
+    as_measured = compare(a, _scaled(a, 1.5, host), CompareOptions(host_reference=False, floor=same))
     assert np.allclose(host_slower.cells["host_dispatch_move"], host)
     # The interval as measured, and with the host's ×1.5 taken out: it holds 1, so no cell can be called.
     assert np.allclose(_interval(host_slower), _interval(as_measured) / [1.5, 1.0])
@@ -56,7 +56,7 @@ def test_a_host_that_got_slower_is_not_called_but_slower_code_is(sweep: Path) ->
     assert any("--no-host-reference: intervals as measured" in n for n in as_measured.notes)
     # The code ×2 on a host as it was: the reference costs the call nothing.
     code_slower = compare(a, _scaled(a, 2.0, 1.0))
-    raw = compare(a, _scaled(a, 2.0, 1.0), host_reference=False, floor=same)
+    raw = compare(a, _scaled(a, 2.0, 1.0), CompareOptions(host_reference=False, floor=same))
     assert np.allclose(_interval(code_slower), _interval(raw))
     assert list(code_slower.cells["verdict"]) == list(raw.cells["verdict"])
     # The code ×2 on a host ×1.5 slower (×3 in all): with the move taken out, still the ×2.
@@ -69,19 +69,25 @@ def test_a_side_without_the_reference_is_said_and_compared_as_measured(sweep: Pa
     a = load(sweep)
     old = compare(_scaled(a, 1.0, None), _scaled(a, 2.0, 1.0))
     assert old.cells["host_dispatch_move"].isna().all()
-    assert np.allclose(_interval(old), _interval(compare(a, _scaled(a, 2.0, 1.0), host_reference=False)))
+    assert np.allclose(
+        _interval(old), _interval(compare(a, _scaled(a, 2.0, 1.0), CompareOptions(host_reference=False)))
+    )
     assert any("lack the host reference" in n for n in old.notes)
 
 
 def test_the_floor_is_narrower_where_the_reference_holds_the_hosts_moves(sweep: Path) -> None:
     a = load(sweep)
-    with_reference, without = compare(a, _scaled(a, 2.0, 1.0)), compare(a, _scaled(a, 2.0, 1.0), host_reference=False)
+    with_reference, without = (
+        compare(a, _scaled(a, 2.0, 1.0)),
+        compare(a, _scaled(a, 2.0, 1.0), CompareOptions(host_reference=False)),
+    )
     drifted = without.cells["floor_a"] > 0
     assert drifted.any()  # a real sweep's rounds drift a little at least
     ratio = with_reference.cells["floor_a"][drifted] / without.cells["floor_a"][drifted]
     assert np.allclose(ratio, REFERENCED_FLOOR_FACTOR / FLOOR_FACTOR)
     assert np.allclose(
-        compare(a, a, floor=1.0).cells["floor_a"][drifted], without.cells["floor_a"][drifted] / FLOOR_FACTOR
+        compare(a, a, CompareOptions(floor=1.0)).cells["floor_a"][drifted],
+        without.cells["floor_a"][drifted] / FLOOR_FACTOR,
     )
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronexp.compare import compare
+from neuronexp.analysis.stats import Criteria
+from neuronexp.compare import CompareOptions, compare
 from neuronexp.results import Results, frame
 
 SHAPES = ["[1,8,64]", "[1,64,512]"]
@@ -58,7 +59,7 @@ def test_one_workload_of_the_host_reference_is_not_the_reference() -> None:
     b = b._replace(cells=b.cells.assign(host_memory_us=np.nan))
     half = compare(a, b)
     assert half.cells["host_dispatch_move"].notna().all() and half.cells["host_memory_move"].isna().all()
-    assert np.allclose(_intervals(half), _intervals(compare(a, b, host_reference=False)))
+    assert np.allclose(_intervals(half), _intervals(compare(a, b, CompareOptions(host_reference=False))))
     assert not np.allclose(_intervals(compare(a, _results("b", seed=2, scale=1.5))), _intervals(half))
 
 
@@ -73,9 +74,9 @@ def test_one_round_on_a_side_is_called_by_its_interval_whatever_alpha() -> None:
     # Rounds on both sides: significance and size decide, and no q-value is below an alpha of 1e-12. One round in
     # B: significance within one run says nothing across runs, so the interval alone calls the ×2.
     a = _results("a", seed=1)
-    both = compare(a, _results("b", seed=2, scale=2.0), alpha=1e-12)
+    both = compare(a, _results("b", seed=2, scale=2.0), CompareOptions(criteria=Criteria(alpha=1e-12)))
     assert not both.cells["verdict"].isin(["slower", "faster"]).any()  # not called
-    one = compare(a, _results("b", seed=2, scale=2.0, rounds=1), alpha=1e-12)
+    one = compare(a, _results("b", seed=2, scale=2.0, rounds=1), CompareOptions(criteria=Criteria(alpha=1e-12)))
     assert (one.cells["rounds_b"] == 1).all() and (one.cells["ci_low"] > 1.02).all()
     assert (one.cells["verdict"] == "slower").all()
 

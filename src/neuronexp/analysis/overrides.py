@@ -6,18 +6,8 @@ import re
 import sys
 from typing import Any
 
-# The keys that are not what a cell measured: config.measured.NOT_MEASURED, which this stage may not import (a
-# test keeps the two equal). With Hydra's own keys, they are no label of a cell.
-NOT_MEASURED = (
-    "launcher",
-    "baseline",
-    "sweep",
-    "roofline",
-    "noise",
-    "correctness.rtol",
-    "correctness.atol",
-    "correctness.float32_reference",
-)
+from neuronexp.config.measured import measured
+
 _NEXT_OVERRIDE = re.compile(r"(?:[+~]{0,2}[\w.@/-]+=)|(?:~[\w.@/-]+(?:,|$))")
 
 
@@ -63,7 +53,8 @@ def normalize(value: Any) -> str:
 
 
 def _is_label(key: str) -> bool:
-    return not key.startswith("hydra.") and not any(key == k or key.startswith(k + ".") for k in NOT_MEASURED)
+    """Part of what the cell measured (config.measured), and not one of Hydra's own keys."""
+    return not key.startswith("hydra.") and measured(key)
 
 
 def override_values(overrides: Any) -> dict[str, str]:

@@ -123,8 +123,7 @@ def speedup_table(cells: pd.DataFrame, samples: pd.DataFrame | None) -> pd.DataF
             rows.append((run, *paired, "paired"))
             continue
         if run in by_round and ref in by_round:
-            (xc, rc), (xb, rb) = by_round[run], by_round[ref]
-            s = compare_rounds(xc, xb, rc, rb)
+            s = compare_rounds(by_round[run], by_round[ref])
             rows.append((run, s.ratio, s.ci_low, s.ci_high, "unpaired"))
         else:  # no samples to resample (a foreign table): the ratio of the medians, no interval
             rows.append((run, latency[ref] / latency[run], math.nan, math.nan, "unpaired"))

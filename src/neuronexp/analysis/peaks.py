@@ -37,13 +37,6 @@ def load_table() -> tuple[dict[str, Any], ...]:
     return tuple(yaml.safe_load(text)["devices"])
 
 
-def device_row(key: str) -> dict[str, Any]:
-    for row in load_table():
-        if row["key"] == key:
-            return row
-    raise KeyError(key)
-
-
 # A row's patterns (case-insensitive regexes, tried in file order, the first match wins) and the value of a
 # backend's peak hint (Backend.peak_hint) each is searched in, with what to call that value in a message.
 PATTERNS = {"match": ("device_name", "device"), "match_instance": ("instance_type", "instance type")}

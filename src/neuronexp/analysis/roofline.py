@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-# The row's roofline columns, in order (results.schema lists the same names with their types).
+# The row's roofline columns, in order (results.contract lists the same names with their types).
 COLUMNS = (
     "intensity",
     "achieved_gbs",

@@ -6,7 +6,9 @@ one run carries a noise floor (analysis.floor): why, and how it was calibrated, 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +16,7 @@ from neuronexp.analysis.bootstrap import bootstrap_medians, inverted_p, percenti
 from neuronexp.analysis.floor import FLOOR_FACTOR, noise_floor, process_terms
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CellStats:
     """B against A for one cell; ratio > 1 means B is slower."""
 
@@ -79,12 +81,11 @@ def compare_samples(a, b, seed: int = 0, resamples: int = 2000) -> CellStats:
     nan = float("nan")
     med_a = float(np.median(a)) if len(a) else nan
     med_b = float(np.median(b)) if len(b) else nan
+    medians: dict[str, Any] = {"median_a_us": med_a, "median_b_us": med_b, "n_a": len(a), "n_b": len(b)}
     if not (len(a) and len(b)):
-        return CellStats(med_a, med_b, nan, nan, nan, nan, len(a), len(b))
-    rng = np.random.default_rng(seed)
-    low, high = bootstrap_ratio_ci(a, b, rng, resamples)
-    p = mann_whitney_p(a, b)
-    return CellStats(med_a, med_b, med_b / med_a, low, high, p, len(a), len(b))
+        return CellStats(**medians, ratio=nan, ci_low=nan, ci_high=nan, p_value=nan)
+    low, high = bootstrap_ratio_ci(a, b, np.random.default_rng(seed), resamples)
+    return CellStats(**medians, ratio=med_b / med_a, ci_low=low, ci_high=high, p_value=mann_whitney_p(a, b))
 
 
 def _round_arrays(x, rounds) -> list[np.ndarray]:
@@ -116,16 +117,17 @@ def median_of_rounds(groups: list[np.ndarray]) -> float:
 
 
 def compare_rounds(
-    a, b, rounds_a=None, rounds_b=None, seed: int = 0, resamples: int = 2000, level: float = 0.95, floor: float = 0.0
+    a: tuple, b: tuple, seed: int = 0, resamples: int = 2000, level: float = 0.95, floor: float = 0.0
 ) -> CellStats:
-    """B against A: ratio of medians of round medians, with a hierarchical bootstrap CI and p-value.
+    """B against A: ratio of medians of round medians, with a hierarchical bootstrap CI and p-value. A side is
+    (latencies, their rounds), as analysis.samples gives them; rounds None: one round.
 
     The p-value inverts the percentile interval: the smallest 1 - level at which it would exclude 1. `floor`
     (a factor, analysis.floor): each side's draws also carry a process term of floor × its drift, for a side
     that is one run. Without it, one round on either side falls back to compare_samples (pooled samples,
     Mann–Whitney); with it, a one-round side is bootstrapped over its samples. `separable` is False either way.
     """
-    ga, gb = _round_arrays(a, rounds_a), _round_arrays(b, rounds_b)
+    ga, gb = _round_arrays(*a), _round_arrays(*b)
     n_a, n_b = sum(map(len, ga)), sum(map(len, gb))
     if not (n_a and n_b) or (floor <= 0 and (len(ga) < 2 or len(gb) < 2)):
         pooled = compare_samples(np.concatenate(ga) if ga else [], np.concatenate(gb) if gb else [], seed, resamples)
@@ -138,9 +140,17 @@ def compare_rounds(
         * process_terms(fb, rng, resamples)
         / (hierarchical_medians(ga, rng, resamples) * process_terms(fa, rng, resamples))
     )
+    counts = {"n_a": n_a, "n_b": n_b, "rounds_a": len(ga), "rounds_b": len(gb), "floor_a": fa, "floor_b": fb}
+    return _cell_stats(ratios, level, (median_of_rounds(ga), median_of_rounds(gb)), counts)
+
+
+def _cell_stats(ratios: np.ndarray, level: float, medians: Sequence[float], counts: dict[str, Any]) -> CellStats:
+    """B against A from the ratio's bootstrap draws, with the sides' medians and `counts` (CellStats' other fields)."""
     (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
-    med_a, med_b = median_of_rounds(ga), median_of_rounds(gb)
-    return CellStats(med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, len(ga), len(gb), floor_a=fa, floor_b=fb)
+    med_a, med_b = medians
+    return CellStats(
+        median_a_us=med_a, median_b_us=med_b, ratio=med_b / med_a, ci_low=low, ci_high=high, p_value=p, **counts
+    )
 
 
 def compare_runs(
@@ -156,11 +166,10 @@ def compare_runs(
     that is one run cannot show the variance between runs: its draws carry its noise floor (analysis.floor,
     `floor` the factor) instead. One run a side is compare_rounds with that floor."""
     if len(runs_a) == 1 and len(runs_b) == 1:
-        (xa, ra), (xb, rb) = runs_a[0], runs_b[0]
-        return compare_rounds(xa, xb, ra, rb, seed=seed, resamples=resamples, level=level, floor=floor)
+        return compare_rounds(runs_a[0], runs_b[0], seed=seed, resamples=resamples, level=level, floor=floor)
     ga, gb = ([g for g in (_round_arrays(x, r) for x, r in runs) if g] for runs in (runs_a, runs_b))
     if not ga or not gb:
-        return compare_rounds([], [], seed=seed)
+        return compare_rounds(([], None), ([], None), seed=seed)
     rng = np.random.default_rng(seed)
     floors = [noise_floor(runs[0], floor) if len(runs) == 1 else 0.0 for runs in (gb, ga)]
     sides = [
@@ -168,14 +177,11 @@ def compare_runs(
         * process_terms(f, rng, resamples)
         for runs, f in zip((gb, ga), floors)
     ]
-    ratios = sides[0] / sides[1]
-    (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
-    med_a, med_b = (float(np.median([median_of_rounds(g) for g in runs])) for runs in (ga, gb))
+    medians = [float(np.median([median_of_rounds(g) for g in runs])) for runs in (ga, gb)]
     n_a, n_b = (sum(len(r) for g in runs for r in g) for runs in (ga, gb))
     rounds_a, rounds_b = (sum(len(g) for g in runs) for runs in (ga, gb))
-    return CellStats(
-        med_a, med_b, med_b / med_a, low, high, p, n_a, n_b, rounds_a, rounds_b, len(ga), len(gb), floors[1], floors[0]
-    )
+    counts = {"n_a": n_a, "n_b": n_b, "rounds_a": rounds_a, "rounds_b": rounds_b, "runs_a": len(ga), "runs_b": len(gb)}
+    return _cell_stats(sides[0] / sides[1], level, medians, {**counts, "floor_a": floors[1], "floor_b": floors[0]})
 
 
 def benjamini_hochberg(p_values) -> np.ndarray:
@@ -195,31 +201,35 @@ def benjamini_hochberg(p_values) -> np.ndarray:
     return q
 
 
-def verdict(
-    ratio: float,
-    q_value: float,
-    alpha: float,
-    threshold: float,
-    separable: bool = True,
-    ci_low: float = math.nan,
-    ci_high: float = math.nan,
-    inconclusive: float | None = None,
-) -> str:
-    """faster / slower only when the difference is both significant and at least `threshold` in size.
+@dataclass(frozen=True, kw_only=True)
+class Criteria:
+    """When a ratio is a change (neuronexp-compare's defaults): significant (its BH q-value below `alpha`) and at
+    least `threshold` in size, symmetric on the log scale (2%: ≥ ×1.02 slower or ≤ ×1/1.02 faster). `inconclusive`
+    (a size, 0.25 = ×1.25): a cell not called whose interval still reaches beyond it on either side is
+    "inconclusive" (compare cannot tell, e.g. 0.73–220), not "no change"; None: never inconclusive."""
 
-    The threshold is symmetric on the log scale: 2% means ≥ ×1.02 slower or ≤ ×1/1.02 faster. The interval
-    (when given) must also lie wholly beyond it: an A/A run here gave ×0.966 with CI 0.939–0.989 and q 0.002,
-    beyond 2% but reaching to 1.1%. With one round on a side (`separable` False) the interval alone decides.
-    `inconclusive` (a size, 0.25 = ×1.25): a cell not called whose interval still reaches beyond it on either
-    side is "inconclusive" (compare cannot tell, e.g. 0.73–220), not "no change".
+    threshold: float = 0.02
+    alpha: float = 0.05
+    inconclusive: float | None = 0.25
+
+
+def verdict(stats: CellStats, q_value: float, criteria: Criteria) -> str:
+    """faster / slower only when the difference is both significant (`q_value`, the cell's BH-adjusted p) and at
+    least the threshold in size.
+
+    The interval (NaN: none) must also lie wholly beyond the threshold: an A/A run here gave ×0.966 with CI
+    0.939–0.989 and q 0.002, beyond 2% but reaching to 1.1%. With one round on a side (not `separable`) the
+    interval alone decides.
     """
+    ratio, ci_low, ci_high = stats.ratio, stats.ci_low, stats.ci_high
     if not (math.isfinite(ratio) and math.isfinite(q_value)) or ratio <= 0:
         return "n/a"
+    threshold, inconclusive = criteria.threshold, criteria.inconclusive
     bound = 1 + threshold
     word = "slower" if ci_low > bound else "faster" if ci_high < 1 / bound else "no change"
-    if separable and (q_value >= alpha or abs(math.log(ratio)) < math.log1p(threshold)):
+    if stats.separable and (q_value >= criteria.alpha or abs(math.log(ratio)) < math.log1p(threshold)):
         word = "no change"
-    elif separable and not (math.isfinite(ci_low) and math.isfinite(ci_high)):
+    elif stats.separable and not (math.isfinite(ci_low) and math.isfinite(ci_high)):
         word = "slower" if ratio > 1 else "faster"
     wide = inconclusive is not None and not (1 / (1 + inconclusive) <= ci_low and ci_high <= 1 + inconclusive)
     return "inconclusive" if word == "no change" and wide else word

@@ -13,25 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from neuronexp.analysis.baseline import Baseline, describe_baseline, parse_baseline
-from neuronexp.analysis.overrides import normalize, override_values, split_overrides
+from neuronexp.analysis.baseline import Baseline
+from neuronexp.analysis.overrides import normalize, override_values
 from neuronexp.results import USABLE
-
-__all__ = [
-    "Baseline",
-    "add_speedups",
-    "baseline_run_ids",
-    "cell_labels",
-    "comparison_grid",
-    "describe_baseline",
-    "names",
-    "normalize",
-    "override_values",
-    "parse_baseline",
-    "split_overrides",
-    "variant_label",
-    "variant_labels",
-]
 
 # Config keys that label columns carry (the column is the truth: `module` is the option's name).
 _COLUMN_KEYS = {
@@ -105,11 +89,6 @@ def names(cells: pd.DataFrame) -> tuple[pd.Series, list[str], pd.DataFrame]:
         dup = (variant + " · " + rows.agg(" ".join, axis=1)).duplicated(keep=False)
         variant = variant.where(~dup, variant + " #" + cells["run_id"].astype(str).str[:8])
     return variant, list(rows.columns), rows
-
-
-def variant_labels(cells: pd.DataFrame) -> pd.Series:
-    """Every cell's variant name, told apart from the others in `cells` (docs/layers.md)."""
-    return names(cells)[0]
 
 
 def cell_labels(cells: pd.DataFrame) -> pd.Series:

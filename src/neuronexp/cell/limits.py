@@ -121,7 +121,7 @@ def _work(
 
 
 def measure_limits(built: Built, measured: Measured, spec: CellSpec, backend: Backend, out_dir: Path) -> Limits:
-    """The row's work, roofline, peak-memory and output columns (results.schema documents each)."""
+    """The row's work, roofline, peak-memory and output columns (results.contract documents each)."""
     module, args, kwargs = built.module, built.args, built.kwargs
     profile = measured.profile
     notes: list[str] = []

@@ -13,8 +13,17 @@ from pathlib import Path
 import pyarrow as pa
 from rich.console import Console
 
+from neuronexp.analysis.stats import Criteria
 from neuronexp.cli.pipe import quiet_on_closed_stdout
-from neuronexp.compare import CompareError, cell_lists, compare, comparison_markdown, exit_status, print_comparison
+from neuronexp.compare import (
+    CompareError,
+    CompareOptions,
+    cell_lists,
+    compare,
+    comparison_markdown,
+    exit_status,
+    print_comparison,
+)
 from neuronexp.results import DamagedResults, load
 from neuronexp.results.files import atomic_write_text
 
@@ -98,18 +107,9 @@ def main(argv: list[str] | None = None) -> int:
             if side.cells.empty:
                 raise CompareError(f"{path}: the results hold no cells")
         a, b, more = results[0], results[1], results[2:]
-        cmp = compare(
-            a,
-            b,
-            ignore=ignore,
-            threshold=args.threshold,
-            alpha=args.alpha,
-            seed=args.seed,
-            more_a=more[: len(args.also_a)],
-            more_b=more[len(args.also_a) :],
-            inconclusive=args.inconclusive,
-            host_reference=args.host_reference,
-        )
+        criteria = Criteria(threshold=args.threshold, alpha=args.alpha, inconclusive=args.inconclusive)
+        options = CompareOptions(ignore=ignore, criteria=criteria, seed=args.seed, host_reference=args.host_reference)
+        cmp = compare(a, b, options, more_a=more[: len(args.also_a)], more_b=more[len(args.also_a) :])
         if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
             raise CompareError(
                 "no cell ran in both A and B; "

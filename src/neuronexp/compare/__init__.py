@@ -1,6 +1,6 @@
-"""Stage: compare two result sets cell by cell (join), with op-table changes (ops), rendered (render)."""
+"""Stage: compare two result sets cell by cell (join), with op-table changes (op_changes), rendered (render)."""
 
-from neuronexp.compare.join import Comparison, compare
+from neuronexp.compare.join import CompareOptions, Comparison, compare
 from neuronexp.compare.keys import CompareError
 from neuronexp.compare.render import (
     cell_lists,
@@ -14,6 +14,7 @@ from neuronexp.compare.render import (
 
 __all__ = [
     "CompareError",
+    "CompareOptions",
     "Comparison",
     "cell_lists",
     "compare",

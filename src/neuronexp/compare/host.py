@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-# The reference's columns (results.schema) and the name of each move in the comparison's table.
+# The reference's columns (results.contract) and the name of each move in the comparison's table.
 HOST_COLUMNS = {"host_dispatch_us": "host_dispatch_move", "host_memory_us": "host_memory_move"}
 # Above this no host measured either workload (16 floats added; 16 MiB multiplied: microseconds to milliseconds on
 # any host that can run a cell): a figure beyond it, not finite or not positive was not measured, it was written.

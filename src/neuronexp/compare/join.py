@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -17,23 +18,36 @@ import pandas as pd
 from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host_widened
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
-from neuronexp.analysis.stats import CellStats, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
+from neuronexp.analysis.stats import CellStats, Criteria, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
 from neuronexp.compare.host import HOST_COLUMNS, host_moves, host_notes, implausible_notes
 from neuronexp.compare.keys import CompareError, cell_names, differing_labels, expand_ignored, keyed_cells
 from neuronexp.compare.notes import environment_notes, statistics_notes
-from neuronexp.compare.ops import op_changes
+from neuronexp.compare.op_changes import op_changes
 from neuronexp.results import Results, usable
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class CompareOptions:
+    """How compare joins and decides (neuronexp-compare's flags): `ignore`, labels not joined on; `criteria`, when a
+    ratio is a change; `seed`, the bootstrap's; `top_ops`, op changes kept per cell; `floor`, the noise floor's factor
+    for a side of one run (None: REFERENCED_FLOOR_FACTOR where both sides have the host reference, FLOOR_FACTOR where
+    not: analysis.floor); `host_reference`, each interval also holds the host's own move between the sides."""
+
+    ignore: Sequence[str] = ()
+    criteria: Criteria = Criteria()
+    seed: int = 0
+    top_ops: int = 5
+    floor: float | None = None
+    host_reference: bool = True
+
+
+@dataclass(kw_only=True)
 class Comparison:
     cells: pd.DataFrame  # one row per matched cell: labels, medians, ratio, CI, p, q, verdict
     ops: pd.DataFrame  # op-table changes: appeared, disappeared, changed most
+    criteria: Criteria = Criteria()
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
-    threshold: float = 0.02
-    alpha: float = 0.05
-    inconclusive: float = 0.25  # a cell not called whose interval reaches beyond ×(1 + this) cannot be told
     ignored: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # environment differences and what the statistics cannot say
     broken: list[str] = field(default_factory=list)  # ran in A, failed in B: a regression too
@@ -51,7 +65,7 @@ class Comparison:
         return int(((self.cells["verdict"] == "no change") & ~self.cells["resolved"]).sum())
 
 
-# How far from the limit, carried side by side (A's and B's value of each): results.schema defines them.
+# How far from the limit, carried side by side (A's and B's value of each): results.contract defines them.
 LIMIT_COLUMNS = [
     "bytes_min",
     "flops",
@@ -75,136 +89,158 @@ def limit_pair(a: pd.Series, b: pd.Series) -> dict[str, object]:
     }
 
 
-def _more_runs(more: list[Results], ignored: list[str], side: str) -> list[tuple[dict[tuple, pd.Series], dict]]:
-    """Further runs of a side: each one's usable cells by join key, and its samples by run_id."""
-    runs = []
-    for i, results in enumerate(more, start=2):
-        keyed = keyed_cells(results.cells, ignored, f"{side} (run {i})")
-        runs.append(({k: c for k, c in keyed.items() if usable(c["status"])}, samples_by_run(results.samples)))
-    return runs
+@dataclass(frozen=True)
+class _Side:
+    """One side of the comparison, its runs in order (the first, then further runs of the same cells)."""
+
+    every: dict[tuple, pd.Series]  # the first run's cells by join key, failed ones too
+    runs: list[tuple[dict[tuple, pd.Series], dict]]  # each run's usable cells by key, and its samples by run_id
+    tables: list[pd.DataFrame]  # each run's cells
+
+    @property
+    def ran(self) -> dict[tuple, pd.Series]:
+        return self.runs[0][0]
+
+    def runs_of(self, key: tuple) -> tuple[list[pd.Series], list]:
+        """The cell `key` in every run of this side that ran it, and its samples in each."""
+        cells = [keyed[key] for keyed, _ in self.runs if key in keyed]
+        return cells, [by_run.get(str(keyed[key]["run_id"]), NO_SAMPLES) for keyed, by_run in self.runs if key in keyed]
 
 
-def _runs_of(key: tuple, first: pd.Series, first_samples: dict, more: list) -> tuple[list[pd.Series], list]:
-    """The cell `key` in every run of a side that ran it, and its samples in each."""
-    cells = [first] + [keyed[key] for keyed, _ in more if key in keyed]
-    samples = [first_samples.get(str(first["run_id"]), NO_SAMPLES)]
-    samples += [by_run.get(str(keyed[key]["run_id"]), NO_SAMPLES) for keyed, by_run in more if key in keyed]
-    return cells, samples
+def _side(every: dict[tuple, pd.Series], runs: list[Results], ignored: list[str], name: str) -> _Side:
+    """A side from its runs, the first keyed already (`every`); a further run's errors name it "A (run 2)", ..."""
+    keyed = [every] + [keyed_cells(r.cells, ignored, f"{name} (run {i})") for i, r in enumerate(runs[1:], start=2)]
+    ran = [{k: c for k, c in cells.items() if usable(c["status"])} for cells in keyed]
+    return _Side(every, [(cells, samples_by_run(r.samples)) for cells, r in zip(ran, runs)], [r.cells for r in runs])
+
+
+def _interval(samples: tuple[list, list], moves: dict[str, float], options: CompareOptions, seed: int) -> CellStats:
+    """One cell's statistics over every run of each side (`samples`: A's, B's); with the host reference on both
+    sides, the interval also holds how far the host itself moved between them (compare.host)."""
+    referenced = options.host_reference and all(math.isfinite(m) for m in moves.values())
+    floor = options.floor
+    factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
+    stats = compare_runs(*samples, seed=seed, floor=factor)
+    if not referenced:
+        return stats
+    low, high = host_widened(stats.ci_low, stats.ci_high, list(moves.values()))
+    return dataclasses.replace(stats, ci_low=low, ci_high=high)
+
+
+def _compared(a: _Side, b: _Side, key: tuple, options: CompareOptions, seed: int) -> tuple[dict, CellStats]:
+    """One matched cell's row (its labels, run ids, statistics, host moves, noise and limits) and its statistics."""
+    (cells_a, samples_a), (cells_b, samples_b) = a.runs_of(key), b.runs_of(key)
+    moves = host_moves(cells_a, cells_b)
+    stats = _interval((samples_a, samples_b), moves, options, seed)
+    row = {
+        **dict(key),
+        "run_id_a": cells_a[0]["run_id"],
+        "run_id_b": cells_b[0]["run_id"],
+        **vars(stats),
+        **moves,
+        "noisy": any(noisy(c) for c in cells_a + cells_b),
+        **limit_pair(cells_a[0], cells_b[0]),
+    }
+    return row, stats
+
+
+def _matched(a: _Side, b: _Side, name: dict[tuple, str], options: CompareOptions) -> pd.DataFrame:
+    """One row per cell that ran on both sides, with its q-value (Benjamini–Hochberg across cells), its verdict and
+    whether its interval rules out a change of the threshold's size (`resolved`)."""
+    matched = [k for k in a.ran if k in b.ran]
+    compared = [_compared(a, b, key, options, options.seed + i) for i, key in enumerate(matched)]
+    labels = dict(next(k for k in a.every if k in b.every))
+    columns = ["cell", *labels, "run_id_a", "run_id_b", *CellStats.__dataclass_fields__, *HOST_COLUMNS.values()]
+    columns += ["noisy", *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab")]
+    cells = pd.DataFrame([{"cell": name[k], **row} for k, (row, _) in zip(matched, compared)], columns=columns)
+    cells["q_value"] = benjamini_hochberg(cells["p_value"])
+    # Noise widens the interval (the floor, or the runs), it does not veto the call: a noisy cell is called too.
+    cells["verdict"] = [verdict(s, q, options.criteria) for (_, s), q in zip(compared, cells["q_value"])]
+    intervals = zip(cells["ci_low"], cells["ci_high"])
+    cells["resolved"] = [ci_within_threshold(lo, hi, options.criteria.threshold) for lo, hi in intervals]
+    return cells
+
+
+def _unmatched(a: _Side, b: _Side, name: dict[tuple, str]) -> dict[str, list[str]]:
+    """The cells not compared, by reason (Comparison's lists): failed in both with both errors, and so on."""
+    both = [k for k in a.every if k in b.every]
+    return {
+        "only_a": [name[k] for k in a.every if k not in b.every],
+        "only_b": [name[k] for k in b.every if k not in a.every],
+        "broken": [name[k] for k in both if k in a.ran and k not in b.ran],
+        "fixed": [name[k] for k in both if k in b.ran and k not in a.ran],
+        "failed": [
+            f"{name[k]} (A: {_error(a.every[k])}; B: {_error(b.every[k])})"
+            for k in both
+            if k not in a.ran and k not in b.ran
+        ],
+    }
+
+
+def _notes(a: _Side, b: _Side, cells: pd.DataFrame, options: CompareOptions) -> list[str]:
+    """What the table cannot say: how the sides' environments differ, what the statistics and the host reference
+    cannot tell, implausible figures and, with further runs, what the intervals resample and the cells they miss."""
+    threshold = options.criteria.threshold
+    notes = environment_notes(a.tables[0], b.tables[0]) + statistics_notes(cells, threshold)
+    notes += host_notes(cells, threshold, options.host_reference)
+    notes += implausible_notes([a.tables[0], b.tables[0], *a.tables[1:], *b.tables[1:]])
+    if len(a.runs) == 1 and len(b.runs) == 1:
+        return notes
+    notes.insert(
+        0,
+        f"runs: {len(a.runs)} of A, {len(b.runs)} of B; each interval resamples the runs, "
+        "their rounds and samples, so it holds the process-to-process variance too",
+    )
+    for side, runs, column in (("A", len(a.runs), "runs_a"), ("B", len(b.runs), "runs_b")):
+        short = cells.loc[cells[column] < runs, "cell"] if runs > 1 else []
+        if len(short):
+            notes.append(
+                f"{len(short)} cell(s) missing from a further run of {side} (compared over fewer runs): "
+                f"{', '.join(map(str, short))}"
+            )
+    return notes
 
 
 def compare(
     a: Results,
     b: Results,
-    ignore: list[str] | None = None,
-    threshold: float = 0.02,
-    alpha: float = 0.05,
-    seed: int = 0,
-    top_ops: int = 5,
+    options: CompareOptions | None = None,
     more_a: list[Results] | None = None,
     more_b: list[Results] | None = None,
-    inconclusive: float = 0.25,
-    floor: float | None = None,
-    host_reference: bool = True,
 ) -> Comparison:
-    """Compare B against A cell by cell (see the module docstring for how cells are joined). `more_a`, `more_b`:
-    further runs of the same cells on each side; every cell's interval then resamples the runs too (a side of
-    one run carries its noise floor instead, `floor` × its drift: analysis.floor). With `host_reference`, each
-    interval also holds the host's own move between the sides (compare.host), and `floor` (None) defaults to
-    REFERENCED_FLOOR_FACTOR where both sides have the reference, FLOOR_FACTOR where not. `inconclusive`: see
-    analysis.stats.verdict.
+    """Compare B against A cell by cell (see the module docstring for how cells are joined), as `options` say.
+    `more_a`, `more_b`: further runs of the same cells on each side; every cell's interval then resamples the runs
+    too (a side of one run carries its noise floor instead: analysis.floor).
 
     Raises:
         CompareError: no cell of A matches a cell of B, or labels do not identify cells uniquely.
     """
-    ignored = expand_ignored(ignore or [])
-    all_a, all_b = keyed_cells(a.cells, ignored, "A"), keyed_cells(b.cells, ignored, "B")
-    ran_a = {k: c for k, c in all_a.items() if usable(c["status"])}
-    ran_b = {k: c for k, c in all_b.items() if usable(c["status"])}
-    matched = [k for k in ran_a if k in ran_b]
-    if not matched and not set(all_a) & set(all_b):
-        diff = differing_labels(list(all_a), list(all_b))
+    options = options or CompareOptions()
+    ignored = expand_ignored(list(options.ignore))
+    every_a, every_b = keyed_cells(a.cells, ignored, "A"), keyed_cells(b.cells, ignored, "B")
+    if not set(every_a) & set(every_b):
+        diff = differing_labels(list(every_a), list(every_b))
         hint = "; ".join(f"{k}: {'/'.join(x)} vs {'/'.join(y)}" for k, (x, y) in diff.items())
         names = " ".join(f"--ignore {k}" for k in diff)
         raise CompareError(
             f"no cell of A matches a cell of B; labels that differ: {hint or 'none'}"
             + (f" (to compare across them: {names})" if names else "")
         )
-    both = [k for k in all_a if k in all_b]
-    name = cell_names({**all_b, **all_a}, ignored)
-    sa, sb = samples_by_run(a.samples), samples_by_run(b.samples)
-    runs_a, runs_b = _more_runs(more_a or [], ignored, "A"), _more_runs(more_b or [], ignored, "B")
-    rows, pairs = [], []
-    for i, key in enumerate(matched):
-        ca, cb = ran_a[key], ran_b[key]
-        (cells_a, samples_a), (cells_b, samples_b) = _runs_of(key, ca, sa, runs_a), _runs_of(key, cb, sb, runs_b)
-        moves = host_moves(cells_a, cells_b)
-        referenced = host_reference and all(math.isfinite(m) for m in moves.values())
-        factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
-        stats = compare_runs(samples_a, samples_b, seed=seed + i, floor=factor)
-        if referenced:
-            low, high = host_widened(stats.ci_low, stats.ci_high, list(moves.values()))
-            stats = dataclasses.replace(stats, ci_low=low, ci_high=high)
-        label = name[key]
-        pairs.append((str(ca["run_id"]), str(cb["run_id"]), label))
-        rows.append(
-            {
-                "cell": label,
-                **dict(key),
-                "run_id_a": ca["run_id"],
-                "run_id_b": cb["run_id"],
-                **vars(stats),
-                **moves,
-                "noisy": any(noisy(c) for c in cells_a + cells_b),
-                **limit_pair(ca, cb),
-            }
-        )
-    cells = pd.DataFrame(
-        rows,
-        columns=[
-            "cell",
-            *dict(both[0]),
-            "run_id_a",
-            "run_id_b",
-            *CellStats.__dataclass_fields__,
-            *HOST_COLUMNS.values(),
-            "noisy",
-            *(f"{c}_{s}" for c in LIMIT_COLUMNS for s in "ab"),
-        ],
+    side_a, side_b = (
+        _side(every_a, [a, *(more_a or [])], ignored, "A"),
+        _side(every_b, [b, *(more_b or [])], ignored, "B"),
     )
-    cells["q_value"] = benjamini_hochberg(cells["p_value"])
-    # Noise widens the interval (the floor, or the runs), it does not veto the call: a noisy cell is called too.
-    cells["verdict"] = [
-        verdict(
-            r.ratio, r.q_value, alpha, threshold, r.rounds_a > 1 and r.rounds_b > 1, r.ci_low, r.ci_high, inconclusive
-        )
-        for r in cells.itertuples()
-    ]
-    cells["resolved"] = [ci_within_threshold(lo, hi, threshold) for lo, hi in zip(cells["ci_low"], cells["ci_high"])]
-    only_a = [name[k] for k in all_a if k not in all_b]
-    only_b = [name[k] for k in all_b if k not in all_a]
-    broken = [name[k] for k in both if k in ran_a and k not in ran_b]
-    fixed = [name[k] for k in both if k in ran_b and k not in ran_a]
-    failed = [
-        f"{name[k]} (A: {_error(all_a[k])}; B: {_error(all_b[k])})" for k in both if k not in ran_a and k not in ran_b
-    ]
-    ops = op_changes(a.ops, b.ops, pairs, top=top_ops)
-    notes = environment_notes(a.cells, b.cells) + statistics_notes(cells, threshold)
-    notes += host_notes(cells, threshold, host_reference)
-    notes += implausible_notes([a.cells, b.cells, *(r.cells for r in [*(more_a or []), *(more_b or [])])])
-    if runs_a or runs_b:
-        notes.insert(
-            0,
-            f"runs: {len(runs_a) + 1} of A, {len(runs_b) + 1} of B; each interval resamples the runs, "
-            "their rounds and samples, so it holds the process-to-process variance too",
-        )
-    for side, more, column in (("A", runs_a, "runs_a"), ("B", runs_b, "runs_b")):
-        short = cells[cells[column] < len(more) + 1] if more else cells.iloc[0:0]
-        if len(short):
-            notes.append(
-                f"{len(short)} cell(s) missing from a further run of {side} (compared over fewer runs): "
-                f"{', '.join(map(str, short['cell']))}"
-            )
-    return Comparison(cells, ops, only_a, only_b, threshold, alpha, inconclusive, ignored, notes, broken, fixed, failed)
+    name = cell_names({**every_b, **every_a}, ignored)
+    cells = _matched(side_a, side_b, name, options)
+    pairs = list(zip(cells["run_id_a"].astype(str), cells["run_id_b"].astype(str), cells["cell"]))
+    return Comparison(
+        cells=cells,
+        ops=op_changes(a.ops, b.ops, pairs, top=options.top_ops),
+        criteria=options.criteria,
+        ignored=ignored,
+        notes=_notes(side_a, side_b, cells, options),
+        **_unmatched(side_a, side_b, name),
+    )
 
 
 def _error(cell: pd.Series) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from neuronexp.analysis.variants import cell_labels, split_overrides
+from neuronexp.analysis.overrides import split_overrides
+from neuronexp.analysis.variants import cell_labels
 
 LABELS = ["experiment", "module", "compiled", "backend", "device", "device_name", "dtype", "input_shape"]
 # Overrides that repeat a label column above (compared there) or only set how the measurement was taken.

@@ -52,18 +52,16 @@ def cell_lists(cmp: Comparison) -> list[tuple[str, list[str]]]:
 
 def _limit_rows(cmp: Comparison) -> list[list[str]]:
     """Per cell: % of peak (bandwidth, or FLOP/s when compute-bound) and the output check, in A and in B."""
-    rows = []
-    for r in cmp.cells.to_dict("records"):
-        rows.append(
-            [
-                str(r["cell"]),
-                _share(r, "a"),
-                _share(r, "b"),
-                str(r.get("output_check_a") or "—"),
-                str(r.get("output_check_b") or "—"),
-            ]
-        )
-    return rows
+    return [
+        [
+            str(r["cell"]),
+            _share(r, "a"),
+            _share(r, "b"),
+            str(r.get("output_check_a") or "—"),
+            str(r.get("output_check_b") or "—"),
+        ]
+        for r in cmp.cells.to_dict("records")
+    ]
 
 
 def _share(r: dict[str, Any], side: str) -> str:
@@ -111,16 +109,16 @@ def exit_status(cmp: Comparison, fail_on_regression: bool, fail_on_inconclusive:
 def verdict_line(cmp: Comparison) -> str:
     words = ("slower", "faster", "no change", "inconclusive", "n/a")
     counts = ", ".join(f"{cmp.count(w)} {w}" for w in words if cmp.count(w))
-    line = f"{counts} (threshold {fmt_pct(cmp.threshold)}, BH q < {cmp.alpha:g})"
+    line = f"{counts} (threshold {fmt_pct(cmp.criteria.threshold)}, BH q < {cmp.criteria.alpha:g})"
     if cmp.unresolved:
         line += (
-            f"; {cmp.unresolved} 'no change' cell(s) have a CI wider than ±{fmt_pct(cmp.threshold)}: "
+            f"; {cmp.unresolved} 'no change' cell(s) have a CI wider than ±{fmt_pct(cmp.criteria.threshold)}: "
             "more samples (timing.iters) would be needed to rule out a change that size"
         )
     if cmp.count("inconclusive"):
         line += (
             f"; {cmp.count('inconclusive')} inconclusive cell(s): the interval still allows a change beyond "
-            f"±{fmt_pct(cmp.inconclusive)}, so compare cannot tell: rerun on a quieter machine, or add runs "
+            f"±{fmt_pct(cmp.criteria.inconclusive)}, so compare cannot tell: rerun on a quieter machine, or add runs "
             "(--also-a/--also-b)"
         )
     return line

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# A key, or a node with every key under it. analysis.overrides (which may not import config) holds a copy that
-# tests/config/test_run_id.py keeps equal to this one.
+# A key, or a node with every key under it. analysis.overrides reads it too (the one edge from analysis to config).
 NOT_MEASURED = (
     "launcher",  # where it runs (recorded in `placement`): the same run_id under any launcher
     "baseline",  # what it is compared with

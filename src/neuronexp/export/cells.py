@@ -84,7 +84,7 @@ def _texts(values: dict[str, Any], kind: str, cut: list[str]) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CellExport:
     """What every exporter says about one cell."""
 
@@ -133,7 +133,9 @@ def cell_export(row: pd.Series, name: str) -> CellExport:
     tags = _texts({f"neuronexp.{c}": row[c] for c in TAG_COLUMNS if c in row and present(row[c])}, "tag", cut)
     if cut:
         tags[CUT_TAG] = "; ".join(cut)
-    return CellExport(name, labels, overrides, _metrics(row), tags, export_key(row))
+    return CellExport(
+        name=name, labels=labels, overrides=overrides, metrics=_metrics(row), tags=tags, key=export_key(row)
+    )
 
 
 def cell_exports(cells: pd.DataFrame) -> list[CellExport]:

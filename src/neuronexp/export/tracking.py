@@ -27,7 +27,7 @@ _BATCH = 100
 _DETAIL = 600
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Exported:
     experiment: str
     experiment_id: str
@@ -107,7 +107,7 @@ def parent_key(root: Path, run_ids: list[str]) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Sweep:
     """What the parent run is made of: the experiment, the runs found there, the directory and its files."""
 
@@ -199,10 +199,11 @@ def export_mlflow(
     name = experiment or str(cells["experiment"].iloc[0])
     exp = client.get_experiment_by_name(name)
     exp_id = exp.experiment_id if exp is not None else client.create_experiment(name)
-    out = Exported(name, exp_id)
+    out = Exported(experiment=name, experiment_id=exp_id)
     existing = _existing(client, exp_id)
     if found.kind == "sweep":
-        sweep = _Sweep(exp_id, existing, root, plan.get(None, []), Span.around(list(spans.values())))
+        span = Span.around(list(spans.values()))
+        sweep = _Sweep(exp_id=exp_id, existing=existing, root=root, files=plan.get(None, []), span=span)
         out.parent_run_id = _parent(client, sweep, cells)
     for export, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
         run = existing.get(export.key)

@@ -59,7 +59,7 @@ def _other(group: list[dict], best: dict) -> dict | None:
     return min(rest, key=lambda c: c["latency_median_us"]) if rest else None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Group:
     """A group of comparable cells as its line needs it: the cells (the baseline's first), the fastest, the ones
     tied with it, each cell's speedup interval (by run_id: findings.speedup_intervals' rows) and op profile."""

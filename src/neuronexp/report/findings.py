@@ -12,13 +12,16 @@ import pandas as pd
 
 from neuronexp.analysis.paired import paired_samples, ratio_between
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
-from neuronexp.analysis.stats import CellStats, benjamini_hochberg, compare_rounds, verdict
+from neuronexp.analysis.stats import CellStats, Criteria, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.report.busy import concluded_line, noise_line
 from neuronexp.report.finding_line import Group, group_line, is_ref, left_aside
 from neuronexp.results import usable_cells
 
 INTERVAL_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high"]
+# compare's statistics: a cell ties with its group's fastest where compare would call no change (or n/a); an interval
+# too wide to tell is a tie too, never "inconclusive" (the finding states the interval).
+TIE = Criteria(inconclusive=None)
 
 
 def _groups(ok: pd.DataFrame) -> list[list[dict]]:
@@ -74,9 +77,7 @@ def _paired_tie(by_pair: dict[str, pd.DataFrame], cell: dict, best: dict, thresh
     return not found[1] > 1 + threshold
 
 
-def _ties(
-    groups: list[list[dict]], bests: list[dict | None], samples: pd.DataFrame, threshold: float, alpha: float
-) -> list[set[str]]:
+def _ties(groups: list[list[dict]], bests: list[dict | None], samples: pd.DataFrame) -> list[set[str]]:
     """Per group, the run_ids that tie with its fastest cell: by their per-pair ratio where the two were timed
     together, else by compare's statistics (Benjamini–Hochberg over every group's comparisons)."""
     by_run, by_pair = samples_by_run(samples), paired_samples(samples)
@@ -86,17 +87,16 @@ def _ties(
         for cell in group:
             if best is None or cell is best or left_aside(cell):
                 continue
-            tie = _paired_tie(by_pair, cell, best, threshold) if cell["_paired"] else None
+            tie = _paired_tie(by_pair, cell, best, TIE.threshold) if cell["_paired"] else None
             if tie is not None:  # timed together: the per-pair ratio decides
                 if tie:
                     tied[i].add(str(cell["run_id"]))
                 continue
-            xa, ra = by_run.get(str(best["run_id"]), NO_SAMPLES)
-            xb, rb = by_run.get(str(cell["run_id"]), NO_SAMPLES)
-            pairs.append((i, str(cell["run_id"]), compare_rounds(xa, xb, ra, rb)))
+            a, b = (by_run.get(str(c["run_id"]), NO_SAMPLES) for c in (best, cell))
+            pairs.append((i, str(cell["run_id"]), compare_rounds(a, b)))
     q = benjamini_hochberg([s.p_value for _, _, s in pairs])
     for (i, run, s), qv in zip(pairs, q):
-        if verdict(s.ratio, qv, alpha, threshold, s.separable, s.ci_low, s.ci_high) in ("no change", "n/a"):
+        if verdict(s, qv, TIE) in ("no change", "n/a"):
             tied[i].add(run)
     return tied
 
@@ -112,8 +112,6 @@ def findings(
     cells: pd.DataFrame,
     samples: pd.DataFrame,
     spots: dict[str, pd.DataFrame],
-    threshold: float = 0.02,
-    alpha: float = 0.05,
     all_ops: dict[str, pd.DataFrame] | None = None,
     notes: bool = True,
 ) -> list[str]:
@@ -133,16 +131,16 @@ def findings(
     by_cell = {str(r.run_id): r for r in speedup_intervals(cells).itertuples()}
     speedups = {run: float(r.speedup) for run, r in by_cell.items()}
     bests = [_fastest(group, speedups) for group in groups]  # each group's fastest comparable cell, or None
-    tied = _ties(groups, bests, samples, threshold, alpha)
+    tied = _ties(groups, bests, samples)
     ops = all_ops if all_ops is not None else spots
-    lines = [
-        _no_finding(group)
-        if best is None
-        else group_line(
-            Group(group, best, [c for c in group if str(c["run_id"]) in ties], by_cell, ops, threshold), spots
-        )
-        for group, best, ties in zip(groups, bests, tied)
-    ]
+    lines = []
+    for group, best, ties in zip(groups, bests, tied):
+        if best is None:
+            lines.append(_no_finding(group))
+            continue
+        tie = [c for c in group if str(c["run_id"]) in ties]
+        line = Group(cells=group, best=best, ties=tie, intervals=by_cell, ops=ops, threshold=TIE.threshold)
+        lines.append(group_line(line, spots))
     if not notes:
         return lines
     # The noise once for all cells, first; last, what holds whatever the noise.

@@ -55,10 +55,6 @@ def _key(i: int) -> str:
     return chr(ord("A") + i) if i < 26 else f"V{i + 1}"
 
 
-def _speedup(cell: Mapping[str, Any]) -> str:
-    return fmt_speedup_ci(cell)
-
-
 def _limit(cell: Mapping[str, Any]) -> str:
     """ "41% BW" (or "% FLOP/s"), with "✗" when the output failed the check against the baseline's."""
     return (headline(cell) or "—") + (f" {OUTPUT_MARK}" if output_differs(cell) else "")
@@ -71,10 +67,8 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     time = fmt_us(cell["device_time_us"])
     if device is None:  # the devices differ between cells: each says its own
         time = f"{device_word(cell)} {time}"
-    ops = cell["device_ops"]
-    ops_field = (
-        ops_text(cell).removesuffix(" ops") if ops == ops and ops is not None else "—"
-    )  # "6→7": dispatched→executed
+    ops = cell["device_ops"]  # "6→7": dispatched→executed
+    ops_field = ops_text(cell).removesuffix(" ops") if ops == ops and ops is not None else "—"
     # The share after a tab: a cut keeps it and shortens the op name (_cut).
     hotspot = (
         f"{short_op(cell['top_op'], 28)}\t{fmt_pct(cell['top_op_share'])}" if isinstance(cell["top_op"], str) else "—"
@@ -82,7 +76,7 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     if cell["status"] == "cached":
         hotspot = "(cached) " + hotspot
     median = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
-    return [median, _speedup(cell), time, ops_field, _limit(cell), hotspot]
+    return [median, fmt_speedup_ci(cell), time, ops_field, _limit(cell), hotspot]
 
 
 def _rows(

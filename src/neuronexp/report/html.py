@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 from neuronexp import __version__
 from neuronexp.report.model import Report
-from neuronexp.report.plots import Plot, report_colours
-from neuronexp.report.sections import Body, Card, Section, sections
+from neuronexp.report.plots import report_colours
+from neuronexp.report.sections import Body, Card, Plot, Section, sections
 from neuronexp.report.tables import TextTable, status_line
 
 _CSS = """

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from neuronexp.formatting import md_cell as md
 from neuronexp.report.model import Report
-from neuronexp.report.plots import Plot
-from neuronexp.report.sections import Body, sections
+from neuronexp.report.sections import Body, Plot, Section, sections
 from neuronexp.report.tables import TextTable, status_line
 
 
@@ -21,6 +20,11 @@ def render_table(table: TextTable) -> list[str]:
             cells[-1] = " ".join(_link(label, path) for label, path in table.links[i])
         lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
+
+
+def render_section(section: Section, body: Body) -> list[str]:
+    """A section as Markdown: its title, its note, what it shows (report.md, and results/summary.md's findings)."""
+    return [f"## {md(section.title)}", ""] + ([md(section.note), ""] if section.note else []) + _body(body)
 
 
 def _body(body: Body) -> list[str]:
@@ -46,7 +50,7 @@ def render_markdown(report: Report, figures: list[Plot] | None = None) -> str:
     for section, body in sections(report):
         if body is None:  # the plots: pictures, in report.html; named below
             continue
-        lines += [f"## {md(section.title)}", ""] + ([md(section.note), ""] if section.note else []) + _body(body)
+        lines += render_section(section, body)
     if figures:
         lines += [f"Plots ({', '.join(p.title for p in figures)}) are in report.html.", ""]
     return "\n".join(lines)

@@ -48,7 +48,7 @@ class ReportError(ValueError):
     """The directory holds nothing to report on."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Report:
     source: Path
     out_dir: Path

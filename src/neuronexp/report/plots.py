@@ -4,7 +4,9 @@ figures (report.roofplots). One colour per variant across every figure; marks ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +18,7 @@ from neuronexp.report.distplots import roof_share_plot, rounds_plot
 from neuronexp.report.opplots import breakdown_plot
 from neuronexp.report.plotkit import input_labels, svg, variant_colours
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
+from neuronexp.report.sections import Plot
 from neuronexp.results import usable_cells
 
 # The marks' ids: `nx-latency-<variant>-<series>`, `nx-speedup-<variant>-<input>`, `nx-ci-<variant>-<input>`,
@@ -129,94 +132,73 @@ def speedup_plot(
     return svg(fig)
 
 
-@dataclass(frozen=True)
-class Plot:
-    title: str
-    caption: str
-    svg: str  # an <svg> element, inline in the page
-    wide: bool = False  # gets the page's full width (a bar per cell needs it)
-
-
 def report_colours(report) -> dict[str, str]:
     """The report's variants, baseline first, and the one colour each has in every figure."""
     return variant_colours(comparison_grid(report.cells)[1])
 
 
+@dataclass(frozen=True)
+class _Figure:
+    title: str  # "{baseline}": the report's baseline
+    caption: str
+    draw: Callable[[Any, dict[str, str]], str | None]  # (report, colours) → SVG, None: nothing to draw
+    wide: bool = False
+
+
+# Every figure the report can hold, in reading order; each is drawn where the report's data supports it.
+_FIGURES = [
+    _Figure(
+        "Latency vs input size",
+        "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.",
+        lambda r, colours: latency_plot(r.cells, r.results.samples, colours),
+    ),
+    _Figure(
+        "Speedup vs {baseline}",
+        "Baseline median latency ÷ variant median latency, same input; "
+        "whiskers: the 95% bootstrap interval stated in the findings.",
+        lambda r, colours: speedup_plot(r.cells, r.baseline, colours, r.intervals),
+    ),
+    _Figure(
+        "Samples by timing round",
+        "Every timed call of each cell, a line per round (bar: the round's "
+        "median, ◆: the cell's latency); rounds apart are a noisy cell's round spread (~).",
+        lambda r, colours: rounds_plot(r.cells, r.results.samples, colours),
+        wide=True,
+    ),
+    _Figure(
+        "Achieved vs the roofs",
+        "One point per cell: its share of the bandwidth roof and of the FLOP/s "
+        "roof (hollow on the x axis: no FLOPs counted); dashed: 100%, the limit.",
+        lambda r, colours: roof_share_plot(r.cells, colours),
+    ),
+    _Figure(
+        "Roofline",
+        "Achieved GFLOP/s against FLOP per byte of bytes_min, under each device's roofs "
+        "(cells with no counted FLOPs are in the bandwidth plot only).",
+        lambda r, colours: roofline_plot(r.cells, colours),
+    ),
+    _Figure(
+        "Achieved bandwidth",
+        "bytes_min / median latency per cell, in its variant's colour; dashed: "
+        "the peak bandwidth it is measured against; label: its share.",
+        lambda r, colours: bandwidth_plot(r.cells, colours),
+        wide=True,
+    ),
+    _Figure(
+        "Op-time breakdown",
+        "Self time per op as a share of the profiled step; grey is everything else. Labels in their variant's colour.",
+        lambda r, colours: breakdown_plot(r.cells, r.hotspots, colours),
+        wide=True,
+    ),
+]
+
+
 def figures(report) -> list[Plot]:
     """Every plot the report's data supports."""
-    cells = report.cells
     colours = report_colours(report)
-    out = []
-    latency = latency_plot(cells, report.results.samples, colours)
-    if latency:
-        out.append(
-            Plot(
-                "Latency vs input size",
-                "Median wall-clock latency per call; the band spans p10–p90 of the raw samples.",
-                latency,
-            )
-        )
-    speedup = speedup_plot(cells, report.baseline, colours, report.intervals)
-    if speedup:
-        out.append(
-            Plot(
-                f"Speedup vs {report.baseline}",
-                "Baseline median latency ÷ variant median latency, same input; "
-                "whiskers: the 95% bootstrap interval stated in the findings.",
-                speedup,
-            )
-        )
-    rounds = rounds_plot(cells, report.results.samples, colours)
-    if rounds:
-        out.append(
-            Plot(
-                "Samples by timing round",
-                "Every timed call of each cell, a line per round (bar: the round's "
-                "median, ◆: the cell's latency); rounds apart are a noisy cell's round spread (~).",
-                rounds,
-                wide=True,
-            )
-        )
-    shares = roof_share_plot(cells, colours)
-    if shares:
-        out.append(
-            Plot(
-                "Achieved vs the roofs",
-                "One point per cell: its share of the bandwidth roof and of the FLOP/s "
-                "roof (hollow on the x axis: no FLOPs counted); dashed: 100%, the limit.",
-                shares,
-            )
-        )
-    roofline = roofline_plot(cells, colours)
-    if roofline:
-        out.append(
-            Plot(
-                "Roofline",
-                "Achieved GFLOP/s against FLOP per byte of bytes_min, under each device's roofs "
-                "(cells with no counted FLOPs are in the bandwidth plot only).",
-                roofline,
-            )
-        )
-    bandwidth = bandwidth_plot(cells, colours)
-    if bandwidth:
-        out.append(
-            Plot(
-                "Achieved bandwidth",
-                "bytes_min / median latency per cell, in its variant's colour; dashed: "
-                "the peak bandwidth it is measured against; label: its share.",
-                bandwidth,
-                wide=True,
-            )
-        )
-    breakdown = breakdown_plot(cells, report.hotspots, colours)
-    if breakdown:
-        out.append(
-            Plot(
-                "Op-time breakdown",
-                "Self time per op as a share of the profiled step; grey is everything else. "
-                "Labels in their variant's colour.",
-                breakdown,
-                wide=True,
-            )
-        )
-    return out
+    drawn = [(figure, figure.draw(report, colours)) for figure in _FIGURES]
+    return [
+        Plot(figure.title.format(baseline=report.baseline), figure.caption, svg, figure.wide)
+        for figure, svg in drawn
+        if svg
+    ]

@@ -30,7 +30,7 @@ class Card:
     table: TextTable
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Body:
     """What a section shows, in this order; each renderer draws every part its own way."""
 
@@ -43,6 +43,14 @@ class Body:
 
     def empty(self) -> bool:
         return not (self.items or self.pairs or self.table or self.notes or self.cards or self.errors)
+
+
+@dataclass(frozen=True)
+class Plot:  # a figure of the Plots section (report.plots draws them)
+    title: str
+    caption: str
+    svg: str  # an <svg> element, inline in the page
+    wide: bool = False  # gets the page's full width (a bar per cell needs it)
 
 
 @dataclass(frozen=True)
@@ -59,11 +67,13 @@ def _hotspots(report: Report) -> Body:
     return Body(cards=[Card(heading, cell_links(cell), table) for heading, cell, table in hotspot_sections(report)])
 
 
+# Said in results/summary.md too (report.summary), with the sweep's findings.
+FINDINGS = Section("Findings", "", lambda r: Body(items=list(r.findings)), css="findings", optional=True)
 SECTIONS: list[Section] = [
-    Section("Findings", "", lambda r: Body(items=list(r.findings)), css="findings", optional=True),
+    FINDINGS,
     Section("Experiment and environment", "", lambda r: Body(pairs=list(r.environment)), css="env"),
     Section("Cells", "", lambda r: Body(table=summary_table(r)), css="summary"),
-    Section("Variants side by side", "", lambda r: Body(table=grid_table(r)), css="grid"),
+    Section("Variants side by side", "", lambda r: Body(table=grid_table(r.cells)), css="grid"),
     Section(
         "How far from the limit",
         ROOFLINE_NOTE,

@@ -9,10 +9,13 @@ import pandas as pd
 from neuronexp.analysis.baseline import Baseline, describe_baseline
 from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.analysis.ops import hotspots
-from neuronexp.analysis.variants import cell_labels, comparison_grid
+from neuronexp.analysis.variants import cell_labels
 from neuronexp.formatting import INTERVAL_LEGEND, fmt_word, has_intervals, md_cell
-from neuronexp.report.cell_text import cell_lines, composite_words, output_differs, roof_sources
+from neuronexp.report.cell_text import composite_words, output_differs, roof_sources
 from neuronexp.report.findings import findings
+from neuronexp.report.markdown import render_section, render_table
+from neuronexp.report.sections import FINDINGS, Body
+from neuronexp.report.tables import grid_table
 from neuronexp.results.table_file import read_table
 
 ROOF_CAPTION = (
@@ -62,78 +65,80 @@ def sweep_findings(cells: pd.DataFrame, sweep_dir: Path) -> list[str]:
     return findings(cells, _table(sweep_dir, "samples"), every, all_ops=every, notes=False)
 
 
-def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path) -> str:
-    """results/summary.md: counts, devices, the variants side by side, and every failed or missing cell.
-
-    Every value from the results goes through md_cell: error texts and op names are data, never markup.
-    """
+def _heading(cells: pd.DataFrame, missing: list[str], sweep_dir: Path) -> list[str]:
+    """The experiment, the directory and the cells by status (planned cells with no row: "not run")."""
     counts = cells["status"].value_counts().to_dict() if not cells.empty else {}
     parts = [f"{n} {s}" for s, n in sorted(counts.items())]
     if missing:  # planned but with no row: interrupted, or never started; not failed (no error to report)
         parts.append(f"{len(missing)} not run")
     experiment = ", ".join(sorted(cells["experiment"].dropna().unique())) if not cells.empty else ""
-    lines = [
+    return [
         f"# Sweep summary: {md_cell(experiment) if experiment else 'no cell finished'}",
         "",
         f"Directory: `{sweep_dir}`  ",
         f"Cells: {', '.join(parts) or 'none'}",
         "",
     ]
+
+
+def _how_measured(cells: pd.DataFrame, baseline: Baseline | None) -> list[str]:
+    """Devices, latency method, what the host did, what the table's figures are against, where the roofs come from."""
+    devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
+    methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
+    lines = [
+        f"Devices: {md_cell(devices)}  ",
+        f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}  ",
+        f"Host: {md_cell(host_line(cells))}  ",
+        f"Median latency {md_cell(speedup_caption(cells, baseline))}; {md_cell(ROOF_CAPTION)}  ",
+    ]
+    return lines + [f"Roofs: {md_cell(source)}  " for source in roof_sources(cells)] + [""]
+
+
+def _comparison(cells: pd.DataFrame, baseline: Baseline | None, sweep_dir: Path) -> list[str]:
+    """The variants side by side and the findings, as the report's sections have them, and the noisy cells."""
+    lines = render_table(grid_table(cells, baseline))
+    if has_intervals(cells):  # a pooled figure that holds the host's changes needs reruns: compare --also-a/-b
+        lines += [f"{md_cell(INTERVAL_LEGEND)} (`neuronexp-compare --also-a/--also-b` pools reruns)", ""]
+    found = sweep_findings(cells, sweep_dir)
+    lines += render_section(FINDINGS, Body(items=found)) if found else []
+    flagged = int(cells.apply(noisy, axis=1).sum())
+    if flagged:
+        lines += [
+            f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): their "
+            "latencies are not findings; a speedup timed paired with its baseline stands, its interval holds the "
+            "drift; rerun the rest on a quiet machine.",
+            "",
+        ]
+    return lines
+
+
+def _cell_lists(cells: pd.DataFrame) -> list[str]:
+    """The cells that need a word of their own, a section each where there are any: ops per step in words, outputs
+    that differ, failures (every text as Markdown already)."""
+    labels = cell_labels(cells)
+    differs, failed = cells[cells.apply(output_differs, axis=1)], cells[cells["status"] == "error"]
+    said = {
+        "Ops per step": [(i, md_cell(words)) for i, c in cells.iterrows() if (words := composite_words(c))],
+        "Outputs that differ from their baseline's": list(zip(differs.index, map(md_cell, differs["output_note"]))),
+        "Failed cells": [
+            (i, f"{md_cell(r.error)} ({md_cell(r.overrides)})") for i, r in zip(failed.index, failed.itertuples())
+        ],
+    }
+    lines: list[str] = []
+    for title, items in said.items():
+        if items:
+            lines += [f"## {title}", ""] + [f"- {md_cell(labels[i])}: {text}" for i, text in items] + [""]
+    return lines
+
+
+def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path) -> str:
+    """results/summary.md: counts, devices, the variants side by side, and every failed or missing cell.
+
+    Every value from the results goes through md_cell: error texts and op names are data, never markup.
+    """
+    lines = _heading(cells, missing, sweep_dir)
     if not cells.empty:
-        devices = "; ".join(sorted({f"{b} ({d})" for b, d in zip(cells["backend"], cells["device_name"])}))
-        methods = ", ".join(sorted(cells["timing_method"].dropna().unique()))
-        lines += [
-            f"Devices: {md_cell(devices)}  ",
-            f"Latency method: {md_cell(methods)}; torch {cells['torch_version'].iloc[0]}  ",
-            f"Host: {md_cell(host_line(cells))}  ",
-            f"Median latency {md_cell(speedup_caption(cells, baseline))}; {md_cell(ROOF_CAPTION)}  ",
-        ]
-        lines += [f"Roofs: {md_cell(source)}  " for source in roof_sources(cells)] + [""]
-        axes, variants, grid = comparison_grid(cells, baseline)
-        lines.append("| " + " | ".join(md_cell(h) for h in axes + variants) + " |")
-        lines.append("|" + "---|" * (len(axes) + len(variants)))
-        for key, by_variant in grid.items():
-            row = [md_cell(k) for k in key] + [
-                "<br>".join(md_cell(x) for x in cell_lines(by_variant.get(v))) for v in variants
-            ]
-            lines.append("| " + " | ".join(row) + " |")
-        lines.append("")
-        if has_intervals(cells):  # a pooled figure that holds the host's changes needs reruns: compare --also-a/-b
-            lines += [f"{md_cell(INTERVAL_LEGEND)} (`neuronexp-compare --also-a/--also-b` pools reruns)", ""]
-        found = sweep_findings(cells, sweep_dir)
-        if found:
-            lines += ["## Findings", ""] + [f"- {md_cell(line)}" for line in found] + [""]
-        flagged = int(cells.apply(noisy, axis=1).sum())
-        if flagged:
-            lines += [
-                f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): their "
-                "latencies are not findings; a speedup timed paired with its baseline stands, its interval holds the "
-                "drift; rerun the rest on a quiet machine.",
-                "",
-            ]
-    composite = [(i, composite_words(c)) for i, c in cells.iterrows()] if not cells.empty else []
-    composite = [(i, words) for i, words in composite if words]
-    if composite:
-        labels = cell_labels(cells)
-        lines += (
-            ["## Ops per step", ""] + [f"- {md_cell(labels[i])}: {md_cell(words)}" for i, words in composite] + [""]
-        )
-    differs = cells[cells.apply(output_differs, axis=1)] if not cells.empty else cells
-    if len(differs):
-        labels = cell_labels(cells)
-        lines += ["## Outputs that differ from their baseline's", ""]
-        lines += [
-            f"- {md_cell(labels[i])}: {md_cell(note)}" for i, note in zip(differs.index, differs["output_note"])
-        ] + [""]
-    failed = cells[cells["status"] == "error"] if not cells.empty else cells
-    if len(failed):
-        lines += ["## Failed cells", ""]
-        labels = cell_labels(cells)
-        lines += [
-            f"- {md_cell(labels[i])}: {md_cell(r.error)} ({md_cell(r.overrides)})"
-            for i, r in zip(failed.index, failed.itertuples())
-        ]
-        lines.append("")
+        lines += _how_measured(cells, baseline) + _comparison(cells, baseline, sweep_dir) + _cell_lists(cells)
     if missing:
         lines += [
             "## Cells not run",

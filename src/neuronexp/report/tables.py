@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.analysis.roofline import fmt_share, headline
 from neuronexp.analysis.variants import comparison_grid
@@ -24,6 +25,7 @@ class TextTable:
     rows: list[list[str]]
     # Per row: (label, relative path) links to put in the last column, in order.
     links: list[list[tuple[str, str]]] = field(default_factory=list)
+    labels: int = 0  # how many leading columns name the row (the terminal never wraps them)
 
 
 def cell_links(cell: pd.Series) -> list[tuple[str, str]]:
@@ -160,11 +162,12 @@ def roof_notes(report: Report) -> list[str]:
     return notes
 
 
-def grid_table(report: Report) -> TextTable:
-    """Per input, the variants side by side (the sweep's own summary layout), lines joined by newlines."""
-    axes, variants, grid = comparison_grid(report.cells)
+def grid_table(cells: pd.DataFrame, baseline: Baseline | None = None) -> TextTable:
+    """Per input, the variants side by side, lines joined by newlines: the report's section, the sweep's table in the
+    terminal and in summary.md (`baseline` finds the reference variants where the cells do not say them)."""
+    axes, variants, grid = comparison_grid(cells, baseline)
     rows = [[*map(str, key), *("\n".join(cell_lines(by.get(v))) for v in variants)] for key, by in grid.items()]
-    return TextTable([*axes, *variants], rows)
+    return TextTable([*axes, *variants], rows, labels=len(axes))
 
 
 def fusion_rows(report: Report) -> TextTable:

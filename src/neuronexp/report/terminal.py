@@ -33,10 +33,10 @@ from neuronexp.formatting import (
     short_op,
 )
 from neuronexp.moduletime.terminal_lines import module_lines
-from neuronexp.report.cell_text import cell_lines
 from neuronexp.report.fit import Trimmed, sweep_layout
 from neuronexp.report.neuron_screen import neuron_screen
 from neuronexp.report.summary import speedup_caption, sweep_findings
+from neuronexp.report.tables import grid_table
 from neuronexp.results import Results
 
 
@@ -116,7 +116,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
 
 
 def limit_lines(cell: pd.Series) -> list[str]:
-    """A single cell's work, roofline, peak memory and output check, in words (results.schema defines each)."""
+    """A single cell's work, roofline, peak memory and output check, in words (results.contract defines each)."""
     if "bytes_min" not in cell or pd.isna(cell.get("bytes_min")):
         return []
     work = (
@@ -147,16 +147,13 @@ def limit_lines(cell: pd.Series) -> list[str]:
 
 
 def rich_table(cells: pd.DataFrame, title: str, baseline: Baseline | None = None) -> Table:
-    axes, variants, grid = comparison_grid(cells, baseline)
+    """The variants side by side, the report's section (report.tables.grid_table) as a rich table."""
+    grid = grid_table(cells, baseline)
     table = Table(title=escape(title), show_lines=True, title_justify="left")
-    for a in axes:
-        table.add_column(escape(a), no_wrap=True)
-    for v in variants:
-        table.add_column(escape(v))
-    for key, by_variant in grid.items():
-        table.add_row(
-            *(escape(str(k)) for k in key), *(escape("\n".join(cell_lines(by_variant.get(v)))) for v in variants)
-        )
+    for i, header in enumerate(grid.headers):
+        table.add_column(escape(header), no_wrap=i < grid.labels)
+    for row in grid.rows:
+        table.add_row(*map(escape, row))
     return table
 
 

@@ -1,6 +1,19 @@
-"""The results contract and its files: the three tidy tables (schema), writing a job's files atomically
+"""The results contract and its files: the three tidy tables (contract), writing a job's files atomically
 (files) and reading runs and sweeps back (read). Imports nothing else from neuronexp."""
 
+from neuronexp.results.contract import (
+    CELL_SCHEMA,
+    LABEL_COLUMNS,
+    MODULE_SCHEMA,
+    OP_SCHEMA,
+    OPTIONAL_TABLES,
+    SAMPLE_SCHEMA,
+    SCHEMAS,
+    TABLES,
+    USABLE,
+    usable,
+    usable_cells,
+)
 from neuronexp.results.frames import Results, arrow_table, frame, no_results, to_arrow
 from neuronexp.results.load import load
 from neuronexp.results.read import (
@@ -14,19 +27,6 @@ from neuronexp.results.read import (
     run_dirs,
 )
 from neuronexp.results.regular import LinkRefused, open_regular, read_regular, refuse_link
-from neuronexp.results.schema import (
-    CELL_SCHEMA,
-    LABEL_COLUMNS,
-    MODULE_SCHEMA,
-    OP_SCHEMA,
-    OPTIONAL_TABLES,
-    SAMPLE_SCHEMA,
-    SCHEMAS,
-    TABLES,
-    USABLE,
-    usable,
-    usable_cells,
-)
 
 __all__ = [
     "CELL_SCHEMA",

@@ -23,9 +23,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, usable
 from neuronexp.results.frames import to_arrow
 from neuronexp.results.regular import read_regular
-from neuronexp.results.schema import OPTIONAL_TABLES, SCHEMAS, TABLES, usable
 
 
 @contextmanager

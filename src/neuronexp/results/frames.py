@@ -1,4 +1,4 @@
-"""The tables as a reader holds them (Results) and rows turned into them, cast to the contract (results.schema)."""
+"""The tables as a reader holds them (Results) and rows turned into them, cast to the contract (results.contract)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 import pyarrow as pa
 
-from neuronexp.results.schema import COUNT_COLUMNS, MODULE_SCHEMA, SCHEMAS, TABLES
+from neuronexp.results.contract import COUNT_COLUMNS, MODULE_SCHEMA, SCHEMAS, TABLES
 
 
 class _Tables(NamedTuple):

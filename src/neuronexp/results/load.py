@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from neuronexp.results.contract import TABLES
 from neuronexp.results.frames import Results, whole_counts
 from neuronexp.results.read import load_root, natural_key
-from neuronexp.results.schema import TABLES
 
 
 def load(*paths: str | os.PathLike[str]) -> Results:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neuronexp.results.contract import SCHEMAS
 from neuronexp.results.regular import LinkRefused, read_regular
-from neuronexp.results.schema import SCHEMAS
 
 # Renamed columns, old name → new: results written before the rename read back under today's names (`shape`
 # collided with DataFrame.shape: `cells[cells.shape == "[1,8]"]` compared a tuple and matched nothing).

@@ -69,8 +69,9 @@ CELL_SCHEMA = pa.schema(
         ("torch_version", _STR),
         ("neuronx_version", _STR),
         ("started_at", _STR),
-        # Where the cell ran (neuronexp.cellprocess.placement.describe): "cpu:0-1", "cuda:3", "neuron:4-5"; the host
-        # cores its process was pinned to, that process's id and its host.
+        # Where the cell ran, its slot's label (cellprocess.placement.Slot.label; cell.environment.describe_placement
+        # in the cell's own process): "cpu:0-1", "cuda:3", "neuron:4-5"; the host cores its process was pinned to,
+        # that process's id and its host.
         ("placement", _STR),
         ("placement_cpus", _STR),
         ("worker_pid", _I64),
