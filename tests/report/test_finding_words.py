@@ -203,7 +203,7 @@ def _unfolded(text: str) -> list[str]:
 def test_the_same_sentence_under_the_table_in_summary_md_and_in_the_report(sweep_dir: Path, tmp_path: Path) -> None:
     cells = load(sweep_dir).cells
     out = io.StringIO()
-    print_sweep(cells, 0, BASELINE, sweep_dir, Console(file=out, width=80, highlight=False, color_system=None))
+    print_sweep(cells, BASELINE, sweep_dir, Console(file=out, width=80, highlight=False, color_system=None))
     text = out.getvalue()
     terminal = _unfolded(text)
     assert len(terminal) == len(GROUPS) and text.index("neuronexp sweep ·") < text.index(terminal[0][:12])
@@ -218,7 +218,7 @@ def test_the_same_sentence_under_the_table_in_summary_md_and_in_the_report(sweep
     # Without a baseline every cell stands alone, and a line of its own would repeat its row of the table.
     alone = cells.assign(baseline_run_id=None)
     out = io.StringIO()
-    print_sweep(alone, 0, None, sweep_dir, Console(file=out, width=120, highlight=False, color_system=None))
+    print_sweep(alone, None, sweep_dir, Console(file=out, width=120, highlight=False, color_system=None))
     assert not _unfolded(out.getvalue()) and "## Findings" not in summary_markdown(alone, [], None, sweep_dir)
 
 

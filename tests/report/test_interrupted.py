@@ -68,7 +68,6 @@ def test_the_last_line_says_not_run_and_keeps_the_path_whole() -> None:
     out = io.StringIO()
     print_sweep(
         frame("cells", [_ok_cell()]),
-        0,
         None,
         LONG,
         Console(file=out, width=80, highlight=False, color_system=None),

@@ -66,7 +66,6 @@ def render(cells, width: int, baseline: str | None = "llama_mlp") -> str:
     out = io.StringIO()
     print_sweep(
         cells,
-        int((cells["status"] == "error").sum()),
         parse_baseline(baseline),
         Path("sweep"),
         Console(file=out, width=width, highlight=False, color_system=None),

@@ -15,7 +15,7 @@ from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.correctness import add_output_checks
 from neuronexp.analysis.noise import Thresholds, judge_cells
 from neuronexp.analysis.variants import add_speedups
-from neuronexp.report.summary import summary_markdown
+from neuronexp.report.summary import summary_markdown, sweep_findings
 from neuronexp.results import job_dirs_of, read_jobs, run_dirs, to_arrow
 from neuronexp.results.files import atomic_write_text, write_csv, write_table
 
@@ -27,6 +27,7 @@ class SweepOutcome:
     baseline: Baseline | None = None
     op_rows: int = 0
     sample_rows: int = 0
+    findings: list[str] = field(default_factory=list)  # report.summary.sweep_findings, made once
 
     @property
     def failed(self) -> int:
@@ -70,6 +71,8 @@ def aggregate(
     for name, table in tables.items():
         write_table(out / f"{name}.parquet", table)
         write_csv(out / f"{name}.csv", table)
-    outcome = SweepOutcome(cells, missing, baseline, tables["ops"].num_rows, tables["samples"].num_rows)
-    atomic_write_text(out / "summary.md", summary_markdown(cells, missing, baseline, sweep_dir))
+    # The findings once, from the tables in hand: summary.md and the terminal print the same lines.
+    found = sweep_findings(cells, sweep_dir, (tables["ops"].to_pandas(), tables["samples"].to_pandas()))
+    outcome = SweepOutcome(cells, missing, baseline, tables["ops"].num_rows, tables["samples"].num_rows, found)
+    atomic_write_text(out / "summary.md", summary_markdown(cells, missing, baseline, sweep_dir, found))
     return outcome

@@ -197,7 +197,7 @@ def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopp
             f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
             f"with hydra.sweep.dir={where} to aggregate again",
         ) from exc
-    print_sweep(outcome.cells, outcome.failed - len(outcome.missing), baseline, where, not_run=len(outcome.missing))
+    print_sweep(outcome.cells, baseline, where, not_run=len(outcome.missing), findings=outcome.findings)
     return stopped or (Stopped(1) if outcome.failed else None)
 
 

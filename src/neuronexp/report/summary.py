@@ -53,16 +53,18 @@ def _table(sweep_dir: Path, name: str) -> pd.DataFrame:
     return read_table(path, name, sweep_dir).to_pandas() if path.is_file() or path.is_symlink() else pd.DataFrame()
 
 
-def sweep_findings(cells: pd.DataFrame, sweep_dir: Path) -> list[str]:
-    """One finding per group of comparable cells (report.findings: who wins or the tie, and why in operators), with
-    the ops and samples that the sweep's results/ holds (aggregated already): the lines the terminal prints under
-    the sweep's table and summary.md under its own, the same as the report's. Without a baseline, none (a cell
-    alone is its row of the table)."""
+def sweep_findings(
+    cells: pd.DataFrame, sweep_dir: Path, tables: tuple[pd.DataFrame, pd.DataFrame] | None = None
+) -> list[str]:
+    """One finding per group of comparable cells (report.findings: who wins or the tie, and why in operators), from
+    the sweep's (ops, samples): `tables` as the sweep aggregated them, else read from its results/. The lines the
+    terminal prints under the sweep's table and summary.md under its own, the same as the report's. Without a
+    baseline, none (a cell alone is its row of the table)."""
     if "baseline_run_id" not in cells or cells["baseline_run_id"].isna().all():
         return []
-    ops = _table(sweep_dir, "ops")
+    ops, samples = tables if tables is not None else (_table(sweep_dir, "ops"), _table(sweep_dir, "samples"))
     every = hotspots(ops, top=len(ops)) if not ops.empty else {}
-    return findings(cells, _table(sweep_dir, "samples"), every, all_ops=every, notes=False)
+    return findings(cells, samples, every, all_ops=every, notes=False)
 
 
 def _heading(cells: pd.DataFrame, missing: list[str], sweep_dir: Path) -> list[str]:
@@ -94,12 +96,11 @@ def _how_measured(cells: pd.DataFrame, baseline: Baseline | None) -> list[str]:
     return lines + [f"Roofs: {md_cell(source)}  " for source in roof_sources(cells)] + [""]
 
 
-def _comparison(cells: pd.DataFrame, baseline: Baseline | None, sweep_dir: Path) -> list[str]:
+def _comparison(cells: pd.DataFrame, baseline: Baseline | None, found: list[str]) -> list[str]:
     """The variants side by side and the findings, as the report's sections have them, and the noisy cells."""
     lines = render_table(grid_table(cells, baseline))
     if has_intervals(cells):  # a pooled figure that holds the host's changes needs reruns: compare --also-a/-b
         lines += [f"{md_cell(INTERVAL_LEGEND)} (`neuronexp-compare --also-a/--also-b` pools reruns)", ""]
-    found = sweep_findings(cells, sweep_dir)
     lines += render_section(FINDINGS, Body(items=found)) if found else []
     flagged = int(cells.apply(noisy, axis=1).sum())
     if flagged:
@@ -131,14 +132,18 @@ def _cell_lists(cells: pd.DataFrame) -> list[str]:
     return lines
 
 
-def summary_markdown(cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path) -> str:
-    """results/summary.md: counts, devices, the variants side by side, and every failed or missing cell.
+def summary_markdown(
+    cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path, found: list[str] | None = None
+) -> str:
+    """results/summary.md: counts, devices, the variants side by side, the findings (`found`: sweep_findings's
+    lines, made once by the sweep; else made here), and every failed or missing cell.
 
     Every value from the results goes through md_cell: error texts and op names are data, never markup.
     """
     lines = _heading(cells, missing, sweep_dir)
     if not cells.empty:
-        lines += _how_measured(cells, baseline) + _comparison(cells, baseline, sweep_dir) + _cell_lists(cells)
+        found = sweep_findings(cells, sweep_dir) if found is None else found
+        lines += _how_measured(cells, baseline) + _comparison(cells, baseline, found) + _cell_lists(cells)
     if missing:
         lines += [
             "## Cells not run",

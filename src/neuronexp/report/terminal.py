@@ -177,15 +177,17 @@ def print_findings(lines: list[str], console: Console) -> None:
 
 def print_sweep(
     cells: pd.DataFrame,
-    failed: int,
     baseline: Baseline | None,
     sweep_dir: Path,
     console: Console | None = None,
     not_run: int = 0,
+    findings: list[str] | None = None,
 ) -> None:
-    """The comparison, each failed cell's whole error, and a last line: `failed` error rows, `not_run` planned cells
-    with no row (interrupted: not failures), where the results are (never wrapped: a path is pasted back)."""
+    """The comparison, its findings (made by the sweep once, else here), each failed cell's whole error, and a last
+    line: the error rows, `not_run` planned cells with no row (interrupted: not failures), where the results are
+    (never wrapped: a path is pasted back)."""
     console = console or Console(highlight=False)
+    failed = int((cells["status"] == "error").sum()) if not cells.empty else 0
     if not cells.empty:
         caption = speedup_caption(cells, baseline)
         title = (
@@ -200,7 +202,8 @@ def print_sweep(
             console.print(escape(UNPAIRED_LEGEND))
         if has_intervals(cells):
             console.print(escape(INTERVAL_LEGEND))
-        print_findings(sweep_findings(cells, sweep_dir), console)  # per input: who wins or the tie, and why
+        # Per input: who wins or the tie, and why (the lines the sweep made once for summary.md too).
+        print_findings(sweep_findings(cells, sweep_dir) if findings is None else findings, console)
         _, _, grid = comparison_grid(cells, baseline)
         for key, by_variant in grid.items():  # the table cuts an error's text; here it is whole
             for variant, cell in by_variant.items():
