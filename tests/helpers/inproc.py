@@ -41,6 +41,8 @@ def run_main(
         del os.environ["COLUMNS"]
     os.environ.pop("HYDRA_FULL_ERROR", None)
     sys.argv = [script]
+    # A PYTHONPATH given for the command is where a new process would import from: first on the path, here too.
+    sys.path[:0] = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]
     os.chdir(cwd)
     code: int = 0
     try:

@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 
 import neuronexp
-from helpers import FAST, REPO, console_script, run_cli, small_sweep
+
+# submitit keeps state per process (one job watcher for all its jobs): each command here is a process of its own.
+from helpers import FAST, REPO, console_script, small_sweep
+from helpers import run_process as run_cli
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]

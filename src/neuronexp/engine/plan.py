@@ -177,13 +177,15 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
     # CPU-only torch build), before the module's code or the slot checks import it.
     for name in {c.spec.config.backend for c in cells if c.spec is not None}:
         check_available(name)
+    # The inputs' warnings go into the cell's row (a module from memory: engine.in_memory checked its inputs); an
+    # input that cannot be is named before the memory it would need is weighed.
+    warnings = _code_warnings(cells, forked)
     remote = not single and launcher_kind(master) == LauncherKind.slurm  # its cells run on other machines
     memory = _memory_warnings(cells) if not remote else {}  # a cell that cannot fit here: refused before any is built
     from neuronexp.cellprocess.machine import check_slots_fit
     from neuronexp.cellprocess.placement import check_lock_dir
 
-    # The inputs' warnings go into the cell's row (a module from memory: engine.in_memory checked its inputs).
-    for cell, found in zip(cells, _code_warnings(cells, forked)):
+    for cell, found in zip(cells, warnings):
         assert cell.spec is not None
         cell.spec = dataclasses.replace(cell.spec, warnings=(*found, *memory.get(cell.num, [])))
     specs = [c.spec for c in cells if c.spec is not None]
