@@ -25,11 +25,10 @@ def test_rmsnorm_compiled_is_one_full_graph_with_its_device_time(standin, no_exp
     assert cell["neuron_graph_breaks"] == 0 and cell["neuron_compiled_graphs"] == 1
     assert "fullgraph" not in str(cell["warnings"])  # conf/module/rmsnorm_compiled.yaml sets fullgraph: true
     # planted: the compiled graph runs as one NEFF of 18 us; its ops inside run as part of it, not on their own.
-    assert cell["device_time_source"] == "profiler_device_events" and cell["device_time_us"] == 18
+    assert cell["device_time_source"] == "profiler_device_events"
+    assert cell["device_time_us"] == pytest.approx(18)  # a mean over the active steps, summed in float
     device = ops[ops["device_type"] == "PrivateUse1"]
     assert cell["device_ops"] == 1 and len(device) == 1
-    assert (
-        device["op_raw"].iloc[0].startswith("neuron_exec::Torch-Compiled Region")
-        and device["self_device_us"].iloc[0] == 18
-    )
+    assert device["op_raw"].iloc[0].startswith("neuron_exec::Torch-Compiled Region")
+    assert device["self_device_us"].iloc[0] == pytest.approx(18)
     assert "Trainium first contact" in res.stdout
