@@ -63,3 +63,24 @@ def test_a_successful_write_replaces_the_file_in_one_step(tmp_path: Path, monkey
     monkeypatch.setattr(files.os, "replace", spy)
     atomic_write_text(target, "new")
     assert target.read_text() == "new" and len(replaced) == 1 and replaced[0][1] == "jobs.json"
+
+
+def test_a_link_planted_under_the_temporary_name_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary is created here, exclusively and not through a link: a link someone planted under the name it
+    would take (its random part made predictable here) fails the write, and neither the file it points to nor the
+    target changes; unpredicted, the name is a fresh one each write."""
+    victim, target = tmp_path / "victim.txt", tmp_path / "summary.md"
+    victim.write_text("theirs\n")
+    atomic_write_text(target, "old\n")
+    monkeypatch.setattr(files.os, "urandom", lambda n: b"\x00" * n)
+    planted = tmp_path / f".summary.md.tmp-{files.os.getpid()}-{'00' * 4}"
+    planted.symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        atomic_write_text(target, "new\n")
+    assert victim.read_text() == "theirs\n" and target.read_text() == "old\n"
+    assert planted.is_symlink()  # someone else's: left as it was
+    monkeypatch.undo()
+    atomic_write_text(target, "new\n")
+    assert target.read_text() == "new\n" and victim.read_text() == "theirs\n"

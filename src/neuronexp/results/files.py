@@ -32,7 +32,10 @@ from neuronexp.results.regular import read_regular
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary name next to `path` to write to; renamed onto `path` when the block succeeds, removed
     when it fails (a full or read-only disk leaves no temporary behind). A reader never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    # Created here, exclusively and not through a link: a name planted beforehand (a link to a file elsewhere, a
+    # stale temporary) is never written through nor replaced; the random part makes that a fresh name.
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
     try:
         yield tmp
         os.replace(tmp, path)
