@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from helpers import FAST, console_script
 
 LAYER = """
@@ -42,6 +44,7 @@ def _sweep(tmp_path: Path, *extra: str) -> tuple[int, str, int, set[int]]:
     return proc.returncode, err, proc.pid, {int(p.name) for p in seen.iterdir()}
 
 
+@pytest.mark.slow  # a sweep command as a process, its own fork server's torch import included: 4.4 s quiet
 def test_the_sweeps_own_process_never_imports_the_layer_it_checks_and_runs(tmp_path: Path) -> None:
     code, err, pid, importers = _sweep(tmp_path, "+module.factor=1.0,3.0")
     assert code == 0, err

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import neuronexp
 from helpers import FAST
 
@@ -63,6 +65,7 @@ def test_a_rerun_after_a_layer_edit_says_which_file_changed_and_that_old_directo
     assert sorted(cells["status"]) == ["ok", "ok"] and (tmp_path / "sweep" / "0" / "cells.parquet").is_file()
 
 
+@pytest.mark.slow  # three sweeps into one directory: 4.7 s quiet
 def test_a_rerun_says_which_cells_changed_their_configuration_or_had_not_finished(cli, tmp_path: Path) -> None:
     (tmp_path / "layers").mkdir()
     (tmp_path / "layers" / "__init__.py").write_text("")
