@@ -1,6 +1,6 @@
 """The study on Trainium as a user starts it, `neuronexp +experiment=rmsnorm_sweep backend=neuron`, through the
-console script (cells in the fork server's processes) over the torch-neuronx STAND-IN (on PYTHONPATH, tensors on the
-CPU through NEURON_STANDIN_DEVICE) with the fake neuron-explorer: every cell has its device time, the naive module's
+console script (cells in the fork server's processes) over the torch-neuronx STAND-IN, loaded as an outside check
+loads it (its folder on PYTHONPATH, nothing else: its tensors stay on the CPU) with the fake neuron-explorer: every cell has its device time, the naive module's
 hotspot is the planted aten::mul, correlate_device_time was passed, and every cell's NeuronConfig got the NEFF cache
 pinned in its process. Planted figures, not Trainium's."""
 
@@ -23,7 +23,6 @@ def test_the_study_on_the_stand_in_gives_device_time_on_every_cell(
 ) -> None:
     env = {
         "PYTHONPATH": os.pathsep.join([str(STANDIN_DIR), os.environ.get("PYTHONPATH", "")]),
-        "NEURON_STANDIN_DEVICE": "cpu",
         "NEURONEXP_CACHE_DIR": str(tmp_path / "cache"),
     }
     res = cli_process("+experiment=rmsnorm_sweep", "backend=neuron", *FAST, "hydra.sweep.dir=s", env=env)

@@ -129,7 +129,8 @@ from . import _device_events, _runtime, profiling  # noqa: E402, F401  (profilin
 
 _device_events.install()
 _runtime.install()
-if os.environ.get("NEURON_STANDIN_DEVICE"):  # a test's subprocess (smoke script, fork server): tensors on this device
-    from neuronexp.backends.neuron.neuron_backend import NeuronBackend
+# The stand-in has no device of its own: its tensors stay on the CPU (NEURON_STANDIN_DEVICE names another), so a plain
+# `neuronexp backend=neuron` with only this folder on PYTHONPATH runs on it too, as a test's subprocess does.
+from neuronexp.backends.neuron.neuron_backend import NeuronBackend  # noqa: E402
 
-    NeuronBackend.device_type = os.environ["NEURON_STANDIN_DEVICE"]
+NeuronBackend.device_type = os.environ.get("NEURON_STANDIN_DEVICE") or "cpu"
