@@ -19,7 +19,7 @@ from neuronexp.cell.extract_inputs import BadSpecs, input_node, read_specs
 from neuronexp.cell.extract_recipe import fused_alternative, recipe
 from neuronexp.cli.extract import main
 
-FAST = ["profiler=quick", "timing.warmup=1", "timing.iters=3", "timing.min_iters=1"]
+FAST = ["profiler=quick", "timing.warmup=1", "timing.iters=3", "timing.min_iters=1", "timing.min_seconds=0"]
 
 
 def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Path, monkeypatch) -> None:

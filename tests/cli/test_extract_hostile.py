@@ -40,7 +40,7 @@ def _profiled(root: Path, module: dict) -> Path:
         input=InputConfig(shape=[2, 8, 32], dtype=DType.float32, kwargs={"scale": 0.5}),
         backend=BackendName.cpu,
         profiler=ProfilerConfig(schedule=ScheduleConfig(0, 1, 1, 1), modules=True),
-        timing=TimingConfig(warmup=1, iters=2, min_iters=1, rounds=1),
+        timing=TimingConfig(min_seconds=0, warmup=1, iters=2, min_iters=1, rounds=1),
         roofline=RooflineConfig(probe=ProbeMode.off),
     )
     run = root / "run"

@@ -70,6 +70,7 @@ def test_the_shipped_tiny_llama_runs_from_yaml_with_its_token_ids(cli, tmp_path)
         "timing.warmup=1",
         "timing.iters=3",
         "timing.min_iters=1",
+        "timing.min_seconds=0",
         "input.shape=[1,32]",
         "input.fill=randint",
         "input.low=1",

@@ -28,6 +28,7 @@ MODULE_ARGS = [
     "timing.warmup=1",
     "timing.iters=3",
     "timing.min_iters=1",
+    "timing.min_seconds=0",
 ]
 
 
@@ -147,7 +148,7 @@ def test_a_compiled_cell_says_it_has_no_time_per_module(tmp_path: Path) -> None:
         input=InputConfig(shape=[1, 4, 16], dtype=DType.float32),
         compile=CompileConfig(enabled=True),
         profiler=ProfilerConfig(schedule=ScheduleConfig(0, 1, 1, 1), modules=True),
-        timing=TimingConfig(warmup=1, iters=2, min_iters=1, rounds=1),
+        timing=TimingConfig(min_seconds=0, warmup=1, iters=2, min_iters=1, rounds=1),
     )
     spec = CellSpec(config=cfg, run_id="c", experiment="t", module_name="m")
     results = run_cell(spec, tmp_path)

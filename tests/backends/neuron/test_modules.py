@@ -47,7 +47,7 @@ def _spec(active: int, debug_info: bool = False, **neuron: object) -> CellSpec:
             modules=True,
             neuron=NeuronProfilerConfig(**neuron),
         ),  # type: ignore[arg-type]
-        timing=TimingConfig(warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
+        timing=TimingConfig(min_seconds=0, warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
         neuron=NeuronDeviceConfig(debug_info=debug_info),
     )
     return CellSpec(config=cfg, run_id="standin", experiment="test", module_name="two_norms")

@@ -1,8 +1,8 @@
 """The study on Trainium as a user starts it, `neuronexp +experiment=rmsnorm_sweep backend=neuron`, through the
 console script (cells in the fork server's processes) over the torch-neuronx STAND-IN, loaded as an outside check
-loads it (its folder on PYTHONPATH, nothing else: its tensors stay on the CPU) with the fake neuron-explorer: every cell has its device time, the naive module's
-hotspot is the planted aten::mul, correlate_device_time was passed, and every cell's NeuronConfig got the NEFF cache
-pinned in its process. Planted figures, not Trainium's."""
+loads it (its folder on PYTHONPATH, nothing else: its tensors stay on the CPU), with the fake neuron-explorer: every
+cell has its device time, the naive module's hotspot is the planted aten::mul, correlate_device_time was passed, and
+every cell's NeuronConfig got the NEFF cache pinned in its process. Planted figures, not Trainium's."""
 
 from __future__ import annotations
 
