@@ -13,7 +13,7 @@ import yaml
 from torch import nn
 
 from helpers import EXPERIMENTS, run_cli
-from helpers.layers import WeightsOnly
+from helpers.layers import HiddenInit, WeightsOnly
 from helpers.user_model import write_user_model
 from neuronexp.cell.extract_inputs import BadSpecs, input_node, read_specs
 from neuronexp.cell.extract_recipe import fused_alternative, recipe
@@ -48,6 +48,10 @@ def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Pa
     norm = recipe(llama.LlamaRMSNorm(64, eps=1e-5), "module/n.pt")
     assert norm.how == "constructor arguments" and norm.node["hidden_size"] == 64 and norm.node["eps"] == 1e-5
     assert fused_alternative(llama.LlamaRMSNorm(64), norm.node)[0]["_target_"] == "neuronexp.modules.FusedRMSNorm"  # type: ignore[index]
+    # A decorator without functools.wraps shows (*args, **kwargs); the __init__ it calls still gives the arguments.
+    hidden = recipe(HiddenInit(48, eps=1e-5), "module/h.pt")
+    assert hidden.how == "constructor arguments"
+    assert hidden.node == {"_target_": "helpers.layers.HiddenInit", "hidden_size": 48, "eps": 1e-5}
     linear = recipe(nn.Linear(8, 4, bias=False), "module/l.pt")
     assert linear.node == {
         "_target_": "torch.nn.modules.linear.Linear",

@@ -70,11 +70,31 @@ def study_name(module_type: str) -> str | None:
 
 
 def _init_params(cls: type[nn.Module]) -> list[inspect.Parameter]:
-    try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return []
-    return [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    init = cls.__init__
+    for _ in range(4):  # a decorator that hides __init__, a few deep at most
+        try:
+            params = list(inspect.signature(init).parameters.values())[1:]
+        except (TypeError, ValueError):
+            return []
+        named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        inner = None if named else _hidden_init(init)
+        if inner is None:
+            return named
+        init = inner
+    return []
+
+
+def _hidden_init(init: Any) -> Any:
+    """The __init__ a decorator calls, from its closure, where the decorator did not say so with functools.wraps:
+    transformers 5.25 wraps its layers' __init__ in one taking only *args and **kwargs (use_kernelized_func)."""
+    for cell in getattr(init, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+        if inspect.isfunction(inner) and inner.__name__ == "__init__" and inner is not init:
+            return inner
+    return None
 
 
 def _shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:
