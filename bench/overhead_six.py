@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +33,17 @@ def hand(out: Path) -> None:
     if cpus > 1 and torch.get_num_threads() >= cpus:
         torch.set_num_threads(cpus - 1)
 
-    from bare_sweep import Fused, Naive  # bench/ is the script's own folder, first on its path
+    class Naive(torch.nn.Module):
+        def __init__(self, hidden: int) -> None:
+            super().__init__()
+            self.eps, self.weight = 1e-6, torch.nn.Parameter(torch.ones(hidden))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.eps) * self.weight
+
+    class Fused(Naive):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
 
     out.mkdir(parents=True, exist_ok=True)
     medians = {}
@@ -71,6 +82,12 @@ def _timed(module, x, warmup: int = 10, iters: int = 100, rounds: int = 20) -> f
     return statistics.median(samples)
 
 
+def timed(cmd: list[str], cwd: Path) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -79,8 +96,6 @@ def main() -> None:
     if args.hand:
         hand(args.hand)
         return
-    from sweep_overhead import timed  # (imports torch: here, not in the script's --hand process)
-
     work = Path(tempfile.mkdtemp(prefix="nx-six-"))
     nx = str(Path(sys.executable).parent / "neuronexp")
     sweep = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={','.join(SHAPES)}", "baseline=rmsnorm_naive"]
