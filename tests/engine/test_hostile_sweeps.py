@@ -147,7 +147,9 @@ def test_layers_that_exit_or_print_markup_are_rows_and_the_sweep_goes_on(cli, tm
 def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path: Path) -> None:
     write_hostile_layers(tmp_path)
     sweep = tmp_path / "sweep"
-    args = _command(sweep, "module._target_=hostile.Slow", "input.shape=[1,8],[1,16],[1,24],[1,32],[1,40]")
+    # The first cell finishes; the second waits for the gate (hostile.Gated), so the signal lands mid-sweep,
+    # not after a loaded machine let the whole sweep finish.
+    args = _command(sweep, "module._target_=hostile.Gated", "input.shape=[1,8],[1,16],[1,24],[1,32],[1,40]")
     proc = subprocess.Popen(
         args,
         cwd=tmp_path,
@@ -160,13 +162,15 @@ def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path:
     deadline = time.time() + 120
     while not (sweep / "0" / "cells.parquet").exists() and time.time() < deadline:
         time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's foreground process group
     out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     line = _one_line(err, "neuronexp: interrupted; ")
     assert f"hydra.sweep.dir={sweep}" in line
     finished = neuronexp.load(sweep).cells
-    assert 1 <= len(finished) < 5 and (finished["status"] == "ok").all()
+    assert list(finished["input_shape"]) == ["[1,8]"] and (finished["status"] == "ok").all()
+    (tmp_path / "gate").touch()
     rerun = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=_env())
     assert rerun.returncode == 0, rerun.stderr
     cells = neuronexp.load(sweep).cells
