@@ -145,3 +145,23 @@ def test_the_help_copies_hydras_config_repository_a_few_times_not_once_per_group
     hydras, copies[:] = len(copies), []
     assert cli("--help").returncode == 0
     assert len(copies) <= 16 and hydras >= 4 * len(copies), (len(copies), hydras)
+
+
+def test_the_help_is_composed_once(cli, monkeypatch) -> None:
+    # Hydra's main composes twice before a sweeper sees the config (once for the run mode); a plain `--help` is
+    # composed once through the compose API (cli.main._quick_help), a sweep's help still through the sweeper.
+    from hydra._internal.hydra import Hydra
+
+    composed = []
+    real = Hydra.compose_config
+
+    def counted(self, *args, **kwargs):
+        composed.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Hydra, "compose_config", counted)
+    assert cli("--help", "module=rmsnorm_fused").returncode == 0
+    assert len(composed) == 1
+    composed.clear()
+    assert cli("-m", "--help", "module=rmsnorm_naive,rmsnorm_fused").returncode == 0
+    assert len(composed) == 2

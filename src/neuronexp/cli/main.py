@@ -105,6 +105,30 @@ def through_the_sweeper(argv: list[str]) -> list[str]:
     return ["--multirun", *argv, "hydra.sweeper.single=true"]
 
 
+def _quick_help(argv: list[str]) -> bool:
+    """Print `neuronexp --help [overrides]` composed once (engine.help.composed_help), where the compose API composes
+    what Hydra's main would: only overrides beside the flag, none of them a sweep. False: not such a command line,
+    or its overrides are wrong (the sweeper's route, next, says how in one line, as for a run)."""
+    if not any(a in ("-h", "--help") for a in argv):
+        return False
+    overrides = [a for a in argv if a not in ("-h", "--help", "-m", "--multirun")]
+    if any(a.startswith("-") or a.lstrip("+").startswith(("hydra/help=", "hydra/sweeper=")) for a in overrides):
+        return False
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from neuronexp.config import compose  # noqa: F401  (registers the schema and the help's resolvers)
+    from neuronexp.engine.help import composed_help
+
+    try:
+        if any(o.is_sweep_override() for o in OverridesParser.create().parse_overrides(overrides)):
+            return False
+        text = composed_help(overrides, CONFIG_PACKAGE.removeprefix("pkg://"))
+    except Exception:
+        return False
+    print(text)
+    return True
+
+
 def _sweep_with_cfg(argv: list[str]) -> str | None:
     """Hydra refuses -m with --cfg in a traceback; the one line says what each of them does instead."""
     sweep = any(a in ("-m", "--multirun") for a in argv)
@@ -167,7 +191,8 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(2)
     sys.argv[1:] = through_the_sweeper(typed)
     try:
-        _hydra_main()
+        if not _quick_help(typed):
+            _hydra_main()
     except Stopped as stopped:
         if full_error and stopped.__cause__ is not None:
             raise

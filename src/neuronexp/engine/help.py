@@ -36,23 +36,41 @@ def help_text(master: DictConfig, loader: Any) -> str:
     return template.safe_substitute(values)
 
 
+def composed_help(overrides: list[str], config_module: str) -> str:
+    """The help of `neuronexp --help OVERRIDES` (no sweep, no --config-dir), composed once through Hydra's compose
+    API: Hydra's main composes twice (once for the run mode) before a sweeper sees the config."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_module(config_module=config_module, job_name="neuronexp", version_base="1.3"):
+        master = compose("config", overrides=overrides, return_hydra_config=True)
+        return help_text(master, GlobalHydra.instance().config_loader())
+
+
 def _is_hydra(group: str) -> bool:
     return group == "hydra" or group.startswith("hydra/")
 
 
 def option_groups(loader: Any, wanted: Any, parent: str = "") -> dict[str, list[str]]:
     """Every config group under `parent` that `wanted(group)` accepts, with its options: the groups of the config
-    search path (neuronexp's conf/, --config-dir, the config store), through Hydra's public ConfigLoader."""
+    search path (neuronexp's conf/, --config-dir, the config store), read from the ConfigLoader's sources as Hydra's
+    repository reads them, without the copy of the repository each of its listings makes."""
+    sources = loader.get_sources()
     out: dict[str, list[str]] = {}
-    for name in loader.list_groups(parent):
+    for name in _listed(sources, parent, ObjectType.GROUP):
         group = f"{parent}/{name}" if parent else name
         if not wanted(group):
             continue
-        options = loader.get_group_options(group, results_filter=ObjectType.CONFIG)
+        options = _listed(sources, group, ObjectType.CONFIG)
         if options:
-            out[group] = sorted(options)
+            out[group] = options
         out.update(option_groups(loader, wanted, group))
     return out
+
+
+def _listed(sources: list[Any], path: str, kind: ObjectType) -> list[str]:
+    """What Hydra's ConfigRepository.get_group_options lists: the union over the sources that hold `path`."""
+    return sorted({name for source in sources if source.is_group(path) for name in source.list(path, kind)})
 
 
 def _format(groups: dict[str, list[str]]) -> str:
