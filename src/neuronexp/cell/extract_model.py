@@ -5,9 +5,6 @@ another class or a `_partial_` is refused in one line before anything is built (
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ from neuronexp.cell.extract_inputs import shown
 from neuronexp.config.input_specs import floating
 from neuronexp.config.schema import DType
 from neuronexp.config.targets import instantiate, locate
+from neuronexp.results.regular import read_regular
 
 _DTYPES = {d.value for d in DType}
 _CONFIG_CLASSES = ("PretrainedConfig", "PreTrainedConfig")
@@ -32,14 +30,7 @@ def run_config(job_dir: Path) -> dict[str, Any]:
     """The run's config.yaml as plain data: a regular file (no link followed), a mapping with `module` and `input`."""
     path = job_dir / "config.yaml"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "not a regular file")
-            with os.fdopen(os.dup(fd), "rb") as f:
-                cfg = yaml.safe_load(f)
-        finally:
-            os.close(fd)
+        cfg = yaml.safe_load(read_regular(path))
     except (OSError, yaml.YAMLError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not valid YAML"
         raise ModelRefused(f"{path}: cannot be read ({why}); extract needs the run's config") from None

@@ -26,7 +26,7 @@ from neuronexp.results.read import (
     read_jobs,
     run_dirs,
 )
-from neuronexp.results.regular import LinkRefused, open_regular, read_regular, refuse_link
+from neuronexp.results.regular import LinkRefused, open_regular, read_regular
 
 __all__ = [
     "CELL_SCHEMA",
@@ -53,7 +53,6 @@ __all__ = [
     "read_job",
     "read_jobs",
     "read_regular",
-    "refuse_link",
     "run_dirs",
     "to_arrow",
     "usable",

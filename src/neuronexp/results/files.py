@@ -47,13 +47,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
             staged.unlink(missing_ok=True)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-
-
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(text.encode("utf-8"))
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -97,12 +93,9 @@ def write_job_tables(out_dir: Path, tables: dict[str, pa.Table | pd.DataFrame]) 
     """
     for name in ("ops", "samples", *(t for t in OPTIONAL_TABLES if t in tables), "cells"):
         table = tables[name]
-        _write_job_table(out_dir, name, table if isinstance(table, pa.Table) else to_arrow(name, table))
-
-
-def _write_job_table(out_dir: Path, name: str, table: pa.Table) -> None:
-    write_arrow(out_dir / f"{name}.arrow", table)
-    write_table(out_dir / f"{name}.parquet", table)
+        table = table if isinstance(table, pa.Table) else to_arrow(name, table)
+        write_arrow(out_dir / f"{name}.arrow", table)
+        write_table(out_dir / f"{name}.parquet", table)
 
 
 # The cell's output, for the output check (results.outputs writes and reads it); a 16-bit cell also saves its

@@ -37,10 +37,6 @@ class OutputLeaf:
     index: np.ndarray  # empty: `values` is the whole tensor, flattened
     stats: dict[str, float]
 
-    @property
-    def sampled(self) -> bool:
-        return self.index.size > 0
-
 
 def sample_index(numel: int) -> np.ndarray:
     """The flat positions kept of an output with `numel` elements (empty: keep all)."""

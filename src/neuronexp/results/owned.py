@@ -5,14 +5,14 @@ sha256; a later invocation may replace a file while it still holds those bytes, 
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from neuronexp.results.regular import read_in, read_regular
 
 MANIFEST = ".neuronexp-files.json"
 _WRITTEN_BY = "neuronexp"
@@ -67,25 +67,13 @@ def _recorded(root: Path, key: str) -> dict[str, str]:
     if not os.path.lexists(root / MANIFEST):
         return {}
     try:
-        info = json.loads(_read(root / MANIFEST))
+        info = json.loads(read_regular(root / MANIFEST))
         files = info["files"] if info.get("written_by") == _WRITTEN_BY else None
         if isinstance(files, dict) and all(isinstance(v, str) for v in files.values()):
             return {str(k): v for k, v in files.items()}
     except (OSError, ValueError, KeyError, AttributeError):
         pass
     raise Refused(f"{key}: {root / MANIFEST} is not a record neuronexp wrote; choose another directory")
-
-
-def _read(path: Path, dir_fd: int | None = None) -> bytes:
-    """A regular file's bytes, never through a link, never blocking on a FIFO."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read()
-    finally:
-        os.close(fd)
 
 
 def _parts(rel: str) -> list[str]:
@@ -123,7 +111,7 @@ def _taken(owned: OwnedDir, rel: str) -> str | None:
     if not path.is_file():
         return "is not a regular file"
     try:
-        mine = sha256(_read(path)) == owned.recorded.get(rel)
+        mine = sha256(read_regular(path)) == owned.recorded.get(rel)
     except OSError:
         mine = False
     return None if mine else "holds a file neuronexp did not write (or one changed since it did)"
@@ -236,7 +224,7 @@ def _exists(name: str, dir_fd: int) -> bool:
 
 def _digest(name: str, dir_fd: int) -> str | None:
     try:
-        return sha256(_read(Path(name), dir_fd))
+        return sha256(read_in(dir_fd, name))
     except OSError:  # a link or a FIFO put there meanwhile
         return None
 
