@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 import socket
@@ -15,15 +14,9 @@ import torch
 
 from neuronexp.backends.table import backend_info
 from neuronexp.config import format_units
+from neuronexp.config.fingerprint import package_version
 from neuronexp.host.allocator import preload_environment
 from neuronexp.host.threads import host_cpus
-
-
-def package_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def git_state(cwd: Path) -> dict[str, Any]:

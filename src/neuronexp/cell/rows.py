@@ -16,11 +16,11 @@ from neuronexp.analysis.noise import NOISE_WARNING
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.overrides import argument_columns
 from neuronexp.backends import Backend
-from neuronexp.cell.environment import package_version
 from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
+from neuronexp.config.fingerprint import package_version
 from neuronexp.config.schema import NoiseConfig
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation

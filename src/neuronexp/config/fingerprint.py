@@ -22,17 +22,18 @@ def code_fingerprint(target: object) -> str:
     return _hash([(os.path.basename(path), digest) for path, digest in files], _versions())
 
 
-@lru_cache(maxsize=1)  # installed versions do not change under a running process
-def _versions() -> tuple[str, str]:
+def package_version(name: str) -> str | None:
     from importlib import metadata  # here: `neuronexp --help` imports this module and never asks
 
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "?"
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
-    return version("neuronexp"), version("torch")
+
+@lru_cache(maxsize=1)  # installed versions do not change under a running process
+def _versions() -> tuple[str, str]:
+    return package_version("neuronexp") or "?", package_version("torch") or "?"
 
 
 # Where neuronexp's package is: its built-in layers are followed too.

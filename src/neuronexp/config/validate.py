@@ -111,7 +111,8 @@ def validate_values(cfg: RunConfig) -> None:
     _check_passes(cfg)
     _check_launcher(cfg)
     _check_judgements(cfg)
-    _check_compile_mode(cfg.compile.mode)
+    if cfg.compile.mode is not None and cfg.compile.mode not in COMPILE_MODES:
+        raise ConfigError("compile.mode", cfg.compile.mode, f"one of {', '.join(COMPILE_MODES)}, or null")
 
 
 def _check_dims(cfg: RunConfig) -> None:
@@ -176,7 +177,7 @@ def _check_judgements(cfg: RunConfig) -> None:
 def validate_code(cfg: RunConfig) -> list[str]:
     """The checks that import code: Dynamo's backends, the module's class, its constructor's arguments and its
     inputs' factories (torch, and the user's module). Returns the inputs' warnings (see validate)."""
-    validate_compile(cfg.compile.backend, cfg.compile.mode)
+    validate_compile(cfg.compile.backend)
     validate_module_target(cfg.module)
     check_constructor(cfg.module)
     return check_inputs(cfg.input, cfg.module)
@@ -208,14 +209,8 @@ def check_baseline(baseline: Any) -> None:
 COMPILE_MODES = ("default", "lite", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def _check_compile_mode(mode: str | None) -> None:
-    if mode is not None and mode not in COMPILE_MODES:
-        raise ConfigError("compile.mode", mode, f"one of {', '.join(COMPILE_MODES)}, or null")
-
-
-def validate_compile(backend: str | None, mode: str | None) -> None:
-    """A misspelt backend or mode fails here, not in every cell after its module is built."""
-    _check_compile_mode(mode)
+def validate_compile(backend: str | None) -> None:
+    """A misspelt backend fails here, not in every cell after its module is built (the mode: validate_values)."""
     if backend is None:
         return
     import torch._dynamo  # only when a backend is named: importing Dynamo costs about a second

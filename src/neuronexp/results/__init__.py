@@ -4,7 +4,6 @@
 from neuronexp.results.contract import (
     CELL_SCHEMA,
     LABEL_COLUMNS,
-    MODULE_SCHEMA,
     OP_SCHEMA,
     OPTIONAL_TABLES,
     SAMPLE_SCHEMA,
@@ -30,7 +29,6 @@ from neuronexp.results.regular import LinkRefused, open_regular, read_regular
 
 __all__ = [
     "CELL_SCHEMA",
-    "MODULE_SCHEMA",
     "OPTIONAL_TABLES",
     "DamagedResults",
     "Found",
