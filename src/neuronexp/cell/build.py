@@ -42,14 +42,11 @@ class Built:
         aliasing): the same naive/fused ratio measured 0.83-1.15 at six placements in one process. A process has
         one placement, so without moving, rounds cannot sample it and a rerun's figure moves with the heap.
         """
+        tensors = [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor)]
         self.spacer = None
-        self.spacer = torch.empty(spacer_bytes, dtype=torch.uint8, device=self.module_device())
+        self.spacer = torch.empty(spacer_bytes, dtype=torch.uint8, device=tensors[0].device if tensors else "cpu")
         self.args = tuple(_fresh(a) for a in self.args)
         self.kwargs = {k: _fresh(v) for k, v in self.kwargs.items()}
-
-    def module_device(self) -> torch.device:
-        tensors = [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor)]
-        return tensors[0].device if tensors else torch.device("cpu")
 
 
 def _fresh(value: Any) -> Any:
