@@ -74,11 +74,8 @@ def environment_record(
 
 
 def describe_placement(backend_name: str, device: Any) -> dict[str, Any]:
-    """Where the current process runs its cell: the row's placement columns.
-
-    Read from the process itself (environment, affinity), so it is true however the cell was launched: in
-    a slot's fresh process, in the basic launcher's single process, or in a Slurm job with its allocation.
-    """
+    """Where the current process runs its cell (the row's placement columns), read from the process itself
+    (environment, affinity): true however it was launched, on a slot of this host or in a Slurm job's allocation."""
     return {
         "placement": backend_info(backend_name).placement(device),
         "placement_cpus": format_units(host_cpus()),

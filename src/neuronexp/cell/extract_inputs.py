@@ -38,11 +38,8 @@ def literal(text: str) -> str:
 
 
 def read_specs(text: Any, where: str) -> tuple[list[Any], dict[str, Any]]:
-    """(args, kwargs) of a recorded call, every value checked against the grammar.
-
-    Raises:
-        BadSpecs: naming `where` and the first value outside it.
-    """
+    """(args, kwargs) of a recorded call, every value checked against the grammar (BadSpecs: naming `where` and
+    the first value outside it)."""
     try:
         specs = json.loads(str(text))
     except ValueError:

@@ -44,11 +44,8 @@ def _is_config_class(cls: type) -> bool:
 
 
 def check_targets(node: Any, where: str, key: str = "module") -> None:
-    """Every `_target_` under `node` names an nn.Module or configuration class; no `_partial_`.
-
-    Raises:
-        ModelRefused: the first that does not, naming `where` (the file) and its key.
-    """
+    """Every `_target_` under `node` names an nn.Module or configuration class; no `_partial_` (ModelRefused: the
+    first that does not, naming `where`, the file, and its key)."""
     if isinstance(node, list):
         for i, item in enumerate(node):
             check_targets(item, where, f"{key}[{i}]")
@@ -73,11 +70,8 @@ def check_targets(node: Any, where: str, key: str = "module") -> None:
 
 
 def build_model(cfg: dict[str, Any], where: str) -> tuple[nn.Module, str]:
-    """(the model as the cell built it: the same node, seed and dtype; the dtype it computes in).
-
-    Raises:
-        ModelRefused: a target outside the rule, a bad input dtype or seed, or a constructor that fails.
-    """
+    """(the model as the cell built it: the same node, seed and dtype; the dtype it computes in). ModelRefused: a
+    target outside the rule, a bad input dtype or seed, or a constructor that fails."""
     check_targets(cfg["module"], where)
     inputs = cfg["input"]
     dtype, model_dtype, seed = inputs.get("dtype"), inputs.get("model_dtype"), inputs.get("seed", 0)

@@ -188,10 +188,7 @@ def _from_arguments(module: nn.Module) -> Recipe | None:
 
 def _saved(module: nn.Module, rel_path: str) -> Recipe:
     """A pickled copy, loaded only when it holds the bytes recorded here (modules.extracted.load_module).
-
-    Raises:
-        ValueError: the module cannot be pickled (a class no import reaches, a lambda among its attributes).
-    """
+    ValueError: the module cannot be pickled (a class no import reaches, a lambda among its attributes)."""
     buffer = io.BytesIO()
     try:
         torch.save(module, buffer)

@@ -137,11 +137,8 @@ def profile_callable(
 ) -> ProfileResult:
     """Run `fn` under torch.profiler for the configured schedule (nulls: the backend's) and collect each cycle.
     `spans`: an eager nn.Module whose submodules get a range each by path (moduletime.attribution), attributed per
-    cycle.
-
-    The device is synchronized inside the loop before every `prof.step()`: execution is asynchronous on
-    CUDA and Neuron, and a step that closes before its kernels finish would lose their time.
-    """
+    cycle. The device is synchronized before every `prof.step()`: execution is asynchronous on CUDA and Neuron,
+    and a step that closes before its kernels finish would lose their time."""
     s = resolve_schedule(cfg, backend)
     wait, warmup, active, repeat = schedule_counts(s)
     result = ProfileResult(schedule=s)
@@ -185,11 +182,8 @@ def fill_device_times(
 ) -> None:
     """Give each host op row its share of `per_op_us[op]` (device us per step) in cycles without device time, and
     take the step's device time and executions from `step` when the source covers the whole step (then the rows'
-    shares leave room for the time no op row holds).
-
-    An op split over several rows (record_shapes groups by input shape) is shared by calls. The same per-step
-    figures go into every cycle: the source covers the whole capture, not one cycle.
-    """
+    shares leave room for the time no op row holds). An op split over several rows (record_shapes groups by input
+    shape) is shared by calls. The same per-step figures go into every cycle: the source covers the whole capture."""
     if not per_op_us and step is None:
         return
     for cycle in profile.cycles:

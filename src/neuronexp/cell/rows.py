@@ -68,10 +68,8 @@ class _NotStarted(Backend):
 def write_lost_cell(
     spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str
 ) -> Results:
-    """The error row of a cell whose own process died before writing one (killed, out of memory, crashed).
-
-    Written by the process that launched it, which never touches the device: labels and `extra` only.
-    """
+    """The error row of a cell whose own process died before writing one (killed, out of memory, crashed),
+    written by the process that launched it, which never touches the device: labels and `extra` only."""
     backend = _NotStarted(backend_name)
     parts = RowParts(measured=None, error=error, extra=extra, started_at=started_at)
     tables = cell_tables(spec, backend, cell_labels(spec, backend), parts)

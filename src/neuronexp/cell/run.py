@@ -46,12 +46,9 @@ def _error_text(exc: BaseException) -> str:
 
 class CellRun:
     """One cell in its process, in two halves around its timed pass, so that the cells of a comparison group can
-    be timed together, interleaved (cell.group); a cell alone is timed between the halves the same way.
-
-    `start` builds the module and makes the first call (the compile); `finish` takes the timed pass's figures,
-    profiles, measures the limits and writes the cell's files. Failures are data: a backend that cannot start,
-    a layer that raises or calls sys.exit, a compile error all become the `error` row, never an exception.
-    """
+    be timed together, interleaved (cell.group); a cell alone is timed between the halves the same way. Failures
+    are data: a backend that cannot start, a layer that raises or calls sys.exit, a compile error all become the
+    `error` row, never an exception."""
 
     def __init__(self, spec: CellSpec, out_dir: Path, host_alloc: dict[str, Any]) -> None:
         self.spec, self.out_dir, self.host_alloc = spec, out_dir, host_alloc
@@ -78,10 +75,9 @@ class CellRun:
         return grad_mode(self.spec.config.input, self.backend.name if self.backend else HOST.name)
 
     def start(self, reset_dynamo: bool = True, crowded: bool = False) -> Callable[[], Any] | None:
-        """Build and call once; the call to time, or None when the cell failed (its row is written then).
-
-        `crowded`: other cells of its group hold memory in this process; running out of memory then is not this
-        cell's failure: `deferred` is set, no row is written, and cell.group runs it again alone."""
+        """Build and call once (the compile); the call to time, or None when the cell failed (its row is written
+        then). `crowded`: other cells of its group hold memory in this process; running out of memory then is not
+        this cell's failure: `deferred` is set, no row is written, and cell.group runs it again alone."""
         cfg = self.spec.config
         try:
             self.backend = resolve_backend(cfg.backend, cfg)

@@ -15,11 +15,8 @@ from neuronexp.config.targets import SPECIAL_KEYS, locate
 
 def check_constructor(node: Any, key: str = "module") -> None:
     """Every key of `node` an argument its target takes (anything, where it takes **kwargs), every required
-    argument given (unless `_partial_`), and `_args_` no more than it takes positionally.
-
-    Raises:
-        ConfigError: naming the key, its value and the arguments the target accepts.
-    """
+    argument given (unless `_partial_`), and `_args_` no more than it takes positionally (ConfigError: naming the
+    key, its value and the arguments the target accepts)."""
     if not isinstance(node, Mapping):
         if isinstance(node, (list, tuple)):
             for i, item in enumerate(node):

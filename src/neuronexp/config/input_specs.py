@@ -21,11 +21,8 @@ _MIGRATE_EXTRA = "renamed to input.args (the same {shape, dtype, high} entries, 
 
 
 def check_inputs(cfg: InputConfig, module: Any) -> list[str]:
-    """Check every input spec; returns warnings (keyword inputs `forward` may silently ignore).
-
-    Raises:
-        ConfigError: the first bad spec, naming its key (`input.kwargs.attention_mask.fill`).
-    """
+    """Check every input spec (ConfigError: the first bad one, naming its key, `input.kwargs.attention_mask.fill`);
+    returns warnings (keyword inputs `forward` may silently ignore)."""
     if cfg.extra is not None:
         raise ConfigError("input.extra", "[...]", _MIGRATE_EXTRA)
     check_first(cfg)

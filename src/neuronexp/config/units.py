@@ -38,11 +38,7 @@ def format_units(units: tuple[str, ...] | list[str] | list[int] | tuple[int, ...
 
 
 def validate_units(key: str, value: str | None) -> None:
-    """A unit list is "0", "0,1" or "0,1,2-5" with ascending ranges (None: not set).
-
-    Raises:
-        ConfigError: naming `key`, the value and the grammar.
-    """
+    """A unit list is "0", "0,1" or "0,1,2-5" with ascending ranges (None: not set); ConfigError names `key`."""
     if value is None:
         return
     text = str(value).replace(" ", "")

@@ -64,11 +64,8 @@ def schema_keys(path: str) -> list[str] | None:
 
 def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> None:
     """Every key inside neuronexp's own nodes is one of its schema's: `+timing.itres=5` would otherwise be
-    ignored without a word. The root may also hold the user's own nodes; `module` holds the layer's options.
-
-    Raises:
-        ConfigError: naming the unknown key and the keys allowed there.
-    """
+    ignored without a word (ConfigError names it and the keys allowed there). The root may also hold the user's own
+    nodes; `module` holds the layer's options."""
     hints = typing.get_type_hints(cls)
     for key in map(str, cfg.keys()):
         full = f"{path}.{key}" if path else key

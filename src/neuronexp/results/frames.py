@@ -78,10 +78,8 @@ def to_arrow(name: str, df: pd.DataFrame) -> pa.Table:
 
 
 def arrow_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows → an Arrow table with the contract's columns and types, extra columns after them.
-
-    Built straight from the rows (no pandas on the way): this runs once per table of every cell.
-    """
+    """Rows → an Arrow table with the contract's columns and types, extra columns after them; straight from the
+    rows (no pandas on the way): this runs once per table of every cell."""
     schema = SCHEMAS[name]
     table = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
     extras = dict.fromkeys(k for r in rows for k in r if k not in schema.names)

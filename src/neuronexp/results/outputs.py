@@ -64,11 +64,7 @@ def write_outputs(path: Path, leaves: list[OutputLeaf]) -> None:
 
 
 def read_outputs(path: Path) -> list[OutputLeaf]:
-    """The output tensors a cell saved.
-
-    Raises:
-        OSError, ValueError, KeyError: no such file, or not one neuronexp wrote.
-    """
+    """The output tensors a cell saved (OSError, ValueError, KeyError: no such file, or not one neuronexp wrote)."""
     with np.load(io.BytesIO(read_regular(path)), allow_pickle=False) as data:  # a link is refused (OSError)
         count = sum(1 for k in data.files if k.startswith("shape"))
         return [

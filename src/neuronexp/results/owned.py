@@ -39,11 +39,7 @@ def sha256(data: bytes) -> str:
 
 def prepare(root: Path, key: str) -> OwnedDir:
     """`root` checked before any work: a directory or nothing yet, not a link, writable, not a results directory,
-    its manifest (if any) neuronexp's.
-
-    Raises:
-        Refused: what is wrong, naming `key`.
-    """
+    its manifest (if any) neuronexp's (Refused: what is wrong, naming `key`)."""
     if root.is_symlink():
         raise Refused(f"{key}: a symbolic link; neuronexp never writes through one: give the real directory")
     existing = next(p for p in (root, *root.absolute().parents) if os.path.lexists(p))
@@ -84,11 +80,8 @@ def _parts(rel: str) -> list[str]:
 
 
 def check_free(owned: OwnedDir, rels: list[str]) -> None:
-    """Every path in `rels` is free: nothing there yet, or the very bytes neuronexp recorded writing.
-
-    Raises:
-        Refused: the first that is not, naming it.
-    """
+    """Every path in `rels` is free: nothing there yet, or the very bytes neuronexp recorded writing (Refused: the
+    first that is not, naming it)."""
     for rel in rels:
         why = _taken(owned, rel)
         if why:
@@ -122,11 +115,8 @@ def commit(owned: OwnedDir, files: dict[str, bytes]) -> None:
     temporaries beside its name (a full disk fails there, before anything is in place), then moved in: a new name
     by a hard link, which fails rather than replace a file or a link that appeared meanwhile; a file of neuronexp's
     by a rename, once it is seen to hold the recorded bytes still. On any failure what this call placed or created
-    is removed (a file of neuronexp's already replaced stays replaced: it holds the new bytes, whole).
-
-    Raises:
-        Refused: a name taken meanwhile. OSError: the disk (full, read-only).
-    """
+    is removed (a file of neuronexp's already replaced stays replaced: it holds the new bytes, whole). Refused: a
+    name taken meanwhile; OSError: the disk (full, read-only)."""
     txn = _Transaction(owned)
     try:
         staged = [(rel, *txn.stage(rel, data)) for rel, data in files.items()]

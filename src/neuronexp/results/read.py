@@ -139,11 +139,8 @@ class Found:
 
 
 def read_any(root: Path) -> Found:
-    """A run directory, an aggregated sweep, or a sweep read from its job directories (never aggregated).
-
-    Raises:
-        FileNotFoundError: no results here.
-    """
+    """A run directory, an aggregated sweep, or a sweep read from its job directories (never aggregated);
+    FileNotFoundError: no results here."""
     if (root / "cells.parquet").is_file():
         results = load_root(root)
         return Found(results, "run", {str(r): root for r in results.cells["run_id"]})

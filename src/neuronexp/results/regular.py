@@ -78,12 +78,8 @@ def _regular(fd: int, path: Path | str) -> BinaryIO:
 
 @contextmanager
 def open_regular(path: Path, root: Path | None = None) -> Iterator[BinaryIO]:
-    """`path` open for reading, if it is a regular file reached from `root` without following a link.
-
-    Raises:
-        LinkRefused: `path`, or a directory between `root` and it, is a symbolic link.
-        OSError: no such file, or not a regular file (a FIFO, a device, a directory).
-    """
+    """`path` open for reading, if it is a regular file reached from `root` without following a link (LinkRefused:
+    `path`, or a directory between `root` and it, is a symbolic link; OSError: no such file, or not a regular one)."""
     with _regular(_open_fd(Path(path), Path(root) if root is not None else None), path) as f:
         yield f
 
