@@ -43,8 +43,9 @@ class Built:
         one placement, so without moving, rounds cannot sample it and a rerun's figure moves with the heap.
         """
         tensors = [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor)]
+        device = tensors[0].device if tensors else torch.device("cpu")
         self.spacer = None
-        self.spacer = torch.empty(spacer_bytes, dtype=torch.uint8, device=tensors[0].device if tensors else "cpu")
+        self.spacer = torch.empty(spacer_bytes, dtype=torch.uint8, device=device)
         self.args = tuple(_fresh(a) for a in self.args)
         self.kwargs = {k: _fresh(v) for k, v in self.kwargs.items()}
 

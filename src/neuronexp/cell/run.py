@@ -17,13 +17,20 @@ import torch
 
 from neuronexp.backends import HOST, Backend, backend_info, backend_kind, resolve_backend
 from neuronexp.cell.build import Built, build, first_call, kernel_records
-from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode
 from neuronexp.cell.joblog import TRACEBACK_LOGGER
 from neuronexp.cell.limits import Limits, measure_limits
 from neuronexp.cell.noise_columns import join_warnings
 from neuronexp.cell.profiling import fill_device_times, profile_callable
-from neuronexp.cell.rows import Measured, RowParts, cell_labels, cell_tables, write_lost_cell
+from neuronexp.cell.rows import (
+    Measured,
+    RowParts,
+    cell_labels,
+    cell_tables,
+    describe_placement,
+    environment_record,
+    write_lost_cell,
+)
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.moduletime.attribution import fill_module_device_times

@@ -69,7 +69,7 @@ CELL_SCHEMA = pa.schema(
         ("torch_version", _STR),
         ("neuronx_version", _STR),
         ("started_at", _STR),
-        # Where the cell ran, its slot's label (cellprocess.placement.Slot.label; cell.environment.describe_placement
+        # Where the cell ran, its slot's label (cellprocess.placement.Slot.label; cell.rows.describe_placement
         # in the cell's own process): "cpu:0-1", "cuda:3", "neuron:4-5"; the host cores its process was pinned to,
         # that process's id and its host.
         ("placement", _STR),
