@@ -123,7 +123,5 @@ def first_call(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_di
 
 
 def timing_config(spec: CellSpec, backend: Backend) -> TimingConfig:
-    timing = spec.config.timing
-    if timing.warmup < backend.min_warmup_calls:  # the backend's floor, documented where it is set
-        timing = replace(timing, warmup=backend.min_warmup_calls)
-    return timing
+    timing = spec.config.timing  # at least the backend's floor of warm-up calls, documented where it is set
+    return replace(timing, warmup=max(timing.warmup, backend.min_warmup_calls))

@@ -16,9 +16,7 @@ from pathlib import Path
 
 def code_fingerprint(target: object) -> str:
     """A short hash of the code behind `module._target_` (what it covers: docs/guarantees.md)."""
-    if not isinstance(target, str) or "." not in target:
-        return _hash([], _versions())
-    files = _files(target, tuple(_user_roots()))
+    files = _files(target, tuple(_user_roots())) if isinstance(target, str) and "." in target else []
     return _hash([(os.path.basename(path), digest) for path, digest in files], _versions())
 
 
