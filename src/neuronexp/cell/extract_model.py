@@ -13,12 +13,10 @@ import yaml
 from torch import nn
 
 from neuronexp.cell.extract_inputs import shown
-from neuronexp.config.input_specs import floating
-from neuronexp.config.schema import DType
+from neuronexp.config.input_specs import DTYPES, floating
 from neuronexp.config.targets import instantiate, locate
 from neuronexp.results.regular import read_regular
 
-_DTYPES = {d.value for d in DType}
 _CONFIG_CLASSES = ("PretrainedConfig", "PreTrainedConfig")
 
 
@@ -75,7 +73,7 @@ def build_model(cfg: dict[str, Any], where: str) -> tuple[nn.Module, str]:
     check_targets(cfg["module"], where)
     inputs = cfg["input"]
     dtype, model_dtype, seed = inputs.get("dtype"), inputs.get("model_dtype"), inputs.get("seed", 0)
-    if dtype not in _DTYPES or (model_dtype is not None and model_dtype not in _DTYPES) or type(seed) is not int:
+    if dtype not in DTYPES or (model_dtype is not None and model_dtype not in DTYPES) or type(seed) is not int:
         raise ModelRefused(f"{where}: input.dtype, input.model_dtype or input.seed is not one neuronexp writes")
     compute = model_dtype or (dtype if floating(dtype) else "float32")  # as config.input_specs.compute_dtype
     torch.manual_seed(seed)

@@ -27,7 +27,6 @@ from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
 from neuronexp.config.fingerprint import package_version
-from neuronexp.config.schema import NoiseConfig
 from neuronexp.host.allocator import preload_environment
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
@@ -144,11 +143,7 @@ def cell_tables(spec: CellSpec, backend: Backend, labels: dict[str, Any], parts:
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
     cell.update(extra)
     cell["warnings"] = join_warnings(*spec.warnings, warnings)
-    return {
-        "cells": arrow_table("cells", [cell]),
-        "ops": arrow_table("ops", op_rows),
-        "samples": arrow_table("samples", samples),
-    }
+    return {name: arrow_table(name, rows) for name, rows in zip(TABLES, ([cell], op_rows, samples))}
 
 
 def _median(values: list[float | None]) -> float:
@@ -164,8 +159,7 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
     executed = _median([c.device_ops for c in cycles])  # `device_ops` and `ops_executed` are the same figure
     top_op, top_share = hotspot(op_rows)
     ratio = device_time / m.latency.median_us if m.latency.median_us > 0 else float("nan")
-    limits = spec.config.noise if spec is not None else NoiseConfig()
-    noise = noise_columns(m.latency, m.threads, format_units(host_cpus()), limits)
+    noise = noise_columns(m.latency, m.threads, format_units(host_cpus()), spec.config.noise if spec else None)
     hint = noise.pop("noise_hint")
     schedule = m.profile.schedule
     host_dispatch, host_memory = m.latency.host.medians() if m.latency.host else (None, None)

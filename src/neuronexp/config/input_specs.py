@@ -16,7 +16,7 @@ from neuronexp.config.targets import locate
 TENSOR_KEYS = ("shape", "dtype", "fill", "low", "high", "value", "requires_grad")
 FILLS = ("randn", "rand", "zeros", "ones", "full", "arange", "randint", "bernoulli")
 _INT_FILLS = ("arange", "randint")
-_DTYPES = tuple(d.value for d in DType)
+DTYPES = tuple(d.value for d in DType)
 _MIGRATE_EXTRA = "renamed to input.args (the same {shape, dtype, high} entries, after the first input); move them there"
 
 
@@ -141,8 +141,8 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
     ):
         raise ConfigError(f"{path}.shape", shape, "must be a list of non-negative integers, e.g. [1,128,64]")
     check_numel(f"{path}.shape", shape)
-    if spec.get("dtype") is not None and _value(spec["dtype"]) not in _DTYPES:
-        raise ConfigError(f"{path}.dtype", spec["dtype"], f"one of {', '.join(_DTYPES)}")
+    if spec.get("dtype") is not None and _value(spec["dtype"]) not in DTYPES:
+        raise ConfigError(f"{path}.dtype", spec["dtype"], f"one of {', '.join(DTYPES)}")
     dtype = tensor_dtype(spec, first_dtype)
     _check_fill(path, spec, dtype)
     grad = spec.get("requires_grad", False)

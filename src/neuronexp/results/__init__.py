@@ -10,10 +10,14 @@ from neuronexp.results.contract import (
     SCHEMAS,
     TABLES,
     USABLE,
+    Results,
+    arrow_table,
+    frame,
+    no_results,
+    to_arrow,
     usable,
     usable_cells,
 )
-from neuronexp.results.frames import Results, arrow_table, frame, no_results, to_arrow
 from neuronexp.results.load import load
 from neuronexp.results.read import (
     JOBS_MANIFEST,

@@ -23,8 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, usable
-from neuronexp.results.frames import to_arrow
+from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, to_arrow, usable
 from neuronexp.results.regular import read_regular
 
 

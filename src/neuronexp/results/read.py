@@ -11,8 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES
-from neuronexp.results.frames import Results, to_arrow
+from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, Results, to_arrow
 from neuronexp.results.regular import LinkRefused, read_regular
 from neuronexp.results.table_file import DamagedResults, read_table
 
