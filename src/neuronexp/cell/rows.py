@@ -212,22 +212,16 @@ def git_state(cwd: Path) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(status)}
 
 
-def environment_record(
-    device_name: str,
-    backend: str,
-    host_alloc: dict[str, Any] | None = None,
-    threads: int | None = None,
-    cwd: Path | None = None,
-) -> dict[str, Any]:
+def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any], threads: int) -> dict[str, Any]:
     """env.json: versions, host, device, and what the cell's process did to its host (malloc, threads)."""
     env = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "host": socket.gethostname(),
         "cpu_count": os.cpu_count(),
-        "torch_threads": threads if threads is not None else torch.get_num_threads(),
+        "torch_threads": threads,
         "torch_interop_threads": torch.get_num_interop_threads(),
-        "allocator": dict(host_alloc or {}, environment=preload_environment()),
+        "allocator": dict(host_alloc, environment=preload_environment()),
         "torch_version": torch.__version__,
         "torch_neuronx_version": package_version("torch-neuronx"),
         "neuronx_cc_version": package_version("neuronx-cc"),
@@ -244,7 +238,7 @@ def environment_record(
         },
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
-    env.update(git_state((cwd or Path.cwd()).resolve()))
+    env.update(git_state(Path.cwd().resolve()))
     return env
 
 
