@@ -31,10 +31,9 @@ def read_job(job_dir: Path, root: Path | None = None) -> Results:
 
 def load_root(root: Path) -> Results:
     """A run directory's or an aggregated sweep's tables with the contract's own types (floats for every count)."""
-    if (root / "results" / "cells.parquet").is_file():
-        return read_job(root / "results", root)
-    if (root / "cells.parquet").is_file():
-        return read_job(root, root)
+    for tables in (root / "results", root):
+        if (tables / "cells.parquet").is_file():
+            return read_job(tables, root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
 
 
