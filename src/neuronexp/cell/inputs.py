@@ -32,10 +32,8 @@ def make_tensor(spec: Mapping[str, Any], first_dtype: str, gen: torch.Generator)
     dtype = tensor_dtype(spec, first_dtype)
     td, shape = torch_dtype(dtype), tuple(int(d) for d in spec["shape"])
     fill = spec.get("fill") or default_fill(dtype)
-    if fill == "randn":  # drawn in float32, then cast: the same values for every floating dtype
-        t = torch.randn(shape, generator=gen, dtype=torch.float32).to(td)
-    elif fill == "rand":
-        t = torch.rand(shape, generator=gen, dtype=torch.float32).to(td)
+    if fill in ("randn", "rand"):  # drawn in float32, then cast: the same values for every floating dtype
+        t = (torch.randn if fill == "randn" else torch.rand)(shape, generator=gen, dtype=torch.float32).to(td)
     elif fill == "randint":
         t = torch.randint(int(spec.get("low", 0)), int(spec.get("high", 2)), shape, generator=gen).to(td)
     elif fill == "bernoulli":
