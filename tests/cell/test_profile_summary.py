@@ -76,7 +76,7 @@ class FakeProfile:
 
 def test_device_time_path_known_answer() -> None:
     cfg = ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=2, repeat=1))
-    cycle = summarize_cycle(0, FakeProfile(), CudaShaped(), cfg)
+    cycle = summarize_cycle(0, FakeProfile(), CudaShaped(), cfg, active=2)
     rows = {r["op"]: r for r in cycle.ops}
     assert "ProfilerStep*" not in rows
     # Per step: (600 + 200) µs of kernels over 2 steps; host ops are not device time.

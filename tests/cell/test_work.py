@@ -78,6 +78,7 @@ def test_cpu_peak_memory_is_the_calls_allocations() -> None:
 
 def test_when_the_counting_modes_fail_every_tensor_is_listed_and_the_profiler_counts_flops(monkeypatch) -> None:
     from neuronexp.cell import limits
+    from neuronexp.cell.build import Built
     from neuronexp.cell.profiling import CycleProfile, ProfileResult
 
     def refuse(*args, **kwargs):
@@ -85,15 +86,16 @@ def test_when_the_counting_modes_fail_every_tensor_is_listed_and_the_profiler_co
 
     monkeypatch.setattr(limits, "count_work", refuse)
     layer, x = nn.Linear(64, 32, bias=False), torch.randn(8, 64)
+    built = Built(layer, layer, (x,), {})
     with torch.inference_mode():
         out = layer(x)
         cycles = [CycleProfile(**{**_cycle_fields(), "ops": [{"flops": 32768.0}, {"flops": None}]}) for _ in range(3)]
-        work = limits._work(layer, (x,), {}, out, ProfileResult(cycles=cycles))
+        work = limits._work(built, out, ProfileResult(cycles=cycles))
     assert work.fallback and work.flops == 2 * 8 * 32 * 64  # the profiler's with_flops count
     assert work.bytes_read == (8 * 64 + 32 * 64) * 4 and work.bytes_written == 8 * 32 * 4
     assert "no dispatch modes on this device" in work.note and "with_flops" in work.note
     with torch.inference_mode():
-        unknown = limits._work(layer, (x,), {}, out, None)
+        unknown = limits._work(built, out, None)
     assert unknown.flops != unknown.flops and "profiler.with_flops=true" in unknown.note  # NaN: not counted, not 0
 
 

@@ -20,7 +20,7 @@ import torch
 
 import neuronexp
 from helpers import FAST, console_script
-from neuronexp.cell.environment import describe_placement as describe
+from neuronexp.cell.rows import describe_placement as describe
 from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.config import format_units, parse_units
 from neuronexp.engine.watch import CellWatcher

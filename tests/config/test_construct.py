@@ -1,4 +1,4 @@
-"""The module node against its constructor's signature, when the cell is planned (config.construct): a typo in a
+"""The module node against its constructor's signature, when the cell is planned (config.validate): a typo in a
 constructor argument is one line naming it, before any file is written; a class taking **kwargs accepts anything."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from torch import nn
 
 from helpers import FAST
 from neuronexp.config import ConfigError
-from neuronexp.config.construct import check_constructor
+from neuronexp.config.validate import check_constructor
 
 
 class Block(nn.Module):

@@ -24,7 +24,7 @@ def report(payload: dict[str, Any]) -> int:
     """Where this process stands: ids, cores, threads, environment, and what the CUDA and Neuron paths read."""
     import torch
 
-    from neuronexp.cell.environment import describe_placement
+    from neuronexp.cell.rows import describe_placement
 
     _write(
         payload,
@@ -90,7 +90,7 @@ def neuron_backend(payload: dict[str, Any]) -> int:
     """Build neuronexp's Neuron backend over the torch-neuronx stand-in; what its runtime saw when it started."""
     sys.path.insert(0, str(STANDIN_DIR))
     from neuronexp.backends.neuron.neuron_backend import NeuronBackend
-    from neuronexp.cell.environment import describe_placement
+    from neuronexp.cell.rows import describe_placement
     from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig
 
     NeuronBackend.device_type = "cpu"  # this process is the test's own, and ends here

@@ -10,8 +10,8 @@ import pyarrow as pa
 
 import neuronexp
 from neuronexp.results import frame
+from neuronexp.results.contract import whole_counts
 from neuronexp.results.files import write_csv
-from neuronexp.results.frames import whole_counts
 
 
 def test_counts_are_integers_where_whole_and_floats_otherwise() -> None:

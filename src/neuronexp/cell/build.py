@@ -42,14 +42,12 @@ class Built:
         aliasing): the same naive/fused ratio measured 0.83-1.15 at six placements in one process. A process has
         one placement, so without moving, rounds cannot sample it and a rerun's figure moves with the heap.
         """
+        tensors = [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor)]
+        device = tensors[0].device if tensors else torch.device("cpu")
         self.spacer = None
-        self.spacer = torch.empty(spacer_bytes, dtype=torch.uint8, device=self.module_device())
+        self.spacer = torch.empty(spacer_bytes, dtype=torch.uint8, device=device)
         self.args = tuple(_fresh(a) for a in self.args)
         self.kwargs = {k: _fresh(v) for k, v in self.kwargs.items()}
-
-    def module_device(self) -> torch.device:
-        tensors = [a for a in (*self.args, *self.kwargs.values()) if isinstance(a, torch.Tensor)]
-        return tensors[0].device if tensors else torch.device("cpu")
 
 
 def _fresh(value: Any) -> Any:
@@ -125,7 +123,5 @@ def first_call(call: Callable[[], Any], spec: CellSpec, backend: Backend, out_di
 
 
 def timing_config(spec: CellSpec, backend: Backend) -> TimingConfig:
-    timing = spec.config.timing
-    if timing.warmup < backend.min_warmup_calls:  # the backend's floor, documented where it is set
-        timing = replace(timing, warmup=backend.min_warmup_calls)
-    return timing
+    timing = spec.config.timing  # at least the backend's floor of warm-up calls, documented where it is set
+    return replace(timing, warmup=max(timing.warmup, backend.min_warmup_calls))

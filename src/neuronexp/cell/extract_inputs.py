@@ -13,11 +13,9 @@ from typing import Any
 
 from torch import nn
 
-from neuronexp.config.input_specs import FILLS, INT64_MAX
-from neuronexp.config.schema import DType
+from neuronexp.config.input_specs import DTYPES, FILLS, INT64_MAX
 
 _TENSOR_KEYS = {"shape", "dtype", "fill", "low", "high", "value", "causal_mask"}
-_DTYPES = {d.value for d in DType}
 _MAX_DEPTH = 16
 
 
@@ -38,11 +36,8 @@ def literal(text: str) -> str:
 
 
 def read_specs(text: Any, where: str) -> tuple[list[Any], dict[str, Any]]:
-    """(args, kwargs) of a recorded call, every value checked against the grammar.
-
-    Raises:
-        BadSpecs: naming `where` and the first value outside it.
-    """
+    """(args, kwargs) of a recorded call, every value checked against the grammar (BadSpecs: naming `where` and
+    the first value outside it)."""
     try:
         specs = json.loads(str(text))
     except ValueError:
@@ -88,7 +83,7 @@ def _tensor_ok(spec: dict[str, Any]) -> bool:
     numbers = [spec[k] for k in ("low", "high", "value") if k in spec]
     return (
         math.prod(shape) <= INT64_MAX
-        and spec.get("dtype") in _DTYPES
+        and spec.get("dtype") in DTYPES
         and spec.get("fill", "randn") in FILLS
         and isinstance(spec.get("causal_mask", False), bool)
         and all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)  # the recorder's bounds are ints

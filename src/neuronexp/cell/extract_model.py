@@ -5,9 +5,6 @@ another class or a `_partial_` is refused in one line before anything is built (
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +13,10 @@ import yaml
 from torch import nn
 
 from neuronexp.cell.extract_inputs import shown
-from neuronexp.config.input_specs import floating
-from neuronexp.config.schema import DType
+from neuronexp.config.input_specs import DTYPES, floating
 from neuronexp.config.targets import instantiate, locate
+from neuronexp.results.regular import read_regular
 
-_DTYPES = {d.value for d in DType}
 _CONFIG_CLASSES = ("PretrainedConfig", "PreTrainedConfig")
 
 
@@ -32,14 +28,7 @@ def run_config(job_dir: Path) -> dict[str, Any]:
     """The run's config.yaml as plain data: a regular file (no link followed), a mapping with `module` and `input`."""
     path = job_dir / "config.yaml"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise OSError(errno.EINVAL, "not a regular file")
-            with os.fdopen(os.dup(fd), "rb") as f:
-                cfg = yaml.safe_load(f)
-        finally:
-            os.close(fd)
+        cfg = yaml.safe_load(read_regular(path))
     except (OSError, yaml.YAMLError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not valid YAML"
         raise ModelRefused(f"{path}: cannot be read ({why}); extract needs the run's config") from None
@@ -53,11 +42,8 @@ def _is_config_class(cls: type) -> bool:
 
 
 def check_targets(node: Any, where: str, key: str = "module") -> None:
-    """Every `_target_` under `node` names an nn.Module or configuration class; no `_partial_`.
-
-    Raises:
-        ModelRefused: the first that does not, naming `where` (the file) and its key.
-    """
+    """Every `_target_` under `node` names an nn.Module or configuration class; no `_partial_` (ModelRefused: the
+    first that does not, naming `where`, the file, and its key)."""
     if isinstance(node, list):
         for i, item in enumerate(node):
             check_targets(item, where, f"{key}[{i}]")
@@ -82,15 +68,12 @@ def check_targets(node: Any, where: str, key: str = "module") -> None:
 
 
 def build_model(cfg: dict[str, Any], where: str) -> tuple[nn.Module, str]:
-    """(the model as the cell built it: the same node, seed and dtype; the dtype it computes in).
-
-    Raises:
-        ModelRefused: a target outside the rule, a bad input dtype or seed, or a constructor that fails.
-    """
+    """(the model as the cell built it: the same node, seed and dtype; the dtype it computes in). ModelRefused: a
+    target outside the rule, a bad input dtype or seed, or a constructor that fails."""
     check_targets(cfg["module"], where)
     inputs = cfg["input"]
     dtype, model_dtype, seed = inputs.get("dtype"), inputs.get("model_dtype"), inputs.get("seed", 0)
-    if dtype not in _DTYPES or (model_dtype is not None and model_dtype not in _DTYPES) or type(seed) is not int:
+    if dtype not in DTYPES or (model_dtype is not None and model_dtype not in DTYPES) or type(seed) is not int:
         raise ModelRefused(f"{where}: input.dtype, input.model_dtype or input.seed is not one neuronexp writes")
     compute = model_dtype or (dtype if floating(dtype) else "float32")  # as config.input_specs.compute_dtype
     torch.manual_seed(seed)

@@ -35,23 +35,14 @@ class Recipe:
     saved: bytes | None = None  # the pickled copy the node loads, for a "saved copy"
 
 
-def qualified(obj: Any) -> str:
-    cls = obj if isinstance(obj, type) else type(obj)
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def _importable(cls: type) -> str | None:
     """The dotted path a config names `cls` by, when importing it gives this very class back (not a class made
     in a function, nor one whose name was changed, which no `_target_` reaches)."""
-    path = qualified(cls)
+    path = f"{cls.__module__}.{cls.__qualname__}"
     try:
         return path if locate(path, key="module._target_") is cls else None
     except Exception:  # ConfigError, or an import that fails: no path reaches it
         return None
-
-
-def snake(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 # Names Hydra's override grammar reads as something other than a config name (`module=inf` is a float).
@@ -62,7 +53,8 @@ def study_name(module_type: str) -> str | None:
     """A file and config name from a module's class (`transformers...LlamaMLP` → `llama_mlp`): ASCII letters,
     digits and `_` only, starting with a letter, at most 64 characters; None when nothing of it is left."""
     short = str(module_type).rsplit(".", 1)[-1]
-    text = unicodedata.normalize("NFKD", snake(short)).encode("ascii", "ignore").decode()
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", short).lower()
+    text = unicodedata.normalize("NFKD", snake).encode("ascii", "ignore").decode()
     name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:64].strip("_")
     if not name:
         return None
@@ -196,10 +188,7 @@ def _from_arguments(module: nn.Module) -> Recipe | None:
 
 def _saved(module: nn.Module, rel_path: str) -> Recipe:
     """A pickled copy, loaded only when it holds the bytes recorded here (modules.extracted.load_module).
-
-    Raises:
-        ValueError: the module cannot be pickled (a class no import reaches, a lambda among its attributes).
-    """
+    ValueError: the module cannot be pickled (a class no import reaches, a lambda among its attributes)."""
     buffer = io.BytesIO()
     try:
         torch.save(module, buffer)

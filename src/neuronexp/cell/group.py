@@ -25,19 +25,15 @@ from neuronexp.results.files import write_phase
 
 
 def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | None = None) -> list[Results]:
-    """Run the cells (one, or a comparison group), timed together; each cell's tables, in order.
-
-    `unpaired_note`: why cells that were asked to run together were not timed paired (said in their rows).
-    """
+    """Run the cells (one, or a comparison group), timed together; each cell's tables, in order. `unpaired_note`:
+    why cells that were asked to run together were not timed paired (said in their rows)."""
     # Before the backend, the module or its inputs allocate anything (a fresh cell process applied it even
     # earlier, before importing torch: cellprocess.launch).
     host_alloc = allocator.apply(specs[0].config.allocator.value)
-    # The process's own count is restored after the cells: the next cell of this process (a single run's
-    # caller, a warm worker) must start from it, not from these cells' `threads`.
+    # The process's own count is restored after the cells: the next cell of this process (a single run's, or
+    # a Python caller's) must start from it, not from these cells' `threads`.
     process_threads = torch.get_num_threads()
-    threads = specs[0].config.threads
-    if threads is None:
-        threads = default_threads(process_threads)
+    threads = specs[0].config.threads or default_threads(process_threads)  # validated: never 0
     runs = [CellRun(spec, out_dir, host_alloc) for spec, out_dir in zip(specs, out_dirs)]
     try:
         if threads is not None:

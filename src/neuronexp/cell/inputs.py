@@ -19,33 +19,21 @@ from neuronexp.config import DType, InputConfig
 from neuronexp.config.input_specs import compute_dtype, default_fill, first_spec, tensor_dtype
 from neuronexp.config.targets import instantiate
 
-TORCH_DTYPES = {
-    DType.float32: torch.float32,
-    DType.bfloat16: torch.bfloat16,
-    DType.float16: torch.float16,
-    DType.float64: torch.float64,
-    DType.int64: torch.int64,
-    DType.int32: torch.int32,
-    DType.bool: torch.bool,
-}
-
 
 class InputError(RuntimeError):
     """An input could not be built (a factory raised); names the input's key. The cause stays chained."""
 
 
 def torch_dtype(dtype: DType | str) -> torch.dtype:
-    return TORCH_DTYPES[DType(dtype)]
+    return getattr(torch, DType(dtype).value)  # every DType is named as torch names it (tests/config)
 
 
 def make_tensor(spec: Mapping[str, Any], first_dtype: str, gen: torch.Generator) -> torch.Tensor:
     dtype = tensor_dtype(spec, first_dtype)
     td, shape = torch_dtype(dtype), tuple(int(d) for d in spec["shape"])
     fill = spec.get("fill") or default_fill(dtype)
-    if fill == "randn":  # drawn in float32, then cast: the same values for every floating dtype
-        t = torch.randn(shape, generator=gen, dtype=torch.float32).to(td)
-    elif fill == "rand":
-        t = torch.rand(shape, generator=gen, dtype=torch.float32).to(td)
+    if fill in ("randn", "rand"):  # drawn in float32, then cast: the same values for every floating dtype
+        t = (torch.randn if fill == "randn" else torch.rand)(shape, generator=gen, dtype=torch.float32).to(td)
     elif fill == "randint":
         t = torch.randint(int(spec.get("low", 0)), int(spec.get("high", 2)), shape, generator=gen).to(td)
     elif fill == "bernoulli":

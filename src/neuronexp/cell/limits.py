@@ -85,19 +85,11 @@ def _output_columns(spec: CellSpec, out: Any, out_dir: Path) -> dict[str, Any]:
         saved = save_output(out, out_dir)
     except Exception as exc:  # an output neuronexp cannot read back (an exotic type): not checked, said so
         return {**cols, "output_check": "n/a", "output_note": f"output not saved: {type(exc).__name__}: {exc}"}
+    cols["output_tensors"] = saved
     if not saved:  # still saved (empty): a variant computing nothing must fail against a baseline that returns tensors
-        return {
-            **cols,
-            "output_tensors": 0,
-            "output_check": "n/a",
-            "output_note": f"the module returned no tensor (a {type(out).__name__})",
-        }
-    return {
-        **cols,
-        "output_tensors": saved,
-        "output_check": "no baseline",
-        "output_note": "nothing to compare yet: a sweep checks it against its baseline cell's output",
-    }
+        return {**cols, "output_check": "n/a", "output_note": f"the module returned no tensor (a {type(out).__name__})"}
+    note = "nothing to compare yet: a sweep checks it against its baseline cell's output"
+    return {**cols, "output_check": "no baseline", "output_note": note}
 
 
 def profiled_flops(profile: ProfileResult | None) -> float | None:
@@ -110,20 +102,16 @@ def profiled_flops(profile: ProfileResult | None) -> float | None:
     return float(statistics.median(per_cycle)) if per_cycle else None
 
 
-def _work(
-    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any, profile: ProfileResult | None
-) -> Work:
+def _work(built: Built, out: Any, profile: ProfileResult | None) -> Work:
     try:
-        return count_work(module, args, kwargs)
+        return count_work(built.module, built.args, built.kwargs)
     except Exception as exc:  # an operator the counting modes cannot run through: the fallback, and why
         why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        return listed_work(module, args, kwargs, out, profiled_flops(profile), why)
+        return listed_work(built.module, built.args, built.kwargs, out, profiled_flops(profile), why)
 
 
 def measure_limits(built: Built, measured: Measured, spec: CellSpec, backend: Backend, out_dir: Path) -> Limits:
     """The row's work, roofline, peak-memory and output columns (results.contract documents each)."""
-    module, args, kwargs = built.module, built.args, built.kwargs
-    profile = measured.profile
     notes: list[str] = []
     out, peak_bytes = backend.call_memory(built.call)
     columns: dict[str, Any] = {
@@ -132,9 +120,9 @@ def measure_limits(built: Built, measured: Measured, spec: CellSpec, backend: Ba
     }
     columns.update(_output_columns(spec, out, out_dir))
     if columns.get("output_tensors") and spec.config.correctness.float32_reference:  # 16-bit cells
-        note = save_float32_output(module, args, kwargs, out_dir)
+        note = save_float32_output(built.module, built.args, built.kwargs, out_dir)
         notes += [note] if note else []
-    work = _work(module, args, kwargs, out, profile)
+    work = _work(built, out, measured.profile)
     del out
     if work.fallback:
         notes.append(str(work.note))

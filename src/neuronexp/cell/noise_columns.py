@@ -18,10 +18,6 @@ from neuronexp.config.schema import NoiseConfig
 DISTORTED_PROFILE = 1.5
 
 
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)
-
-
 def noise_columns(
     latency: LatencyStats, threads: int | None = None, cpus: str | None = None, limits: Thresholds | None = None
 ) -> dict[str, Any]:
@@ -44,7 +40,7 @@ def noise_columns(
 
 
 def profile_warning(profile_ratio: float) -> str | None:
-    if _finite(profile_ratio) and profile_ratio > DISTORTED_PROFILE:
+    if math.isfinite(profile_ratio) and profile_ratio > DISTORTED_PROFILE:
         return (
             f"profiled time per step is {profile_ratio:.1f}x the wall-clock median: the profiler distorts this "
             "cell; use its op shares, not its absolute times"

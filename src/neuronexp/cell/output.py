@@ -66,11 +66,9 @@ def _widen(value: Any) -> Any:
 def save_float32_output(
     module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], out_dir: Path
 ) -> str | None:
-    """Write `output_fp32.npz` when the cell computes in 16 bits; a note when it could not, else None.
-
-    The eager module is copied (a compiled cell's too: the float32 evaluation is of the function, not of the
-    kernel), its 16-bit parameters and buffers widened, and called under the cell's grad mode.
-    """
+    """Write `output_fp32.npz` when the cell computes in 16 bits; a note when it could not, else None. The eager
+    module is copied (a compiled cell's too: the float32 evaluation is of the function, not of the kernel), its
+    16-bit parameters and buffers widened, and called under the cell's grad mode."""
     inputs = [x for x in pytree.tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor)]
     if not any(t.dtype in LOW_PRECISION for t in [*module.parameters(), *module.buffers(), *inputs]):
         return None

@@ -66,9 +66,8 @@ def schedule_counts(s: ScheduleConfig) -> tuple[int, int, int, int]:
     return wait, warmup, active, repeat
 
 
-def steps_needed(cfg: ProfilerConfig | ScheduleConfig, backend: Backend | type[Backend] = Backend) -> int:
-    """prof.step() calls the schedule takes (a ProfilerConfig's nulls resolved for `backend`)."""
-    s = cfg if isinstance(cfg, ScheduleConfig) else resolve_schedule(cfg, backend)
+def steps_needed(s: ScheduleConfig) -> int:
+    """prof.step() calls a resolved schedule takes."""
     wait, warmup, active, repeat = schedule_counts(s)
     return (wait + warmup + active) * repeat
 
@@ -78,13 +77,9 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
     rows = []
     for evt in prof.key_averages(group_by_input_shape=cfg.record_shapes):
         name = evt.key
-        if (
-            name.startswith(STEP_PREFIX)
-            or name in tree.python_names
-            or name == "[memory]"
-            or name.startswith(MODULE_SPAN)
-        ):
-            continue  # the step marker, Python frames (with_stack), the profiler's frees and module spans are not ops
+        # The step marker, module spans, Python frames (with_stack) and the profiler's frees are not ops.
+        if name.startswith((STEP_PREFIX, MODULE_SPAN)) or name in tree.python_names or name == "[memory]":
+            continue
         self_cpu, cpu_total = evt.self_cpu_time_total / active, evt.cpu_time_total / active
         device_type = evt.device_type.name
         rows.append(
@@ -108,10 +103,7 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
     return rows
 
 
-def summarize_cycle(
-    cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig, active: int | None = None
-) -> CycleProfile:
-    active = active or schedule_counts(resolve_schedule(cfg, backend))[2]
+def summarize_cycle(cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig, active: int) -> CycleProfile:
     tree = step_tree(prof.events())
     rows = _op_rows(prof, backend, cfg, active, tree)
     cpu_time = sum(r["self_cpu_us"] for r in rows)
@@ -145,11 +137,8 @@ def profile_callable(
 ) -> ProfileResult:
     """Run `fn` under torch.profiler for the configured schedule (nulls: the backend's) and collect each cycle.
     `spans`: an eager nn.Module whose submodules get a range each by path (moduletime.attribution), attributed per
-    cycle.
-
-    The device is synchronized inside the loop before every `prof.step()`: execution is asynchronous on
-    CUDA and Neuron, and a step that closes before its kernels finish would lose their time.
-    """
+    cycle. The device is synchronized before every `prof.step()`: execution is asynchronous on CUDA and Neuron,
+    and a step that closes before its kernels finish would lose their time."""
     s = resolve_schedule(cfg, backend)
     wait, warmup, active, repeat = schedule_counts(s)
     result = ProfileResult(schedule=s)
@@ -193,11 +182,8 @@ def fill_device_times(
 ) -> None:
     """Give each host op row its share of `per_op_us[op]` (device us per step) in cycles without device time, and
     take the step's device time and executions from `step` when the source covers the whole step (then the rows'
-    shares leave room for the time no op row holds).
-
-    An op split over several rows (record_shapes groups by input shape) is shared by calls. The same per-step
-    figures go into every cycle: the source covers the whole capture, not one cycle.
-    """
+    shares leave room for the time no op row holds). An op split over several rows (record_shapes groups by input
+    shape) is shared by calls. The same per-step figures go into every cycle: the source covers the whole capture."""
     if not per_op_us and step is None:
         return
     for cycle in profile.cycles:

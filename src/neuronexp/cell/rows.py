@@ -1,7 +1,13 @@
-"""A cell's rows: its labels, its measurements, and the three tidy tables made from them."""
+"""A cell's rows (its labels, its measurements, and the three tidy tables made from them) and its env.json, the
+environment fingerprint."""
 
 from __future__ import annotations
 
+import os
+import platform
+import socket
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +21,13 @@ import torch
 from neuronexp.analysis.noise import NOISE_WARNING
 from neuronexp.analysis.ops import hotspots
 from neuronexp.analysis.overrides import argument_columns
-from neuronexp.backends import Backend
-from neuronexp.cell.environment import package_version
+from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
-from neuronexp.config.schema import NoiseConfig
+from neuronexp.config.fingerprint import package_version
+from neuronexp.host.allocator import preload_environment
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
@@ -68,10 +74,8 @@ class _NotStarted(Backend):
 def write_lost_cell(
     spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str
 ) -> Results:
-    """The error row of a cell whose own process died before writing one (killed, out of memory, crashed).
-
-    Written by the process that launched it, which never touches the device: labels and `extra` only.
-    """
+    """The error row of a cell whose own process died before writing one (killed, out of memory, crashed),
+    written by the process that launched it, which never touches the device: labels and `extra` only."""
     backend = _NotStarted(backend_name)
     parts = RowParts(measured=None, error=error, extra=extra, started_at=started_at)
     tables = cell_tables(spec, backend, cell_labels(spec, backend), parts)
@@ -139,11 +143,7 @@ def cell_tables(spec: CellSpec, backend: Backend, labels: dict[str, Any], parts:
     warnings = join_warnings(extra.get("warnings"), cell.get("warnings"))
     cell.update(extra)
     cell["warnings"] = join_warnings(*spec.warnings, warnings)
-    return {
-        "cells": arrow_table("cells", [cell]),
-        "ops": arrow_table("ops", op_rows),
-        "samples": arrow_table("samples", samples),
-    }
+    return {name: arrow_table(name, rows) for name, rows in zip(TABLES, ([cell], op_rows, samples))}
 
 
 def _median(values: list[float | None]) -> float:
@@ -159,8 +159,7 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
     executed = _median([c.device_ops for c in cycles])  # `device_ops` and `ops_executed` are the same figure
     top_op, top_share = hotspot(op_rows)
     ratio = device_time / m.latency.median_us if m.latency.median_us > 0 else float("nan")
-    limits = spec.config.noise if spec is not None else NoiseConfig()
-    noise = noise_columns(m.latency, m.threads, format_units(host_cpus()), limits)
+    noise = noise_columns(m.latency, m.threads, format_units(host_cpus()), spec.config.noise if spec else None)
     hint = noise.pop("noise_hint")
     schedule = m.profile.schedule
     host_dispatch, host_memory = m.latency.host.medians() if m.latency.host else (None, None)
@@ -193,3 +192,62 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
         warnings=join_warnings(noise["noise"] and f"{NOISE_WARNING}{noise['noise']} ({hint})", profile_warning(ratio)),
         **noise,
     )
+
+
+def git_state(cwd: Path) -> dict[str, Any]:
+    """Commit and dirtiness of the working tree the user runs from (None outside a repository), asked afresh for
+    every cell: a Python caller's process runs many invocations, between which the tree may change."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None, "git_dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": bool(status)}
+
+
+def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any], threads: int) -> dict[str, Any]:
+    """env.json: versions, host, device, and what the cell's process did to its host (malloc, threads)."""
+    env = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": threads,
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "allocator": dict(host_alloc, environment=preload_environment()),
+        "torch_version": torch.__version__,
+        "torch_neuronx_version": package_version("torch-neuronx"),
+        "neuronx_cc_version": package_version("neuronx-cc"),
+        "cuda_runtime": torch.version.cuda,
+        "neuronexp_version": package_version("neuronexp"),
+        "backend": backend,
+        "device_name": device_name,
+        # Runtime variables, and the compile-time ones that decide whether profiles carry layer names.
+        "neuron_env": {
+            k: v
+            for k, v in os.environ.items()
+            if k.startswith(("NEURON_RT_", "TORCH_NEURONX_"))
+            or k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NKI_DEBUG_INFO", "NEURON_FRAMEWORK_DEBUG")
+        },
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    env.update(git_state(Path.cwd().resolve()))
+    return env
+
+
+def describe_placement(backend_name: str, device: Any) -> dict[str, Any]:
+    """Where the current process runs its cell (the row's placement columns), read from the process itself
+    (environment, affinity): true however it was launched, on a slot of this host or in a Slurm job's allocation."""
+    return {
+        "placement": backend_info(backend_name).placement(device),
+        "placement_cpus": format_units(host_cpus()),
+        "worker_pid": os.getpid(),
+        "host": socket.gethostname(),
+    }

@@ -17,13 +17,20 @@ import torch
 
 from neuronexp.backends import HOST, Backend, backend_info, backend_kind, resolve_backend
 from neuronexp.cell.build import Built, build, first_call, kernel_records
-from neuronexp.cell.environment import describe_placement, environment_record
 from neuronexp.cell.inputs import InputError, grad_mode
 from neuronexp.cell.joblog import TRACEBACK_LOGGER
 from neuronexp.cell.limits import Limits, measure_limits
 from neuronexp.cell.noise_columns import join_warnings
 from neuronexp.cell.profiling import fill_device_times, profile_callable
-from neuronexp.cell.rows import Measured, RowParts, cell_labels, cell_tables, write_lost_cell
+from neuronexp.cell.rows import (
+    Measured,
+    RowParts,
+    cell_labels,
+    cell_tables,
+    describe_placement,
+    environment_record,
+    write_lost_cell,
+)
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.moduletime.attribution import fill_module_device_times
@@ -46,12 +53,9 @@ def _error_text(exc: BaseException) -> str:
 
 class CellRun:
     """One cell in its process, in two halves around its timed pass, so that the cells of a comparison group can
-    be timed together, interleaved (cell.group); a cell alone is timed between the halves the same way.
-
-    `start` builds the module and makes the first call (the compile); `finish` takes the timed pass's figures,
-    profiles, measures the limits and writes the cell's files. Failures are data: a backend that cannot start,
-    a layer that raises or calls sys.exit, a compile error all become the `error` row, never an exception.
-    """
+    be timed together, interleaved (cell.group); a cell alone is timed between the halves the same way. Failures
+    are data: a backend that cannot start, a layer that raises or calls sys.exit, a compile error all become the
+    `error` row, never an exception."""
 
     def __init__(self, spec: CellSpec, out_dir: Path, host_alloc: dict[str, Any]) -> None:
         self.spec, self.out_dir, self.host_alloc = spec, out_dir, host_alloc
@@ -78,10 +82,9 @@ class CellRun:
         return grad_mode(self.spec.config.input, self.backend.name if self.backend else HOST.name)
 
     def start(self, reset_dynamo: bool = True, crowded: bool = False) -> Callable[[], Any] | None:
-        """Build and call once; the call to time, or None when the cell failed (its row is written then).
-
-        `crowded`: other cells of its group hold memory in this process; running out of memory then is not this
-        cell's failure: `deferred` is set, no row is written, and cell.group runs it again alone."""
+        """Build and call once (the compile); the call to time, or None when the cell failed (its row is written
+        then). `crowded`: other cells of its group hold memory in this process; running out of memory then is not
+        this cell's failure: `deferred` is set, no row is written, and cell.group runs it again alone."""
         cfg = self.spec.config
         try:
             self.backend = resolve_backend(cfg.backend, cfg)

@@ -144,23 +144,11 @@ def time_calls(
     seed: int | None = None,
     relocate: Sequence[Callable[[int], None]] | None = None,
 ) -> list[LatencyStats]:
-    """Warm up, then take `rounds` rounds `round_gap_s` apart; with several calls, paired and interleaved.
-
-    Several calls (the cells of one comparison group, cell.group) alternate call by call, in a fresh random order
-    each pair, so that the host's drift over seconds falls on every variant alike and the per-pair ratio cancels
-    it (docs/methodology.md, "Paired timing"); each sample keeps its pair index. Each call gets iters samples (and
-    max_seconds of the budget) as if it were timed alone; a round goes on past its share of iters until its share of
-    min_seconds has passed (never past max_seconds).
-
-    The warm-up stops after `max_seconds`, once the backend's minimum (`min_warmup_calls`) is made: a warm-up
-    count meant for a fast cell must not run for hours on a slow one. On asynchronous devices the clock sees
-    calls queued, so the cut comes up to a queue's depth later. Each round stops early once it has used its
-    share of the budget and has min_iters/rounds samples. With `relocate` (one per call) and timing.relocate, each
-    round starts with the inputs moved to a fresh place in memory (cell.build.Built.relocate says why), so the
-    rounds sample placements as they sample drift. The garbage collector is off while samples are taken
-    (as timeit does): a collection would land on whichever call happened to trigger it. The machine's activity
-    over the timed rounds is recorded with them, and each round ends with the host reference (host.reference):
-    how fast the host itself was then.
+    """Warm up, then take `rounds` rounds `round_gap_s` apart; several calls (the cells of one comparison group)
+    alternate call by call in a fresh random order each pair, each sample keeping its pair index, and each call
+    gets the samples and budget it would get alone. With `relocate` (one per call) each round starts with the
+    inputs moved (cell.build.Built.relocate). The machine's activity is recorded over the rounds, and each ends with
+    the host reference (host.reference). How and why: docs/methodology.md, "Paired timing" and "Rounds".
     """
     n = len(calls)
     warmup_calls, warm_us = _warm_up(calls, backend, cfg)
@@ -185,6 +173,7 @@ def time_calls(
 
 @contextmanager
 def _collector_off() -> Iterator[None]:
+    """No garbage collection while samples are taken (as timeit): it would land on whichever call triggered it."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -251,7 +240,9 @@ class _TimedPass:
 
 
 def _warm_up(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig) -> tuple[int, list[float]]:
-    """The warm-up passes made (see time_calls), and each call's time in the last one when there are several."""
+    """The warm-up passes made, and each call's time in the last one when there are several. Cut after `max_seconds`
+    once the backend's minimum is made: a count meant for a fast cell must not run for hours on a slow one (on an
+    asynchronous device the clock sees calls queued, so the cut comes up to a queue's depth later)."""
     n = len(calls)
     deadline = time.perf_counter() + cfg.max_seconds * n
     made, warm_us = 0, [math.nan] * n

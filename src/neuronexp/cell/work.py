@@ -43,12 +43,15 @@ _NOTE_OPS = 8
 
 @dataclass(kw_only=True)
 class Work:
-    bytes_min: int
     bytes_read: int
     bytes_written: int
     flops: float
     note: str | None  # which operators have no FLOP formula (they count 0), or how the fallback counted
     fallback: bool = False  # counted without the dispatch modes (listed_work)
+
+    @property
+    def bytes_min(self) -> int:
+        return self.bytes_read + self.bytes_written
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:
@@ -132,14 +135,8 @@ def listed_work(
         else "FLOPs unknown (profiler.with_flops=true counts them)"
     )
     note = f"FlopCounterMode could not run the module ({why}): {source}; bytes: every input, weight and output"
-    return Work(
-        bytes_min=bytes_read + bytes_written,
-        bytes_read=bytes_read,
-        bytes_written=bytes_written,
-        flops=flops if flops is not None else float("nan"),
-        note=note,
-        fallback=True,
-    )
+    flops = flops if flops is not None else float("nan")
+    return Work(bytes_read=bytes_read, bytes_written=bytes_written, flops=flops, note=note, fallback=True)
 
 
 def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Work:
@@ -161,7 +158,4 @@ def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any])
     if missing:
         more = f" and {len(missing) - _NOTE_OPS} more" if len(missing) > _NOTE_OPS else ""
         note = f"no FLOP formula, counted 0: {', '.join(missing[:_NOTE_OPS])}{more}"
-    flops = float(counter.get_total_flops())
-    return Work(
-        bytes_min=bytes_read + bytes_written, bytes_read=bytes_read, bytes_written=bytes_written, flops=flops, note=note
-    )
+    return Work(bytes_read=bytes_read, bytes_written=bytes_written, flops=float(counter.get_total_flops()), note=note)

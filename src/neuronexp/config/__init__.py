@@ -7,11 +7,8 @@ Imports nothing else from neuronexp.
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.schema import (
-    AllocatorMode,
     BackendName,
     CompileConfig,
-    CorrectnessConfig,
-    DimsConfig,
     DType,
     InputConfig,
     LauncherConfig,
@@ -26,19 +23,15 @@ from neuronexp.config.schema import (
     TimingConfig,
 )
 from neuronexp.config.spec import CellSpec, InMemory
-from neuronexp.config.targets import locate
 from neuronexp.config.units import format_units, parse_units, unit_set, validate_units
-from neuronexp.config.validate import validate, validate_module_target
+from neuronexp.config.validate import validate
 
 __all__ = [
-    "AllocatorMode",
     "BackendName",
     "CellSpec",
     "InMemory",
     "CompileConfig",
     "ConfigError",
-    "CorrectnessConfig",
-    "DimsConfig",
     "DType",
     "InputConfig",
     "LauncherConfig",
@@ -52,10 +45,8 @@ __all__ = [
     "ScheduleConfig",
     "TimingConfig",
     "format_units",
-    "locate",
     "parse_units",
     "unit_set",
     "validate",
-    "validate_module_target",
     "validate_units",
 ]

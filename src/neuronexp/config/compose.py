@@ -45,10 +45,6 @@ ConfigStore.instance().store(name="base_config", node=RunConfig)
 NO_EXPERIMENT = "adhoc"
 
 
-def _choices(cfg: DictConfig) -> dict[str, Any]:
-    return dict(OmegaConf.select(cfg, "hydra.runtime.choices", default={}) or {})
-
-
 def labels_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str]) -> tuple[str, str]:
     """(experiment, module) labels: the chosen options, or the target's class for an inline module."""
     experiment = choices.get("experiment") or NO_EXPERIMENT
@@ -110,15 +106,8 @@ def _check_shape_first(cfg: DictConfig) -> None:
 def spec_from(
     cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str, check_code: bool = True
 ) -> CellSpec:
-    """Build and validate the CellSpec of one job.
-
-    Args:
-        check_code: False checks the plain values only (validate_values), importing no torch; the caller runs
-            validate_code on the spec's config later (a sweep: once every cell's values are known good).
-
-    Raises:
-        ConfigError: any bad value, before work starts.
-    """
+    """Build and validate the CellSpec of one job (ConfigError: any bad value, before work starts). `check_code`
+    False checks the plain values only, importing no torch: a sweep runs validate_code once every cell's are good."""
     run_cfg = to_run_config(cfg)
     warnings: list[str] = []
     if check_code:
@@ -142,9 +131,9 @@ def spec_from(
 
 def spec_from_sweep_config(cfg: DictConfig, check_code: bool = True) -> CellSpec:
     """For a config composed by the sweeper (it still carries its `hydra` node)."""
-    hc = cfg.hydra
-    task = task_overrides(hc.overrides.task)
-    return spec_from(cfg, _choices(cfg), task, override_dirname(task), check_code)
+    task = task_overrides(cfg.hydra.overrides.task)
+    choices = dict(OmegaConf.select(cfg, "hydra.runtime.choices", default={}) or {})
+    return spec_from(cfg, choices, task, override_dirname(task), check_code)
 
 
 def task_overrides(task: Any) -> list[str]:

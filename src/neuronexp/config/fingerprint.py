@@ -16,23 +16,22 @@ from pathlib import Path
 
 def code_fingerprint(target: object) -> str:
     """A short hash of the code behind `module._target_` (what it covers: docs/guarantees.md)."""
-    if not isinstance(target, str) or "." not in target:
-        return _hash([], _versions())
-    files = _files(target, tuple(_user_roots()))
+    files = _files(target, tuple(_user_roots())) if isinstance(target, str) and "." in target else []
     return _hash([(os.path.basename(path), digest) for path, digest in files], _versions())
+
+
+def package_version(name: str) -> str | None:
+    from importlib import metadata  # here: `neuronexp --help` imports this module and never asks
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 @lru_cache(maxsize=1)  # installed versions do not change under a running process
 def _versions() -> tuple[str, str]:
-    from importlib import metadata  # here: `neuronexp --help` imports this module and never asks
-
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "?"
-
-    return version("neuronexp"), version("torch")
+    return package_version("neuronexp") or "?", package_version("torch") or "?"
 
 
 # Where neuronexp's package is: its built-in layers are followed too.

@@ -16,16 +16,13 @@ from neuronexp.config.targets import locate
 TENSOR_KEYS = ("shape", "dtype", "fill", "low", "high", "value", "requires_grad")
 FILLS = ("randn", "rand", "zeros", "ones", "full", "arange", "randint", "bernoulli")
 _INT_FILLS = ("arange", "randint")
-_DTYPES = tuple(d.value for d in DType)
+DTYPES = tuple(d.value for d in DType)
 _MIGRATE_EXTRA = "renamed to input.args (the same {shape, dtype, high} entries, after the first input); move them there"
 
 
 def check_inputs(cfg: InputConfig, module: Any) -> list[str]:
-    """Check every input spec; returns warnings (keyword inputs `forward` may silently ignore).
-
-    Raises:
-        ConfigError: the first bad spec, naming its key (`input.kwargs.attention_mask.fill`).
-    """
+    """Check every input spec (ConfigError: the first bad one, naming its key, `input.kwargs.attention_mask.fill`);
+    returns warnings (keyword inputs `forward` may silently ignore)."""
     if cfg.extra is not None:
         raise ConfigError("input.extra", "[...]", _MIGRATE_EXTRA)
     check_first(cfg)
@@ -87,14 +84,14 @@ def check_first(cfg: InputConfig) -> None:
 def tensor_dtype(spec: Mapping, first_dtype: str) -> str:
     """A tensor spec's dtype: its own, else int64 for arange/randint, bool for bernoulli, else the first input's."""
     if spec.get("dtype") is not None:
-        return str(getattr(spec["dtype"], "value", spec["dtype"]))
+        return str(_value(spec["dtype"]))
     fill = spec.get("fill")
     return "int64" if fill in _INT_FILLS else "bool" if fill == "bernoulli" else first_dtype
 
 
 def default_fill(dtype: str) -> str:
     """randn for floating dtypes, bernoulli for bool, randint (from [low, high), default [0, 2)) for integers."""
-    return "randn" if dtype.startswith(("float", "bfloat")) else "bernoulli" if dtype == "bool" else "randint"
+    return "randn" if floating(dtype) else "bernoulli" if dtype == "bool" else "randint"
 
 
 def check_value(path: str, spec: Any, first_dtype: str) -> None:
@@ -144,8 +141,8 @@ def check_tensor(path: str, spec: Mapping, first_dtype: str) -> None:
     ):
         raise ConfigError(f"{path}.shape", shape, "must be a list of non-negative integers, e.g. [1,128,64]")
     check_numel(f"{path}.shape", shape)
-    if spec.get("dtype") is not None and str(getattr(spec["dtype"], "value", spec["dtype"])) not in _DTYPES:
-        raise ConfigError(f"{path}.dtype", spec["dtype"], f"one of {', '.join(_DTYPES)}")
+    if spec.get("dtype") is not None and _value(spec["dtype"]) not in DTYPES:
+        raise ConfigError(f"{path}.dtype", spec["dtype"], f"one of {', '.join(DTYPES)}")
     dtype = tensor_dtype(spec, first_dtype)
     _check_fill(path, spec, dtype)
     grad = spec.get("requires_grad", False)

@@ -28,24 +28,17 @@ def format_units(units: tuple[str, ...] | list[str] | list[int] | tuple[int, ...
     items = [str(u) for u in units]
     if not all(u.isdigit() for u in items):
         return ",".join(items)
-    nums, parts = [int(u) for u in items], []
-    start = prev = nums[0] if nums else 0
-    for n in nums[1:] + [None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
-    return ",".join(parts) if nums else ""
+    runs: list[list[int]] = []
+    for n in map(int, items):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def validate_units(key: str, value: str | None) -> None:
-    """A unit list is "0", "0,1" or "0,1,2-5" with ascending ranges (None: not set).
-
-    Raises:
-        ConfigError: naming `key`, the value and the grammar.
-    """
+    """A unit list is "0", "0,1" or "0,1,2-5" with ascending ranges (None: not set); ConfigError names `key`."""
     if value is None:
         return
     text = str(value).replace(" ", "")

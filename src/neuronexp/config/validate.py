@@ -1,23 +1,24 @@
-"""The checks a schema type cannot express: ranges, shapes, device lists and the module target.
-
-They run on every cell before any work starts, so a mistake is one line naming the key, never a
-half-finished run.
+"""The checks a schema type cannot express: ranges, shapes, device lists, the module target and its keys against
+the signature of what its `_target_` calls (as its inputs are against `forward`: `+module.expansoin=4` is one line,
+not a TypeError in the cell; nested `_target_` nodes, a Hugging Face config, alike). They run on every cell before
+any work starts, so a mistake is one line naming the key, never a half-finished run.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import typing
+from collections.abc import Mapping
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from neuronexp.config.construct import check_constructor
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.input_specs import check_inputs, check_numel
 from neuronexp.config.schema import RunConfig
-from neuronexp.config.targets import locate
+from neuronexp.config.targets import SPECIAL_KEYS, locate
 from neuronexp.config.units import validate_units
 
 
@@ -64,11 +65,8 @@ def schema_keys(path: str) -> list[str] | None:
 
 def check_known_keys(cfg: DictConfig, cls: Any = RunConfig, path: str = "") -> None:
     """Every key inside neuronexp's own nodes is one of its schema's: `+timing.itres=5` would otherwise be
-    ignored without a word. The root may also hold the user's own nodes; `module` holds the layer's options.
-
-    Raises:
-        ConfigError: naming the unknown key and the keys allowed there.
-    """
+    ignored without a word (ConfigError names it and the keys allowed there). The root may also hold the user's own
+    nodes; `module` holds the layer's options."""
     hints = typing.get_type_hints(cls)
     for key in map(str, cfg.keys()):
         full = f"{path}.{key}" if path else key
@@ -111,7 +109,8 @@ def validate_values(cfg: RunConfig) -> None:
     _check_passes(cfg)
     _check_launcher(cfg)
     _check_judgements(cfg)
-    _check_compile_mode(cfg.compile.mode)
+    if cfg.compile.mode is not None and cfg.compile.mode not in COMPILE_MODES:
+        raise ConfigError("compile.mode", cfg.compile.mode, f"one of {', '.join(COMPILE_MODES)}, or null")
 
 
 def _check_dims(cfg: RunConfig) -> None:
@@ -176,7 +175,7 @@ def _check_judgements(cfg: RunConfig) -> None:
 def validate_code(cfg: RunConfig) -> list[str]:
     """The checks that import code: Dynamo's backends, the module's class, its constructor's arguments and its
     inputs' factories (torch, and the user's module). Returns the inputs' warnings (see validate)."""
-    validate_compile(cfg.compile.backend, cfg.compile.mode)
+    validate_compile(cfg.compile.backend)
     validate_module_target(cfg.module)
     check_constructor(cfg.module)
     return check_inputs(cfg.input, cfg.module)
@@ -208,14 +207,8 @@ def check_baseline(baseline: Any) -> None:
 COMPILE_MODES = ("default", "lite", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def _check_compile_mode(mode: str | None) -> None:
-    if mode is not None and mode not in COMPILE_MODES:
-        raise ConfigError("compile.mode", mode, f"one of {', '.join(COMPILE_MODES)}, or null")
-
-
-def validate_compile(backend: str | None, mode: str | None) -> None:
-    """A misspelt backend or mode fails here, not in every cell after its module is built."""
-    _check_compile_mode(mode)
+def validate_compile(backend: str | None) -> None:
+    """A misspelt backend fails here, not in every cell after its module is built (the mode: validate_values)."""
     if backend is None:
         return
     import torch._dynamo  # only when a backend is named: importing Dynamo costs about a second
@@ -244,3 +237,62 @@ def validate_module_target(module: Any) -> None:
         raise ConfigError("module._target_", target, f"{obj.__module__}.{obj.__qualname__} is not a torch.nn.Module")
     if not callable(obj):
         raise ConfigError("module._target_", target, "is not callable; name an nn.Module class or a factory function")
+
+
+def check_constructor(node: Any, key: str = "module") -> None:
+    """Every key of `node` an argument its target takes (anything, where it takes **kwargs), every required
+    argument given (unless `_partial_`), and `_args_` no more than it takes positionally (ConfigError: naming the
+    key, its value and the arguments the target accepts)."""
+    if not isinstance(node, Mapping):
+        if isinstance(node, (list, tuple)):
+            for i, item in enumerate(node):
+                check_constructor(item, f"{key}[{i}]")
+        return
+    recursive = node.get("_recursive_", True) is not False
+    if "_target_" in node and isinstance(node["_target_"], str):
+        _check_call(node, key)
+    elif "_target_" in node:
+        return
+    if recursive:
+        for name, value in node.items():
+            if name not in SPECIAL_KEYS:
+                check_constructor(value, f"{key}.{name}")
+        for i, value in enumerate(node.get("_args_") or []):
+            check_constructor(value, f"{key}._args_[{i}]")
+
+
+def _signature(target: Any) -> inspect.Signature | None:
+    # The signature of what is called, not of what a decorator says it wraps: Hugging Face's configs wrap a dataclass
+    # __init__ in one taking **kwargs (attn_implementation), which the wrapped signature does not show.
+    try:
+        return inspect.signature(target, follow_wrapped=False)
+    except (TypeError, ValueError):  # a C extension, an unusual callable: nothing to check
+        return None
+
+
+def _check_call(node: Mapping[str, Any], key: str) -> None:
+    target = locate(str(node["_target_"]), key=f"{key}._target_")
+    sig = _signature(target) if callable(target) else None
+    if sig is None:
+        return
+    P = inspect.Parameter
+    params = list(sig.parameters.values())
+    name = getattr(target, "__qualname__", str(node["_target_"]))
+    bare = sig.replace(parameters=[p.replace(annotation=P.empty) for p in params], return_annotation=P.empty)
+    where = f"{name}{bare}"  # its arguments as written, without their annotations
+    named = {p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)}
+    kwargs = {str(k): v for k, v in node.items() if k not in SPECIAL_KEYS}
+    if not any(p.kind == P.VAR_KEYWORD for p in params):
+        for arg, value in kwargs.items():
+            if arg not in named:
+                raise ConfigError(f"{key}.{arg}", value, f"not an argument of {where}")
+    positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    args = list(node.get("_args_") or [])
+    if len(args) > len(positional) and not any(p.kind == P.VAR_POSITIONAL for p in params):
+        raise ConfigError(f"{key}._args_", args, f"{where} takes {len(positional)} positional argument(s)")
+    if node.get("_partial_"):
+        return
+    given = {p.name for p in positional[: len(args)]} | set(kwargs)
+    for p in params:
+        if p.default is P.empty and p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD) and p.name not in given:
+            raise ConfigError(f"{key}.{p.name}", "(missing)", f"{where} needs {p.name}: add +{key}.{p.name}=...")

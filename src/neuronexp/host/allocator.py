@@ -74,9 +74,8 @@ def _apply_stable(malloc: str) -> tuple[dict[str, int], str | None]:
         if not _mallopt(_M_MMAP_THRESHOLD, threshold):
             return {}, "glibc refused mallopt(M_MMAP_THRESHOLD): nothing applied"
     if not _mallopt(_M_TRIM_THRESHOLD, _NEVER_TRIM):
-        return {
-            "mmap_threshold": threshold
-        }, "glibc refused mallopt(M_TRIM_THRESHOLD): only the mmap threshold is fixed"
+        refused = "glibc refused mallopt(M_TRIM_THRESHOLD): only the mmap threshold is fixed"
+        return {"mmap_threshold": threshold}, refused
     _mark_tuned()
     return {"mmap_threshold": threshold, "trim_threshold": _NEVER_TRIM}, None
 
@@ -93,19 +92,9 @@ def _mark_tuned() -> None:
         os.register_at_fork(after_in_child=_remark)
 
 
-def _earlier_tuning() -> str | None:
-    """Why a `system` process is not pristine: this process, or the one it was forked from, applied `stable`."""
-    if os.environ.get(APPLIED_ENV) == str(os.getpid()):
-        return "stable was applied earlier in this process (or its parent); mallopt settings cannot be undone"
-    return None
-
-
 def apply(mode: str) -> dict[str, Any]:
-    """Apply `mode` in this process (idempotent) and return what was done, for env.json and the row.
-
-    Returns:
-        {"mode", "malloc", "applied": {setting: value}, "note": why the mode did not apply as asked, or None}
-    """
+    """Apply `mode` in this process (idempotent) and return what was done, for env.json and the row: {"mode",
+    "malloc", "applied": {setting: value}, "note": why the mode did not apply as asked, or None}."""
     if mode not in MODES:
         raise ValueError(f"allocator mode {mode!r}: expected one of {', '.join(MODES)}")
     malloc = malloc_name()
@@ -114,7 +103,8 @@ def apply(mode: str) -> dict[str, Any]:
     if mode == "stable":
         applied, note = _apply_stable(malloc)
     elif mode == "system":
-        note = _earlier_tuning()
+        if os.environ.get(APPLIED_ENV) == str(os.getpid()):  # this process, or the one it was forked from
+            note = "stable was applied earlier in this process (or its parent); mallopt settings cannot be undone"
     elif malloc.startswith("glibc") or malloc.startswith("non-glibc"):
         note = (
             "no replacement malloc is loaded: start neuronexp with LD_PRELOAD=<path of libjemalloc.so.2 or "

@@ -196,11 +196,8 @@ def _figure(
 
 def host_roofs(dtype: torch.dtype, run: str, refresh: bool, cache_dir: Path) -> dict[str, Any]:
     """This host's entry for the current thread count: `stream` and `gemm[dtype]`, each with when and under
-    what load it was measured, probing what is missing or disturbed (see the module docstring).
-
-    `run`: what one run is (the sweep's directory, or a single run's), so that a refreshing or retrying run
-    probes once per thread count, not once per cell.
-    """
+    what load it was measured, probing what is missing or disturbed. `run`: what one run is (the sweep's directory,
+    or a single run's), so that a refreshing or retrying run probes once per thread count, not once per cell."""
     threads, name = torch.get_num_threads(), str(dtype).removeprefix("torch.")
     path = cache_dir / CACHE_FILE
     with _locked(cache_dir):

@@ -4,17 +4,20 @@
 from neuronexp.results.contract import (
     CELL_SCHEMA,
     LABEL_COLUMNS,
-    MODULE_SCHEMA,
     OP_SCHEMA,
     OPTIONAL_TABLES,
     SAMPLE_SCHEMA,
     SCHEMAS,
     TABLES,
     USABLE,
+    Results,
+    arrow_table,
+    frame,
+    no_results,
+    to_arrow,
     usable,
     usable_cells,
 )
-from neuronexp.results.frames import Results, arrow_table, frame, no_results, to_arrow
 from neuronexp.results.load import load
 from neuronexp.results.read import (
     JOBS_MANIFEST,
@@ -26,11 +29,10 @@ from neuronexp.results.read import (
     read_jobs,
     run_dirs,
 )
-from neuronexp.results.regular import LinkRefused, open_regular, read_regular, refuse_link
+from neuronexp.results.regular import LinkRefused, open_regular, read_regular
 
 __all__ = [
     "CELL_SCHEMA",
-    "MODULE_SCHEMA",
     "OPTIONAL_TABLES",
     "DamagedResults",
     "Found",
@@ -53,7 +55,6 @@ __all__ = [
     "read_job",
     "read_jobs",
     "read_regular",
-    "refuse_link",
     "run_dirs",
     "to_arrow",
     "usable",

@@ -23,8 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, usable
-from neuronexp.results.frames import to_arrow
+from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, to_arrow, usable
 from neuronexp.results.regular import read_regular
 
 
@@ -47,13 +46,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
             staged.unlink(missing_ok=True)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-
-
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(text.encode("utf-8"))
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -89,20 +84,14 @@ def read_arrow(path: Path) -> pa.Table:
 
 
 def write_job_tables(out_dir: Path, tables: dict[str, pa.Table | pd.DataFrame]) -> None:
-    """ops and samples first, cells last: a job directory with cells.parquet is complete.
-
-    Each table is also written as an Arrow IPC file (`*.arrow`): Parquet is the format to share, but
-    parsing its footer costs ~1 ms a file, which dominates aggregating a sweep of thousands of cells;
-    Arrow IPC reads in a few hundredths of that.
-    """
+    """ops and samples first, cells last: a job directory with cells.parquet is complete. Each table is also
+    written as an Arrow IPC file (`*.arrow`): Parquet is the format to share, but parsing its footer costs ~1 ms a
+    file, which dominates aggregating a sweep of thousands of cells; Arrow IPC reads in a few hundredths of that."""
     for name in ("ops", "samples", *(t for t in OPTIONAL_TABLES if t in tables), "cells"):
         table = tables[name]
-        _write_job_table(out_dir, name, table if isinstance(table, pa.Table) else to_arrow(name, table))
-
-
-def _write_job_table(out_dir: Path, name: str, table: pa.Table) -> None:
-    write_arrow(out_dir / f"{name}.arrow", table)
-    write_table(out_dir / f"{name}.parquet", table)
+        table = table if isinstance(table, pa.Table) else to_arrow(name, table)
+        write_arrow(out_dir / f"{name}.arrow", table)
+        write_table(out_dir / f"{name}.parquet", table)
 
 
 # The cell's output, for the output check (results.outputs writes and reads it); a 16-bit cell also saves its
@@ -115,11 +104,9 @@ ERROR_LOG = "error.log"
 
 
 def reset_job_dir(job_dir: Path) -> None:
-    """Before a cell (re)runs in `job_dir`: drop its completion marker and any half-written temporaries.
-
-    Without this, a rerun killed midway would leave the old cells row beside new ops and samples (and a rerun
-    that succeeds, the old attempt's traceback beside its row).
-    """
+    """Before a cell (re)runs in `job_dir`: drop its completion marker and any half-written temporaries, or a rerun
+    killed midway would leave the old cells row beside new ops and samples (and one that succeeds, the old
+    attempt's traceback beside its row)."""
     # The outputs too: an output left from an earlier attempt must never be checked as this one's.
     for stale in [
         job_dir / "cells.parquet",
@@ -159,12 +146,9 @@ CELL_MARKER = "cell.json"
 
 
 def complete_run_id(job_dir: Path) -> str | None:
-    """The run_id of the complete, successful cell in `job_dir`, or None.
-
-    Complete means every file aggregation reads is there, a regular file, and readable: a truncated or damaged
-    table or output file makes the cell run again, never pass as reused (nor hang the sweep: a FIFO is refused
-    before anything opens it).
-    """
+    """The run_id of the complete, successful cell in `job_dir`, or None. Complete: every file aggregation reads is
+    there, a regular file, and readable; a truncated or damaged table or output file makes the cell run again,
+    never pass as reused (nor hang the sweep: a FIFO is refused before anything opens it)."""
     tables = [job_dir / f"{name}.{ext}" for name in TABLES for ext in ("arrow", "parquet")]
     outputs = [job_dir / OUTPUT_FILE, job_dir / FLOAT32_OUTPUT_FILE]
     try:

@@ -10,8 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.results.contract import TABLES
-from neuronexp.results.frames import Results, whole_counts
+from neuronexp.results.contract import TABLES, Results, whole_counts
 from neuronexp.results.read import load_root, natural_key
 
 

@@ -37,10 +37,6 @@ class OutputLeaf:
     index: np.ndarray  # empty: `values` is the whole tensor, flattened
     stats: dict[str, float]
 
-    @property
-    def sampled(self) -> bool:
-        return self.index.size > 0
-
 
 def sample_index(numel: int) -> np.ndarray:
     """The flat positions kept of an output with `numel` elements (empty: keep all)."""
@@ -68,11 +64,7 @@ def write_outputs(path: Path, leaves: list[OutputLeaf]) -> None:
 
 
 def read_outputs(path: Path) -> list[OutputLeaf]:
-    """The output tensors a cell saved.
-
-    Raises:
-        OSError, ValueError, KeyError: no such file, or not one neuronexp wrote.
-    """
+    """The output tensors a cell saved (OSError, ValueError, KeyError: no such file, or not one neuronexp wrote)."""
     with np.load(io.BytesIO(read_regular(path)), allow_pickle=False) as data:  # a link is refused (OSError)
         count = sum(1 for k in data.files if k.startswith("shape"))
         return [

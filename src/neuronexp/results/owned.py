@@ -5,14 +5,14 @@ sha256; a later invocation may replace a file while it still holds those bytes, 
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from neuronexp.results.regular import read_in, read_regular
 
 MANIFEST = ".neuronexp-files.json"
 _WRITTEN_BY = "neuronexp"
@@ -39,11 +39,7 @@ def sha256(data: bytes) -> str:
 
 def prepare(root: Path, key: str) -> OwnedDir:
     """`root` checked before any work: a directory or nothing yet, not a link, writable, not a results directory,
-    its manifest (if any) neuronexp's.
-
-    Raises:
-        Refused: what is wrong, naming `key`.
-    """
+    its manifest (if any) neuronexp's (Refused: what is wrong, naming `key`)."""
     if root.is_symlink():
         raise Refused(f"{key}: a symbolic link; neuronexp never writes through one: give the real directory")
     existing = next(p for p in (root, *root.absolute().parents) if os.path.lexists(p))
@@ -67,25 +63,13 @@ def _recorded(root: Path, key: str) -> dict[str, str]:
     if not os.path.lexists(root / MANIFEST):
         return {}
     try:
-        info = json.loads(_read(root / MANIFEST))
+        info = json.loads(read_regular(root / MANIFEST))
         files = info["files"] if info.get("written_by") == _WRITTEN_BY else None
         if isinstance(files, dict) and all(isinstance(v, str) for v in files.values()):
             return {str(k): v for k, v in files.items()}
     except (OSError, ValueError, KeyError, AttributeError):
         pass
     raise Refused(f"{key}: {root / MANIFEST} is not a record neuronexp wrote; choose another directory")
-
-
-def _read(path: Path, dir_fd: int | None = None) -> bytes:
-    """A regular file's bytes, never through a link, never blocking on a FIFO."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read()
-    finally:
-        os.close(fd)
 
 
 def _parts(rel: str) -> list[str]:
@@ -96,11 +80,8 @@ def _parts(rel: str) -> list[str]:
 
 
 def check_free(owned: OwnedDir, rels: list[str]) -> None:
-    """Every path in `rels` is free: nothing there yet, or the very bytes neuronexp recorded writing.
-
-    Raises:
-        Refused: the first that is not, naming it.
-    """
+    """Every path in `rels` is free: nothing there yet, or the very bytes neuronexp recorded writing (Refused: the
+    first that is not, naming it)."""
     for rel in rels:
         why = _taken(owned, rel)
         if why:
@@ -123,7 +104,7 @@ def _taken(owned: OwnedDir, rel: str) -> str | None:
     if not path.is_file():
         return "is not a regular file"
     try:
-        mine = sha256(_read(path)) == owned.recorded.get(rel)
+        mine = sha256(read_regular(path)) == owned.recorded.get(rel)
     except OSError:
         mine = False
     return None if mine else "holds a file neuronexp did not write (or one changed since it did)"
@@ -134,11 +115,8 @@ def commit(owned: OwnedDir, files: dict[str, bytes]) -> None:
     temporaries beside its name (a full disk fails there, before anything is in place), then moved in: a new name
     by a hard link, which fails rather than replace a file or a link that appeared meanwhile; a file of neuronexp's
     by a rename, once it is seen to hold the recorded bytes still. On any failure what this call placed or created
-    is removed (a file of neuronexp's already replaced stays replaced: it holds the new bytes, whole).
-
-    Raises:
-        Refused: a name taken meanwhile. OSError: the disk (full, read-only).
-    """
+    is removed (a file of neuronexp's already replaced stays replaced: it holds the new bytes, whole). Refused: a
+    name taken meanwhile; OSError: the disk (full, read-only)."""
     txn = _Transaction(owned)
     try:
         staged = [(rel, *txn.stage(rel, data)) for rel, data in files.items()]
@@ -236,7 +214,7 @@ def _exists(name: str, dir_fd: int) -> bool:
 
 def _digest(name: str, dir_fd: int) -> str | None:
     try:
-        return sha256(_read(Path(name), dir_fd))
+        return sha256(read_in(dir_fd, name))
     except OSError:  # a link or a FIFO put there meanwhile
         return None
 

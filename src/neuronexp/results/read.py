@@ -11,8 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES
-from neuronexp.results.frames import Results, to_arrow
+from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, Results, to_arrow
 from neuronexp.results.regular import LinkRefused, read_regular
 from neuronexp.results.table_file import DamagedResults, read_table
 
@@ -21,27 +20,20 @@ JOBS_MANIFEST = "jobs.json"
 
 
 def read_job(job_dir: Path, root: Path | None = None) -> Results:
-    """A job directory's tables, each a regular file reached from `root` (default: the job directory) without a link."""
+    """A job directory's tables (modules where written), each a regular file reached from `root` (default: the job
+    directory) without a link."""
+    modules = job_dir / "modules.parquet"  # a link there is refused, not taken for no table
     return Results.of(
         (read_table(job_dir / f"{name}.parquet", name, root).to_pandas() for name in TABLES),
-        _optional(job_dir / "modules.parquet", root),
+        read_table(modules, "modules", root).to_pandas() if modules.is_file() or modules.is_symlink() else None,
     )
-
-
-def _optional(path: Path, root: Path | None) -> pd.DataFrame | None:
-    """An optional table (modules, with profiler.modules=true) where it was written, else None (a link is refused)."""
-    return read_table(path, path.stem, root).to_pandas() if path.is_file() or path.is_symlink() else None
 
 
 def load_root(root: Path) -> Results:
     """A run directory's or an aggregated sweep's tables with the contract's own types (floats for every count)."""
-    if (root / "results" / "cells.parquet").is_file():
-        return Results.of(
-            (read_table(root / "results" / f"{n}.parquet", n, root).to_pandas() for n in TABLES),
-            _optional(root / "results" / "modules.parquet", root),
-        )
-    if (root / "cells.parquet").is_file():
-        return read_job(root, root)
+    for tables in (root / "results", root):
+        if (tables / "cells.parquet").is_file():
+            return read_job(tables, root)
     raise FileNotFoundError(f"{root}: no cells.parquet and no results/ here; point at a run or a sweep directory")
 
 
@@ -145,11 +137,8 @@ class Found:
 
 
 def read_any(root: Path) -> Found:
-    """A run directory, an aggregated sweep, or a sweep read from its job directories (never aggregated).
-
-    Raises:
-        FileNotFoundError: no results here.
-    """
+    """A run directory, an aggregated sweep, or a sweep read from its job directories (never aggregated);
+    FileNotFoundError: no results here."""
     if (root / "cells.parquet").is_file():
         results = load_root(root)
         return Found(results, "run", {str(r): root for r in results.cells["run_id"]})

@@ -65,23 +65,22 @@ def _open_fd(path: Path, root: Path | None) -> int:
         os.close(fd)
 
 
-@contextmanager
-def open_regular(path: Path, root: Path | None = None) -> Iterator[BinaryIO]:
-    """`path` open for reading, if it is a regular file reached from `root` without following a link.
-
-    Raises:
-        LinkRefused: `path`, or a directory between `root` and it, is a symbolic link.
-        OSError: no such file, or not a regular file (a FIFO, a device, a directory).
-    """
-    fd = _open_fd(Path(path), Path(root) if root is not None else None)
+def _regular(fd: int, path: Path | str) -> BinaryIO:
+    """`fd` as a file to read, if it is a regular file (a FIFO, a device, a directory: OSError, `fd` closed)."""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        f = os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
-    with f:
+
+
+@contextmanager
+def open_regular(path: Path, root: Path | None = None) -> Iterator[BinaryIO]:
+    """`path` open for reading, if it is a regular file reached from `root` without following a link (LinkRefused:
+    `path`, or a directory between `root` and it, is a symbolic link; OSError: no such file, or not a regular one)."""
+    with _regular(_open_fd(Path(path), Path(root) if root is not None else None), path) as f:
         yield f
 
 
@@ -91,7 +90,7 @@ def read_regular(path: Path, root: Path | None = None) -> bytes:
         return f.read()
 
 
-def refuse_link(path: Path) -> None:
-    """Raise LinkRefused when `path` is a symbolic link (a file a reader lists before it reads it)."""
-    if os.path.islink(path):
-        raise LinkRefused(path)
+def read_in(dir_fd: int, name: str) -> bytes:
+    """The bytes of the regular file `name` in the open directory `dir_fd`, not through a link (OSError)."""
+    with _regular(os.open(name, _FILE, dir_fd=dir_fd), name) as f:
+        return f.read()

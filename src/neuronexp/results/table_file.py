@@ -26,12 +26,8 @@ def read_table(path: Path, name: str, root: Path | None = None) -> pa.Table:
 
     Read from the bytes of a regular file reached from `root` (results.regular): a link on the way, a FIFO or a
     device under a table's name is refused, never followed or opened blocking. A table without every column of the
-    contract (another tool's, or an older neuronexp's) is refused here in one line, rather than as a KeyError deep
-    in a report.
-
-    Raises:
-        FileNotFoundError: no file there.
-        DamagedResults: a link, not a regular file, not a readable table, or not of this layout.
+    contract (another tool's, or an older neuronexp's) is refused here in one line (DamagedResults), rather than as
+    a KeyError deep in a report; FileNotFoundError: no file there.
     """
     try:
         data = read_regular(path, root)

@@ -49,11 +49,8 @@ def partitions() -> dict[str, list[int]]:
 
 
 def _node_cpus(launcher: DictConfig) -> tuple[str, int | None]:
-    """The partition a sweep submits to (for messages) and the most CPUs one of its nodes has (None: unknown).
-
-    Raises:
-        ConfigError: `hydra.launcher.partition` names no partition of this cluster.
-    """
+    """The partition a sweep submits to (for messages) and the most CPUs one of its nodes has (None: unknown);
+    ConfigError: `hydra.launcher.partition` names no partition of this cluster."""
     known = partitions()
     wanted = launcher.get("partition")
     for name, cpus in known.items():
@@ -93,17 +90,11 @@ def fit_cpus_per_task(config: DictConfig) -> dict[str, Any]:
 
 
 def check_slurm_sweep(master: DictConfig, cpu_slots: set[tuple[int, int | None]]) -> None:
-    """Refuse, in one line, a Slurm sweep that could not run as asked, before anything is submitted.
-
-    Args:
-        master: the sweep's composed config (with `hydra`).
-        cpu_slots: (launcher.devices, launcher.per_device) of the cells whose backend is `cpu`.
-
-    Raises:
-        ConfigError: a time limit shorter than submitit's warning signal; more CPUs per task than the partition's
-            nodes have; more CPU slots than a task bound to its cores has; tasks of an earlier submission of this
-            sweep still in the queue.
-    """
+    """Refuse in one line (ConfigError), before anything is submitted, a Slurm sweep that could not run as asked:
+    a time limit shorter than submitit's warning signal; more CPUs per task than the partition's nodes have; more
+    CPU slots than a task bound to its cores has; tasks of an earlier submission of this sweep still in the queue.
+    `master`: the sweep's composed config (with `hydra`); `cpu_slots`: (launcher.devices, launcher.per_device) of
+    the cells whose backend is `cpu`."""
     launcher = master.hydra.launcher
     timeout_min, delay = launcher.get("timeout_min"), launcher.get("signal_delay_s")
     if timeout_min is not None and delay is not None and timeout_min * 60 - delay < SIGNAL_SLACK_S:
@@ -175,8 +166,6 @@ def _check_no_earlier_tasks(master: DictConfig) -> None:
 
 def signal_hint(signum: int) -> str:
     """Why a cell process inside a Slurm task died of `signum`, when Slurm is the likely sender ("" otherwise)."""
-    if "SLURM_JOB_ID" not in os.environ:
-        return ""
-    if signum == signal.SIGTERM:
+    if "SLURM_JOB_ID" in os.environ and signum == signal.SIGTERM:
         return " (Slurm stopped the task: scancel, preemption or its time limit)"
     return ""

@@ -116,11 +116,8 @@ class WatchedSlurmExecutor(SlurmExecutor):
 
 
 def submit_and_wait(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Any]:
-    """hydra-submitit-launcher's `launch` with our executor: one array task per job; every task's JobReturn.
-
-    Raises:
-        SlurmTasksLost: once every task has ended, when some ended without a result.
-    """
+    """hydra-submitit-launcher's `launch` with our executor: one array task per job; every task's JobReturn
+    (SlurmTasksLost: once every task has ended, when some ended without a result)."""
     params = dict(launcher.params)
     folder, max_timeouts = params.pop("submitit_folder"), params.pop("max_num_timeout")
     # submitit's AutoExecutor translates the plugin's keys (timeout_min, mem_gb, ...) into sbatch's.

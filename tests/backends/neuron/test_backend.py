@@ -195,7 +195,7 @@ def test_synchronize_precedes_every_profiler_step(standin, tmp_path: Path, monke
     monkeypatch.setattr(torch.profiler.profile, "step", lambda self: (log.append("step"), real_step(self))[1])
     cfg = ProfilerConfig(schedule=ScheduleConfig(wait=1, warmup=1, active=1, repeat=2))
     result = profile_callable(lambda: log.append("call"), _backend(), cfg, tmp_path)
-    assert log == ["call", "sync", "step"] * steps_needed(cfg)
+    assert log == ["call", "sync", "step"] * steps_needed(cfg.schedule)
     assert len(result.cycles) == 2
 
 
