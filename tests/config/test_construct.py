@@ -68,6 +68,16 @@ def test_nested_targets_are_checked_unless_not_built_recursively() -> None:
     check_constructor({"_target_": f"{HERE}.make_block", "hidden": 8, "config": inner, "_recursive_": False})
 
 
+def test_a_layer_whose_init_a_decorator_hides_is_checked_against_that_init() -> None:
+    # transformers 5.25 wraps its layers' __init__ in one taking *args and **kwargs, without functools.wraps
+    # (helpers.layers.HiddenInit does the same): the typo is still found, against the __init__ the decorator calls.
+    with pytest.raises(ConfigError) as err:
+        check_constructor({"_target_": "helpers.layers.HiddenInit", "hidden_size": 8, "espilon": 1e-5})
+    assert (err.value.key, err.value.value) == ("module.espilon", 1e-5)
+    assert "not an argument of HiddenInit(hidden_size, eps=1e-06)" in str(err.value)
+    check_constructor({"_target_": "helpers.layers.HiddenInit", "hidden_size": 8, "eps": 1e-5})
+
+
 def test_hugging_face_configs_take_keys_their_wrapped_signature_does_not_show() -> None:
     transformers = pytest.importorskip("transformers")
     node = {"_target_": "transformers.LlamaConfig", "hidden_size": 64, "attn_implementation": "sdpa"}

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from neuronexp.cell.extract_inputs import literal
-from neuronexp.config.targets import locate
+from neuronexp.config.targets import hidden_init, locate
 
 _HF_DROP = {"transformers_version", "architectures", "_name_or_path", "torch_dtype", "dtype", "use_cache"}
 _ALIASES = {
@@ -69,24 +69,11 @@ def _init_params(cls: type[nn.Module]) -> list[inspect.Parameter]:
         except (TypeError, ValueError):
             return []
         named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        inner = None if named else _hidden_init(init)
+        inner = None if named else hidden_init(init)
         if inner is None:
             return named
         init = inner
     return []
-
-
-def _hidden_init(init: Any) -> Any:
-    """The __init__ a decorator calls, from its closure, where the decorator did not say so with functools.wraps:
-    transformers 5.25 wraps its layers' __init__ in one taking only *args and **kwargs (use_kernelized_func)."""
-    for cell in getattr(init, "__closure__", None) or ():
-        try:
-            inner = cell.cell_contents
-        except ValueError:  # a cell not yet filled
-            continue
-        if inspect.isfunction(inner) and inner.__name__ == "__init__" and inner is not init:
-            return inner
-    return None
 
 
 def _shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:

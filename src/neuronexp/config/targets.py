@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,3 +64,16 @@ def instantiate(node: Any, *args: Any, key: str = "module") -> Any:
     if node.get("_partial_"):
         return functools.partial(call, *positional, **kwargs)
     return call(*positional, **kwargs)
+
+
+def hidden_init(init: Any) -> Any:
+    """The __init__ a decorator calls, from its closure, where the decorator did not say so with functools.wraps:
+    transformers 5.25 wraps its layers' __init__ in one taking only *args and **kwargs (use_kernelized_func)."""
+    for cell in getattr(init, "__closure__", None) or ():
+        try:
+            inner = cell.cell_contents
+        except ValueError:  # a cell not yet filled
+            continue
+        if inspect.isfunction(inner) and inner.__name__ == "__init__" and inner is not init:
+            return inner
+    return None

@@ -18,7 +18,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.input_specs import check_inputs, check_numel
 from neuronexp.config.schema import RunConfig
-from neuronexp.config.targets import SPECIAL_KEYS, locate
+from neuronexp.config.targets import SPECIAL_KEYS, hidden_init, locate
 from neuronexp.config.units import validate_units
 
 
@@ -263,11 +263,21 @@ def check_constructor(node: Any, key: str = "module") -> None:
 
 def _signature(target: Any) -> inspect.Signature | None:
     # The signature of what is called, not of what a decorator says it wraps: Hugging Face's configs wrap a dataclass
-    # __init__ in one taking **kwargs (attn_implementation), which the wrapped signature does not show.
+    # __init__ in one taking **kwargs (attn_implementation), which the wrapped signature does not show. A layer class
+    # whose __init__ a decorator hides behind (*args, **kwargs) without saying so (transformers 5.25's layers) is
+    # checked against the __init__ in the decorator's closure: a layer takes what that __init__ takes.
     try:
-        return inspect.signature(target, follow_wrapped=False)
+        sig = inspect.signature(target, follow_wrapped=False)
     except (TypeError, ValueError):  # a C extension, an unusual callable: nothing to check
         return None
+    if isinstance(target, type) and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
+        from torch import nn
+
+        inner = hidden_init(target.__init__) if issubclass(target, nn.Module) else None
+        if inner is not None:
+            params = list(inspect.signature(inner).parameters.values())[1:]  # without self
+            return sig.replace(parameters=params)
+    return sig
 
 
 def _check_call(node: Mapping[str, Any], key: str) -> None:
