@@ -82,6 +82,14 @@ def test_thresholds_are_keys_and_a_sweep_judges_its_cells_again_with_its_own() -
     assert strict.loc[0, "noisy"] and strict.loc[0, "warnings"].startswith("noisy: rounds spread 10% (")
 
 
+def test_a_quiet_cell_without_warnings_keeps_none() -> None:
+    # A table read from parquet has the warnings column as strings, a missing one NaN (pandas 3): not the text "nan".
+    cells = pd.DataFrame([{**QUIET, "round_spread": 0.01, "noisy": False, "noise": None, "warnings": None}])
+    cells["warnings"] = cells["warnings"].astype("str" if pd.__version__ >= "3" else "string")
+    judged = judge_cells(cells, NoiseConfig())
+    assert not judged.loc[0, "noisy"] and pd.isna(judged.loc[0, "warnings"]), judged.loc[0, "warnings"]
+
+
 def test_noise_keys_reach_a_single_run_and_a_bad_one_is_one_line(tmp_path) -> None:
     lenient = ["noise.round_spread=1000", "noise.p90_p10=1000", "noise.other_cpu=1000", "noise.steal=1"]
     res = run_cli([*FAST, "backend=cpu", "roofline.probe=off", *lenient, "hydra.run.dir=run"], cwd=tmp_path)

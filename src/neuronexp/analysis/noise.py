@@ -92,7 +92,8 @@ def judge_cells(cells: Any, limits: Thresholds) -> Any:
         if not _finite(row.get("latency_rounds")):
             continue  # an error row: nothing was timed
         reasons, hint = judge(row, limits)
-        parts = [w for w in str(row.get("warnings") or "").split(" | ") if w]
+        text = row.get("warnings")  # a missing one is NaN where pandas reads the column as strings: no warning
+        parts = [w for w in (text if isinstance(text, str) else "").split(" | ") if w]
         at = next((j for j, w in enumerate(parts) if w.startswith(NOISE_WARNING)), len(parts))  # where it stood
         kept = [w for w in parts if not w.startswith(NOISE_WARNING)]
         if reasons:
