@@ -68,15 +68,12 @@ class CaptureIndex:
     def neffs(self) -> list[dict[str, Any]]:
         return [n for s in self.sessions for n in s.neffs]
 
-    def upload_dir(self) -> Path:
-        """The folder to give Neuron Explorer: the capture root, as every documented `view -d` example does
-        (it keeps each process's `<instance>_pid_<pid>/` folder, to which framework events are tied)."""
-        return self.root
-
     def to_json(self) -> dict[str, Any]:
+        # Neuron Explorer is given the capture root, as every documented `view -d` example does (it keeps each
+        # process's `<instance>_pid_<pid>/` folder, to which framework events are tied).
         return {
             "root": str(self.root),
-            "upload_dir": str(self.upload_dir()),
+            "upload_dir": str(self.root),
             "sessions": [asdict(s) for s in self.sessions],
             "warnings": list(self.warnings),
         }
@@ -225,7 +222,7 @@ def artifact_columns(index: CaptureIndex, job_dir: Path) -> dict[str, Any]:
     ntffs = index.ntffs
     return {
         "neuron_profile_dir": _rel(index.root, job_dir),
-        "neuron_upload_dir": _rel(index.upload_dir(), job_dir) if index.sessions else None,
+        "neuron_upload_dir": _rel(index.root, job_dir) if index.sessions else None,
         "neuron_sessions": len(index.sessions),
         "neuron_neff_files": len(index.neffs),
         "neuron_ntff_files": len(ntffs),

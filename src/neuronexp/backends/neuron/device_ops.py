@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, Units, read_units
+from neuronexp.backends.neuron.runtime import busy_us
 
 _OP = re.compile(r"^(?P<ns>aten|prims|torch|_?c10d|nki)\.(?P<op>[A-Za-z0-9_]+)")
 TOP = 20  # entries per breakdown kept in the manifest
@@ -23,16 +24,6 @@ def framework_op(name: str) -> str:
     last = re.sub(r"\[\d+\]$", "", str(name).rsplit("/", 1)[-1])
     m = _OP.match(last)
     return f"{m['ns']}::{m['op']}" if m else last
-
-
-def _union_length(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for s, e in sorted(intervals):
-        if e <= end:
-            continue
-        total += e - max(s, end)
-        end = e
-    return total
 
 
 def _intervals(row: Any) -> list[tuple[float, float]]:
@@ -55,7 +46,7 @@ def _union_by(df: pd.DataFrame, key: pd.Series, factor: float) -> dict[str, floa
     spans: dict[str, list[tuple[float, float]]] = {}
     for name, row in zip(key, df.itertuples(index=False)):
         spans.setdefault(str(name), []).extend(_intervals(row))
-    return {name: _union_length(iv) * factor for name, iv in spans.items()}
+    return {name: busy_us(iv) * factor for name, iv in spans.items()}
 
 
 def _add(into: dict[str, float], more: dict[str, float]) -> None:
