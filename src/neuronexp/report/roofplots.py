@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, svg
 from neuronexp.results import usable_cells
 
 
@@ -67,11 +67,9 @@ def bandwidth_plot(cells: pd.DataFrame, colours: dict[str, str] | None = None) -
     if "achieved_gbs" not in cells:
         return None
     cells = usable_cells(cells)
-    cells = cells[cells["achieved_gbs"].notna()].sort_values(["numel", "input_shape"], kind="stable")
+    cells = largest_inputs(cells[cells["achieved_gbs"].notna()])
     if cells.empty:
         return None
-    while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
-        cells = cells[cells["numel"] > cells["numel"].min()]
     fig = Figure(figsize=(9, 0.4 * len(cells) + 1.4))
     ax = fig.add_subplot()
     y = np.arange(len(cells))[::-1]

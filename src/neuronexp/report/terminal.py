@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
-from rich.console import Console, JustifyMethod
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -42,14 +42,9 @@ from neuronexp.results import Results
 
 def top_ops_table(results: Results, device: str, limit: int = 8) -> Table:
     table = Table(title=f"Top ops by self {device} time per step", title_justify="left")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("op", "left"),
-        ("calls", "right"),
-        (f"self {device}", "right"),
-        ("share", "right"),
-    ]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
+    table.add_column("op")
+    for name in ("calls", f"self {device}", "share"):
+        table.add_column(name, justify="right")
     spots = hotspots(results.ops, top=limit).get(str(results.cells["run_id"].iloc[0]), pd.DataFrame())
     for row in spots.itertuples():
         table.add_row(

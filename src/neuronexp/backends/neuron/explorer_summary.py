@@ -61,15 +61,6 @@ DOCUMENTED_UNIT = {
     "count": "",
     "ratio": "",
 }
-_ALLOWED = {
-    "percent": {"percent", ""},
-    "bytes": {"bytes", ""},
-    "mean_bytes": {"bytes", ""},
-    "flops": {"flops", ""},
-    "cycles": {"cycles", ""},
-    "count": {"", "count"},
-    "ratio": {"", "ratio"},
-}
 _WEIGHTED = ("percent", "ratio", "mean_bytes")  # not additive across device profiles: weighted by total_time
 
 
@@ -94,7 +85,7 @@ def _factor(kind: str, unit: str, maximum: float | None) -> float | None:
     """What to multiply a value by to get neuronexp's unit, or None when the unit does not fit the kind."""
     if kind == "time":
         return TO_US.get(unit)
-    if unit not in _ALLOWED[kind]:
+    if unit not in (DOCUMENTED_UNIT[kind] or kind, ""):  # the documented unit (a count's: "count"), or none given
         return None
     return 100.0 if kind == "percent" and maximum == 1.0 else 1.0  # a 0-1 "percent" field (SchemaFields maximum 1)
 
