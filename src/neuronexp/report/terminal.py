@@ -157,17 +157,15 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: Baseline | None = None
 _FIGURE_UNIT = re.compile(r"(\d) (ns|µs|ms|s)\b")
 
 
-def _hanging(line: str, width: int) -> str:
-    """A finding folded at `width` between words, its continuation lines indented: each input's line stands out."""
-    glued = _FIGURE_UNIT.sub("\\1\u00a0\\2", line)
-    folded = textwrap.fill(glued, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
-    return folded.replace("\u00a0", " ")
-
-
 def print_findings(lines: list[str], console: Console) -> None:
-    """Findings (report.findings), each folded at the console's width between words, its continuation indented."""
+    """Findings (report.findings), each folded at the console's width between words, its continuation lines
+    indented: each input's line stands out."""
     for line in lines:
-        console.print(Text(_hanging(line, console.width)))
+        glued = _FIGURE_UNIT.sub("\\1\u00a0\\2", line)
+        folded = textwrap.fill(
+            glued, console.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+        console.print(Text(folded.replace("\u00a0", " ")))
 
 
 def print_sweep(

@@ -211,15 +211,10 @@ def latest_framework_trace(root: Path) -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime_ns) if root.is_dir() and found else None
 
 
-def neffs_beside_ntffs(index: CaptureIndex) -> bool | None:
-    """Whether every session with a non-empty NTFF holds a NEFF too (None: no NTFF to pair)."""
-    sessions = [s for s in index.sessions if any(n["bytes"] > 0 for n in s.ntffs)]
-    return all(s.neffs for s in sessions) if sessions else None
-
-
 def artifact_columns(index: CaptureIndex, job_dir: Path) -> dict[str, Any]:
     """The cell-row columns describing the capture (paths relative to the job directory)."""
     ntffs = index.ntffs
+    profiled = [s for s in index.sessions if any(n["bytes"] > 0 for n in s.ntffs)]  # a non-empty NTFF to pair
     return {
         "neuron_profile_dir": _rel(index.root, job_dir),
         "neuron_upload_dir": _rel(index.root, job_dir) if index.sessions else None,
@@ -228,7 +223,7 @@ def artifact_columns(index: CaptureIndex, job_dir: Path) -> dict[str, Any]:
         "neuron_ntff_files": len(ntffs),
         "neuron_ntff_empty": sum(n["bytes"] == 0 for n in ntffs),
         "neuron_ntff_unpaired": sum(n["scheme"] == "model" and not n.get("neff") for n in ntffs),
-        "neuron_neffs_beside_ntffs": neffs_beside_ntffs(index),
+        "neuron_neffs_beside_ntffs": all(s.neffs for s in profiled) if profiled else None,
         "neuron_system_profile": any({"trace_info.pb", "ntrace.pb"} <= set(s.files) for s in index.sessions),
         "neuron_framework_trace": any(s.has_framework_trace for s in index.sessions),
         "neuron_memory_snapshots": sum(len(s.memory_snapshots) for s in index.sessions),

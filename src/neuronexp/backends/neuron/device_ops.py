@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, Units, read_units
+from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, read_units
 from neuronexp.backends.neuron.runtime import busy_us
 
 _OP = re.compile(r"^(?P<ns>aten|prims|torch|_?c10d|nki)\.(?P<op>[A-Za-z0-9_]+)")
@@ -35,11 +35,6 @@ def _intervals(row: Any) -> list[tuple[float, float]]:
             pass
     start, end = getattr(row, "start_ts", None), getattr(row, "end_ts", None)
     return [(float(start), float(end))] if start is not None and end is not None and end == end else []
-
-
-def _timeline_factor(units: Units, table: str) -> float | None:
-    unit = units.unit(table, "start_ts") if units else None
-    return TO_US.get("nanoseconds" if unit is None else unit)
 
 
 def _union_by(df: pd.DataFrame, key: pd.Series, factor: float) -> dict[str, float]:
@@ -86,11 +81,12 @@ def breakdown(profiles: list[Profile]) -> Breakdown:
             ("HloInstruction", "hlo_name", lambda n: re.sub(r"\.\d+$", "", str(n))),
         ):
             df = profile.read(table, cols)
-            factor = _timeline_factor(units, table)
+            unit = units.unit(table, "start_ts")
+            factor = TO_US.get("nanoseconds" if unit is None else unit)
             if df.empty or name_col not in df:
                 continue
             if factor is None:
-                out.notes.append(f"{table}.start_ts has unit {units.unit(table, 'start_ts')!r}: not read")
+                out.notes.append(f"{table}.start_ts has unit {unit!r}: not read")
                 continue
             if table == "FrameworkInstruction":
                 unnamed = df[df[name_col].isna()]
