@@ -46,16 +46,11 @@ def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, s
         return None
     if hi / lo > 20:
         ax.set_xscale("log")
-    ax.set_yticks(
-        range(len(cells)),
-        [
-            f"{'~' if c.get('noisy') is True else ''}{v} · {s}"
-            for (_, c), v, s in zip(
-                cells.iloc[::-1].iterrows(), cells["variant"].iloc[::-1], input_labels(cells).iloc[::-1]
-            )
-        ],
-        fontsize=8,
-    )
+    labels = [
+        f"{'~' if c.get('noisy') is True else ''}{c['variant']} · {s}"
+        for (_, c), s in zip(cells.iterrows(), input_labels(cells))
+    ]
+    ax.set_yticks(range(len(cells)), labels[::-1], fontsize=8)
     ax.set_xlabel("latency per call (µs); a line per timing round, bar: its median, ◆: the cell's latency")
     ax.grid(True, axis="x", alpha=0.3)
     return svg(fig)
