@@ -133,17 +133,12 @@ def _legend(colours: dict[str, str]) -> str:
 
 def _pairs(pairs: list[tuple[str, str]]) -> str:
     half = (len(pairs) + 1) // 2  # two tables side by side: the page is wide, the list is long
-    return (
-        '<div class="envs">'
-        + "".join(
-            '<table class="env">'
-            + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part)
-            + "</table>"
-            for part in (pairs[:half], pairs[half:])
-            if part
-        )
-        + "</div>"
-    )
+    tables = [
+        '<table class="env">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part) + "</table>"
+        for part in (pairs[:half], pairs[half:])
+        if part
+    ]
+    return '<div class="envs">' + "".join(tables) + "</div>"
 
 
 def _body(section: Section, body: Body) -> str:

@@ -116,22 +116,18 @@ def combine(reads: list[SummaryRead]) -> dict[str, float]:
     cols["neuron_summary_rows"] = float(len(rows))
     if rows.empty:
         return cols
-    weights = rows["total_time"] if "total_time" in rows else None
+    weights = rows["total_time"] if "total_time" in rows else pd.Series(math.nan, index=rows.index)
     for name, kind in SUMMARY_FIELDS.items():
         if name not in rows or rows[name].isna().all():
             continue
         values = rows[name]
-        if kind in _WEIGHTED and weights is not None:
-            mask = values.notna() & weights.notna() & (weights > 0)
-            value = (
-                float((values[mask] * weights[mask]).sum() / weights[mask].sum())
-                if mask.any()
-                else float(values.mean())
-            )
-        elif kind in _WEIGHTED:  # no total_time to weigh by
-            value = float(values.mean())
-        else:
+        weighed = values.notna() & weights.notna() & (weights > 0)
+        if kind not in _WEIGHTED:
             value = float(values.sum())
+        elif weighed.any():
+            value = float((values[weighed] * weights[weighed]).sum() / weights[weighed].sum())
+        else:  # no total_time to weigh by
+            value = float(values.mean())
         cols[column_name(name)] = value
     return cols
 
