@@ -52,26 +52,8 @@ def empty_columns() -> dict[str, Any]:
 
 
 def find_explorer() -> str | None:
-    found = shutil.which("neuron-explorer")
-    if found:
-        return found
-    return next(
-        (str(Path(d) / "neuron-explorer") for d in SEARCH_DIRS if (Path(d) / "neuron-explorer").is_file()), None
-    )
-
-
-def explorer_command(exe: str, capture_dir: Path, output_dir: Path, filters: list[str] | None = None) -> list[str]:
-    return [
-        exe,
-        "view",
-        "-d",
-        str(capture_dir),
-        "--output-format",
-        "parquet",
-        "--output-file",
-        str(output_dir),
-        *(filters or []),
-    ]
+    beside = (Path(d) / "neuron-explorer" for d in SEARCH_DIRS)
+    return shutil.which("neuron-explorer") or next((str(exe) for exe in beside if exe.is_file()), None)
 
 
 def capture_filters(modes: list[str], cores: list[str] | None) -> list[str]:
@@ -168,7 +150,7 @@ def process_capture(
     for i, (target, flags) in enumerate(plans):
         out = output_dir if i == 0 else output_dir.with_name(f"{output_dir.name}_retry{i}")
         out.mkdir(parents=True, exist_ok=True)
-        cmd = explorer_command(exe, target, out, flags)
+        cmd = [exe, "view", "-d", str(target), "--output-format", "parquet", "--output-file", str(out), *flags]
         code, text = _run(cmd, timeout_s)
         result.command = cmd
         result.attempts.append({"command": cmd, "returncode": code})
