@@ -136,7 +136,7 @@ class DebugInfo:
 
     @property
     def neff_cache(self) -> str | None:
-        return self.values.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+        return self.values.get(NEFF_CACHE_VAR)
 
     def restore(self) -> None:
         _restore(self.saved)
@@ -163,7 +163,7 @@ def apply_debug_info(
     if parent:
         Path(parent).mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix="neuronexp-neff-", dir=parent or None))
-    info.values["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(fresh)
+    info.values[NEFF_CACHE_VAR] = str(fresh)
     info.values["TORCH_NEURONX_DEBUG_DIR"] = str(fresh / "debug")
     info.saved = {k: os.environ.get(k) for k in info.values}
     os.environ.update(info.values)
