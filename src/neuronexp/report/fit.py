@@ -112,8 +112,8 @@ def _table(
     keyed = any(name != variant for variant, name in names.items())
     table.add_column("input", no_wrap=True)
     table.add_column("v" if keyed else "variant", no_wrap=True)  # keys are explained by the legend above
-    speedup = ["speedup"] if speedups else []
-    for figure in ("median", *speedup, f"{device}/step" if device else "profiled/step", "ops", "% peak"):
+    speedup_column = ["speedup"] if speedups else []
+    for figure in ("median", *speedup_column, f"{device}/step" if device else "profiled/step", "ops", "% peak"):
         table.add_column(figure, justify="right", no_wrap=True)
     if hotspot_width != 0:
         table.add_column("hotspot", no_wrap=True, overflow="ellipsis")
