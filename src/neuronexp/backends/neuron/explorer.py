@@ -56,6 +56,21 @@ def find_explorer() -> str | None:
     return shutil.which("neuron-explorer") or next((str(exe) for exe in beside if exe.is_file()), None)
 
 
+def explorer_command(exe: str, capture_dir: Path, output_dir: Path, filters: list[str]) -> list[str]:
+    """`neuron-explorer view` of a capture into Parquet tables (also run by scripts/neuron_smoke.py)."""
+    return [
+        exe,
+        "view",
+        "-d",
+        str(capture_dir),
+        "--output-format",
+        "parquet",
+        "--output-file",
+        str(output_dir),
+        *filters,
+    ]
+
+
 def capture_filters(modes: list[str], cores: list[str] | None) -> list[str]:
     """Explorer's processing filters for what this capture left out (how-to-profile-workload, SDK 2.31+)."""
     out = []
@@ -150,7 +165,7 @@ def process_capture(
     for i, (target, flags) in enumerate(plans):
         out = output_dir if i == 0 else output_dir.with_name(f"{output_dir.name}_retry{i}")
         out.mkdir(parents=True, exist_ok=True)
-        cmd = [exe, "view", "-d", str(target), "--output-format", "parquet", "--output-file", str(out), *flags]
+        cmd = explorer_command(exe, target, out, flags)
         code, text = _run(cmd, timeout_s)
         result.command = cmd
         result.attempts.append({"command": cmd, "returncode": code})
