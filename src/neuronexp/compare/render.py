@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from neuronexp.analysis.noise import NOISY_MARK
-from neuronexp.analysis.roofline import fmt_share
+from neuronexp.analysis.roofline import headline
 from neuronexp.compare.join import Comparison
 from neuronexp.formatting import fmt_ci, fmt_delta, fmt_pct, fmt_q, fmt_ratio, fmt_us, md_cell, short_op
 
@@ -65,10 +65,8 @@ def _limit_rows(cmp: Comparison) -> list[list[str]]:
 
 
 def _share(r: dict[str, Any], side: str) -> str:
-    """One side's % of peak: FLOP/s when that side's cell was compute-bound, bandwidth otherwise."""
-    compute = r.get(f"bound_{side}") == "compute"
-    pct = r.get(f"pct_peak_flops_{side}" if compute else f"pct_peak_bw_{side}")
-    return "—" if pct is None or pct != pct else f"{fmt_share(pct)} {'FLOP/s' if compute else 'BW'}"
+    """One side's % of peak as every table shows it (headline: FLOP/s when that side's cell was compute-bound)."""
+    return headline({k: r.get(f"{k}_{side}") for k in ("bound", "pct_peak_bw", "pct_peak_flops")}) or "—"
 
 
 def output_notes(cmp: Comparison) -> list[str]:
