@@ -5,7 +5,6 @@ included; each imports its vendor package (`torch_neuronx`) only inside its fold
 from __future__ import annotations
 
 from neuronexp.backends.base import Backend, BackendUnavailable
-from neuronexp.backends.info import BackendInfo
 from neuronexp.backends.table import BACKENDS, HOST, backend_info, named_backend
 from neuronexp.config import BackendName, ConfigError, RunConfig
 
@@ -13,8 +12,6 @@ __all__ = [
     "BACKENDS",
     "HOST",
     "Backend",
-    "BackendInfo",
-    "BackendUnavailable",
     "backend_info",
     "backend_kind",
     "check_available",

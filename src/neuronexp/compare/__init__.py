@@ -1,6 +1,6 @@
 """Stage: compare two result sets cell by cell (join), with op-table changes (op_changes), rendered (render)."""
 
-from neuronexp.compare.join import CompareOptions, Comparison, compare
+from neuronexp.compare.join import CompareOptions, compare
 from neuronexp.compare.keys import CompareError
 from neuronexp.compare.render import (
     cell_lists,
@@ -8,20 +8,15 @@ from neuronexp.compare.render import (
     exit_status,
     print_comparison,
     regressed,
-    undecided,
-    verdict_line,
 )
 
 __all__ = [
     "CompareError",
     "CompareOptions",
-    "Comparison",
     "cell_lists",
     "compare",
     "comparison_markdown",
     "exit_status",
     "print_comparison",
     "regressed",
-    "undecided",
-    "verdict_line",
 ]

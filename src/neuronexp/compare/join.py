@@ -80,15 +80,6 @@ LIMIT_COLUMNS = [
 ]
 
 
-def limit_pair(a: pd.Series, b: pd.Series) -> dict[str, object]:
-    """{column_a, column_b} for every limit column (None where a result set predates it)."""
-    return {
-        f"{col}_{side}": (cell.get(col) if col in cell else None)
-        for col in LIMIT_COLUMNS
-        for side, cell in (("a", a), ("b", b))
-    }
-
-
 @dataclass(frozen=True)
 class _Side:
     """One side of the comparison, its runs in order (the first, then further runs of the same cells)."""
@@ -139,7 +130,8 @@ def _compared(a: _Side, b: _Side, key: tuple, options: CompareOptions, seed: int
         **vars(stats),
         **moves,
         "noisy": any(noisy(c) for c in cells_a + cells_b),
-        **limit_pair(cells_a[0], cells_b[0]),
+        # A's and B's value of each limit column (None where a result set predates it).
+        **{f"{col}_{side}": c.get(col) for col in LIMIT_COLUMNS for side, c in (("a", cells_a[0]), ("b", cells_b[0]))},
     }
     return row, stats
 

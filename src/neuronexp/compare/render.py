@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from neuronexp.analysis.noise import NOISY_MARK
-from neuronexp.analysis.roofline import fmt_share
+from neuronexp.analysis.roofline import headline
 from neuronexp.compare.join import Comparison
 from neuronexp.formatting import fmt_ci, fmt_delta, fmt_pct, fmt_q, fmt_ratio, fmt_us, md_cell, short_op
 
@@ -65,10 +65,8 @@ def _limit_rows(cmp: Comparison) -> list[list[str]]:
 
 
 def _share(r: dict[str, Any], side: str) -> str:
-    """One side's % of peak: FLOP/s when that side's cell was compute-bound, bandwidth otherwise."""
-    compute = r.get(f"bound_{side}") == "compute"
-    pct = r.get(f"pct_peak_flops_{side}" if compute else f"pct_peak_bw_{side}")
-    return "—" if pct is None or pct != pct else f"{fmt_share(pct)} {'FLOP/s' if compute else 'BW'}"
+    """One side's % of peak as every table shows it (headline: FLOP/s when that side's cell was compute-bound)."""
+    return headline({k: r.get(f"{k}_{side}") for k in ("bound", "pct_peak_bw", "pct_peak_flops")}) or "—"
 
 
 def output_notes(cmp: Comparison) -> list[str]:
@@ -124,6 +122,9 @@ def verdict_line(cmp: Comparison) -> str:
     return line
 
 
+_OP_HEADERS = ["cell", "op", "change", "A", "B", "Δ"]
+
+
 def _op_rows(cmp: Comparison, limit: int) -> list[list[str]]:
     ops = cmp.ops.reindex(cmp.ops["delta_us"].abs().sort_values(ascending=False).index).head(limit)
     return [
@@ -175,7 +176,7 @@ def print_comparison(cmp: Comparison, console: Console, op_limit: int = 15) -> N
     console.print(table)
     if not cmp.ops.empty:
         ops = Table(title="Op tables: largest changes in self device time per step", title_justify="left", **narrow)
-        for h in ("cell", "op", "change", "A", "B", "Δ"):
+        for h in _OP_HEADERS:
             ops.add_column(
                 h, justify="right" if h in ("A", "B", "Δ") else "left", no_wrap=h not in ("cell", "op"), overflow="fold"
             )
@@ -195,30 +196,20 @@ def comparison_markdown(cmp: Comparison, a: str, b: str) -> str:
     def row(cells: list[str]) -> str:
         return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
+    def table(heads: list[str], rows: list[list[str]]) -> list[str]:
+        return [row(heads), "|" + "---|" * len(heads), *map(row, rows)]
+
     # Every text from the results goes through md_cell, the one escape of report, summary.md and this file: a
     # layer's error text or a cell name is data, never markup (`<script>` in an exception must stay text).
-    lines = [
-        "# neuronexp compare",
-        "",
-        f"A: {_code(a)}  ",
-        f"B: {_code(b)}",
-        "",
-        row(_HEADERS),
-        "|" + "---|" * len(_HEADERS),
-    ]
-    lines += [row(r) for r in _rows(cmp)]
+    lines = ["# neuronexp compare", "", f"A: {_code(a)}  ", f"B: {_code(b)}", "", *table(_HEADERS, _rows(cmp))]
     lines += ["", md_cell(verdict_line(cmp)), ""]
     limits = _limit_rows(cmp)
     if any(row[1:] != ["—"] * 4 for row in limits):
         heads = ["cell", "% of peak A", "% of peak B", "output A", "output B"]
-        lines += (
-            ["## How far from the limit", "", row(heads), "|" + "---|" * len(heads)] + [row(r) for r in limits] + [""]
-        )
+        lines += ["## How far from the limit", "", *table(heads, limits), ""]
     lines += [f"Output: {md_cell(n)}" for n in output_notes(cmp)] + ([""] if output_notes(cmp) else [])
     if not cmp.ops.empty:
-        heads = ["cell", "op", "change", "A", "B", "Δ"]
-        lines += ["## Op tables", "", row(heads), "|" + "---|" * len(heads)]
-        lines += [row(r) for r in _op_rows(cmp, 30)] + [""]
+        lines += ["## Op tables", "", *table(_OP_HEADERS, _op_rows(cmp, 30)), ""]
     extra = [f"{label[0].upper()}{label[1:]}: " + md_cell(", ".join(names)) for label, names in cell_lists(cmp)]
     extra += [f"Note: {md_cell(n)}" for n in cmp.notes]
     lines += extra + ([""] if extra else [])

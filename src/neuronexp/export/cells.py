@@ -109,10 +109,6 @@ def export_key(row: pd.Series) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
-def safe_name(key: str) -> str:
-    return _NAME_BAD.sub("_", key)
-
-
 def _metrics(row: pd.Series) -> dict[str, float]:
     metrics = {}
     for col, _unit in METRICS:
@@ -128,7 +124,9 @@ def _metrics(row: pd.Series) -> dict[str, float]:
 def cell_export(row: pd.Series, name: str) -> CellExport:
     """`row` as the exporters name it; `name` is the cell's name as the terminal prints it (cell_exports)."""
     cut: list[str] = []
-    overrides = _texts({safe_name(k): v for k, v in override_values(row.get("overrides")).items()}, "param", cut)
+    overrides = _texts(
+        {_NAME_BAD.sub("_", k): v for k, v in override_values(row.get("overrides")).items()}, "param", cut
+    )
     labels = _texts({k: row[k] for k in LABEL_KEYS if k in row and present(row[k])}, "param", cut)
     tags = _texts({f"neuronexp.{c}": row[c] for c in TAG_COLUMNS if c in row and present(row[c])}, "tag", cut)
     if cut:

@@ -168,13 +168,9 @@ def _child(client: Any, exp_id: str, cell: _Cell, root: Path, run: Any = None) -
             tags["mlflow.parentRunId"] = cell.parent
         run = client.create_run(exp_id, start_time=span.start, tags=tags, run_name=export.name)
     run_id, held = run.info.run_id, run.data
-    _log(
-        client,
-        run_id,
-        {k: v for k, v in export.params.items() if k not in held.params},
-        {k: v for k, v in export.metrics.items() if k not in held.metrics},
-        span.start,
-    )
+    params = {k: v for k, v in export.params.items() if k not in held.params}
+    metrics = {k: v for k, v in export.metrics.items() if k not in held.metrics}
+    _log(client, run_id, params, metrics, span.start)
     log_files(client, run_id, cell.files, root)
     ok = export.tags.get("neuronexp.status") in ("ok", "cached")
     client.set_terminated(run_id, "FINISHED" if ok else "FAILED", end_time=span.end)

@@ -48,6 +48,10 @@ class NaiveDecoderBlock(nn.Module):
         self.attention: nn.Module = NaiveAttention(seq_len)
         self.mlp_norm = NaiveRMSNorm(hidden_size, eps)
         self.mlp: nn.Module = NaiveSwiGLU(hidden_size, intermediate_size)
+        self._fuse(hidden_size, seq_len, rope_theta, eps)
+
+    def _fuse(self, hidden_size: int, seq_len: int, rope_theta: float, eps: float) -> None:
+        """The naive block keeps its parts as built; the fused block replaces them (after the same draws)."""
 
     def qkv(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return self.q(h), self.k(h), self.v(h)
@@ -67,17 +71,7 @@ class FusedDecoderBlock(NaiveDecoderBlock):
     """The same block with the fused parts: torch.rms_norm, one q/k/v projection, complex rotary,
     scaled_dot_product_attention, one gate/up projection. Same weights as the naive block (stacked)."""
 
-    def __init__(  # noqa: PLR0913  the naive block's options (above)
-        self,
-        hidden_size: int,
-        num_heads: int,
-        num_kv_heads: int,
-        intermediate_size: int,
-        seq_len: int,
-        rope_theta: float = 500000.0,
-        eps: float = 1e-5,
-    ) -> None:
-        super().__init__(hidden_size, num_heads, num_kv_heads, intermediate_size, seq_len, rope_theta, eps)
+    def _fuse(self, hidden_size: int, seq_len: int, rope_theta: float, eps: float) -> None:
         self.qkv_weight = nn.Parameter(torch.cat([self.q.weight, self.k.weight, self.v.weight]).detach())
         self.split = [self.q.out_features, self.k.out_features, self.v.out_features]
         del self.q, self.k, self.v

@@ -19,10 +19,6 @@ MODULE_SPAN = "module:"
 ROOT_SPAN = "(root)"
 
 
-def span_name(path: str) -> str:
-    return MODULE_SPAN + (path or ROOT_SPAN)
-
-
 def span_path(name: str) -> str:
     rest = name[len(MODULE_SPAN) :]
     return "" if rest == ROOT_SPAN else rest
@@ -57,7 +53,7 @@ class ModuleSpans:
 
     def __enter__(self) -> ModuleSpans:
         for path, sub in self.module.named_modules():
-            name = span_name(path)
+            name = MODULE_SPAN + (path or ROOT_SPAN)
             self.handles.append(sub.register_forward_pre_hook(lambda *_, n=name: self._enter(n)))
             self.handles.append(sub.register_forward_hook(lambda *_: self._exit(), always_call=True))
         return self

@@ -61,7 +61,7 @@ def value_spec(value: Any) -> Any:
 
 
 def _shape_text(spec: Any) -> str:
-    if isinstance(spec, dict) and "shape" in spec:
+    if _is_tensor(spec):
         return "[" + ",".join(map(str, spec["shape"])) + "]"
     if isinstance(spec, list):
         return "(" + ",".join(_shape_text(s) for s in spec) + ")"
@@ -124,29 +124,25 @@ def inspect_modules(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, 
     out = {}
     for path in dict(module.named_modules()):
         spec = seen.specs.get(path)
-        leaves = (
-            [
-                s
-                for s in pytree.tree_leaves(spec, is_leaf=lambda x: isinstance(x, dict) and "shape" in x)
-                if isinstance(s, dict) and "shape" in s
-            ]
-            if spec
-            else []
-        )
-        shapes = None
-        if spec:
-            parts = [_shape_text(a) for a in spec["args"]] + [
-                f"{k}={_shape_text(v)}" for k, v in spec["kwargs"].items() if isinstance(v, (dict, list))
-            ]
-            shapes = ", ".join(parts)
-        out[path] = {
-            "flops": flops.get(path, 0.0) if spec and flops is not None else None,
-            "bytes_min": seen.bytes.get(path),
-            "input_specs": json.dumps(spec) if spec else None,
-            "input_shapes": shapes,
-            "input_dtypes": ",".join(dict.fromkeys(s["dtype"] for s in leaves)) if spec else None,
-        }
+        flop = flops.get(path, 0.0) if spec and flops is not None else None
+        described = _described(spec) if spec else dict.fromkeys(["input_specs", "input_shapes", "input_dtypes"])
+        out[path] = {"flops": flop, "bytes_min": seen.bytes.get(path), **described}
     return out
+
+
+def _is_tensor(spec: Any) -> bool:
+    return isinstance(spec, dict) and "shape" in spec
+
+
+def _described(spec: dict[str, Any]) -> dict[str, Any]:
+    """A module's recorded call as input_specs (JSON), input_shapes and input_dtypes."""
+    tensors = [s for s in pytree.tree_leaves(spec, is_leaf=_is_tensor) if _is_tensor(s)]
+    kwargs = [f"{k}={_shape_text(v)}" for k, v in spec["kwargs"].items() if isinstance(v, (dict, list))]
+    return {
+        "input_specs": json.dumps(spec),
+        "input_shapes": ", ".join([_shape_text(a) for a in spec["args"]] + kwargs),
+        "input_dtypes": ",".join(dict.fromkeys(s["dtype"] for s in tensors)),
+    }
 
 
 def median_cycle(step_us: list[float]) -> int:

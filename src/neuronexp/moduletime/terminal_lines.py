@@ -25,13 +25,7 @@ def _line(name: str, calls: Any, total: float, share: float, self_share: float, 
     return f"{name:<{room}}{calls_txt:>5}{fmt_us(total):>10}{fmt_pct(share):>7}{fmt_pct(self_share):>6}"
 
 
-def tree_lines(
-    table: pd.DataFrame,
-    width: int = 80,
-    max_depth: int = MAX_DEPTH,
-    min_share: float = MIN_SHARE,
-    max_children: int = MAX_CHILDREN,
-) -> list[str]:
+def tree_lines(table: pd.DataFrame, width: int) -> list[str]:
     kids = children(table)
     step = table["total_device_us"].max()
     lines: list[str] = []
@@ -42,9 +36,9 @@ def tree_lines(
         total, own = (row["total_device_us"] / step, row["self_device_us"] / step) if step > 0 else (math.nan,) * 2
         lines.append(_line(indent + label, row["calls"], row["total_device_us"], total, own, width))
         below = sorted(kids[path], key=lambda c: -table.at[c, "total_device_us"])
-        if int(row["depth"]) >= max_depth:
+        if int(row["depth"]) >= MAX_DEPTH:
             return
-        shown = [c for c in below if step > 0 and table.at[c, "total_device_us"] / step >= min_share][:max_children]
+        shown = [c for c in below if step > 0 and table.at[c, "total_device_us"] / step >= MIN_SHARE][:MAX_CHILDREN]
         for c in shown:
             visit(c, indent + "  ")
         hidden = [c for c in below if c not in shown]
@@ -57,16 +51,9 @@ def tree_lines(
     return lines
 
 
-def module_lines(
-    modules: pd.DataFrame,
-    device: str,
-    width: int = 80,
-    run_id: str | None = None,
-    top_types: int = 6,
-    top_units: int = 5,
-) -> list[str]:
-    """The whole block for one run; empty when the run has no modules table."""
-    table = of_run(modules, run_id)
+def module_lines(modules: pd.DataFrame, device: str, width: int = 80) -> list[str]:
+    """The whole block for one run: its tree, top six types, top five hotspots; empty without a modules table."""
+    table = of_run(modules)
     if table.empty:
         return []
     width = max(width, 60)
@@ -75,10 +62,10 @@ def module_lines(
     lines += tree_lines(table, width)
     lines.append("Summed by type (a module inside one of its own type counted once)")
     types = by_type(table)
-    for row in types[types["instances"] > 1].head(top_types).itertuples():  # one of a kind is in the tree already
+    for row in types[types["instances"] > 1].head(6).itertuples():  # one of a kind is in the tree already
         name = f"all {short_type(row.module_type)} ×{row.instances}"
         lines.append(_line(name, row.calls, row.total_device_us, row.share, math.nan, width).rstrip("—").rstrip())
-    hot = hot_units(table).head(top_units)
+    hot = hot_units(table).head(5)
     if not hot.empty:
         lines.append("Hotspots (study units, alike merged: neuronexp-extract RUN_DIR --top K)")
         for i, row in enumerate(hot.itertuples(), 1):

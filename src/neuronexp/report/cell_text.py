@@ -53,13 +53,6 @@ def output_differs(cell: Mapping[str, Any]) -> bool:
     return cell.get("output_match") is False or cell.get("output_check") == "FAIL"
 
 
-def limit_line(cell: Mapping[str, Any]) -> str | None:
-    """How far from the limit, in a few characters: "41% BW" (or "% FLOP/s" when compute-bound), and the
-    output check's flag when it failed."""
-    parts = [p for p in (headline(cell), OUTPUT_FLAG if output_differs(cell) else None) if p]
-    return " · ".join(parts) or None
-
-
 def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     """What one table cell says: latency, profiled time and ops per step, speedup, hotspot, and how far from
     the limit (% of peak, a failed output check); a noisy cell's latency is marked "~" and its last line says
@@ -75,9 +68,9 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {ops_text(cell)}"]
     if isinstance(cell["top_op"], str):
         lines.append(f"{short_op(cell['top_op'], 24)} {fmt_pct(cell['top_op_share'])}")
-    limit = limit_line(cell)
+    limit = [p for p in (headline(cell), OUTPUT_FLAG if output_differs(cell) else None) if p]  # "41% BW"
     if limit:
-        lines.append(limit)
+        lines.append(" · ".join(limit))
     if cell["status"] == "cached":
         lines.append("(cached)")
     if noisy(cell):

@@ -11,22 +11,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, svg
 from neuronexp.results import usable_cells
-
-
-def _largest(cells: pd.DataFrame) -> pd.DataFrame:
-    cells = cells.sort_values(["numel", "input_shape"], kind="stable")
-    while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
-        cells = cells[cells["numel"] > cells["numel"].min()]
-    return cells
 
 
 def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, str]) -> str | None:
     """A row per cell: every timed call as a dot, each round on a line of its own within the row, each round's
     median as a bar and the cell's latency (median of round medians) as a black diamond. Rounds that sit apart
     are what `round_spread` measures; a wide scatter within rounds is `p90_p10`."""
-    cells = _largest(usable_cells(cells))
+    cells = largest_inputs(usable_cells(cells))
     if cells.empty or samples.empty:
         return None
     by_run = {run: g for run, g in samples.groupby("run_id")}
@@ -53,16 +46,11 @@ def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, s
         return None
     if hi / lo > 20:
         ax.set_xscale("log")
-    ax.set_yticks(
-        range(len(cells)),
-        [
-            f"{'~' if c.get('noisy') is True else ''}{v} · {s}"
-            for (_, c), v, s in zip(
-                cells.iloc[::-1].iterrows(), cells["variant"].iloc[::-1], input_labels(cells).iloc[::-1]
-            )
-        ],
-        fontsize=8,
-    )
+    labels = [
+        f"{'~' if c.get('noisy') is True else ''}{c['variant']} · {s}"
+        for (_, c), s in zip(cells.iterrows(), input_labels(cells))
+    ]
+    ax.set_yticks(range(len(cells)), labels[::-1], fontsize=8)
     ax.set_xlabel("latency per call (µs); a line per timing round, bar: its median, ◆: the cell's latency")
     ax.grid(True, axis="x", alpha=0.3)
     return svg(fig)

@@ -51,15 +51,6 @@ def natural_width(console: Console, renderable: RenderableType) -> int:
     return console.measure(renderable, options=console.options.update(width=_FAR)).maximum
 
 
-def _key(i: int) -> str:
-    return chr(ord("A") + i) if i < 26 else f"V{i + 1}"
-
-
-def _limit(cell: Mapping[str, Any]) -> str:
-    """ "41% BW" (or "% FLOP/s"), with "✗" when the output failed the check against the baseline's."""
-    return (headline(cell) or "—") + (f" {OUTPUT_MARK}" if output_differs(cell) else "")
-
-
 def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     """median, speedup, profiled time per step, ops per step, % of peak, hotspot: one line of the table."""
     if cell["status"] == "error":
@@ -76,7 +67,8 @@ def _fields(cell: Mapping[str, Any], device: str | None) -> list[str]:
     if cell["status"] == "cached":
         hotspot = "(cached) " + hotspot
     median = (NOISY_MARK if noisy(cell) else "") + fmt_us(cell["latency_median_us"])
-    return [median, fmt_speedup_ci(cell), time, ops_field, _limit(cell), hotspot]
+    limit = (headline(cell) or "—") + (f" {OUTPUT_MARK}" if output_differs(cell) else "")  # "41% BW ✗"
+    return [median, fmt_speedup_ci(cell), time, ops_field, limit, hotspot]
 
 
 def _rows(
@@ -120,12 +112,9 @@ def _table(
     keyed = any(name != variant for variant, name in names.items())
     table.add_column("input", no_wrap=True)
     table.add_column("v" if keyed else "variant", no_wrap=True)  # keys are explained by the legend above
-    table.add_column("median", justify="right", no_wrap=True)
-    if speedups:
-        table.add_column("speedup", justify="right", no_wrap=True)
-    table.add_column(f"{device}/step" if device else "profiled/step", justify="right", no_wrap=True)
-    table.add_column("ops", justify="right", no_wrap=True)
-    table.add_column("% peak", justify="right", no_wrap=True)
+    speedup_column = ["speedup"] if speedups else []
+    for figure in ("median", *speedup_column, f"{device}/step" if device else "profiled/step", "ops", "% peak"):
+        table.add_column(figure, justify="right", no_wrap=True)
     if hotspot_width != 0:
         table.add_column("hotspot", no_wrap=True, overflow="ellipsis")
     previous = None
@@ -185,7 +174,7 @@ def sweep_layout(
     named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups)
     if named is not None:
         return [named, *notes]
-    keys = {v: _key(i) for i, v in enumerate(variants)}
+    keys = {v: chr(ord("A") + i) if i < 26 else f"V{i + 1}" for i, v in enumerate(variants)}
     legend = Text("\n".join(f"{keys[v]}  {v}" for v in variants))
     table = _fitted(console, title, rows, device, keys, speedups)
     if table is None:  # narrower still: the hotspot column goes rather than any figure or name being cut

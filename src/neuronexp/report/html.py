@@ -74,23 +74,18 @@ def _link(label: str, path: str) -> str:
     return f'<a href="{esc(quote(path))}">{esc(label)}</a>'
 
 
-def _numeric(header: str) -> bool:
-    return header in _NUMERIC or header.startswith(("speedup", "profiled", "self "))
+def _cell_class(header: str) -> str:
+    if header in _NUMERIC or header.startswith(("speedup", "profiled", "self ")):
+        return ' class="num"'
+    # An op name has no space to wrap at: a long kernel name would push the table off the page.
+    return ' class="op"' if header == "top op" else ""
 
 
 def render_table(table: TextTable, cls: str = "") -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in table.headers)
     body = []
     for i, row in enumerate(table.rows):
-        # An op name has no space to wrap at: a long kernel name would push the table off the page.
-        tds = [
-            f'<td class="num">{esc(v)}</td>'
-            if _numeric(h)
-            else f'<td class="op">{esc(v)}</td>'
-            if h == "top op"
-            else f"<td>{esc(v)}</td>"
-            for h, v in zip(table.headers, row)
-        ]
+        tds = [f"<td{_cell_class(h)}>{esc(v)}</td>" for h, v in zip(table.headers, row)]
         if table.links:
             tds[-1] = "<td>" + " · ".join(_link(label, path) for label, path in table.links[i]) + "</td>"
         body.append("<tr>" + "".join(tds) + "</tr>")
@@ -138,17 +133,12 @@ def _legend(colours: dict[str, str]) -> str:
 
 def _pairs(pairs: list[tuple[str, str]]) -> str:
     half = (len(pairs) + 1) // 2  # two tables side by side: the page is wide, the list is long
-    return (
-        '<div class="envs">'
-        + "".join(
-            '<table class="env">'
-            + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part)
-            + "</table>"
-            for part in (pairs[:half], pairs[half:])
-            if part
-        )
-        + "</div>"
-    )
+    tables = [
+        '<table class="env">' + "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in part) + "</table>"
+        for part in (pairs[:half], pairs[half:])
+        if part
+    ]
+    return '<div class="envs">' + "".join(tables) + "</div>"
 
 
 def _body(section: Section, body: Body) -> str:

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from neuronexp.formatting import fmt_us, short_op
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, svg
 from neuronexp.results import usable_cells
 
 # The bars' ids are `nx-breakdown-<variant>-<bar>` (report.plots names the scheme); ops are coloured from another
@@ -36,13 +36,11 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colou
 
     Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver.
     """
-    cells = usable_cells(cells).sort_values(["numel", "input_shape"], kind="stable")
+    cells = usable_cells(cells)
     cells = cells[[not hotspots.get(str(r), pd.DataFrame()).empty for r in cells["run_id"]]]
     if cells.empty:
         return None
-    total = len(cells)
-    while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
-        cells = cells[cells["numel"] > cells["numel"].min()]
+    total, cells = len(cells), largest_inputs(cells)
     op_colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
     labels = [f"{v} · {s}" for v, s in zip(cells["variant"], input_labels(cells))]
     fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))

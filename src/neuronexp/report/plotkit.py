@@ -31,6 +31,14 @@ def variant_colours(variants: list[str]) -> dict[str, str]:
     return {v: to_hex(palette(i % palette.N)) for i, v in enumerate(variants)}
 
 
+def largest_inputs(cells: pd.DataFrame) -> pd.DataFrame:
+    """`cells` by input size, the smallest inputs dropped while there are more than MAX_BARS of them."""
+    cells = cells.sort_values(["numel", "input_shape"], kind="stable")
+    while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
+        cells = cells[cells["numel"] > cells["numel"].min()]
+    return cells
+
+
 def input_labels(cells: pd.DataFrame) -> pd.Series:
     """The input a cell measured (report.model names it: shape, plus dtype, backend and swept input keys)."""
     return cells["input"].astype(str) if "input" in cells else cells["input_shape"].astype(str)

@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.report.plotkit import MAX_BARS, input_labels, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, svg
 from neuronexp.results import usable_cells
 
 
@@ -29,21 +29,18 @@ def roofline_plot(cells: pd.DataFrame, colours: dict[str, str] | None = None) ->
         return None
     fig = Figure(figsize=(8, 4.8))
     ax = fig.add_subplot()
-    low, high = cells["intensity"].min() / 4, cells["intensity"].max() * 4
-    for roof in _roofs(cells).itertuples():
-        if pd.notna(roof.peak_bw_gbs) and pd.notna(roof.peak_tflops):
-            ridge = roof.peak_tflops * 1e3 / roof.peak_bw_gbs
-            low, high = min(low, ridge / 8), max(high, ridge * 4)
-    xs = np.geomspace(low, high, 200)
-    for roof in _roofs(cells).itertuples():
-        if pd.notna(roof.peak_bw_gbs) and pd.notna(roof.peak_tflops):
-            ax.plot(
-                xs,
-                np.minimum(roof.peak_tflops * 1e3, xs * roof.peak_bw_gbs),
-                color="black",
-                linewidth=1,
-                label=f"roof: {roof.peak_bw_gbs:.3g} GB/s, {roof.peak_tflops * 1e3:.3g} GFLOP/s",
-            )
+    roofs = [r for r in _roofs(cells).itertuples() if pd.notna(r.peak_bw_gbs) and pd.notna(r.peak_tflops)]
+    ridges = [r.peak_tflops * 1e3 / r.peak_bw_gbs for r in roofs]  # FLOP/B where each device's two roofs meet
+    low = min([cells["intensity"].min() / 4, *(x / 8 for x in ridges)])
+    xs = np.geomspace(low, max([cells["intensity"].max() * 4, *(x * 4 for x in ridges)]), 200)
+    for roof in roofs:
+        ax.plot(
+            xs,
+            np.minimum(roof.peak_tflops * 1e3, xs * roof.peak_bw_gbs),
+            color="black",
+            linewidth=1,
+            label=f"roof: {roof.peak_bw_gbs:.3g} GB/s, {roof.peak_tflops * 1e3:.3g} GFLOP/s",
+        )
     for name, group in cells.groupby("variant", sort=False):
         ax.scatter(
             group["intensity"],
@@ -67,11 +64,9 @@ def bandwidth_plot(cells: pd.DataFrame, colours: dict[str, str] | None = None) -
     if "achieved_gbs" not in cells:
         return None
     cells = usable_cells(cells)
-    cells = cells[cells["achieved_gbs"].notna()].sort_values(["numel", "input_shape"], kind="stable")
+    cells = largest_inputs(cells[cells["achieved_gbs"].notna()])
     if cells.empty:
         return None
-    while len(cells) > MAX_BARS and cells["numel"].nunique() > 1:
-        cells = cells[cells["numel"] > cells["numel"].min()]
     fig = Figure(figsize=(9, 0.4 * len(cells) + 1.4))
     ax = fig.add_subplot()
     y = np.arange(len(cells))[::-1]

@@ -63,10 +63,6 @@ class Section:
     optional: bool = False  # left out when it has nothing to show
 
 
-def _hotspots(report: Report) -> Body:
-    return Body(cards=[Card(heading, cell_links(cell), table) for heading, cell, table in hotspot_sections(report)])
-
-
 # Said in results/summary.md too (report.summary), with the sweep's findings.
 FINDINGS = Section("Findings", "", lambda r: Body(items=list(r.findings)), css="findings", optional=True)
 SECTIONS: list[Section] = [
@@ -92,7 +88,7 @@ SECTIONS: list[Section] = [
         "Hotspots",
         "Top operators by self time per profiled step, for every cell. Traces open in "
         "ui.perfetto.dev or chrome://tracing.",
-        _hotspots,
+        lambda r: Body(cards=[Card(heading, cell_links(cell), table) for heading, cell, table in hotspot_sections(r)]),
         css="cards",
     ),
     Section("Failed cells", "", lambda r: Body(errors=failed_cells(r)), optional=True),

@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pandas as pd
-from rich.console import Console, JustifyMethod
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -42,14 +42,9 @@ from neuronexp.results import Results
 
 def top_ops_table(results: Results, device: str, limit: int = 8) -> Table:
     table = Table(title=f"Top ops by self {device} time per step", title_justify="left")
-    columns: list[tuple[str, JustifyMethod]] = [
-        ("op", "left"),
-        ("calls", "right"),
-        (f"self {device}", "right"),
-        ("share", "right"),
-    ]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
+    table.add_column("op")
+    for name in ("calls", f"self {device}", "share"):
+        table.add_column(name, justify="right")
     spots = hotspots(results.ops, top=limit).get(str(results.cells["run_id"].iloc[0]), pd.DataFrame())
     for row in spots.itertuples():
         table.add_row(
@@ -162,17 +157,15 @@ def rich_table(cells: pd.DataFrame, title: str, baseline: Baseline | None = None
 _FIGURE_UNIT = re.compile(r"(\d) (ns|µs|ms|s)\b")
 
 
-def _hanging(line: str, width: int) -> str:
-    """A finding folded at `width` between words, its continuation lines indented: each input's line stands out."""
-    glued = _FIGURE_UNIT.sub("\\1\u00a0\\2", line)
-    folded = textwrap.fill(glued, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
-    return folded.replace("\u00a0", " ")
-
-
 def print_findings(lines: list[str], console: Console) -> None:
-    """Findings (report.findings), each folded at the console's width between words, its continuation indented."""
+    """Findings (report.findings), each folded at the console's width between words, its continuation lines
+    indented: each input's line stands out."""
     for line in lines:
-        console.print(Text(_hanging(line, console.width)))
+        glued = _FIGURE_UNIT.sub("\\1\u00a0\\2", line)
+        folded = textwrap.fill(
+            glued, console.width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+        console.print(Text(folded.replace("\u00a0", " ")))
 
 
 def print_sweep(

@@ -12,6 +12,7 @@ import pandas as pd
 
 from neuronexp.analysis.noise import noisy
 from neuronexp.formatting import fmt_pct, fmt_us, short_op
+from neuronexp.report.cell_text import composite_words
 
 # Operators listed by name in a clause; more are counted ("+3 more").
 _LISTED = 3
@@ -92,9 +93,8 @@ def _count(cell: Mapping[str, Any]) -> str:
 def counts(cell: Mapping[str, Any], ref: Mapping[str, Any]) -> str:
     """The ops column in words: "1 op dispatched, 7 executed" (a composite: one op in, seven ran), else
     "1 op instead of 6→7" where the counts differ from the baseline's; "" where they do not."""
-    executed, dispatched = cell.get("device_ops"), cell.get("ops_dispatched")
-    if dispatched == 1 and isinstance(executed, (int, float)) and executed > 1:
-        return f"1 op dispatched, {executed:g} executed"
+    if composite_words(cell):  # one op dispatched ran as several (report.cell_text)
+        return f"1 op dispatched, {cell['device_ops']:g} executed"
     mine, theirs = _count(cell), _count(ref)
     return f"{mine} instead of {theirs}" if mine and theirs and mine != theirs else ""
 

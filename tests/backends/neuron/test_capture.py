@@ -46,7 +46,7 @@ def test_pytorch_session_layout_is_one_session_with_everything_present(tmp_path:
     )
     assert index.warnings == []
     # Every documented `neuron-explorer view -d` example passes the capture root, not the session folder.
-    assert index.upload_dir() == root and session.parent.parent == root
+    assert session.parent.parent == root
     cols = artifact_columns(index, tmp_path / "job")
     assert cols == {
         "neuron_profile_dir": "neuron_profile",
@@ -136,7 +136,9 @@ def test_several_processes_upload_the_capture_root(tmp_path: Path) -> None:
     _write(other / "trace_info.pb")
     _write(other / "ntrace.pb")
     index = index_capture(tmp_path, ["RUNTIME"])
-    assert [s.pid for s in index.sessions] == [210229, 210230] and index.upload_dir() == tmp_path
+    assert [s.pid for s in index.sessions] == [210229, 210230] and artifact_columns(index, tmp_path)[
+        "neuron_upload_dir"
+    ] == "."
 
 
 def test_framework_trace_is_copied_into_the_one_session_lacking_it(tmp_path: Path) -> None:

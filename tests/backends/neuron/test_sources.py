@@ -29,8 +29,8 @@ def test_the_runtime_trace_splits_profiled_steps_from_the_rest_of_the_capture() 
 @pytest.mark.parametrize(
     ("runtime", "kernels", "explorer", "events", "window"),
     [
-        (RuntimeFigures(6, 96.0, 1, 48.0, 3.0), None, {}, {}, (2.0, "warmup+active", BY_STEPS)),
-        (RuntimeFigures(3, 48.0, 1, 48.0, 3.0), None, {}, {}, (1.0, "active", BY_STEPS)),
+        (RuntimeFigures(6, 96.0, 48.0, 3.0), None, {}, {}, (2.0, "warmup+active", BY_STEPS)),
+        (RuntimeFigures(3, 48.0, 48.0, 3.0), None, {}, {}, (1.0, "active", BY_STEPS)),
         (RuntimeFigures(9, 144.0), 3.0, {}, {}, (3.0, "wait+warmup+active", BY_COUNT)),
         (RuntimeFigures(10, 144.0), 3.0, {}, {}, (1.0, "unverified", ASSUMED)),  # not a whole number of steps
         (None, None, {"aten::mul": 180.0}, {"aten::mul": 90.0}, (2.0, "warmup+active", BY_EXPLORER)),
@@ -45,7 +45,7 @@ def test_the_capture_window_comes_from_the_capture(
 
 
 def test_repeated_cycles_are_named_per_cycle() -> None:
-    found = capture_window(ScheduleConfig(0, 1, 2, 2), RuntimeFigures(24, 1.0, 4, 1.0, 4.0), None, {}, {})
+    found = capture_window(ScheduleConfig(0, 1, 2, 2), RuntimeFigures(24, 1.0, 1.0, 4.0), None, {}, {})
     assert (found.steps, found.label) == (6.0, "warmup+active")  # 3 steps in each of 2 cycles
 
 
@@ -62,7 +62,7 @@ def test_sources_agree_within_the_tolerance_and_disagree_beyond_it() -> None:
 
 
 def test_the_order_takes_key_averages_then_the_runtime_then_explorer() -> None:
-    run = RuntimeFigures(12, 224.0, 1, 112.0, 6.0)  # 12 executions, 6 in the one profiled step: 2 steps captured
+    run = RuntimeFigures(12, 224.0, 112.0, 6.0)  # 12 executions, 6 in the one profiled step: 2 steps captured
     explorer = {"aten::mul": 90.0, "aten::add_": 4.0}
     ev = Evidence(SCHEDULE, {"aten::mul"}, events_us=110.0, events_kernels=6.0, runtime=run, explorer_ops=explorer)
     first = reconcile(ev, "passed")

@@ -20,11 +20,11 @@ def version_file() -> Path | None:
 def build_versions(path: Path | None) -> dict[str, str | None] | None:
     """The literal string-or-None assignments of a torch/version.py (`cuda`, `hip`, `__version__`, ...); None where
     it cannot be read as expected (then only importing torch can tell)."""
-    try:
-        tree = ast.parse(path.read_text()) if path is not None else None
-    except (OSError, SyntaxError, ValueError):
+    if path is None:
         return None
-    if tree is None:
+    try:
+        tree = ast.parse(path.read_text())
+    except (OSError, SyntaxError, ValueError):
         return None
     out: dict[str, str | None] = {}
     for node in tree.body:

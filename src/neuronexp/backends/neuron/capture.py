@@ -68,15 +68,12 @@ class CaptureIndex:
     def neffs(self) -> list[dict[str, Any]]:
         return [n for s in self.sessions for n in s.neffs]
 
-    def upload_dir(self) -> Path:
-        """The folder to give Neuron Explorer: the capture root, as every documented `view -d` example does
-        (it keeps each process's `<instance>_pid_<pid>/` folder, to which framework events are tied)."""
-        return self.root
-
     def to_json(self) -> dict[str, Any]:
+        # Neuron Explorer is given the capture root, as every documented `view -d` example does (it keeps each
+        # process's `<instance>_pid_<pid>/` folder, to which framework events are tied).
         return {
             "root": str(self.root),
-            "upload_dir": str(self.upload_dir()),
+            "upload_dir": str(self.root),
             "sessions": [asdict(s) for s in self.sessions],
             "warnings": list(self.warnings),
         }
@@ -214,24 +211,19 @@ def latest_framework_trace(root: Path) -> Path | None:
     return max(found, key=lambda p: p.stat().st_mtime_ns) if root.is_dir() and found else None
 
 
-def neffs_beside_ntffs(index: CaptureIndex) -> bool | None:
-    """Whether every session with a non-empty NTFF holds a NEFF too (None: no NTFF to pair)."""
-    sessions = [s for s in index.sessions if any(n["bytes"] > 0 for n in s.ntffs)]
-    return all(s.neffs for s in sessions) if sessions else None
-
-
 def artifact_columns(index: CaptureIndex, job_dir: Path) -> dict[str, Any]:
     """The cell-row columns describing the capture (paths relative to the job directory)."""
     ntffs = index.ntffs
+    profiled = [s for s in index.sessions if any(n["bytes"] > 0 for n in s.ntffs)]  # a non-empty NTFF to pair
     return {
         "neuron_profile_dir": _rel(index.root, job_dir),
-        "neuron_upload_dir": _rel(index.upload_dir(), job_dir) if index.sessions else None,
+        "neuron_upload_dir": _rel(index.root, job_dir) if index.sessions else None,
         "neuron_sessions": len(index.sessions),
         "neuron_neff_files": len(index.neffs),
         "neuron_ntff_files": len(ntffs),
         "neuron_ntff_empty": sum(n["bytes"] == 0 for n in ntffs),
         "neuron_ntff_unpaired": sum(n["scheme"] == "model" and not n.get("neff") for n in ntffs),
-        "neuron_neffs_beside_ntffs": neffs_beside_ntffs(index),
+        "neuron_neffs_beside_ntffs": all(s.neffs for s in profiled) if profiled else None,
         "neuron_system_profile": any({"trace_info.pb", "ntrace.pb"} <= set(s.files) for s in index.sessions),
         "neuron_framework_trace": any(s.has_framework_trace for s in index.sessions),
         "neuron_memory_snapshots": sum(len(s.memory_snapshots) for s in index.sessions),

@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, Units, read_units
+from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, read_units
+from neuronexp.backends.neuron.runtime import busy_us
 
 _OP = re.compile(r"^(?P<ns>aten|prims|torch|_?c10d|nki)\.(?P<op>[A-Za-z0-9_]+)")
 TOP = 20  # entries per breakdown kept in the manifest
@@ -23,16 +24,6 @@ def framework_op(name: str) -> str:
     last = re.sub(r"\[\d+\]$", "", str(name).rsplit("/", 1)[-1])
     m = _OP.match(last)
     return f"{m['ns']}::{m['op']}" if m else last
-
-
-def _union_length(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for s, e in sorted(intervals):
-        if e <= end:
-            continue
-        total += e - max(s, end)
-        end = e
-    return total
 
 
 def _intervals(row: Any) -> list[tuple[float, float]]:
@@ -46,16 +37,11 @@ def _intervals(row: Any) -> list[tuple[float, float]]:
     return [(float(start), float(end))] if start is not None and end is not None and end == end else []
 
 
-def _timeline_factor(units: Units, table: str) -> float | None:
-    unit = units.unit(table, "start_ts") if units else None
-    return TO_US.get("nanoseconds" if unit is None else unit)
-
-
 def _union_by(df: pd.DataFrame, key: pd.Series, factor: float) -> dict[str, float]:
     spans: dict[str, list[tuple[float, float]]] = {}
     for name, row in zip(key, df.itertuples(index=False)):
         spans.setdefault(str(name), []).extend(_intervals(row))
-    return {name: _union_length(iv) * factor for name, iv in spans.items()}
+    return {name: busy_us(iv) * factor for name, iv in spans.items()}
 
 
 def _add(into: dict[str, float], more: dict[str, float]) -> None:
@@ -95,11 +81,12 @@ def breakdown(profiles: list[Profile]) -> Breakdown:
             ("HloInstruction", "hlo_name", lambda n: re.sub(r"\.\d+$", "", str(n))),
         ):
             df = profile.read(table, cols)
-            factor = _timeline_factor(units, table)
+            unit = units.unit(table, "start_ts")
+            factor = TO_US.get("nanoseconds" if unit is None else unit)
             if df.empty or name_col not in df:
                 continue
             if factor is None:
-                out.notes.append(f"{table}.start_ts has unit {units.unit(table, 'start_ts')!r}: not read")
+                out.notes.append(f"{table}.start_ts has unit {unit!r}: not read")
                 continue
             if table == "FrameworkInstruction":
                 unnamed = df[df[name_col].isna()]

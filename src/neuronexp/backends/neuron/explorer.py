@@ -52,15 +52,12 @@ def empty_columns() -> dict[str, Any]:
 
 
 def find_explorer() -> str | None:
-    found = shutil.which("neuron-explorer")
-    if found:
-        return found
-    return next(
-        (str(Path(d) / "neuron-explorer") for d in SEARCH_DIRS if (Path(d) / "neuron-explorer").is_file()), None
-    )
+    beside = (Path(d) / "neuron-explorer" for d in SEARCH_DIRS)
+    return shutil.which("neuron-explorer") or next((str(exe) for exe in beside if exe.is_file()), None)
 
 
-def explorer_command(exe: str, capture_dir: Path, output_dir: Path, filters: list[str] | None = None) -> list[str]:
+def explorer_command(exe: str, capture_dir: Path, output_dir: Path, filters: list[str]) -> list[str]:
+    """`neuron-explorer view` of a capture into Parquet tables (also run by scripts/neuron_smoke.py)."""
     return [
         exe,
         "view",
@@ -70,7 +67,7 @@ def explorer_command(exe: str, capture_dir: Path, output_dir: Path, filters: lis
         "parquet",
         "--output-file",
         str(output_dir),
-        *(filters or []),
+        *filters,
     ]
 
 

@@ -61,15 +61,6 @@ DOCUMENTED_UNIT = {
     "count": "",
     "ratio": "",
 }
-_ALLOWED = {
-    "percent": {"percent", ""},
-    "bytes": {"bytes", ""},
-    "mean_bytes": {"bytes", ""},
-    "flops": {"flops", ""},
-    "cycles": {"cycles", ""},
-    "count": {"", "count"},
-    "ratio": {"", "ratio"},
-}
 _WEIGHTED = ("percent", "ratio", "mean_bytes")  # not additive across device profiles: weighted by total_time
 
 
@@ -94,7 +85,7 @@ def _factor(kind: str, unit: str, maximum: float | None) -> float | None:
     """What to multiply a value by to get neuronexp's unit, or None when the unit does not fit the kind."""
     if kind == "time":
         return TO_US.get(unit)
-    if unit not in _ALLOWED[kind]:
+    if unit not in (DOCUMENTED_UNIT[kind] or kind, ""):  # the documented unit (a count's: "count"), or none given
         return None
     return 100.0 if kind == "percent" and maximum == 1.0 else 1.0  # a 0-1 "percent" field (SchemaFields maximum 1)
 
@@ -125,22 +116,18 @@ def combine(reads: list[SummaryRead]) -> dict[str, float]:
     cols["neuron_summary_rows"] = float(len(rows))
     if rows.empty:
         return cols
-    weights = rows["total_time"] if "total_time" in rows else None
+    weights = rows["total_time"] if "total_time" in rows else pd.Series(math.nan, index=rows.index)
     for name, kind in SUMMARY_FIELDS.items():
         if name not in rows or rows[name].isna().all():
             continue
         values = rows[name]
-        if kind in _WEIGHTED and weights is not None:
-            mask = values.notna() & weights.notna() & (weights > 0)
-            value = (
-                float((values[mask] * weights[mask]).sum() / weights[mask].sum())
-                if mask.any()
-                else float(values.mean())
-            )
-        elif kind in _WEIGHTED:  # no total_time to weigh by
-            value = float(values.mean())
-        else:
+        weighed = values.notna() & weights.notna() & (weights > 0)
+        if kind not in _WEIGHTED:
             value = float(values.sum())
+        elif weighed.any():
+            value = float((values[weighed] * weights[weighed]).sum() / weights[weighed].sum())
+        else:  # no total_time to weigh by
+            value = float(values.mean())
         cols[column_name(name)] = value
     return cols
 

@@ -65,11 +65,8 @@ def _ratio_rules(cols: dict[str, Any]) -> tuple[list[str], list[str]]:
 def _nki_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
     """Per engine family, the share of instructions with an NKI source location; only for NKI workloads."""
     frames = [p.read("Instruction", ["engine", "nki_source_location"]) for p in profiles if p.has("Instruction")]
-    df = (
-        pd.concat([f for f in frames if not f.empty], ignore_index=True)
-        if any(not f.empty for f in frames)
-        else pd.DataFrame()
-    )
+    frames = [f for f in frames if not f.empty]
+    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if df.empty or not {"engine", "nki_source_location"} <= set(df.columns):
         return [], False
     nki = ~df["nki_source_location"].fillna("").astype(str).str.strip().isin(["", "[]", "None"])

@@ -51,14 +51,6 @@ def check_neuron_compile(compile_cfg: CompileConfig) -> None:
         )
 
 
-def compiles_for_neuron(cfg: RunConfig) -> bool:
-    """Whether the config alone says torch.compile will use the neuron backend (backend=auto decides later)."""
-    return (
-        cfg.compile.enabled
-        and (cfg.compile.backend or ("neuron" if cfg.backend == BackendName.neuron else None)) == "neuron"
-    )
-
-
 def check_options(cfg: RunConfig) -> None:
     """The profiler's Neuron options, the core selection and, where the config says so, the compile options.
 
@@ -74,7 +66,8 @@ def check_options(cfg: RunConfig) -> None:
     if nprof.explorer_timeout_s <= 0:
         raise ConfigError("profiler.neuron.explorer_timeout_s", nprof.explorer_timeout_s, "must be > 0 seconds")
     validate_visible_cores("neuron.visible_cores", cfg.neuron.visible_cores)
-    if compiles_for_neuron(cfg):
+    # Where the config alone says torch.compile will use the neuron backend (backend=auto decides later).
+    if (cfg.compile.backend or ("neuron" if cfg.backend == BackendName.neuron else None)) == "neuron":
         check_neuron_compile(cfg.compile)
     if cfg.neuron.num_cores is not None and cfg.neuron.num_cores < 0:
         raise ConfigError("neuron.num_cores", cfg.neuron.num_cores, "must be an integer >= 0")

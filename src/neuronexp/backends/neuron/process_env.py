@@ -26,6 +26,15 @@ PINNED_MARK = "NEURONEXP_NEFF_CACHE_PINNED"  # the value neuronexp itself set (a
 FROM_ENV, FROM_KEY, FROM_DEFAULT = "TORCH_NEURONX_NEFF_CACHE_DIR", "profiler.neuron.neff_cache_dir", "neuronexp cache"
 
 
+def _restore(saved: dict[str, str | None]) -> None:
+    """The variables as they were before this process set them (None: unset)."""
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @dataclass(frozen=True)
 class NeffCache:
     """The NEFF cache pinned for the cell's process: the path, how it was chosen, whether torch_neuronx was already
@@ -40,11 +49,7 @@ class NeffCache:
 
     def unpin(self) -> None:
         """Undo the pin of a backend that could not start: the variables as they were, the folder if made empty."""
-        for key, value in self.saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _restore(self.saved)
         if self.created and Path(self.path).is_dir() and not any(Path(self.path).iterdir()):
             os.rmdir(self.path)
 
@@ -131,14 +136,10 @@ class DebugInfo:
 
     @property
     def neff_cache(self) -> str | None:
-        return self.values.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+        return self.values.get(NEFF_CACHE_VAR)
 
     def restore(self) -> None:
-        for key, value in self.saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        _restore(self.saved)
         self.saved = {}
 
 
@@ -162,7 +163,7 @@ def apply_debug_info(
     if parent:
         Path(parent).mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix="neuronexp-neff-", dir=parent or None))
-    info.values["TORCH_NEURONX_NEFF_CACHE_DIR"] = str(fresh)
+    info.values[NEFF_CACHE_VAR] = str(fresh)
     info.values["TORCH_NEURONX_DEBUG_DIR"] = str(fresh / "debug")
     info.saved = {k: os.environ.get(k) for k in info.values}
     os.environ.update(info.values)

@@ -61,7 +61,7 @@ def read_trace(profiles: list[Profile]) -> RuntimeTrace | None:
 
 
 def busy_us(spans: list[tuple[float, float]]) -> float:
-    """The union of the spans' lengths: time some execution was running (overlaps counted once)."""
+    """The union of the spans' lengths: time some execution (or op) was running, overlaps counted once."""
     total, end = 0.0, float("-inf")
     for s, e in sorted(spans):
         if e > end:
@@ -77,7 +77,6 @@ class RuntimeFigures:
 
     executions: int
     busy_us: float
-    profiled_steps: int = 0  # ProfilerStep spans found
     step_busy_us: float | None = None
     step_executions: float | None = None
 
@@ -88,7 +87,7 @@ class RuntimeFigures:
 
 
 def figures(trace: RuntimeTrace) -> RuntimeFigures:
-    out = RuntimeFigures(len(trace.executions), busy_us(trace.executions), len(trace.steps))
+    out = RuntimeFigures(len(trace.executions), busy_us(trace.executions))
     if not trace.steps or not trace.executions:
         return out
     inside = [run for run in trace.executions if any(s <= run[0] <= e for s, e in trace.steps)]

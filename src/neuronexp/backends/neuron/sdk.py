@@ -175,14 +175,6 @@ def check_correlate(api: NeuronApi, cfg: NeuronProfilerConfig) -> None:
         )
 
 
-def correlate_value(api: NeuronApi, cfg: NeuronProfilerConfig) -> bool | None:
-    """What to pass as `correlate_device_time`: True by default wherever the installed NeuronConfig takes it (the
-    study's own configuration; a signature Python cannot read is tried), the user's false as False, else nothing."""
-    if api.kind != DOCUMENTED or api.correlate_supported is False:
-        return None
-    return True if cfg.correlate_device_time is None else bool(cfg.correlate_device_time)
-
-
 def neuron_config_kwargs(
     api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str, neff_cache: str | None
 ) -> dict[str, Any]:
@@ -205,9 +197,10 @@ def neuron_config_kwargs(
         kwargs["max_events_per_nc"] = int(cfg.max_events_per_nc)
     if neff_cache is not None:
         kwargs["neff_cache_dir"] = neff_cache
-    correlate = correlate_value(api, cfg)
-    if correlate is not None:
-        kwargs[CORRELATE] = correlate
+    # True by default wherever the installed NeuronConfig takes it (the study's own configuration; a signature Python
+    # cannot read is tried), the user's false as False.
+    if api.kind == DOCUMENTED and api.correlate_supported is not False:
+        kwargs[CORRELATE] = True if cfg.correlate_device_time is None else bool(cfg.correlate_device_time)
     return kwargs
 
 
