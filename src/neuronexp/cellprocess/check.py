@@ -23,12 +23,8 @@ CHECK_TIMEOUT_S = 600.0
 
 
 def code_warnings(configs: list[RunConfig]) -> list[list[str]]:
-    """validate_code for each config, in a forked process; each one's warnings, in order.
-
-    Raises:
-        ConfigError: the first config whose code is wrong, as validate_code raised it.
-        RuntimeError: the checks could not run (a bug: its traceback is the message).
-    """
+    """validate_code for each config, in a forked process; each one's warnings, in order. Raises the ConfigError of
+    the first config whose code is wrong, or RuntimeError where the checks could not run (its traceback the message)."""
     with tempfile.TemporaryDirectory(prefix="neuronexp-check-") as folder:
         out, log = Path(folder) / "checked.json", Path(folder) / "check.log"
         request = ForkRequest.to_run(

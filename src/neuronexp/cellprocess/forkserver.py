@@ -48,17 +48,13 @@ class OtherAllocator(Exception):
 
 
 class ForkServer:
-    """A template process for the `with` block, announced in this process's environment (ADDRESS_ENV).
+    """A template process for the `with` block, announced in this process's environment (ADDRESS_ENV). It starts
+    importing at once, and forks nothing before `serve` says what to prepare first (`warm`; None: `serve` is called
+    later): a sweep starts it before planning its cells, so that its `import torch` overlaps the planning.
 
-    It starts importing at once, and forks nothing before `serve` says what to prepare first: a sweep starts it
-    before planning its cells, so that its `import torch` overlaps the planning.
-
-    Args:
-        warm: passed to `serve` on entering the block; None: call `serve` later.
-        allocator: the host malloc mode of the template, and so of every cell forked from it (a fork inherits its
-            template's heap and malloc settings): set in its environment for glibc to read at start-up, and
-            applied again by its first statement (template.main). A cell of another mode gets a template of its own.
-    """
+    `allocator`: the host malloc mode of the template, and so of every cell forked from it (a fork inherits its
+    template's heap and malloc settings): set in its environment for glibc to read at start-up, and applied again
+    by its first statement (template.main). A cell of another mode gets a template of its own."""
 
     def __init__(self, warm: Iterable[str] | None = (), allocator: str = "stable") -> None:
         self.warm = None if warm is None else list(warm)

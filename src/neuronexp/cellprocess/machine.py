@@ -12,9 +12,7 @@ from neuronexp.host.threads import host_cpus
 
 
 def check_slots_fit(kind: str, config: RunConfig) -> None:
-    """Raises:
-    ConfigError: `launcher.pool` names units this machine lacks, or the slots need more units than there are.
-    """
+    """ConfigError: `launcher.pool` names units this machine lacks, or the slots need more units than there are."""
     info, launcher = backend_info(kind), config.launcher
     units = info.count_units()  # None where they cannot be counted without starting the device runtime
     if launcher.pool and units is not None:

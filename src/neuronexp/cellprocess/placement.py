@@ -51,12 +51,8 @@ class Slot:
 
 
 def plan_slots(kind: str, devices: int, per_device: int | None, pool: list[str], cpus: list[int]) -> list[Slot]:
-    """Split `pool` (the host's units of `kind`) into `devices` disjoint slots of `per_device` units.
-
-    Raises:
-        PlacementError: the pool has too few units, or a slot would not be the contiguous range its backend's
-            visible-devices variable needs (NeuronCores).
-    """
+    """Split `pool` (the host's units of `kind`) into `devices` disjoint slots of `per_device` units. PlacementError:
+    too few units, or a slot not the contiguous range its backend's visible-devices variable needs (NeuronCores)."""
     info = backend_info(kind)
     if info.on_host:
         pool = [str(c) for c in cpus] if not pool else pool

@@ -42,11 +42,8 @@ def launcher_kind(config: Any) -> LauncherKind:
 
 
 def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:
-    """Apply parsed value overrides (hydra.core.override_parser Override objects) to a composed config.
-
-    Raises:
-        ConfigError: naming the override, like Hydra's own composition errors.
-    """
+    """Apply parsed value overrides (hydra.core.override_parser Override objects) to a composed config; a ConfigError
+    names the override, like Hydra's own composition errors."""
     for override in overrides:
         key, value, line = override.key_or_group, override.value(), override.input_line
         current = OmegaConf.select(cfg, key, throw_on_missing=False)

@@ -60,10 +60,7 @@ def least_bytes(spec: CellSpec) -> tuple[int, str]:
 def check_fits(specs: list[CellSpec], available: int | None) -> list[str | None]:
     """Refuse the first cell that cannot fit in `available` bytes (the host's MemAvailable; None: unknown, nothing
     checked); for each spec, the warning for its row when its lower bound is above WARN_SHARE of it, else None.
-
-    Raises:
-        ConfigError: naming the first input's shape, what the cell needs at least, and what the host has.
-    """
+    The ConfigError names the first input's shape, what the cell needs at least, and what the host has."""
     if available is None:
         return [None for _ in specs]
     warnings: list[str | None] = []

@@ -27,8 +27,7 @@ class InMemoryModules:
 
     @classmethod
     def checked(cls, modules: Mapping[str, Any], inputs: tuple[Any, ...] | Callable[[], Any] | Any) -> InMemoryModules:
-        """Raises:
-        ConfigError: no modules, a name that is not a plain word, a value that is not an nn.Module, no inputs."""
+        """ConfigError: no modules, a name that is not a plain word, a value that is not an nn.Module, no inputs."""
         import torch
 
         if not modules:

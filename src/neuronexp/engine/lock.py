@@ -23,15 +23,10 @@ LOCK_FILE = ".neuronexp.lock"
 
 @contextmanager
 def locked(directory: Path, key: str, kind: str | None = None) -> Iterator[None]:
-    """Hold `directory`'s lock for the `with` block (creating the directory if needed).
-
-    `kind` ("run" or "sweep"): first check that neuronexp may write there (sweep.ownership), and once the lock
-    is held, mark the directory as that kind's.
-
-    Raises:
-        ConfigError: another neuronexp holds it (the message names that process), the directory holds files
-            neuronexp did not write or the other kind's results, or it cannot be created or written; naming `key`.
-    """
+    """Hold `directory`'s lock for the `with` block (creating the directory if needed). `kind` ("run" or "sweep"):
+    first check that neuronexp may write there (sweep.ownership), and once the lock is held, mark the directory as
+    that kind's. A ConfigError names `key`: another neuronexp holds it (named), the directory holds files neuronexp
+    did not write or the other kind's results, or it cannot be created or written."""
     from neuronexp.engine.ownership import check_ours, mark
 
     if kind is not None:

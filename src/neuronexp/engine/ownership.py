@@ -43,14 +43,9 @@ def _is_regular(fd: int) -> bool:
 
 
 def check_ours(directory: Path, kind: str, key: str, ignore: tuple[str, ...] = ()) -> None:
-    """Refuse `directory` for a `kind` invocation unless neuronexp may write there.
-
-    `ignore`: names that prove nothing either way (the lock file, which a refused or concurrent invocation
-    may have created).
-
-    Raises:
-        ConfigError: naming `key` and what the directory holds.
-    """
+    """Refuse `directory` for a `kind` invocation unless neuronexp may write there (a ConfigError naming `key` and
+    what it holds). `ignore`: names that prove nothing either way (the lock file, which a refused or concurrent
+    invocation may have created)."""
     if not os.path.lexists(directory):
         return
     if not directory.is_dir():

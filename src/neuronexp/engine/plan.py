@@ -123,12 +123,8 @@ def job_yaml(cfg: DictConfig) -> str:
 
 
 def plan_sweep(master: DictConfig, jobs: list[list[str]], composer: CellComposer) -> list[PlannedCell]:
-    """Compose every cell, check its plain values and give it its job directory (check_runnable: the rest).
-
-    Raises:
-        ConfigError: the first bad value, naming its key; two cells that would share a directory; a
-            backend or launcher that cannot run here.
-    """
+    """Compose every cell, check its plain values and give it its job directory (check_runnable: the rest). Raises
+    ConfigError: the first bad value, two cells that would share a directory, a launcher that cannot run here."""
     check_launcher(master)
     varying = _varying_keys(jobs)
     cells = [plan_cell(num, job, composer.compose(job, num), varying) for num, job in enumerate(jobs)]
@@ -166,11 +162,8 @@ def _check_distinct(cells: list[PlannedCell], master: DictConfig) -> None:
 def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = False, forked: bool = False) -> None:
     """With every plain value checked: the checks that import torch (inputs against `forward`, the backends) and
     the device slots the cells will ask for, each kind once (`single`: a single run, which no launcher runs;
-    `forked`: the code is checked in a process forked from this host's fork server, never imported here).
-
-    Raises:
-        ConfigError: an input `forward` cannot take, a backend missing here, slots this machine cannot give.
-    """
+    `forked`: the code is checked in a process forked from this host's fork server, never imported here). Raises
+    ConfigError: an input `forward` cannot take, a backend missing here, slots this machine cannot give."""
     from neuronexp.backends import backend_kind, check_available
 
     # An unavailable backend fails first, once: where the answer needs no torch (torch-neuronx not installed, a
@@ -214,11 +207,8 @@ def _code_warnings(cells: list[PlannedCell], forked: bool) -> list[list[str]]:
 
 
 def _memory_warnings(cells: list[PlannedCell]) -> dict[int, list[str]]:
-    """Each host cell against the host's available memory (engine.fits); the warnings for their rows, by cell.
-
-    Raises:
-        ConfigError: a cell that cannot fit.
-    """
+    """Each host cell against the host's available memory (engine.fits, which raises ConfigError for a cell that
+    cannot fit); the warnings for their rows, by cell."""
     from neuronexp.backends import backend_info, backend_kind
     from neuronexp.engine.fits import check_fits
     from neuronexp.host.memory import available_bytes

@@ -23,11 +23,8 @@ log = logging.getLogger("neuronexp.engine")
 
 
 def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
-    """Plan, check, lock, then reuse or measure the one cell, and print it.
-
-    Raises:
-        ConfigError: a bad value, a directory that holds another cell's results; nothing has run then.
-    """
+    """Plan, check, lock, then reuse or measure the one cell, and print it. Raises ConfigError (nothing has run
+    then): a bad value, a directory that holds another cell's results."""
     cell = plan_cell(0, job, CellComposer(ctx.master, ctx.loader).compose_single(job), set())
     cell.dir, cell.isolated = ".", cell.isolated or _timeout_asked(cell.overrides)
     check_runnable(ctx.master, [cell], single=True)

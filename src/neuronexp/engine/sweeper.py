@@ -34,12 +34,8 @@ log = logging.getLogger("neuronexp.engine")
 
 
 def run(ctx: SweepContext) -> Outcome:
-    """Run the invocation.
-
-    Raises:
-        ConfigError: a bad value in any cell, a directory another invocation holds; nothing has run then.
-        Stopped: the results could not be gathered (a full disk), or Ctrl-C before any cell ran.
-    """
+    """Run the invocation. Raises ConfigError (nothing has run then: a bad value in any cell, a directory another
+    invocation holds) or Stopped (the results could not be gathered, a full disk; Ctrl-C before any cell ran)."""
     jobs = grid(ctx.params, ctx.arguments)
     if ctx.single and not ctx.params:
         swept = swept_keys(ctx.arguments)
@@ -171,11 +167,8 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
 
 
 def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
-    """Aggregate results/ and print the comparison; how the sweep ended, if not with every cell ok.
-
-    Raises:
-        Stopped: results/ could not be written.
-    """
+    """Aggregate results/ and print the comparison; how the sweep ended, if not with every cell ok (Stopped raised:
+    results/ could not be written)."""
     from neuronexp.engine.aggregate import aggregate
     from neuronexp.report.terminal import print_sweep
 
