@@ -6,17 +6,28 @@ process imports no Hydra (tests/architecture checks it).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuronexp.config import CellSpec
 
+if TYPE_CHECKING:
+    from neuronexp.results import Results
 
-def run_cell_process(cells: tuple[CellSpec, ...]) -> int:
-    """Run the placed cells (one, or a group timed together: cell.group) and write their tables; exit status 0."""
+
+def run_placed(cells: Sequence[CellSpec]) -> list[Results]:
+    """Run the placed cells (one, or a group timed together: cell.group) and write their tables, in this process:
+    a cell's own, or the inline executor's (engine.single, engine.sweeper)."""
     from neuronexp.cell.group import run_cells  # torch and the cell stack: a fork of the template has them already
     from neuronexp.cell.joblog import job_log
 
     dirs = [Path(spec.out_dir) for spec in cells]
     with job_log(dirs):  # what the process logs is in each of its cells' logs
-        run_cells(list(cells), dirs)
+        return run_cells(list(cells), dirs)
+
+
+def run_cell_process(cells: tuple[CellSpec, ...]) -> int:
+    """A cell process's entry: its cells run, exit status 0."""
+    run_placed(cells)
     return 0

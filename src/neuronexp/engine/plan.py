@@ -175,7 +175,7 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
     warnings = _code_warnings(cells, forked)
     remote = not single and launcher_kind(master) == LauncherKind.slurm  # its cells run on other machines
     memory = _memory_warnings(cells) if not remote else {}  # a cell that cannot fit here: refused before any is built
-    from neuronexp.cellprocess.machine import check_slots_fit
+    from neuronexp.cellprocess.launch import check_slots_fit
     from neuronexp.cellprocess.placement import check_lock_dir
 
     for cell, found in zip(cells, warnings):

@@ -56,7 +56,7 @@ def _timeout_asked(overrides: list[str]) -> bool:
 
 
 def _measure(cell: PlannedCell, run_dir: Path, in_process: bool) -> Results:
-    from neuronexp.engine.executor import run_inline
+    from neuronexp.cellprocess.entry import run_placed
     from neuronexp.engine.job import prepare
 
     spec = prepare(cell, run_dir)
@@ -64,7 +64,7 @@ def _measure(cell: PlannedCell, run_dir: Path, in_process: bool) -> Results:
         from neuronexp.cellprocess.launch import run_supervised
 
         return run_supervised([spec], slotted=True)[0]
-    return run_inline([spec])[0]
+    return run_placed([spec])[0]
 
 
 def _check_owner(run_dir: Path, run_id: str) -> None:

@@ -155,10 +155,10 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
         return [prepare(c, where / c.dir) for c in unit.cells]
 
     if ctx.in_process:
-        from neuronexp.engine.executor import run_inline
+        from neuronexp.cellprocess.entry import run_placed
 
         for unit in units:
-            run_inline(start(unit))
+            run_placed(start(unit))
             for cell in unit.cells:
                 progress.finished(cell)
         return
