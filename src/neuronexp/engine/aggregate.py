@@ -24,9 +24,7 @@ from neuronexp.results.files import atomic_write_text, write_csv, write_table
 class SweepOutcome:
     cells: pd.DataFrame
     missing: list[str] = field(default_factory=list)
-    baseline: Baseline | None = None
-    op_rows: int = 0
-    sample_rows: int = 0
+    op_rows: int = 0  # (bench/aggregate_scale.py reports it)
     findings: list[str] = field(default_factory=list)  # report.summary.sweep_findings, made once
 
     @property
@@ -73,6 +71,5 @@ def aggregate(
         write_csv(out / f"{name}.csv", table)
     # The findings once, from the tables in hand: summary.md and the terminal print the same lines.
     found = sweep_findings(cells, sweep_dir, (tables["ops"].to_pandas(), tables["samples"].to_pandas()))
-    outcome = SweepOutcome(cells, missing, baseline, tables["ops"].num_rows, tables["samples"].num_rows, found)
     atomic_write_text(out / "summary.md", summary_markdown(cells, missing, baseline, sweep_dir, found))
-    return outcome
+    return SweepOutcome(cells, missing, tables["ops"].num_rows, found)

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from neuronexp.config import ConfigError, InMemory
 from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.plan import PlannedCell, plan_cell
@@ -95,16 +97,13 @@ def _from_memory(cell: PlannedCell, name: str, module: Any, inputs: tuple[Any, .
         memory=InMemory(module, inputs),
     )
     label = f"module={name} {cell.label}".strip() if cell.label != " ".join(cell.overrides) else f"module={name}"
-    yaml = _config_yaml(cell.yaml(), {"_target_": target, "from_memory": name})
+    node = OmegaConf.create(cell.yaml())  # its config.yaml names the caller's class, from memory
+    node.module = {"_target_": target, "from_memory": name}
     return dataclasses.replace(
-        cell, run_id=run_id, overrides=[*cell.overrides, f"module={name}"], label=label, spec=spec, config_yaml=yaml
+        cell,
+        run_id=run_id,
+        overrides=[*cell.overrides, f"module={name}"],
+        label=label,
+        spec=spec,
+        config_yaml=OmegaConf.to_yaml(node),
     )
-
-
-def _config_yaml(text: str, module: dict[str, str]) -> str:
-    """The job's config.yaml with the module it names: the caller's class, from memory."""
-    from omegaconf import OmegaConf
-
-    node = OmegaConf.create(text)
-    node.module = module
-    return OmegaConf.to_yaml(node)
