@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,10 +135,8 @@ def run_forked(request: ForkRequest, timeout_s: float | None) -> Ended:
     which then runs from a private template started with its own mode."""
     address = server_address()
     if address is not None:
-        try:
+        with suppress(ConnectionRefusedError, FileNotFoundError, OtherAllocator):  # gone, or another malloc mode
             return _ask(address, request, timeout_s)
-        except (ConnectionRefusedError, FileNotFoundError, OtherAllocator):  # gone, or another malloc mode
-            pass
     with ForkServer(allocator=request.allocator) as private:
         assert private.dir is not None
         return _ask(private.dir / "socket", request, timeout_s)

@@ -198,7 +198,7 @@ WAIT_NOTICE_S = 5.0
 def _holder(path: Path) -> str:
     """Who holds the flock on `path`, from the kernel's own table (/proc/locks, Linux): the lock files are opened
     read-only, so they cannot carry the holder's name themselves."""
-    try:
+    with suppress(OSError):
         inode = os.stat(path).st_ino
         for line in Path("/proc/locks").read_text().splitlines():
             fields = line.split()
@@ -206,8 +206,6 @@ def _holder(path: Path) -> str:
                 pid = fields[4]
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
                 return f"{path.name} held by pid {pid} ({cmd[:200] or 'no command line'})"
-    except OSError:
-        pass
     return f"{path.name} held by another process"
 
 

@@ -15,6 +15,7 @@ import selectors
 import signal
 import socket
 import sys
+from contextlib import suppress
 from typing import Any, NoReturn
 
 from neuronexp.cellprocess.childproc import PASSED_ON, ForkRequest, die_with, enter_cell_process, run_work
@@ -107,10 +108,10 @@ class Server:
         pid = os.fork()
         if pid == 0:
             self._child(conn, request)
-        try:  # the child does the same: whichever runs first, `kill` below never misses the cell's group
+        # The child does the same: whichever runs first, `kill` below never misses the cell's group (OSError: it
+        # already did, or it died already).
+        with suppress(OSError):
             os.setpgid(pid, pid)
-        except OSError:  # it already did, or it died already
-            pass
         self.child_of[conn], self.conn_of[pid] = pid, conn
         self._send(conn, {"pid": pid})
 
@@ -143,16 +144,12 @@ class Server:
         try:
             os.killpg(pid, signal.SIGKILL)  # its own group: the cell and whatever it started (compile workers)
         except ProcessLookupError:
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def _send(self, conn: socket.socket, message: dict[str, Any]) -> None:
-        try:
+        with suppress(OSError):  # the supervisor is gone
             conn.sendall((json.dumps(message) + "\n").encode())
-        except OSError:  # the supervisor is gone
-            pass
 
     def _close(self, conn: socket.socket) -> None:
         self.pending.pop(conn, None)
@@ -164,10 +161,8 @@ class Server:
         for pid in list(self.conn_of):
             self._kill(pid)
         for pid in list(self.conn_of):
-            try:
+            with suppress(ChildProcessError):
                 os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
 
 
 def main() -> None:
