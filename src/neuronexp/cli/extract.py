@@ -8,9 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from neuronexp.cli.args import positive_int
+from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
 from neuronexp.cli.extract_units import ExtractError
-from neuronexp.cli.pipe import quiet_on_closed_stdout
 
 _WRITES = """\
 writes into DIR, for each module: module/NAME.yaml (the module alone, with the inputs the model called it with),

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from neuronexp.cli.pipe import stdout_closed
+from neuronexp.cli.common import stdout_closed
 from neuronexp.engine.stopped import Stopped
 
 if TYPE_CHECKING:

@@ -14,8 +14,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 
-from neuronexp.cli.args import positive_int
-from neuronexp.cli.pipe import quiet_on_closed_stdout
+from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
 from neuronexp.report.html import render_html
 from neuronexp.report.markdown import render_markdown
 from neuronexp.report.model import ReportError, build_report

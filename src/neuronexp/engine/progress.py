@@ -12,6 +12,7 @@ import logging
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -123,9 +124,7 @@ class SweepProgress:
         elif len(running) == 1:
             text = f"{running[0][1]} · {running[0][0].label}"
         else:
-            counts: dict[str, int] = {}
-            for _, phase in running:
-                counts[phase] = counts.get(phase, 0) + 1
+            counts = Counter(phase for _, phase in running)
             text = f"{len(running)} running: " + ", ".join(f"{n} {p}" for p, n in counts.items())
         width = self.console.width - _BAR_FIXED
         with self._lock:
