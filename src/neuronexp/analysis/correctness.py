@@ -175,18 +175,12 @@ def _check_cell(
         atol,
     )
     wide_file = paths[1] / FLOAT32_OUTPUT_FILE if paths[1] is not None else None
-    if (
-        check["output_match"] is False
-        and rtol is None
-        and atol is None
-        and wide_file is not None
-        and wide_file.is_file()
-    ):
-        try:
-            return as_accurate(mine, theirs, read(wide_file), check)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-            return check
-    return check
+    if check["output_match"] is not False or rtol is not None or atol is not None or wide_file is None:
+        return check
+    try:
+        return as_accurate(mine, theirs, read(wide_file), check) if wide_file.is_file() else check
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return check
 
 
 def _with_warning(warnings: Any, check: dict[str, Any], ref_name: str) -> str | None:

@@ -26,7 +26,7 @@ def marker_kind(directory: Path) -> str | None:
     except OSError:
         return None
     try:
-        if not _is_regular(fd):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         info = json.loads(os.read(fd, 65536) or b"{}")
     except (OSError, ValueError):
@@ -36,10 +36,6 @@ def marker_kind(directory: Path) -> str | None:
     if not isinstance(info, dict) or info.get("written_by") != _WRITTEN_BY or info.get("kind") not in _KINDS:
         return None
     return str(info["kind"])
-
-
-def _is_regular(fd: int) -> bool:
-    return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
 def check_ours(directory: Path, kind: str, key: str, ignore: tuple[str, ...] = ()) -> None:
