@@ -62,10 +62,8 @@ def ridge(peak_bw_gbs: float | None, peak_tflops: float | None) -> float | None:
 
 
 def bound(intensity: float | None, peak_bw_gbs: float | None, peak_tflops: float | None) -> str | None:
-    """ "memory" or "compute" by the roofline; None when it cannot tell (an unknown roof, no work counted).
-
-    A cell with no counted FLOPs is memory-bound whatever the compute roof: its intensity is 0.
-    """
+    """ "memory" or "compute" by the roofline; None when it cannot tell (an unknown roof, no work counted). A cell with
+    no counted FLOPs is memory-bound whatever the compute roof: its intensity is 0."""
     if intensity is None:
         return None
     if intensity == 0:

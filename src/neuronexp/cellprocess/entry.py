@@ -1,8 +1,7 @@
-"""The entry point of a cell's process: what a process forked for one cell, or for a comparison group timed
-together, runs (cellprocess.launch names it in the fork request; childproc calls it). The cells arrive as the sweep or
-the job built and validated them (config.spec.CellSpec): nothing here composes or checks a config again, and this
-process imports no Hydra (tests/architecture checks it).
-"""
+"""The entry point of a cell's process: what a process forked for one cell, or for a comparison group timed together,
+runs (cellprocess.launch names it in the fork request; childproc calls it). The cells arrive as the sweep or the job
+built and validated them (config.spec.CellSpec): nothing here composes or checks a config again, and this process
+imports no Hydra (tests/architecture checks it)."""
 
 from __future__ import annotations
 

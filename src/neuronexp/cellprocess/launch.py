@@ -2,8 +2,7 @@
 Slurm launchers; whether the slots a config asks for exist on this machine. The supervisor (the sweep's process, or a
 Slurm task) writes the cell's error row when its process ends without one: a signal, an exit from inside the layer, its
 time limit. Why a process per cell: a crash, a hang or leaked device state cannot take the sweep with it, and a device
-runtime reads its slot's selection (the visible-devices variable) once, when it starts, in the cell's own process.
-"""
+runtime reads its slot's selection (the visible-devices variable) once, when it starts, in the cell's own process."""
 
 from __future__ import annotations
 
@@ -65,12 +64,9 @@ def check_slots_fit(kind: str, config: RunConfig) -> None:
 
 
 def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
-    """Run the placed cells (one, or a comparison group timed together: cell.group) in one process of their own,
-    on a free device slot when `slotted`; their tables, in order.
-
-    The process gets `launcher.cell_timeout_s` for each of its cells. A cell it ends without writing gets an error
-    row here, saying how the process ended.
-    """
+    """Run the placed cells (one, or a comparison group timed together: cell.group) in one process of their own, on a
+    free device slot when `slotted`; their tables, in order. The process gets `launcher.cell_timeout_s` for each of its
+    cells. A cell it ends without writing gets an error row here, saying how the process ended."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     launcher, kind = specs[0].config.launcher, backend_kind(specs[0].config.backend)
     timeout = launcher.cell_timeout_s * len(specs) if launcher.cell_timeout_s else launcher.cell_timeout_s

@@ -1,8 +1,7 @@
 """Device slots for parallel sweeps: which device units and CPU cores a cell owns, and the locks that keep two
-concurrent cells off the same device. A slot's lock files (`fcntl.flock`, one per unit) are dropped by the
-kernel when their holder dies, so a killed worker never leaves a slot taken; they live in a node-local directory
-and are named after the device, so two sweeps (or two Slurm jobs on one node) cannot share a device either.
-"""
+concurrent cells off the same device. A slot's lock files (`fcntl.flock`, one per unit) are dropped by the kernel when
+their holder dies, so a killed worker never leaves a slot taken; they live in a node-local directory and are named after
+the device, so two sweeps (or two Slurm jobs on one node) cannot share a device either."""
 
 from __future__ import annotations
 
@@ -159,10 +158,8 @@ def _lock(path: Path) -> int | None:
 
 
 def acquire_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float = 0.1) -> tuple[Slot, list[int]]:
-    """Wait for a slot whose every unit is free and lock it; returns the slot and its lock descriptors.
-
-    Closing a descriptor releases its unit (so does the process's exit, e.g. when it is killed).
-    """
+    """Wait for a slot whose every unit is free and lock it; returns the slot and its lock descriptors. Closing a
+    descriptor releases its unit (so does the process's exit, e.g. when it is killed)."""
     root = lock_dir or default_lock_dir()
     if not root.is_dir():
         root.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,8 @@
-"""The fork server's template process: it imports torch and the cell stack once, starts no device runtime and no
-thread pool, and forks one process per cell (cellprocess.forkserver is its client side). Why: a fresh interpreter
-costs about 3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md, "Cell processes"); and it is a
-process of its own, single-threaded, because forking a threaded process (the sweep, a launcher worker) can leave a
-lock held forever in the child. cellprocess.forksafety says what must not exist here when it forks.
-"""
+"""The fork server's template process: it imports torch and the cell stack once, starts no device runtime and no thread
+pool, and forks one process per cell (cellprocess.forkserver is its client side). Why: a fresh interpreter costs about
+3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md, "Cell processes"); and it is a process of its own,
+single-threaded, because forking a threaded process (the sweep, a launcher worker) can leave a lock held forever in the
+child. cellprocess.forksafety says what must not exist here when it forks."""
 
 from __future__ import annotations
 
@@ -23,11 +22,9 @@ from neuronexp.cellprocess.forksafety import refusal, template_state, thread_war
 
 
 class Server:
-    """Accepts requests on a Unix socket; one forked child per request, its exit status sent back.
-
-    Single-threaded on purpose: one selector loop reads requests, the owner's control pipe (stdin; EOF: stop)
-    and SIGCHLD through a wake-up pipe.
-    """
+    """Accepts requests on a Unix socket; one forked child per request, its exit status sent back. Single-threaded on
+    purpose: one selector loop reads requests, the owner's control pipe (stdin; EOF: stop) and SIGCHLD through a wake-up
+    pipe."""
 
     def __init__(self, listener: socket.socket, warmed: list[str], allocator: dict[str, Any]) -> None:
         self.listener, self.sel = listener, selectors.DefaultSelector()

@@ -10,14 +10,12 @@ from omegaconf import DictConfig
 
 
 class MlflowExport(Callback):
-    """`+hydra/callbacks=mlflow`: the run or sweep logged to MLflow when the command ends, by the code
-    `neuronexp-export --mlflow` runs, so the runs are the same.
-
-    The tracking store is checked in on_multirun_start (every invocation is Hydra's multirun: cli.main), before
-    the first cell (a bad URI is one line, exit 2, nothing measured). The export itself is registered to run at exit
-    rather than in on_multirun_end, which Hydra skips when the sweep ends with an error, as one with a failed cell
-    does: a failed cell is data and is logged too. Only the process that checked the URI exports (a cell's process
-    forked from it inherits the exit handler, and returns from it at once)."""
+    """`+hydra/callbacks=mlflow`: the run or sweep logged to MLflow when the command ends, by the code `neuronexp-export
+    --mlflow` runs, so the runs are the same. The tracking store is checked in on_multirun_start (every invocation is
+    Hydra's multirun: cli.main), before the first cell (a bad URI is one line, exit 2, nothing measured). The export
+    itself is registered to run at exit rather than in on_multirun_end, which Hydra skips when the sweep ends with an
+    error, as one with a failed cell does: a failed cell is data and is logged too. Only the process that checked the
+    URI exports (a cell's process forked from it inherits the exit handler, and returns from it at once)."""
 
     def __init__(self, tracking_uri: str | None = None, experiment: str | None = None, traces: bool = True) -> None:
         self.uri, self.experiment, self.traces = tracking_uri, experiment, traces

@@ -21,10 +21,9 @@ LAUNCHER_PLUGINS = {
 
 
 def user_error_line(exc: BaseException, argv: list[str] | None = None) -> str | None:
-    """One line for a configuration mistake, or None for a genuine bug (which keeps its traceback).
-
-    `argv`: the command line's arguments, to name the override that does not parse (Hydra's parser
-    often names only the token it stopped at)."""
+    """One line for a configuration mistake, or None for a genuine bug (which keeps its traceback). `argv`: the command
+    line's arguments, to name the override that does not parse (Hydra's parser often names only the token it stopped
+    at)."""
     if isinstance(exc, ConfigError):
         return str(exc)
     if isinstance(exc, ValueError) and str(exc).startswith(_GROUP_VALUE) and (bad := _group_value(argv or [])):

@@ -1,8 +1,7 @@
 """`neuronexp-report DIR`: report.html and report.md for a run or sweep directory, and a short summary.
 
-Exit status: 0 written; 2 bad input (no results there, an unwritable output directory). Nothing is
-written unless everything rendered, and each file is replaced atomically.
-"""
+Exit status: 0 written; 2 bad input (no results there, an unwritable output directory). Nothing is written unless
+everything rendered, and each file is replaced atomically."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3 and
-tested against Hydra's own composition (tests/engine/test_hydra_compat.py): value overrides applied to a copy of a
-composition (a sweep composes once per choice of config groups: ~60 ms a cell saved), Hydra's override_dirname, the
-one test of which launcher runs a sweep (`launcher_kind`), and a value quoted for Hydra's override grammar.
-"""
+"""What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3 and tested
+against Hydra's own composition (tests/engine/test_hydra_compat.py): value overrides applied to a copy of a composition
+(a sweep composes once per choice of config groups: ~60 ms a cell saved), Hydra's override_dirname, the one test of
+which launcher runs a sweep (`launcher_kind`), and a value quoted for Hydra's override grammar."""
 
 from __future__ import annotations
 
@@ -77,10 +76,8 @@ def override_dirname(cfg: DictConfig, task_overrides: list[Any]) -> str:
 
 
 def quoted(value: str) -> str:
-    """`value` as an override's value that Hydra parses back to exactly `value`.
-
-    Single-quoted; Hydra's grammar escapes only quotes and the backslashes right before a quote or the end.
-    """
+    """`value` as an override's value that Hydra parses back to exactly `value`. Single-quoted; Hydra's grammar escapes
+    only quotes and the backslashes right before a quote or the end."""
     escaped = re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), value)
     return f"'{escaped}'"
 

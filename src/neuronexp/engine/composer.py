@@ -14,11 +14,9 @@ from neuronexp.engine._hydra import apply_value_overrides, override_dirname
 
 
 class CellComposer:
-    """Each cell's config, composing only once per choice of config groups.
-
-    Cells mostly differ in plain values (shapes, dtypes) that Hydra applies after composing; those are
-    applied to a copy of the composition (engine._hydra) instead of composing every cell from scratch.
-    """
+    """Each cell's config, composing only once per choice of config groups. Cells mostly differ in plain values (shapes,
+    dtypes) that Hydra applies after composing; those are applied to a copy of the composition (engine._hydra) instead
+    of composing every cell from scratch."""
 
     def __init__(self, master: DictConfig, loader: Any) -> None:
         self.master, self.loader = master, loader

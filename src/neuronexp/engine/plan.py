@@ -1,9 +1,8 @@
 """The cells of a run or a sweep, composed and validated before the first one runs.
 
-Every cell goes through the same validation, up front: an invocation either starts clean or fails in one line with
-no files. A single run is a plan of one. Each cell of a sweep gets its job directory here too: two cells never share
-one, and a cell already complete in the sweep directory (same run_id, wherever it sits) is reused, not run again.
-"""
+Every cell goes through the same validation, up front: an invocation either starts clean or fails in one line with no
+files. A single run is a plan of one. Each cell of a sweep gets its job directory here too: two cells never share one,
+and a cell already complete in the sweep directory (same run_id, wherever it sits) is reused, not run again."""
 
 from __future__ import annotations
 

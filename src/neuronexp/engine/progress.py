@@ -1,10 +1,9 @@
-"""What the terminal shows while a sweep runs: a transient progress bar (stderr) with the estimated time left and
-what the running cells are doing (build, compile, timing, profiling), and one log line per finished cell (its
-outcome, the estimate, the cell), each cut to the terminal's width.
+"""What the terminal shows while a sweep runs: a transient progress bar (stderr) with the estimated time left and what
+the running cells are doing (build, compile, timing, profiling), and one log line per finished cell (its outcome, the
+estimate, the cell), each cut to the terminal's width.
 
-A cell's phase is read from `<job dir>/.phase` (results.files.write_phase), written by the cell's own process:
-the same for a cell in this process, in a launcher's worker or in a Slurm job.
-"""
+A cell's phase is read from `<job dir>/.phase` (results.files.write_phase), written by the cell's own process: the same
+for a cell in this process, in a launcher's worker or in a Slurm job."""
 
 from __future__ import annotations
 

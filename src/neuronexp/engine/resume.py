@@ -1,8 +1,7 @@
 """Where each planned cell goes in the sweep directory, and which cells are already there.
 
-A cell is matched by its configuration (run_id), never by its position: a complete cell is reused wherever it
-sits, and a directory holding another configuration's cell is never written to.
-"""
+A cell is matched by its configuration (run_id), never by its position: a complete cell is reused wherever it sits, and
+a directory holding another configuration's cell is never written to."""
 
 from __future__ import annotations
 
@@ -13,12 +12,10 @@ from neuronexp.results.files import complete_run_id, owner
 
 
 def assign(cells: list[PlannedCell], sweep_dir: Path, rerun_all: bool = False) -> set[str]:
-    """Point each cell at its directory; returns the run_ids already complete there (reused, not rerun).
-
-    A cell complete anywhere in the sweep directory keeps that directory (with `rerun_all`, sweep.rerun=all, it
-    runs again there and nothing is reused). Any other cell gets its planned directory unless that one belongs to
-    another configuration or holds files no neuronexp cell wrote; then the next free name.
-    """
+    """Point each cell at its directory; returns the run_ids already complete there (reused, not rerun). A cell complete
+    anywhere in the sweep directory keeps that directory (with `rerun_all`, sweep.rerun=all, it runs again there and
+    nothing is reused). Any other cell gets its planned directory unless that one belongs to another configuration or
+    holds files no neuronexp cell wrote; then the next free name."""
     complete: dict[str, str] = {}
     if sweep_dir.is_dir():
         for found in sorted(sweep_dir.rglob("cells.parquet")):

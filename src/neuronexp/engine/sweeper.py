@@ -1,8 +1,7 @@
-"""An invocation from start to end, the same for the command line (Hydra's sweeper plugin calls `run`) and for
-Python (neuronexp.api): plan and validate every cell, lock the directory, reuse complete cells, run the rest
-(engine.executor), aggregate `results/`, print. A single run is a plan of one, into hydra.run.dir. The outcome
-reaches the exit status as one exception, Stopped, which only the command line turns into a status.
-"""
+"""An invocation from start to end, the same for the command line (Hydra's sweeper plugin calls `run`) and for Python
+(neuronexp.api): plan and validate every cell, lock the directory, reuse complete cells, run the rest (engine.executor),
+aggregate `results/`, print. A single run is a plan of one, into hydra.run.dir. The outcome reaches the exit status as
+one exception, Stopped, which only the command line turns into a status."""
 
 from __future__ import annotations
 

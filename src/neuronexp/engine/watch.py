@@ -1,8 +1,7 @@
 """Cells finishing elsewhere (launcher workers, Slurm jobs), seen from the main process by polling the disk.
 
-A parallel launcher runs Hydra's `on_job_end` in the worker, not where the progress bar is; every job ends
-by writing `cells.parquet` atomically, so a changed file is a finished cell wherever it ran.
-"""
+A parallel launcher runs Hydra's `on_job_end` in the worker, not where the progress bar is; every job ends by writing
+`cells.parquet` atomically, so a changed file is a finished cell wherever it ran."""
 
 from __future__ import annotations
 
@@ -36,11 +35,9 @@ def finished_row(job_dir: Path) -> dict[str, Any] | None:
 
 
 class CellWatcher:
-    """Calls `on_done(index, row)` once per job directory whose `cells.parquet` appears or changes.
-
-    Files already there when the watcher is made (an earlier run of a resumed sweep) count only once rewritten
-    or touched; comparing against that snapshot, not a clock, keeps it right across hosts with skewed clocks.
-    """
+    """Calls `on_done(index, row)` once per job directory whose `cells.parquet` appears or changes. Files already there
+    when the watcher is made (an earlier run of a resumed sweep) count only once rewritten or touched; comparing against
+    that snapshot, not a clock, keeps it right across hosts with skewed clocks."""
 
     def __init__(
         self, job_dirs: list[Path], on_done: Callable[[int, dict[str, Any]], None], interval_s: float = 0.5
