@@ -8,18 +8,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-# The row's roofline columns, in order (results.contract lists the same names with their types).
-COLUMNS = (
-    "intensity",
-    "achieved_gbs",
-    "achieved_tflops",
-    "peak_bw_gbs",
-    "peak_tflops",
-    "pct_peak_bw",
-    "pct_peak_flops",
-    "bound",
-)
-
 
 def _finite(value: Any) -> float | None:
     try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import traceback
 from pathlib import Path
@@ -31,8 +30,6 @@ def code_warnings(configs: list[RunConfig]) -> list[list[str]]:
             check_process,
             (configs, str(out)),
             env=dict(os.environ),
-            cwd=os.getcwd(),
-            sys_path=list(sys.path),
             log=str(log),
             allocator=configs[0].allocator.value,
         )

@@ -40,7 +40,9 @@ class ForkRequest:
 
     @classmethod
     def to_run(cls, entry: Callable[[T], int | None], argument: T, **where: Any) -> ForkRequest:
-        return cls(work=pickle.dumps((entry, argument)), **where)
+        """`entry(argument)` to run where `where` says; in this process's working directory and sys.path unless it
+        says otherwise."""
+        return cls(work=pickle.dumps((entry, argument)), **{"cwd": os.getcwd(), "sys_path": list(sys.path), **where})
 
     def encode(self) -> str:
         return base64.b64encode(pickle.dumps(self)).decode()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,8 +125,6 @@ def _run(cells: tuple[CellSpec, ...], slot: Slot | None, timeout_s: float | None
         run_cell_process,
         cells,
         env=env,
-        cwd=os.getcwd(),
-        sys_path=list(sys.path),
         cpus=list(slot.cpus) if slot else None,
         log=str(Path(cells[0].out_dir) / "cell.log"),  # the cell's own output, kept apart from other cells'
         kind=backend_kind(cells[0].config.backend),
