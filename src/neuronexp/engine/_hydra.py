@@ -80,8 +80,3 @@ def quoted(value: str) -> str:
     only quotes and the backslashes right before a quote or the end."""
     escaped = re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), value)
     return f"'{escaped}'"
-
-
-def subdir_override(subdir: str) -> str:
-    """`hydra.sweep.subdir=<subdir>` as an override Hydra parses back to exactly `subdir`."""
-    return f"hydra.sweep.subdir={quoted(subdir)}"

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
 from neuronexp.config import ConfigError
-from neuronexp.engine._hydra import subdir_override
+from neuronexp.engine._hydra import quoted
 from neuronexp.engine.composer import CellComposer
 from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
@@ -39,9 +39,8 @@ def run(ctx: SweepContext) -> Outcome:
     if ctx.single and not ctx.params:
         swept = swept_keys(ctx.arguments)
         if swept:
-            raise ConfigError(
-                swept[0].split("=", 1)[0], swept[0].split("=", 1)[-1], "a list of values is a sweep: add -m"
-            )
+            key, _, value = swept[0].partition("=")
+            raise ConfigError(key, value, "a list of values is a sweep: add -m")
         from neuronexp.engine.single import run_single
 
         return run_single(ctx, jobs[0])
@@ -143,7 +142,7 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
                 '(docs/methodology.md, "Paired timing")'
             )
         assert ctx.launcher is not None
-        jobs = [[*c.overrides, subdir_override(c.dir)] for c in todo]
+        jobs = [[*c.overrides, f"hydra.sweep.subdir={quoted(c.dir)}"] for c in todo]  # parsed back to c.dir
         run_launched(ctx.launcher(), jobs, progress.watching)
         return
     units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
