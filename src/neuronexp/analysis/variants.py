@@ -130,15 +130,8 @@ def baseline_run_ids(cells: pd.DataFrame, baseline: Baseline | None) -> pd.Serie
         return out
     ov = _overrides(cells)
     identity = ov.drop(columns=[k for k in baseline if k in ov.columns])
-    for key, col in (
-        ("experiment", "experiment"),
-        ("backend", "backend"),
-        ("device", "device"),
-        ("input.dtype", "dtype"),
-        ("input.shape", "input_shape"),
-        ("module", "module"),
-    ):
-        if key not in baseline and col in cells:
+    for key, col in {**_COLUMN_KEYS, "device": "device"}.items():  # (compile.enabled: an override column already)
+        if key != "compile.enabled" and key not in baseline and col in cells:
             identity[f"_{key}"] = cells[col].astype(str)
     group = identity.astype(str).agg("\x1f".join, axis=1)
     match = pd.Series(True, index=cells.index)
