@@ -16,7 +16,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from neuronexp.config import ConfigError, InMemory
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer
 from neuronexp.engine.plan import PlannedCell, plan_cell
 
 NOTE = "module from Python's memory (neuronexp.sweep(modules=...)): no code fingerprint, so never reused"

@@ -22,8 +22,7 @@ from neuronexp.config import CellSpec, ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.fingerprint import code_files
 from neuronexp.config.validate import validate_code
-from neuronexp.engine._hydra import LauncherKind, launcher_kind
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer, LauncherKind, launcher_kind
 from neuronexp.engine.grouping import process_key
 from neuronexp.slurm.cluster import check_slurm_sweep
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuronexp.config import ConfigError
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer
 from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import is_dry_run
 from neuronexp.engine.lock import locked

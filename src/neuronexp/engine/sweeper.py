@@ -15,8 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
 from neuronexp.config import ConfigError
-from neuronexp.engine._hydra import quoted
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer, subdir_override
 from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
 from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
@@ -82,8 +81,7 @@ def sweep_dir(master: DictConfig) -> Path:
 def _run(ctx: SweepContext, cells: list[PlannedCell]) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
-    from neuronexp.engine.rerun import compare, words
-    from neuronexp.engine.resume import assign
+    from neuronexp.engine.rerun import assign, compare, words
     from neuronexp.results import JOBS_MANIFEST, invocation
     from neuronexp.results.files import write_json
 
@@ -142,7 +140,7 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
                 '(docs/methodology.md, "Paired timing")'
             )
         assert ctx.launcher is not None
-        jobs = [[*c.overrides, f"hydra.sweep.subdir={quoted(c.dir)}"] for c in todo]  # parsed back to c.dir
+        jobs = [[*c.overrides, subdir_override(c.dir)] for c in todo]
         run_launched(ctx.launcher(), jobs, progress.watching)
         return
     units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
