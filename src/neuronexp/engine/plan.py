@@ -196,7 +196,7 @@ def _code_warnings(cells: list[PlannedCell], forked: bool) -> list[list[str]]:
     this process imports neither torch nor the user's layers for it (about 2 s of a sweep's start on 2 cores)."""
     configs = [c.spec.config for c in cells if c.spec is not None and c.spec.memory is None]
     if forked and configs:
-        from neuronexp.cellprocess.check import code_warnings
+        from neuronexp.cellprocess.entry import code_warnings
 
         checked = iter(code_warnings(configs))
     else:
