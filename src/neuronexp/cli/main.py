@@ -74,13 +74,7 @@ def typed_baseline(argv: list[str]) -> list[str]:
     out = []
     for arg in argv:
         key, eq, value = arg.partition("=")
-        if (
-            eq
-            and key.lstrip("+") == "baseline"
-            and value
-            and value[0] not in "'\"{["
-            and ("=" in value or "," in value)
-        ):
+        if eq and key.lstrip("+") == "baseline" and ("=" in value or "," in value) and value[0] not in "'\"{[":
             quote = "'" if "'" not in value else '"'
             arg = f"{key}={quote}{value}{quote}"
         out.append(arg)

@@ -66,9 +66,8 @@ def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:
             try:
                 OmegaConf.update(cfg, key, value, merge=True)
             except Exception as exc:  # unknown key, or a value of the wrong type for the schema
-                raise ConfigError(
-                    line.split("=", 1)[0], line.split("=", 1)[-1], first_line(exc) or type(exc).__name__
-                ) from None
+                written, _, typed = line.partition("=")  # (a value override's line always holds one)
+                raise ConfigError(written, typed, first_line(exc) or type(exc).__name__) from None
 
 
 def override_dirname(cfg: DictConfig, task_overrides: list[Any]) -> str:
