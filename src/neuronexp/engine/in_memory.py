@@ -49,14 +49,6 @@ class InMemoryModules:
             _check_signature(name, module, values)
         return cls(dict(modules), values)
 
-    def first_input_overrides(self) -> list[str]:
-        """input.shape and input.dtype of the first example input: the cells' labels and their dtype."""
-        first = self.inputs[0]
-        return [
-            f"input.shape=[{','.join(str(d) for d in first.shape)}]",
-            f"input.dtype={str(first.dtype).removeprefix('torch.')}",
-        ]
-
 
 def _check_signature(name: str, module: Any, inputs: tuple[Any, ...]) -> None:
     try:
@@ -72,8 +64,10 @@ def plan_memory_cells(jobs: list[list[str]], composer: CellComposer, memory: InM
     cells: list[PlannedCell] = []
     invocation = uuid.uuid4().hex
     varying = {"module"} if len(memory.modules) > 1 else set()
+    first = memory.inputs[0]  # its shape and dtype: the cells' labels and their dtype
+    shape, dtype = ",".join(str(d) for d in first.shape), str(first.dtype).removeprefix("torch.")
     for job in jobs:
-        composed = [*job, *memory.first_input_overrides()]
+        composed = [*job, f"input.shape=[{shape}]", f"input.dtype={dtype}"]
         for name, module in memory.modules.items():
             num = len(cells)
             cell = plan_cell(num, composed, composer.compose(composed, num), varying)

@@ -92,10 +92,6 @@ class Rerun:
     unfinished: list[str] = field(default_factory=list)  # run again: their earlier run left no result
     kept: list[str] = field(default_factory=list)  # earlier job directories no planned cell uses
 
-    @property
-    def earlier(self) -> bool:
-        return bool(self.reused or self.code or self.config or self.unfinished or self.kept)
-
 
 def _markers(sweep_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     """Each job directory's cell.json (plain JSON, read from regular files only), by its directory."""
@@ -140,7 +136,7 @@ def _names(items: list[str] | set[str]) -> str:
 def words(rerun: Rerun, done: bool = False) -> str:
     """`4 reused; 2 run again because their code changed (layers/myblock.py); the earlier job directories 0, 1
     are left in place, outside results/` ("ran again" once `done`); "" when the directory held no cell."""
-    if not rerun.earlier:
+    if not (rerun.reused or rerun.code or rerun.config or rerun.unfinished or rerun.kept):
         return ""
     run = "ran again" if done else "run again"
     parts = [f"{rerun.reused} reused"]
