@@ -209,8 +209,6 @@ def _noise_limits(master: DictConfig) -> Any:
     from neuronexp.config.schema import NoiseConfig
 
     node = OmegaConf.select(master, "noise", default=None)
-    return (
-        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node))
-        if node is not None
-        else NoiseConfig()
-    )
+    if node is None:
+        return NoiseConfig()
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node))
