@@ -46,7 +46,7 @@ def test_the_host_pool_is_this_process_s_cores_and_a_gpu_pool_the_visible_device
     assert HOST.count_units() == [str(c) for c in host_cpus()]
     assert HOST.placement(None) == f"{HOST.name}:{format_units(host_cpus())}"
     gpus = [b for b in BACKENDS if b.visible_devices and not b.unit_ranges]
-    # counted once, for the slot plan and the machine check alike (cellprocess.launch, cellprocess.machine)
+    # counted once, for the slot plan and the machine check alike (cellprocess.launch)
     for info in gpus:
         monkeypatch.setenv(info.visible_devices, "3,5")
         assert (

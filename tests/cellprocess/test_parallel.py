@@ -23,7 +23,7 @@ from helpers import FAST, console_script
 from neuronexp.cell.rows import describe_placement as describe
 from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
 from neuronexp.config import format_units, parse_units
-from neuronexp.engine.watch import CellWatcher
+from neuronexp.engine.progress import CellWatcher
 from neuronexp.host import allocator
 from neuronexp.host.threads import default_threads
 

@@ -1,4 +1,4 @@
-"""A cell against the host's available memory, when it is planned (engine.fits): one that cannot fit is refused in one
+"""A cell against the host's available memory, when it is planned (engine.plan): one that cannot fit is refused in one
 line before anything is allocated; one that nearly fills it carries a warning in its row."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 from helpers import FAST
 from neuronexp.config import BackendName, CellSpec, ConfigError, DType, InMemory, InputConfig, RunConfig, TimingConfig
-from neuronexp.engine.fits import check_fits, input_bytes, least_bytes
+from neuronexp.engine.plan import check_fits, input_bytes, least_bytes
 from neuronexp.host.memory import available_bytes
 
 GiB = 1 << 30

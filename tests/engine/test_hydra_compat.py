@@ -10,8 +10,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import OmegaConf
 
 from neuronexp.config import ConfigError
-from neuronexp.engine._hydra import subdir_override
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer, subdir_override
 from neuronexp.engine.plan import grid
 
 JOBS = [

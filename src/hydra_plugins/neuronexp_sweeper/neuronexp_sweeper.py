@@ -1,10 +1,9 @@
 """The `neuronexp` sweeper: every invocation of the `neuronexp` command reaches neuronexp's engine through it, a single
-run as a plan of one (neuronexp.engine.sweeper.run): every cell planned and validated before the first runs,
-complete cells reused by configuration, `results/` aggregated at the end.
+run as a plan of one (neuronexp.engine.sweeper.run): every cell planned and validated before the first runs, complete
+cells reused by configuration, `results/` aggregated at the end.
 
 Selected by neuronexp's primary config (`override hydra/sweeper: neuronexp`). Kept small and cheap to import: Hydra
-imports every plugin module at start-up.
-"""
+imports every plugin module at start-up."""
 
 from dataclasses import dataclass, field
 from typing import Any

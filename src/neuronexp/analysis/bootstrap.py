@@ -6,13 +6,11 @@ import numpy as np
 
 
 def bootstrap_medians(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
-    """Medians of `resamples` bootstrap resamples of x, drawn exactly without drawing the resamples.
-
-    A resample is n indices drawn uniformly, ceil(n·U) for n uniforms U; ceil keeps order, so its median sits at
-    the order statistics of the uniforms, whose laws are known: the m-th of n is Beta(m, n-m+1), and the next,
-    given it, lies above it by (1-u)·Beta(1, n-m). So each median costs two Beta draws whatever n is: a cell of
-    223,000 samples costs what a cell of 20 does, with the plain bootstrap's distribution (not an approximation).
-    """
+    """Medians of `resamples` bootstrap resamples of x, drawn exactly without drawing the resamples. A resample is n
+    indices drawn uniformly, ceil(n·U) for n uniforms U; ceil keeps order, so its median sits at the order statistics of
+    the uniforms, whose laws are known: the m-th of n is Beta(m, n-m+1), and the next, given it, lies above it by
+    (1-u)·Beta(1, n-m). So each median costs two Beta draws whatever n is: a cell of 223,000 samples costs what a cell
+    of 20 does, with the plain bootstrap's distribution (not an approximation)."""
     xs = np.sort(np.asarray(x, dtype=float))
     n = len(xs)
     m = (n + 1) // 2 if n % 2 else n // 2  # the (lower) middle position, 1-based

@@ -168,25 +168,15 @@ def _check_cell(
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:  # damaged since its cell was checked
         return _unchecked(f"an output file is missing or unreadable ({type(exc).__name__})")
     rtol, atol = _number(cell.get("output_rtol")), _number(cell.get("output_atol"))
-    check = compare_outputs(
-        mine,
-        theirs,
-        rtol if rtol is not None else max(default_rtol(str(cell.get("dtype"))), default_rtol(str(ref.get("dtype")))),
-        atol,
-    )
+    by_dtype = max(default_rtol(str(cell.get("dtype"))), default_rtol(str(ref.get("dtype"))))
+    check = compare_outputs(mine, theirs, by_dtype if rtol is None else rtol, atol)
     wide_file = paths[1] / FLOAT32_OUTPUT_FILE if paths[1] is not None else None
-    if (
-        check["output_match"] is False
-        and rtol is None
-        and atol is None
-        and wide_file is not None
-        and wide_file.is_file()
-    ):
-        try:
-            return as_accurate(mine, theirs, read(wide_file), check)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-            return check
-    return check
+    if check["output_match"] is not False or rtol is not None or atol is not None or wide_file is None:
+        return check
+    try:
+        return as_accurate(mine, theirs, read(wide_file), check) if wide_file.is_file() else check
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return check
 
 
 def _with_warning(warnings: Any, check: dict[str, Any], ref_name: str) -> str | None:
@@ -207,9 +197,7 @@ def add_output_checks(
         return cells
     cells = cells.copy()
     for col in COLUMNS:
-        if col not in cells:
-            cells[col] = None
-        cells[col] = cells[col].astype(object)
+        cells[col] = cells[col].astype(object) if col in cells else None
     by_run = {str(r["run_id"]): r for r in cells.to_dict("records")}
     read = lru_cache(maxsize=16)(read_outputs)  # a baseline's file is read once for the cells of its group
     other_function = what_keys(baseline)

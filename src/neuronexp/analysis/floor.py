@@ -1,9 +1,8 @@
 """The noise floor a side of one run measures itself: how far its level may sit from another process's.
 
-One run cannot see what differs from one process to the next, but its drift over its own rounds shows what the
-machine was doing; a factor × that drift is added to its bootstrap draws as a log-normal process term, so noise
-widens the interval instead of vetoing the call (docs/methodology.md, "compare with one run a side").
-"""
+One run cannot see what differs from one process to the next, but its drift over its own rounds shows what the machine
+was doing; a factor × that drift is added to its bootstrap draws as a log-normal process term, so noise widens the
+interval instead of vetoing the call (docs/methodology.md, "compare with one run a side")."""
 
 from __future__ import annotations
 
@@ -39,12 +38,11 @@ def time_slices(groups: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def drift(groups: list[np.ndarray]) -> float:
-    """How far a side's level moves between its time slices, on the log scale: the between-slice standard
-    deviation of their log medians, i.e. their variance (ddof 1) less what each slice's own sampling error
-    puts into it (the mean bootstrap variance of a slice's log median): scatter within a slice is already in
-    the bootstrap, and counting it twice would widen quiet cells with few samples. 0 with fewer than 2 slices.
-    A property of the side's samples alone: its bootstrap has a fixed seed, so a side gets one floor whatever
-    it is compared with, or with which --seed."""
+    """How far a side's level moves between its time slices, on the log scale: the between-slice standard deviation of
+    their log medians, i.e. their variance (ddof 1) less what each slice's own sampling error puts into it (the mean
+    bootstrap variance of a slice's log median): scatter within a slice is already in the bootstrap, and counting it
+    twice would widen quiet cells with few samples. 0 with fewer than 2 slices. A property of the side's samples alone:
+    its bootstrap has a fixed seed, so a side gets one floor whatever it is compared with, or with which --seed."""
     slices = [g for g in time_slices(groups) if len(g) and np.median(g) > 0]
     rng = np.random.default_rng(0)
     if len(slices) < 2:
@@ -67,10 +65,9 @@ def process_terms(floor: float, rng: np.random.Generator, resamples: int) -> np.
 
 def host_widened(ci_low: float, ci_high: float, moves: list[float]) -> tuple[float, float]:
     """A cell's B/A interval when the host itself moved by each of `moves` (B's host reference ÷ A's: host.reference).
-
-    The union of the interval as measured and the interval with each move wholly taken out: how much of the host's
-    move a cell felt lies between none and all of it, since cells do not slow alike (a memory-bound call feels the
-    bandwidth the neighbours leave, a small one the core's speed). Moves that are not finite are left out."""
+    The union of the interval as measured and the interval with each move wholly taken out: how much of the host's move
+    a cell felt lies between none and all of it, since cells do not slow alike (a memory-bound call feels the bandwidth
+    the neighbours leave, a small one the core's speed). Moves that are not finite are left out."""
     low, high = ci_low, ci_high
     for move in moves:
         if np.isfinite(move) and move > 0:

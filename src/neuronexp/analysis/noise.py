@@ -1,10 +1,9 @@
 """The `noisy` flag as every view reads it, and the one rule that sets it.
 
-The sweep table, summary.md, the report, the findings and compare share this definition, so a cell is never a
-finding in one view and noisy in another. The cell judges itself when it runs (cell.noise_columns); a sweep judges
-its cells again when it gathers them, with its own `noise.*` thresholds, so a threshold changed on a rerun applies
-to reused cells too (docs/methodology.md, "Noise").
-"""
+The sweep table, summary.md, the report, the findings and compare share this definition, so a cell is never a finding in
+one view and noisy in another. The cell judges itself when it runs (cell.noise_columns); a sweep judges its cells again
+when it gathers them, with its own `noise.*` thresholds, so a threshold changed on a rerun applies to reused cells too
+(docs/methodology.md, "Noise")."""
 
 from __future__ import annotations
 
@@ -51,11 +50,9 @@ def _cores(units: Any) -> int | None:
 
 
 def judge(figures: Mapping[str, Any], limits: Thresholds) -> tuple[list[str], str | None]:
-    """(why the cell is noisy, empty when it is not; what would help) from its noise figures.
-
-    Other processes count against the cores the cell's threads need: `other_cpu` is measured over the cell's own
-    CPUs, so a one-thread cell on two of them has a core to spare before another process takes one of its own.
-    """
+    """(why the cell is noisy, empty when it is not; what would help) from its noise figures. Other processes count
+    against the cores the cell's threads need: `other_cpu` is measured over the cell's own CPUs, so a one-thread cell on
+    two of them has a core to spare before another process takes one of its own."""
     reasons = []
     spread, rounds = figures.get("round_spread"), figures.get("latency_rounds")
     if _finite(spread) and _finite(rounds) and rounds > 1 and spread > limits.round_spread:

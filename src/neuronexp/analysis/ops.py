@@ -1,7 +1,6 @@
 """Op-level views: op names keyed across builds, each cell's hotspots, per-op time, the fusion view.
 
-Computed for all cells at once (one groupby, not one per cell): a sweep can hold thousands of cells.
-"""
+Computed for all cells at once (one groupby, not one per cell): a sweep can hold thousands of cells."""
 
 from __future__ import annotations
 
@@ -34,10 +33,9 @@ _HASH = re.compile(r"[_ .-]?(?<![A-Za-z0-9])(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-
 
 
 def normalize_op(name: str) -> str:
-    """The op's name without what changes from one run or process to the next, so names group across runs:
-    Inductor's graph call loses its hash ("CompiledFxGraph call"), a profiled kernel its graph counter
-    (`graph_3_cpp_fused_mul_0` -> `cpp_fused_mul_0`), any other name its hash-like tokens. The raw name stays
-    in the ops table's `op_raw`."""
+    """The op's name without what changes from one run or process to the next, so names group across runs: Inductor's
+    graph call loses its hash ("CompiledFxGraph call"), a profiled kernel its graph counter (`graph_3_cpp_fused_mul_0`
+    -> `cpp_fused_mul_0`), any other name its hash-like tokens. The raw name stays in the ops table's `op_raw`."""
     name = str(name)
     if _GRAPH_CALL.match(name):
         return "CompiledFxGraph call"
@@ -51,11 +49,9 @@ def op_key(name: str, device_type: str) -> str:
 
 
 def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
-    """run_id, op, cols: each op's median over its cell's profiler cycles, an op absent from a cycle counting 0
-    there. Medians, not means: one slow cycle (the profiler's start-up, another process) cannot move it.
-
-    `cycles_of` lists every (run_id, cycle) profiled, including cycles where none of `rows`' ops ran.
-    """
+    """run_id, op, cols: each op's median over its cell's profiler cycles, an op absent from a cycle counting 0 there.
+    Medians, not means: one slow cycle (the profiler's start-up, another process) cannot move it. `cycles_of` lists
+    every (run_id, cycle) profiled, including cycles where none of `rows`' ops ran."""
     per_cycle = rows.groupby(["run_id", "cycle", "op"], as_index=False)[cols].sum()
     grid = (
         cycles_of[["run_id", "cycle"]]
@@ -95,10 +91,8 @@ def host_ops(ops: pd.DataFrame) -> pd.DataFrame:
 
 
 def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
-    """Per cell: top leaf ops by self device time per step (median over profiler cycles), with their share of the
-    median profiled step.
-
-    Leaf ops only (neuronexp.cell.optree): a wrapper's self time is dispatch, not the work it hands on.
+    """Per cell: top leaf ops by self device time per step (median over profiler cycles), with their share of the median
+    profiled step. Leaf ops only (neuronexp.cell.optree): a wrapper's self time is dispatch, not the work it hands on.
     """
     if ops.empty:
         return {}

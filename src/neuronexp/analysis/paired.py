@@ -28,14 +28,11 @@ def paired_ratio(
     resamples: int = 2000,
     level: float = 0.95,
 ) -> tuple[float, float, float]:
-    """(speedup, interval low, high) from per-pair times aligned by pair, in time order, each pair's round.
-
-    The speedup is the median of the per-pair ratios. With rounds, its interval is a hierarchical bootstrap over
-    rounds then pairs (pooled_round_medians): the ratio itself moves between rounds on a shared host (each round is
-    another placement of the inputs, and the variants do not all slow down alike when a neighbour takes memory
-    bandwidth), and an interval over pairs alone would not see it. With one round: a moving-block bootstrap over
-    pairs.
-    """
+    """(speedup, interval low, high) from per-pair times aligned by pair, in time order, each pair's round. The speedup
+    is the median of the per-pair ratios. With rounds, its interval is a hierarchical bootstrap over rounds then pairs
+    (pooled_round_medians): the ratio itself moves between rounds on a shared host (each round is another placement of
+    the inputs, and the variants do not all slow down alike when a neighbour takes memory bandwidth), and an interval
+    over pairs alone would not see it. With one round: a moving-block bootstrap over pairs."""
     ratios = np.asarray(base_us, dtype=float) / np.asarray(cell_us, dtype=float)
     keep = np.isfinite(ratios) & (ratios > 0)
     ratios = ratios[keep]

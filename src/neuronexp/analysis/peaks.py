@@ -1,9 +1,8 @@
 """The published peaks a cell is measured against: analysis/peaks.yaml (sources in docs/peaks.md), read here.
 
-One row per device, chosen by what its backend says of it (the device's own name on CUDA, the instance type on
-Neuron: Backend.peak_hint) among the rows of the backend's peaks key; the figure for the cell's dtype. A value
-the table leaves null stays unknown: % of peak is then empty, never guessed.
-"""
+One row per device, chosen by what its backend says of it (the device's own name on CUDA, the instance type on Neuron:
+Backend.peak_hint) among the rows of the backend's peaks key; the figure for the cell's dtype. A value the table leaves
+null stays unknown: % of peak is then empty, never guessed."""
 
 from __future__ import annotations
 

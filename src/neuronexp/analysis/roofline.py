@@ -8,18 +8,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-# The row's roofline columns, in order (results.contract lists the same names with their types).
-COLUMNS = (
-    "intensity",
-    "achieved_gbs",
-    "achieved_tflops",
-    "peak_bw_gbs",
-    "peak_tflops",
-    "pct_peak_bw",
-    "pct_peak_flops",
-    "bound",
-)
-
 
 def _finite(value: Any) -> float | None:
     try:
@@ -62,10 +50,8 @@ def ridge(peak_bw_gbs: float | None, peak_tflops: float | None) -> float | None:
 
 
 def bound(intensity: float | None, peak_bw_gbs: float | None, peak_tflops: float | None) -> str | None:
-    """ "memory" or "compute" by the roofline; None when it cannot tell (an unknown roof, no work counted).
-
-    A cell with no counted FLOPs is memory-bound whatever the compute roof: its intensity is 0.
-    """
+    """ "memory" or "compute" by the roofline; None when it cannot tell (an unknown roof, no work counted). A cell with
+    no counted FLOPs is memory-bound whatever the compute roof: its intensity is 0."""
     if intensity is None:
         return None
     if intensity == 0:

@@ -41,23 +41,10 @@ class CellStats:
         return self.rounds_a > 1 and self.rounds_b > 1
 
 
-def bootstrap_ratio_ci(
-    a: np.ndarray, b: np.ndarray, rng: np.random.Generator, resamples: int = 2000, level: float = 0.95
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(b) / median(a), each side resampled on its own.
-
-    The two runs are independent sets of samples, so they are resampled independently (not paired).
-    """
-    ratios = bootstrap_medians(b, rng, resamples) / bootstrap_medians(a, rng, resamples)
-    return percentile_interval(ratios, level)
-
-
 def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided Mann–Whitney U test, normal approximation with tie and continuity corrections.
-
-    Rank-based, so one slow outlier (a GC pause, a page fault) cannot fake or hide a difference, and
-    cheap (no resampling). Slightly conservative against the exact test at 5 samples a side (0.012 vs
-    0.008 for complete separation), close above that.
+    """Two-sided Mann–Whitney U test, normal approximation with tie and continuity corrections. Rank-based, so one slow
+    outlier (a GC pause, a page fault) cannot fake or hide a difference, and cheap (no resampling). Slightly
+    conservative against the exact test at 5 samples a side (0.012 vs 0.008 for complete separation), close above that.
     """
     n_a, n_b = len(a), len(b)
     pooled = np.concatenate([a, b])
@@ -74,7 +61,8 @@ def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def compare_samples(a, b, seed: int = 0, resamples: int = 2000) -> CellStats:
-    """The ratio of medians with its bootstrap CI and a Mann–Whitney p-value (NaNs when a side is empty)."""
+    """The ratio of medians with its percentile bootstrap CI and a Mann–Whitney p-value (NaNs when a side is empty).
+    The two runs are independent sets of samples, so each side is resampled on its own (not paired)."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
@@ -84,7 +72,8 @@ def compare_samples(a, b, seed: int = 0, resamples: int = 2000) -> CellStats:
     medians: dict[str, Any] = {"median_a_us": med_a, "median_b_us": med_b, "n_a": len(a), "n_b": len(b)}
     if not (len(a) and len(b)):
         return CellStats(**medians, ratio=nan, ci_low=nan, ci_high=nan, p_value=nan)
-    low, high = bootstrap_ratio_ci(a, b, np.random.default_rng(seed), resamples)
+    rng = np.random.default_rng(seed)
+    low, high = percentile_interval(bootstrap_medians(b, rng, resamples) / bootstrap_medians(a, rng, resamples), 0.95)
     return CellStats(**medians, ratio=med_b / med_a, ci_low=low, ci_high=high, p_value=mann_whitney_p(a, b))
 
 
@@ -120,13 +109,11 @@ def compare_rounds(
     a: tuple, b: tuple, seed: int = 0, resamples: int = 2000, level: float = 0.95, floor: float = 0.0
 ) -> CellStats:
     """B against A: ratio of medians of round medians, with a hierarchical bootstrap CI and p-value. A side is
-    (latencies, their rounds), as analysis.samples gives them; rounds None: one round.
-
-    The p-value inverts the percentile interval: the smallest 1 - level at which it would exclude 1. `floor`
-    (a factor, analysis.floor): each side's draws also carry a process term of floor × its drift, for a side
-    that is one run. Without it, one round on either side falls back to compare_samples (pooled samples,
-    Mann–Whitney); with it, a one-round side is bootstrapped over its samples. `separable` is False either way.
-    """
+    (latencies, their rounds), as analysis.samples gives them; rounds None: one round. The p-value inverts the
+    percentile interval: the smallest 1 - level at which it would exclude 1. `floor` (a factor, analysis.floor): each
+    side's draws also carry a process term of floor × its drift, for a side that is one run. Without it, one round on
+    either side falls back to compare_samples (pooled samples, Mann–Whitney); with it, a one-round side is bootstrapped
+    over its samples. `separable` is False either way."""
     ga, gb = _round_arrays(*a), _round_arrays(*b)
     n_a, n_b = sum(map(len, ga)), sum(map(len, gb))
     if not (n_a and n_b) or (floor <= 0 and (len(ga) < 2 or len(gb) < 2)):
@@ -214,13 +201,10 @@ class Criteria:
 
 
 def verdict(stats: CellStats, q_value: float, criteria: Criteria) -> str:
-    """faster / slower only when the difference is both significant (`q_value`, the cell's BH-adjusted p) and at
-    least the threshold in size.
-
-    The interval (NaN: none) must also lie wholly beyond the threshold: an A/A run here gave ×0.966 with CI
-    0.939–0.989 and q 0.002, beyond 2% but reaching to 1.1%. With one round on a side (not `separable`) the
-    interval alone decides.
-    """
+    """faster / slower only when the difference is both significant (`q_value`, the cell's BH-adjusted p) and at least
+    the threshold in size. The interval (NaN: none) must also lie wholly beyond the threshold: an A/A run here gave
+    ×0.966 with CI 0.939–0.989 and q 0.002, beyond 2% but reaching to 1.1%. With one round on a side (not `separable`)
+    the interval alone decides."""
     ratio, ci_low, ci_high = stats.ratio, stats.ci_low, stats.ci_high
     if not (math.isfinite(ratio) and math.isfinite(q_value)) or ratio <= 0:
         return "n/a"

@@ -101,10 +101,8 @@ Grid = dict[tuple, dict[str, dict[str, Any]]]
 
 
 def comparison_grid(cells: pd.DataFrame, baseline: Baseline | None = None) -> tuple[list[str], list[str], Grid]:
-    """(input axes, variants, {input: {variant: cell}}), inputs by size, reference variants first.
-
-    Reference cells are those that are their own `baseline_run_id` (computed from `baseline` when the
-    cells do not carry the column)."""
+    """(input axes, variants, {input: {variant: cell}}), inputs by size, reference variants first. Reference cells are
+    those that are their own `baseline_run_id` (computed from `baseline` when the cells do not carry the column)."""
     if cells.empty:
         return ["input_shape"], [], {}
     if "baseline_run_id" not in cells and baseline is not None:
@@ -123,26 +121,17 @@ def comparison_grid(cells: pd.DataFrame, baseline: Baseline | None = None) -> tu
 
 
 def baseline_run_ids(cells: pd.DataFrame, baseline: Baseline | None) -> pd.Series:
-    """Each cell's reference: the run_id of the cell of its group that matches `baseline` (None where the group
-    has none, or there is no baseline). A usable reference is preferred over a failed one.
-
-    A group: cells equal in experiment, backend, device, dtype, shape, module and every override, the baseline's
-    own keys left out. The basis for speedups, findings, the fusion view, and checks against the reference.
-    """
+    """Each cell's reference: the run_id of the cell of its group that matches `baseline` (None where the group has
+    none, or there is no baseline). A usable reference is preferred over a failed one. A group: cells equal in
+    experiment, backend, device, dtype, shape, module and every override, the baseline's own keys left out. The basis
+    for speedups, findings, the fusion view, and checks against the reference."""
     out = pd.Series([None] * len(cells), index=cells.index, dtype=object)
     if not baseline or cells.empty:
         return out
     ov = _overrides(cells)
     identity = ov.drop(columns=[k for k in baseline if k in ov.columns])
-    for key, col in (
-        ("experiment", "experiment"),
-        ("backend", "backend"),
-        ("device", "device"),
-        ("input.dtype", "dtype"),
-        ("input.shape", "input_shape"),
-        ("module", "module"),
-    ):
-        if key not in baseline and col in cells:
+    for key, col in {**_COLUMN_KEYS, "device": "device"}.items():  # (compile.enabled: an override column already)
+        if key != "compile.enabled" and key not in baseline and col in cells:
             identity[f"_{key}"] = cells[col].astype(str)
     group = identity.astype(str).agg("\x1f".join, axis=1)
     match = pd.Series(True, index=cells.index)

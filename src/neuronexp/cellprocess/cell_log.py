@@ -9,7 +9,7 @@ import select
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 HEAD = TAIL = 1 << 20  # bytes: a traceback, or the supervisor's "last line of its output", fits many times over
 
@@ -34,10 +34,8 @@ def capped_output(path: str, head: int = HEAD, tail: int = TAIL) -> Iterator[Non
         yield
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with suppress(Exception):  # a stream the layer closed or replaced
                 stream.flush()
-            except Exception:  # a stream the layer closed or replaced
-                pass
         for fd, old in zip((1, 2), saved):
             os.dup2(old, fd)
             os.close(old)
@@ -71,11 +69,9 @@ def _keep(read: int, stop: int, log: int, head: int, tail: int) -> None:
 
 
 def _write(log: int, data: bytes) -> None:
-    try:
+    with suppress(OSError):  # a full disk: the log loses output, the cell must not (a writer never waits on the keeper)
         while data:
             data = data[os.write(log, data) :]
-    except OSError:  # a full disk: the log loses output, the cell must not (a writer never waits on the keeper)
-        pass
 
 
 def _chunks(read: int, stop: int) -> Iterator[bytes]:

@@ -1,7 +1,6 @@
 """The first steps of a cell's process, forked from the fork server's template (neuronexp.cellprocess.template): become
-a process of its own, take the slot's environment, cores and threads before anything touches a device, send its
-output to the cell's log, run the cell, exit without running the template's exit handlers.
-"""
+a process of its own, take the slot's environment, cores and threads before anything touches a device, send its output
+to the cell's log, run the cell, exit without running the template's exit handlers."""
 
 from __future__ import annotations
 
@@ -25,13 +24,10 @@ T = TypeVar("T")
 @dataclass(frozen=True, kw_only=True)
 class ForkRequest:
     """The one message a supervisor sends the fork server: where and how the forked process runs, and what it runs.
-
     `work` is `(entry, argument)` pickled: a function named in code (the cell processes' entry is
     neuronexp.cellprocess.entry.run_cell_process) and its typed argument. The template unpickles only this envelope,
-    whose fields are plain values; the child unpickles `work` once it has the request's `sys_path`, so that the
-    template never imports what a child runs. (Pickle is safe here: the socket is this user's alone, in a 0700
-    directory.)
-    """
+    whose fields are plain values; the child unpickles `work` once it has the request's `sys_path`, so that the template
+    never imports what a child runs. (Pickle is safe here: the socket is this user's alone, in a 0700 directory.)"""
 
     work: bytes
     env: dict[str, str]
@@ -44,7 +40,9 @@ class ForkRequest:
 
     @classmethod
     def to_run(cls, entry: Callable[[T], int | None], argument: T, **where: Any) -> ForkRequest:
-        return cls(work=pickle.dumps((entry, argument)), **where)
+        """`entry(argument)` to run where `where` says; in this process's working directory and sys.path unless it
+        says otherwise."""
+        return cls(work=pickle.dumps((entry, argument)), **{"cwd": os.getcwd(), "sys_path": list(sys.path), **where})
 
     def encode(self) -> str:
         return base64.b64encode(pickle.dumps(self)).decode()
@@ -124,10 +122,8 @@ def enter_cell_process(request: ForkRequest, template: int) -> None:
 
 def run_work(request: ForkRequest) -> NoReturn:
     """Call the request's `entry(argument)` and exit with its return value (0 for None), its output capped in the
-    request's log (cellprocess.cell_log).
-
-    `os._exit`: the template's atexit handlers and buffers are not this process's to run or flush.
-    """
+    request's log (cellprocess.cell_log). `os._exit`: the template's atexit handlers and buffers are not this process's
+    to run or flush."""
     code = 1
     try:
         with capped_output(request.log):

@@ -1,9 +1,8 @@
-"""What a process forked from the fork server's template inherits, and what it must not: threads, thread pools,
-device runtimes. The checks (`template_state`, `refusal`) and the compile warm-up the template runs. A thread
-alive at the fork leaves its locks held forever in the child, and a device runtime started in the template would
-hand every child its device selection; so the template's environment keeps the libraries' pools off
-(TEMPLATE_ENV) and a runtime found started refuses its cells (docs/performance.md, "Cell processes").
-"""
+"""What a process forked from the fork server's template inherits, and what it must not: threads, thread pools, device
+runtimes. The checks (`template_state`, `refusal`) and the compile warm-up the template runs. A thread alive at the fork
+leaves its locks held forever in the child, and a device runtime started in the template would hand every child its
+device selection; so the template's environment keeps the libraries' pools off (TEMPLATE_ENV) and a runtime found
+started refuses its cells (docs/performance.md, "Cell processes")."""
 
 from __future__ import annotations
 

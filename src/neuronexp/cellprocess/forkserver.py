@@ -1,8 +1,7 @@
-"""The fork server, seen from its users: start one for a sweep, and run a ForkRequest in a process forked from it
-under a time limit (the template itself is cellprocess.template). One template serves every supervisor of a
-sweep on this host, named in the environment (ADDRESS_ENV) so that launcher workers find it; a supervisor that
-finds none here (a Slurm task) starts a private one, which costs what a fresh process does.
-"""
+"""The fork server, seen from its users: start one for a sweep, and run a ForkRequest in a process forked from it under
+a time limit (the template itself is cellprocess.template). One template serves every supervisor of a sweep on this
+host, named in the environment (ADDRESS_ENV) so that launcher workers find it; a supervisor that finds none here (a
+Slurm task) starts a private one, which costs what a fresh process does."""
 
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,17 +48,12 @@ class OtherAllocator(Exception):
 
 
 class ForkServer:
-    """A template process for the `with` block, announced in this process's environment (ADDRESS_ENV).
-
-    It starts importing at once, and forks nothing before `serve` says what to prepare first: a sweep starts it
-    before planning its cells, so that its `import torch` overlaps the planning.
-
-    Args:
-        warm: passed to `serve` on entering the block; None: call `serve` later.
-        allocator: the host malloc mode of the template, and so of every cell forked from it (a fork inherits its
-            template's heap and malloc settings): set in its environment for glibc to read at start-up, and
-            applied again by its first statement (template.main). A cell of another mode gets a template of its own.
-    """
+    """A template process for the `with` block, announced in this process's environment (ADDRESS_ENV). It starts
+    importing at once, and forks nothing before `serve` says what to prepare first (`warm`; None: `serve` is called
+    later): a sweep starts it before planning its cells, so that its `import torch` overlaps the planning. `allocator`:
+    the host malloc mode of the template, and so of every cell forked from it (a fork inherits its template's heap and
+    malloc settings): set in its environment for glibc to read at start-up, and applied again by its first statement
+    (template.main). A cell of another mode gets a template of its own."""
 
     def __init__(self, warm: Iterable[str] | None = (), allocator: str = "stable") -> None:
         self.warm = None if warm is None else list(warm)
@@ -131,17 +126,13 @@ def forget_inherited_server() -> None:
 
 
 def run_forked(request: ForkRequest, timeout_s: float | None) -> Ended:
-    """Run `request` in a forked process and wait for it, killing it (and its process group) after `timeout_s`
-    seconds. Ctrl-C here kills it too.
-
-    `request.allocator` is the cell's malloc mode: a server whose template runs another one refuses the cell,
-    which then runs from a private template started with its own mode."""
+    """Run `request` in a forked process and wait for it, killing it (and its process group) after `timeout_s` seconds.
+    Ctrl-C here kills it too. `request.allocator` is the cell's malloc mode: a server whose template runs another one
+    refuses the cell, which then runs from a private template started with its own mode."""
     address = server_address()
     if address is not None:
-        try:
+        with suppress(ConnectionRefusedError, FileNotFoundError, OtherAllocator):  # gone, or another malloc mode
             return _ask(address, request, timeout_s)
-        except (ConnectionRefusedError, FileNotFoundError, OtherAllocator):  # gone, or another malloc mode
-            pass
     with ForkServer(allocator=request.allocator) as private:
         assert private.dir is not None
         return _ask(private.dir / "socket", request, timeout_s)

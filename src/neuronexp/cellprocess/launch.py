@@ -1,16 +1,14 @@
 """A cell (or a comparison group) in a supervised process of its own, on a device slot of its own under parallel and
-Slurm launchers. The supervisor (the sweep's process, or a Slurm task) writes the cell's error row
-when its process ends without one: a signal, an exit from inside the layer, its time limit. Why a process per
-cell: a crash, a hang or leaked device state cannot take the sweep with it, and a device runtime reads its slot's
-selection (the visible-devices variable) once, when it starts, in the cell's own process.
-"""
+Slurm launchers; whether the slots a config asks for exist on this machine. The supervisor (the sweep's process, or a
+Slurm task) writes the cell's error row when its process ends without one: a signal, an exit from inside the layer, its
+time limit. Why a process per cell: a crash, a hang or leaked device state cannot take the sweep with it, and a device
+runtime reads its slot's selection (the visible-devices variable) once, when it starts, in the cell's own process."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import os
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +19,7 @@ from neuronexp.cellprocess.childproc import ForkRequest
 from neuronexp.cellprocess.entry import run_cell_process
 from neuronexp.cellprocess.forkserver import ADDRESS_ENV, Ended, run_forked, signal_name
 from neuronexp.cellprocess.placement import PlacementError, Slot, hold_slot, plan_slots
-from neuronexp.config import CellSpec, RunConfig, format_units, parse_units
+from neuronexp.config import CellSpec, ConfigError, RunConfig, format_units, parse_units
 from neuronexp.host.threads import host_cpus
 from neuronexp.results.files import read_phase
 from neuronexp.slurm.cluster import SlurmTimeLimit, signal_hint
@@ -44,13 +42,30 @@ def default_pool(kind: str, config: RunConfig) -> list[str]:
     return units if units is not None else info.assumed_units(config)
 
 
-def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
-    """Run the placed cells (one, or a comparison group timed together: cell.group) in one process of their own,
-    on a free device slot when `slotted`; their tables, in order.
+def check_slots_fit(kind: str, config: RunConfig) -> None:
+    """Check before any cell runs that the device slots `config` asks for exist here (else every cell would become
+    the same error row, or wait for a slot that is never free). ConfigError: `launcher.pool` names units this
+    machine lacks, or the slots need more units than there are."""
+    info, launcher = backend_info(kind), config.launcher
+    units = info.count_units()  # None where they cannot be counted without starting the device runtime
+    if launcher.pool and units is not None:
+        beyond = [u for u in parse_units(launcher.pool) if u not in units]
+        if beyond:
+            raise ConfigError(
+                "launcher.pool",
+                launcher.pool,
+                f"{info.unit} {format_units(beyond)} are not on this machine; it has {format_units(units) or 'none'}",
+            )
+    try:
+        plan_slots(kind, launcher.devices, launcher.per_device, default_pool(kind, config), host_cpus())
+    except PlacementError as exc:
+        raise ConfigError("launcher.devices", launcher.devices, f"does not fit this machine ({exc})") from None
 
-    The process gets `launcher.cell_timeout_s` for each of its cells. A cell it ends without writing gets an error
-    row here, saying how the process ended.
-    """
+
+def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
+    """Run the placed cells (one, or a comparison group timed together: cell.group) in one process of their own, on a
+    free device slot when `slotted`; their tables, in order. The process gets `launcher.cell_timeout_s` for each of its
+    cells. A cell it ends without writing gets an error row here, saying how the process ended."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     launcher, kind = specs[0].config.launcher, backend_kind(specs[0].config.backend)
     timeout = launcher.cell_timeout_s * len(specs) if launcher.cell_timeout_s else launcher.cell_timeout_s
@@ -110,8 +125,6 @@ def _run(cells: tuple[CellSpec, ...], slot: Slot | None, timeout_s: float | None
         run_cell_process,
         cells,
         env=env,
-        cwd=os.getcwd(),
-        sys_path=list(sys.path),
         cpus=list(slot.cpus) if slot else None,
         log=str(Path(cells[0].out_dir) / "cell.log"),  # the cell's own output, kept apart from other cells'
         kind=backend_kind(cells[0].config.backend),

@@ -1,8 +1,7 @@
 """Device slots for parallel sweeps: which device units and CPU cores a cell owns, and the locks that keep two
-concurrent cells off the same device. A slot's lock files (`fcntl.flock`, one per unit) are dropped by the
-kernel when their holder dies, so a killed worker never leaves a slot taken; they live in a node-local directory
-and are named after the device, so two sweeps (or two Slurm jobs on one node) cannot share a device either.
-"""
+concurrent cells off the same device. A slot's lock files (`fcntl.flock`, one per unit) are dropped by the kernel when
+their holder dies, so a killed worker never leaves a slot taken; they live in a node-local directory and are named after
+the device, so two sweeps (or two Slurm jobs on one node) cannot share a device either."""
 
 from __future__ import annotations
 
@@ -51,12 +50,8 @@ class Slot:
 
 
 def plan_slots(kind: str, devices: int, per_device: int | None, pool: list[str], cpus: list[int]) -> list[Slot]:
-    """Split `pool` (the host's units of `kind`) into `devices` disjoint slots of `per_device` units.
-
-    Raises:
-        PlacementError: the pool has too few units, or a slot would not be the contiguous range its backend's
-            visible-devices variable needs (NeuronCores).
-    """
+    """Split `pool` (the host's units of `kind`) into `devices` disjoint slots of `per_device` units. PlacementError:
+    too few units, or a slot not the contiguous range its backend's visible-devices variable needs (NeuronCores)."""
     info = backend_info(kind)
     if info.on_host:
         pool = [str(c) for c in cpus] if not pool else pool
@@ -163,10 +158,8 @@ def _lock(path: Path) -> int | None:
 
 
 def acquire_slot(slots: list[Slot], lock_dir: Path | None = None, poll_s: float = 0.1) -> tuple[Slot, list[int]]:
-    """Wait for a slot whose every unit is free and lock it; returns the slot and its lock descriptors.
-
-    Closing a descriptor releases its unit (so does the process's exit, e.g. when it is killed).
-    """
+    """Wait for a slot whose every unit is free and lock it; returns the slot and its lock descriptors. Closing a
+    descriptor releases its unit (so does the process's exit, e.g. when it is killed)."""
     root = lock_dir or default_lock_dir()
     if not root.is_dir():
         root.mkdir(parents=True, exist_ok=True)
@@ -202,7 +195,7 @@ WAIT_NOTICE_S = 5.0
 def _holder(path: Path) -> str:
     """Who holds the flock on `path`, from the kernel's own table (/proc/locks, Linux): the lock files are opened
     read-only, so they cannot carry the holder's name themselves."""
-    try:
+    with suppress(OSError):
         inode = os.stat(path).st_ino
         for line in Path("/proc/locks").read_text().splitlines():
             fields = line.split()
@@ -210,8 +203,6 @@ def _holder(path: Path) -> str:
                 pid = fields[4]
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
                 return f"{path.name} held by pid {pid} ({cmd[:200] or 'no command line'})"
-    except OSError:
-        pass
     return f"{path.name} held by another process"
 
 

@@ -1,9 +1,8 @@
-"""The fork server's template process: it imports torch and the cell stack once, starts no device runtime and no
-thread pool, and forks one process per cell (cellprocess.forkserver is its client side). Why: a fresh interpreter
-costs about 3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md, "Cell processes"); and it is a
-process of its own, single-threaded, because forking a threaded process (the sweep, a launcher worker) can leave a
-lock held forever in the child. cellprocess.forksafety says what must not exist here when it forks.
-"""
+"""The fork server's template process: it imports torch and the cell stack once, starts no device runtime and no thread
+pool, and forks one process per cell (cellprocess.forkserver is its client side). Why: a fresh interpreter costs about
+3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md, "Cell processes"); and it is a process of its own,
+single-threaded, because forking a threaded process (the sweep, a launcher worker) can leave a lock held forever in the
+child. cellprocess.forksafety says what must not exist here when it forks."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import selectors
 import signal
 import socket
 import sys
+from contextlib import suppress
 from typing import Any, NoReturn
 
 from neuronexp.cellprocess.childproc import PASSED_ON, ForkRequest, die_with, enter_cell_process, run_work
@@ -22,11 +22,9 @@ from neuronexp.cellprocess.forksafety import refusal, template_state, thread_war
 
 
 class Server:
-    """Accepts requests on a Unix socket; one forked child per request, its exit status sent back.
-
-    Single-threaded on purpose: one selector loop reads requests, the owner's control pipe (stdin; EOF: stop)
-    and SIGCHLD through a wake-up pipe.
-    """
+    """Accepts requests on a Unix socket; one forked child per request, its exit status sent back. Single-threaded on
+    purpose: one selector loop reads requests, the owner's control pipe (stdin; EOF: stop) and SIGCHLD through a wake-up
+    pipe."""
 
     def __init__(self, listener: socket.socket, warmed: list[str], allocator: dict[str, Any]) -> None:
         self.listener, self.sel = listener, selectors.DefaultSelector()
@@ -107,10 +105,10 @@ class Server:
         pid = os.fork()
         if pid == 0:
             self._child(conn, request)
-        try:  # the child does the same: whichever runs first, `kill` below never misses the cell's group
+        # The child does the same: whichever runs first, `kill` below never misses the cell's group (OSError: it
+        # already did, or it died already).
+        with suppress(OSError):
             os.setpgid(pid, pid)
-        except OSError:  # it already did, or it died already
-            pass
         self.child_of[conn], self.conn_of[pid] = pid, conn
         self._send(conn, {"pid": pid})
 
@@ -143,16 +141,12 @@ class Server:
         try:
             os.killpg(pid, signal.SIGKILL)  # its own group: the cell and whatever it started (compile workers)
         except ProcessLookupError:
-            try:
+            with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def _send(self, conn: socket.socket, message: dict[str, Any]) -> None:
-        try:
+        with suppress(OSError):  # the supervisor is gone
             conn.sendall((json.dumps(message) + "\n").encode())
-        except OSError:  # the supervisor is gone
-            pass
 
     def _close(self, conn: socket.socket) -> None:
         self.pending.pop(conn, None)
@@ -164,10 +158,8 @@ class Server:
         for pid in list(self.conn_of):
             self._kill(pid)
         for pid in list(self.conn_of):
-            try:
+            with suppress(ChildProcessError):
                 os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from rich.console import Console
 
 from neuronexp.analysis.stats import Criteria
-from neuronexp.cli.pipe import quiet_on_closed_stdout
+from neuronexp.cli.common import quiet_on_closed_stdout
 from neuronexp.compare import (
     CompareError,
     CompareOptions,

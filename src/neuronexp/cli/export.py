@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from neuronexp.cli.pipe import quiet_on_closed_stdout
+from neuronexp.cli.common import quiet_on_closed_stdout
 from neuronexp.export.cells import ExportError
 from neuronexp.results import DamagedResults, Found, read_any
 

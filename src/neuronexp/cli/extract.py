@@ -8,9 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from neuronexp.cli.args import positive_int
+from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
 from neuronexp.cli.extract_units import ExtractError
-from neuronexp.cli.pipe import quiet_on_closed_stdout
 
 _WRITES = """\
 writes into DIR, for each module: module/NAME.yaml (the module alone, with the inputs the model called it with),
@@ -44,14 +43,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def extract(run_dir: Path, top: int, out: Path) -> list[str]:
-    """Write the studies of the `top` hottest modules of `run_dir` into `out`; the lines to print.
-
-    Everything that can be checked is checked before the model is built or timed (--out, the table, the names, the
-    files to write); the files are written together at the end, or none.
-
-    Raises:
-        ExtractError: one line (Refused, BadSpecs and ModelRefused are ValueErrors with their line too).
-    """
+    """Write the studies of the `top` hottest modules of `run_dir` into `out`; the lines to print. Everything that
+    can be checked is checked before the model is built or timed (--out, the table, the names, the files to write);
+    the files are written together at the end, or none. Errors: ExtractError, Refused, BadSpecs, ModelRefused (one
+    line each)."""
     from neuronexp.cell.extract_model import build_model, run_config
     from neuronexp.cli.extract_one import study_files
     from neuronexp.cli.extract_units import plan_units

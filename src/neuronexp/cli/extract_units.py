@@ -37,11 +37,8 @@ def _unique(base: str, rank: int, used: set[str]) -> str:
 
 
 def plan_units(hot: Any, table: Any, where: Path) -> list[Unit]:
-    """The units of `hot` (moduletime.views.hot_units), named and with their recorded calls read.
-
-    Raises:
-        ExtractError: a class name that gives no safe file name. BadSpecs: a recorded call outside the grammar.
-    """
+    """The units of `hot` (moduletime.views.hot_units), named and with their recorded calls read. ExtractError: a
+    class name that gives no safe file name; BadSpecs: a recorded call outside the grammar."""
     from neuronexp.cell.extract_inputs import read_specs, shown
     from neuronexp.cell.extract_recipe import study_name
 

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from neuronexp.cli.pipe import stdout_closed
+from neuronexp.cli.common import stdout_closed
 from neuronexp.engine.stopped import Stopped
 
 if TYPE_CHECKING:
@@ -74,13 +74,7 @@ def typed_baseline(argv: list[str]) -> list[str]:
     out = []
     for arg in argv:
         key, eq, value = arg.partition("=")
-        if (
-            eq
-            and key.lstrip("+") == "baseline"
-            and value
-            and value[0] not in "'\"{["
-            and ("=" in value or "," in value)
-        ):
+        if eq and key.lstrip("+") == "baseline" and ("=" in value or "," in value) and value[0] not in "'\"{[":
             quote = "'" if "'" not in value else '"'
             arg = f"{key}={quote}{value}{quote}"
         out.append(arg)

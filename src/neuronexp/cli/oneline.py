@@ -21,10 +21,9 @@ LAUNCHER_PLUGINS = {
 
 
 def user_error_line(exc: BaseException, argv: list[str] | None = None) -> str | None:
-    """One line for a configuration mistake, or None for a genuine bug (which keeps its traceback).
-
-    `argv`: the command line's arguments, to name the override that does not parse (Hydra's parser
-    often names only the token it stopped at)."""
+    """One line for a configuration mistake, or None for a genuine bug (which keeps its traceback). `argv`: the command
+    line's arguments, to name the override that does not parse (Hydra's parser often names only the token it stopped
+    at)."""
     if isinstance(exc, ConfigError):
         return str(exc)
     if isinstance(exc, ValueError) and str(exc).startswith(_GROUP_VALUE) and (bad := _group_value(argv or [])):
@@ -122,13 +121,13 @@ def _hydra_error_line(text: str, cause: BaseException | None) -> str:
     detail = first_line(str(cause)) if cause is not None else ""
     if m := re.match(r"Error merging override (.+)", text):
         return f"{m.group(1)}: {detail or 'cannot be applied'}"
-    if (m := re.match(r"Could not override '([^']+)'", text)) and m.group(1) == "baseline":
-        return (
-            f"baseline: {detail or 'cannot be applied'} (a {{key: value}} override merges into the baseline set "
-            "already); replace it whole with baseline='key=value,key=value' (quoted), or baseline=null"
-        )
     if m := re.match(r"Could not override '([^']+)'", text):
         key = m.group(1)
+        if key == "baseline":
+            return (
+                f"baseline: {detail or 'cannot be applied'} (a {{key: value}} override merges into the baseline set "
+                "already); replace it whole with baseline='key=value,key=value' (quoted), or baseline=null"
+            )
         allowed = schema_keys(key.rpartition(".")[0])
         if allowed is not None and "." in key:  # inside neuronexp's own schema: `+key` would be refused too
             typed = re.search(r"use \+(\S+)", text)

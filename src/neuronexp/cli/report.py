@@ -1,8 +1,7 @@
 """`neuronexp-report DIR`: report.html and report.md for a run or sweep directory, and a short summary.
 
-Exit status: 0 written; 2 bad input (no results there, an unwritable output directory). Nothing is
-written unless everything rendered, and each file is replaced atomically.
-"""
+Exit status: 0 written; 2 bad input (no results there, an unwritable output directory). Nothing is written unless
+everything rendered, and each file is replaced atomically."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 
-from neuronexp.cli.args import positive_int
-from neuronexp.cli.pipe import quiet_on_closed_stdout
+from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
 from neuronexp.report.html import render_html
 from neuronexp.report.markdown import render_markdown
 from neuronexp.report.model import ReportError, build_report

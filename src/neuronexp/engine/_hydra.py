@@ -1,15 +1,17 @@
-"""What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3 and
-tested against Hydra's own composition (tests/engine/test_hydra_compat.py): value overrides applied to a copy of a
-composition (a sweep composes once per choice of config groups: ~60 ms a cell saved), Hydra's override_dirname, the
-one test of which launcher runs a sweep (`launcher_kind`), and a value quoted for Hydra's override grammar.
-"""
+"""What neuronexp relies on of Hydra beyond its documented plugin API, in one place, pinned to hydra-core 1.3 and tested
+against Hydra's own composition (tests/engine/test_hydra_compat.py): each cell's config as Hydra would compose it for a
+job (CellComposer: once per choice of config groups, plain values applied to a copy, ~60 ms a cell saved; a single
+run's cell is the invocation's own composition), Hydra's override_dirname, the one test of which launcher runs a sweep
+(`launcher_kind`), and a value quoted for Hydra's override grammar."""
 
 from __future__ import annotations
 
+import copy
 import re
 from enum import Enum
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from neuronexp.config import ConfigError
@@ -42,11 +44,8 @@ def launcher_kind(config: Any) -> LauncherKind:
 
 
 def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:
-    """Apply parsed value overrides (hydra.core.override_parser Override objects) to a composed config.
-
-    Raises:
-        ConfigError: naming the override, like Hydra's own composition errors.
-    """
+    """Apply parsed value overrides (hydra.core.override_parser Override objects) to a composed config; a ConfigError
+    names the override, like Hydra's own composition errors."""
     for override in overrides:
         key, value, line = override.key_or_group, override.value(), override.input_line
         current = OmegaConf.select(cfg, key, throw_on_missing=False)
@@ -67,9 +66,8 @@ def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:
             try:
                 OmegaConf.update(cfg, key, value, merge=True)
             except Exception as exc:  # unknown key, or a value of the wrong type for the schema
-                raise ConfigError(
-                    line.split("=", 1)[0], line.split("=", 1)[-1], first_line(exc) or type(exc).__name__
-                ) from None
+                written, _, typed = line.partition("=")  # (a value override's line always holds one)
+                raise ConfigError(written, typed, first_line(exc) or type(exc).__name__) from None
 
 
 def override_dirname(cfg: DictConfig, task_overrides: list[Any]) -> str:
@@ -80,10 +78,8 @@ def override_dirname(cfg: DictConfig, task_overrides: list[Any]) -> str:
 
 
 def quoted(value: str) -> str:
-    """`value` as an override's value that Hydra parses back to exactly `value`.
-
-    Single-quoted; Hydra's grammar escapes only quotes and the backslashes right before a quote or the end.
-    """
+    """`value` as an override's value that Hydra parses back to exactly `value`. Single-quoted; Hydra's grammar escapes
+    only quotes and the backslashes right before a quote or the end."""
     escaped = re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), value)
     return f"'{escaped}'"
 
@@ -91,3 +87,56 @@ def quoted(value: str) -> str:
 def subdir_override(subdir: str) -> str:
     """`hydra.sweep.subdir=<subdir>` as an override Hydra parses back to exactly `subdir`."""
     return f"hydra.sweep.subdir={quoted(subdir)}"
+
+
+class CellComposer:
+    """Each cell's config, composing only once per choice of config groups. Cells mostly differ in plain values (shapes,
+    dtypes) that Hydra applies after composing; those are applied to a copy of the composition (engine._hydra) instead
+    of composing every cell from scratch."""
+
+    def __init__(self, master: DictConfig, loader: Any) -> None:
+        self.master, self.loader = master, loader
+        self.listed: dict[str, set[str]] = {}  # a group's parent → the groups under it
+        self.cache: dict[tuple[str, ...], DictConfig] = {}
+
+    def is_group(self, key: str) -> bool:
+        """Whether an override's key names a config group (`module`, `hydra/launcher`), asking Hydra once per parent
+        it names: each listing copies Hydra's config repository (~20 ms), so the groups are not all listed up front."""
+        parent, _, name = key.lstrip("+~").rpartition("/")
+        if parent not in self.listed:
+            self.listed[parent] = set(self.loader.list_groups(parent))
+        return name in self.listed[parent]
+
+    def compose(self, job: list[str], num: int) -> DictConfig:
+        parsed = OverridesParser.create().parse_overrides(job)
+        group_overrides = [o for o in parsed if self.is_group(o.key_or_group) or o.package is not None]
+        values = [o for o in parsed if o not in group_overrides and not o.is_hydra_override()]
+        # A value in Hydra's own node (the planned hydra.sweep.subdir, different for every cell) is set on the copy
+        # like any value; a choice of a Hydra group (hydra/launcher=...) is composed.
+        hydra_values = [o for o in parsed if o.is_hydra_override() and o not in group_overrides]
+        # Parsed from text, so each has its input line.
+        key = tuple(o.input_line for o in group_overrides if o.input_line is not None)
+        if key not in self.cache:
+            self.cache[key] = self.loader.load_sweep_config(self.master, list(key))
+        cfg = copy.deepcopy(self.cache[key])
+        apply_value_overrides(cfg, values)
+        with open_dict(cfg):
+            for o in hydra_values:  # (set as Hydra sets them: the value as parsed, never resolved first)
+                OmegaConf.update(cfg, o.key_or_group, o.value(), merge=True)
+                cfg.hydra.overrides.hydra.append(o.input_line)
+        return _as_job(cfg, [o for o in parsed if not o.is_hydra_override()], num)
+
+    def compose_single(self, job: list[str]) -> DictConfig:
+        """A single run's cell: the invocation's composition, which Hydra made with every override of `job` (a
+        single run sweeps none), as a job's config (what `compose` gives: tests/engine/test_hydra_compat.py)."""
+        return _as_job(copy.deepcopy(self.master), OverridesParser.create().parse_overrides(job), 0)
+
+
+def _as_job(cfg: DictConfig, task: list[Any], num: int) -> DictConfig:
+    """`cfg` with the job fields Hydra gives job `num` of these task overrides."""
+    with open_dict(cfg):
+        cfg.hydra.overrides.task = [o.input_line for o in task]
+        cfg.hydra.job.override_dirname = override_dirname(cfg, task)
+        cfg.hydra.job.num = num
+        cfg.hydra.job.id = str(num)
+    return cfg

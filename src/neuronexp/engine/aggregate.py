@@ -1,8 +1,7 @@
 """Sweep aggregation: read every job directory from disk, join, add speedups, write `results/`.
 
-Reads the files the jobs left, not in-memory returns, so it works the same when jobs ran in other
-processes or on other hosts that share the sweep directory.
-"""
+Reads the files the jobs left, not in-memory returns, so it works the same when jobs ran in other processes or on other
+hosts that share the sweep directory."""
 
 from __future__ import annotations
 
@@ -24,9 +23,7 @@ from neuronexp.results.files import atomic_write_text, write_csv, write_table
 class SweepOutcome:
     cells: pd.DataFrame
     missing: list[str] = field(default_factory=list)
-    baseline: Baseline | None = None
-    op_rows: int = 0
-    sample_rows: int = 0
+    op_rows: int = 0  # (bench/aggregate_scale.py reports it)
     findings: list[str] = field(default_factory=list)  # report.summary.sweep_findings, made once
 
     @property
@@ -41,14 +38,11 @@ def aggregate(
     noise: Thresholds | None = None,
     tolerances: dict[str, tuple[float | None, float | None]] | None = None,
 ) -> SweepOutcome:
-    """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep.
-
-    `cached`: run_ids reused from an earlier run of the sweep rather than measured now; their rows say
-    `cached` here (the job's own files are left as they were written). `noise`: the sweep's thresholds, applied
-    to every cell again (a reused cell was judged by the thresholds of its own run).
-    `tolerances`: run_id → this invocation's (correctness.rtol, correctness.atol), which the output check applies
-    instead of those a reused cell ran with (docs: applied when results are gathered).
-    """
+    """Write `results/{cells,ops,samples}.{parquet,csv}` and `results/summary.md` for a sweep. `cached`: run_ids reused
+    from an earlier run of the sweep rather than measured now; their rows say `cached` here (the job's own files are
+    left as they were written). `noise`: the sweep's thresholds, applied to every cell again (a reused cell was judged
+    by the thresholds of its own run). `tolerances`: run_id → this invocation's (correctness.rtol, correctness.atol),
+    which the output check applies instead of those a reused cell ran with (docs: applied when results are gathered)."""
     job_dirs = job_dirs_of(sweep_dir)
     tables, missing = read_jobs(job_dirs)
     cells = tables["cells"].to_pandas()
@@ -73,6 +67,5 @@ def aggregate(
         write_csv(out / f"{name}.csv", table)
     # The findings once, from the tables in hand: summary.md and the terminal print the same lines.
     found = sweep_findings(cells, sweep_dir, (tables["ops"].to_pandas(), tables["samples"].to_pandas()))
-    outcome = SweepOutcome(cells, missing, baseline, tables["ops"].num_rows, tables["samples"].num_rows, found)
     atomic_write_text(out / "summary.md", summary_markdown(cells, missing, baseline, sweep_dir, found))
-    return outcome
+    return SweepOutcome(cells, missing, tables["ops"].num_rows, found)

@@ -33,7 +33,7 @@ def _duration(seconds: float) -> str:
 
 def dry_run_lines(cells: list[PlannedCell], sweep_dir: Path, master: Any) -> list[str]:
     """What `sweep.dry_run=true` prints: a line per cell, then the counts and the estimate."""
-    from neuronexp.engine.resume import assign  # reads the directory, writes nothing
+    from neuronexp.engine.rerun import assign  # reads the directory, writes nothing
 
     planned = copy.deepcopy(cells)  # assign points cells at directories: the plan itself stays as it was
     cached = assign(planned, sweep_dir) if sweep_dir.is_dir() else set()

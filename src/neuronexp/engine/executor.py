@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from neuronexp.config import CellSpec
@@ -42,16 +41,6 @@ def local_slots(master: Any) -> int:
     if launcher_kind(master) != LauncherKind.parallel:
         return 1
     return max(1, int(master.launcher.devices))
-
-
-def run_inline(specs: list[CellSpec]) -> list[Any]:
-    """The placed cells (one, or a group timed together) in this process; their tables. The process's own log
-    lines also go to each cell's job log, as a cell process's do."""
-    from neuronexp.cell.group import run_cells
-    from neuronexp.cell.joblog import job_log
-
-    with job_log([Path(s.out_dir) for s in specs]):
-        return run_cells(specs, [Path(s.out_dir) for s in specs])
 
 
 def run_local(

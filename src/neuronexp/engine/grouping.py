@@ -33,14 +33,9 @@ def process_key(config: Any) -> str:
     return repr([getattr(config, name) for name in _PROCESS_KEYS])
 
 
-def _baseline_keys(baseline: Baseline | None) -> set[str]:
-    return set(baseline or {})
-
-
 def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
     """Why a group of these planned cells cannot be timed together, or None when it can."""
-    keys = _baseline_keys(baseline)
-    clash = sorted(k for k in keys if k.split(".", 1)[0] in _PROCESS_KEYS)
+    clash = sorted(k for k in baseline or {} if k.split(".", 1)[0] in _PROCESS_KEYS)
     if clash:
         return f"the baseline's keys {', '.join(clash)} set process state the cells cannot share"
     for cell in cells:
@@ -57,7 +52,7 @@ def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
 def plan_units(cells: list[Any], baseline: Baseline | None, todo: set[str]) -> tuple[list[Unit], list[str]]:
     """The cells still to run (`todo` run_ids) as units in sweep order, each group where its first cell stands;
     and one line per group that is not paired, saying why (the sweep logs them)."""
-    keys = _baseline_keys(baseline)
+    keys = set(baseline or {})
     if not keys:
         return [Unit([c]) for c in cells if c.run_id in todo], []
     groups: dict[str, list[int]] = {}

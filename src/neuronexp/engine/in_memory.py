@@ -13,8 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from neuronexp.config import ConfigError, InMemory
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer
 from neuronexp.engine.plan import PlannedCell, plan_cell
 
 NOTE = "module from Python's memory (neuronexp.sweep(modules=...)): no code fingerprint, so never reused"
@@ -27,8 +29,7 @@ class InMemoryModules:
 
     @classmethod
     def checked(cls, modules: Mapping[str, Any], inputs: tuple[Any, ...] | Callable[[], Any] | Any) -> InMemoryModules:
-        """Raises:
-        ConfigError: no modules, a name that is not a plain word, a value that is not an nn.Module, no inputs."""
+        """ConfigError: no modules, a name that is not a plain word, a value that is not an nn.Module, no inputs."""
         import torch
 
         if not modules:
@@ -48,14 +49,6 @@ class InMemoryModules:
             _check_signature(name, module, values)
         return cls(dict(modules), values)
 
-    def first_input_overrides(self) -> list[str]:
-        """input.shape and input.dtype of the first example input: the cells' labels and their dtype."""
-        first = self.inputs[0]
-        return [
-            f"input.shape=[{','.join(str(d) for d in first.shape)}]",
-            f"input.dtype={str(first.dtype).removeprefix('torch.')}",
-        ]
-
 
 def _check_signature(name: str, module: Any, inputs: tuple[Any, ...]) -> None:
     try:
@@ -71,8 +64,10 @@ def plan_memory_cells(jobs: list[list[str]], composer: CellComposer, memory: InM
     cells: list[PlannedCell] = []
     invocation = uuid.uuid4().hex
     varying = {"module"} if len(memory.modules) > 1 else set()
+    first = memory.inputs[0]  # its shape and dtype: the cells' labels and their dtype
+    shape, dtype = ",".join(str(d) for d in first.shape), str(first.dtype).removeprefix("torch.")
     for job in jobs:
-        composed = [*job, *memory.first_input_overrides()]
+        composed = [*job, f"input.shape=[{shape}]", f"input.dtype={dtype}"]
         for name, module in memory.modules.items():
             num = len(cells)
             cell = plan_cell(num, composed, composer.compose(composed, num), varying)
@@ -96,16 +91,13 @@ def _from_memory(cell: PlannedCell, name: str, module: Any, inputs: tuple[Any, .
         memory=InMemory(module, inputs),
     )
     label = f"module={name} {cell.label}".strip() if cell.label != " ".join(cell.overrides) else f"module={name}"
-    yaml = _config_yaml(cell.yaml(), {"_target_": target, "from_memory": name})
+    node = OmegaConf.create(cell.yaml())  # its config.yaml names the caller's class, from memory
+    node.module = {"_target_": target, "from_memory": name}
     return dataclasses.replace(
-        cell, run_id=run_id, overrides=[*cell.overrides, f"module={name}"], label=label, spec=spec, config_yaml=yaml
+        cell,
+        run_id=run_id,
+        overrides=[*cell.overrides, f"module={name}"],
+        label=label,
+        spec=spec,
+        config_yaml=OmegaConf.to_yaml(node),
     )
-
-
-def _config_yaml(text: str, module: dict[str, str]) -> str:
-    """The job's config.yaml with the module it names: the caller's class, from memory."""
-    from omegaconf import OmegaConf
-
-    node = OmegaConf.create(text)
-    node.module = module
-    return OmegaConf.to_yaml(node)

@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import time
+from functools import partial
 from pathlib import Path
 
 from neuronexp.config import ConfigError
@@ -26,7 +27,7 @@ def marker_kind(directory: Path) -> str | None:
     except OSError:
         return None
     try:
-        if not _is_regular(fd):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         info = json.loads(os.read(fd, 65536) or b"{}")
     except (OSError, ValueError):
@@ -38,56 +39,38 @@ def marker_kind(directory: Path) -> str | None:
     return str(info["kind"])
 
 
-def _is_regular(fd: int) -> bool:
-    return stat.S_ISREG(os.fstat(fd).st_mode)
-
-
 def check_ours(directory: Path, kind: str, key: str, ignore: tuple[str, ...] = ()) -> None:
-    """Refuse `directory` for a `kind` invocation unless neuronexp may write there.
-
-    `ignore`: names that prove nothing either way (the lock file, which a refused or concurrent invocation
-    may have created).
-
-    Raises:
-        ConfigError: naming `key` and what the directory holds.
-    """
+    """Refuse `directory` for a `kind` invocation unless neuronexp may write there (a ConfigError naming `key` and
+    what it holds). `ignore`: names that prove nothing either way (the lock file, which a refused or concurrent
+    invocation may have created)."""
     if not os.path.lexists(directory):
         return
+    refused = partial(ConfigError, key, str(directory))
     if not directory.is_dir():
-        raise ConfigError(key, str(directory), "is not a directory; choose a new or empty directory")
-    results = directory / "results"
-    if kind == "sweep" and results.is_symlink():
-        raise ConfigError(
-            key,
-            str(directory),
-            "its results/ is a symbolic link; neuronexp never writes through one: "
-            "remove the link or choose another directory",
+        raise refused("is not a directory; choose a new or empty directory")
+    if kind == "sweep" and (directory / "results").is_symlink():
+        raise refused(
+            "its results/ is a symbolic link; neuronexp never writes through one: remove the link or choose another "
+            "directory"
         )
     found = marker_kind(directory)
     if found == kind:
         return
     if found is not None:
         other_key, other = _KINDS[found]
-        raise ConfigError(
-            key,
-            str(directory),
-            f"holds the results of {other} ({other_key}); {_KINDS[kind][1]} "
-            "there would mix the two: choose another directory",
+        raise refused(
+            f"holds the results of {other} ({other_key}); {_KINDS[kind][1]} there would mix the two: choose another "
+            "directory"
         )
     try:
         names = sorted(p.name for p in directory.iterdir() if p.name not in ignore)
     except OSError as exc:
-        raise ConfigError(
-            key, str(directory), f"cannot be read ({exc.strerror or exc}); choose a readable directory"
-        ) from None
+        raise refused(f"cannot be read ({exc.strerror or exc}); choose a readable directory") from None
     if names:
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
-        raise ConfigError(
-            key,
-            str(directory),
-            f"holds files neuronexp did not write ({shown}); neuronexp writes only "
-            "into a new or empty directory or one it wrote before, and never overwrites yours: "
-            "choose another directory",
+        raise refused(
+            f"holds files neuronexp did not write ({shown}); neuronexp writes only into a new or empty directory or "
+            "one it wrote before, and never overwrites yours: choose another directory"
         )
 
 

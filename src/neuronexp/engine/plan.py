@@ -1,9 +1,9 @@
-"""The cells of a run or a sweep, composed and validated before the first one runs.
-
-Every cell goes through the same validation, up front: an invocation either starts clean or fails in one line with
-no files. A single run is a plan of one. Each cell of a sweep gets its job directory here too: two cells never share
-one, and a cell already complete in the sweep directory (same run_id, wherever it sits) is reused, not run again.
-"""
+"""The cells of a run or a sweep, composed and validated before the first one runs: an invocation either starts clean
+or fails in one line with no files. A single run is a plan of one. Each cell of a sweep gets its job directory here
+too: two cells never share one, and a cell already complete in the sweep directory (same run_id, wherever it sits) is
+reused, not run again. A host cell that cannot fit in this host's memory, as far as is known before it is built (its
+inputs' specs; a module from Python's memory, its weights), is refused before anything is allocated, instead of
+swapping until the kernel's out-of-memory killer ends it (docs/guarantees.md, "Memory")."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import copy
 import dataclasses
 import itertools
 import logging
+import math
 import shutil
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +24,19 @@ from neuronexp.backends import BACKENDS, check_options, named_backend
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.config.compose import spec_from_sweep_config
 from neuronexp.config.fingerprint import code_files
+from neuronexp.config.input_specs import compute_dtype, first_spec, tensor_dtype
 from neuronexp.config.validate import validate_code
-from neuronexp.engine._hydra import LauncherKind, launcher_kind
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer, LauncherKind, launcher_kind
 from neuronexp.engine.grouping import process_key
+from neuronexp.formatting import fmt_bytes
 from neuronexp.slurm.cluster import check_slurm_sweep
 
 log = logging.getLogger("neuronexp.engine")
+# Bytes per element of each input dtype the schema allows (config.schema.DType).
+ITEM_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "bfloat16": 2, "float16": 2, "bool": 1}
+# A cell whose lower bound is above this share of the available memory is warned about: the bound leaves out the
+# outputs and intermediates, which for a layer working element by element are a multiple of its input.
+WARN_SHARE = 0.5
 
 
 @dataclass(kw_only=True)
@@ -123,12 +131,8 @@ def job_yaml(cfg: DictConfig) -> str:
 
 
 def plan_sweep(master: DictConfig, jobs: list[list[str]], composer: CellComposer) -> list[PlannedCell]:
-    """Compose every cell, check its plain values and give it its job directory (check_runnable: the rest).
-
-    Raises:
-        ConfigError: the first bad value, naming its key; two cells that would share a directory; a
-            backend or launcher that cannot run here.
-    """
+    """Compose every cell, check its plain values and give it its job directory (check_runnable: the rest). Raises
+    ConfigError: the first bad value, two cells that would share a directory, a launcher that cannot run here."""
     check_launcher(master)
     varying = _varying_keys(jobs)
     cells = [plan_cell(num, job, composer.compose(job, num), varying) for num, job in enumerate(jobs)]
@@ -166,11 +170,8 @@ def _check_distinct(cells: list[PlannedCell], master: DictConfig) -> None:
 def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = False, forked: bool = False) -> None:
     """With every plain value checked: the checks that import torch (inputs against `forward`, the backends) and
     the device slots the cells will ask for, each kind once (`single`: a single run, which no launcher runs;
-    `forked`: the code is checked in a process forked from this host's fork server, never imported here).
-
-    Raises:
-        ConfigError: an input `forward` cannot take, a backend missing here, slots this machine cannot give.
-    """
+    `forked`: the code is checked in a process forked from this host's fork server, never imported here). Raises
+    ConfigError: an input `forward` cannot take, a backend missing here, slots this machine cannot give."""
     from neuronexp.backends import backend_kind, check_available
 
     # An unavailable backend fails first, once: where the answer needs no torch (torch-neuronx not installed, a
@@ -182,7 +183,7 @@ def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = 
     warnings = _code_warnings(cells, forked)
     remote = not single and launcher_kind(master) == LauncherKind.slurm  # its cells run on other machines
     memory = _memory_warnings(cells) if not remote else {}  # a cell that cannot fit here: refused before any is built
-    from neuronexp.cellprocess.machine import check_slots_fit
+    from neuronexp.cellprocess.launch import check_slots_fit
     from neuronexp.cellprocess.placement import check_lock_dir
 
     for cell, found in zip(cells, warnings):
@@ -205,7 +206,7 @@ def _code_warnings(cells: list[PlannedCell], forked: bool) -> list[list[str]]:
     this process imports neither torch nor the user's layers for it (about 2 s of a sweep's start on 2 cores)."""
     configs = [c.spec.config for c in cells if c.spec is not None and c.spec.memory is None]
     if forked and configs:
-        from neuronexp.cellprocess.check import code_warnings
+        from neuronexp.cellprocess.entry import code_warnings
 
         checked = iter(code_warnings(configs))
     else:
@@ -214,13 +215,9 @@ def _code_warnings(cells: list[PlannedCell], forked: bool) -> list[list[str]]:
 
 
 def _memory_warnings(cells: list[PlannedCell]) -> dict[int, list[str]]:
-    """Each host cell against the host's available memory (engine.fits); the warnings for their rows, by cell.
-
-    Raises:
-        ConfigError: a cell that cannot fit.
-    """
+    """Each host cell against the host's available memory (check_fits, which raises ConfigError for a cell that
+    cannot fit); the warnings for their rows, by cell."""
     from neuronexp.backends import backend_info, backend_kind
-    from neuronexp.engine.fits import check_fits
     from neuronexp.host.memory import available_bytes
 
     host = [c for c in cells if c.spec is not None and backend_info(backend_kind(c.spec.config.backend)).on_host]
@@ -259,3 +256,66 @@ def _varying_keys(jobs: list[list[str]]) -> set[str]:
             k, _, v = o.partition("=")
             values.setdefault(k.lstrip("+~"), set()).add(v)
     return {k for k, v in values.items() if len(v) > 1}
+
+
+def _tensor_specs(value: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensor_specs(item)
+    elif isinstance(value, Mapping) and "shape" in value and "_target_" not in value and "_value_" not in value:
+        yield value
+
+
+def input_bytes(spec: CellSpec) -> int:
+    """The bytes of the tensors its inputs' specs describe (a factory's output, unknown here, counts 0)."""
+    cfg = spec.config.input
+    follows = compute_dtype(cfg)  # the dtype of a tensor spec without its own (config.input_specs)
+    total = 0
+    for tensor in [first_spec(cfg), *_tensor_specs(list(cfg.args)), *_tensor_specs(list(cfg.kwargs.values()))]:
+        total += math.prod(int(d) for d in tensor["shape"]) * ITEM_BYTES.get(tensor_dtype(tensor, follows), 8)
+    return total
+
+
+def least_bytes(spec: CellSpec) -> tuple[int, str]:
+    """A lower bound of the host memory the cell allocates while it runs, and what it is made of: its inputs, twice
+    where timing.relocate copies them to a fresh place each round (the copy is made while they exist), and the copy
+    cell.build makes of a module from memory. Left out: a built module's weights (unknown before it is built), its
+    outputs and intermediates."""
+    relocate = bool(spec.config.timing.relocate)
+    if spec.memory is not None:
+        tensors = [*spec.memory.module.parameters(), *spec.memory.module.buffers()]
+        weights = sum(t.numel() * t.element_size() for t in tensors)
+        inputs = sum(t.numel() * t.element_size() for t in spec.memory.inputs if hasattr(t, "element_size"))
+        moved = f", and the copy of its inputs each timing round makes, {fmt_bytes(inputs)} (timing.relocate)"
+        return weights + (inputs if relocate else 0), f"the copy of its module, {fmt_bytes(weights)}" + (
+            moved if relocate else ""
+        )
+    inputs = input_bytes(spec)
+    twice = ", twice: each timing round copies them to a fresh place (timing.relocate)" if relocate else ""
+    return inputs * (2 if relocate else 1), f"its inputs, {fmt_bytes(inputs)}{twice}"
+
+
+def check_fits(specs: list[CellSpec], available: int | None) -> list[str | None]:
+    """Refuse the first cell that cannot fit in `available` bytes (the host's MemAvailable; None: unknown, nothing
+    checked); for each spec, the warning for its row when its lower bound is above WARN_SHARE of it, else None.
+    The ConfigError names the first input's shape, what the cell needs at least, and what the host has."""
+    if available is None:
+        return [None for _ in specs]
+    warnings: list[str | None] = []
+    for spec in specs:
+        needed, made_of = least_bytes(spec)
+        if needed > available:
+            raise ConfigError(
+                "input.shape",
+                list(spec.config.input.shape),
+                f"the cell needs at least {fmt_bytes(needed)} of host memory while it runs "
+                f"({made_of}), and this host has {fmt_bytes(available)} available (MemAvailable): use a smaller "
+                "shape",
+            )
+        warnings.append(
+            f"this cell needs at least {fmt_bytes(needed)} of host memory ({made_of}), more than half of the "
+            f"{fmt_bytes(available)} available when it was planned: it may be killed for lack of memory"
+            if needed > WARN_SHARE * available
+            else None
+        )
+    return warnings

@@ -1,10 +1,8 @@
-"""What the terminal shows while a sweep runs: a transient progress bar (stderr) with the estimated time left and
-what the running cells are doing (build, compile, timing, profiling), and one log line per finished cell (its
-outcome, the estimate, the cell), each cut to the terminal's width.
-
-A cell's phase is read from `<job dir>/.phase` (results.files.write_phase), written by the cell's own process:
-the same for a cell in this process, in a launcher's worker or in a Slurm job.
-"""
+"""What the terminal shows while a sweep runs: a transient progress bar (stderr) with the estimated time left and what
+the running cells are doing (build, compile, timing, profiling), and one log line per finished cell, cut to the
+terminal's width. A cell's phase is read from `<job dir>/.phase` (results.files.write_phase), written by its own
+process; a cell finishing elsewhere (a launcher's worker, a Slurm job) is seen by polling its `cells.parquet`, which
+every job writes atomically (a parallel launcher runs Hydra's `on_job_end` in the worker, not where the bar is)."""
 
 from __future__ import annotations
 
@@ -12,18 +10,19 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column
 
 from neuronexp.engine.plan import PlannedCell
-from neuronexp.engine.watch import CellWatcher, finished_row, stamp
 from neuronexp.formatting import fmt_us
 from neuronexp.results.files import PHASE_FILE, read_phase
 
@@ -32,6 +31,70 @@ log = logging.getLogger("neuronexp.engine")
 _LOG_PREFIX = 11
 # cells, the bar, n/N, elapsed and the estimate take about this much of the bar's line.
 _BAR_FIXED = 44
+
+# What the progress line says of a finished cell.
+_COLUMNS = ["status", "error", "latency_median_us", "placement"]
+
+
+def stamp(path: Path) -> int | None:
+    """The file's modification time in ns, None when it is not there."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def finished_row(job_dir: Path) -> dict[str, Any] | None:
+    """The progress columns of the job's one cells.parquet row; None when there is none (yet, or the cell's
+    process died without one, or the file is being replaced)."""
+    try:
+        names = pq.read_schema(job_dir / "cells.parquet").names
+        return pq.read_table(job_dir / "cells.parquet", columns=[c for c in _COLUMNS if c in names]).to_pylist()[0]
+    except Exception:
+        return None
+
+
+class CellWatcher:
+    """Calls `on_done(index, row)` once per job directory whose `cells.parquet` appears or changes. Files already there
+    when the watcher is made (an earlier run of a resumed sweep) count only once rewritten or touched; comparing against
+    that snapshot, not a clock, keeps it right across hosts with skewed clocks."""
+
+    def __init__(
+        self, job_dirs: list[Path], on_done: Callable[[int, dict[str, Any]], None], interval_s: float = 0.5
+    ) -> None:
+        self.dirs = job_dirs
+        self.files = [d / "cells.parquet" for d in job_dirs]
+        self.before = [stamp(f) for f in self.files]
+        self.pending = set(range(len(self.files)))
+        self.on_done, self.interval_s = on_done, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="neuronexp-progress", daemon=True)
+
+    def start(self) -> CellWatcher:
+        self._thread.start()
+        return self
+
+    def poll(self) -> None:
+        for i in sorted(self.pending):
+            now = stamp(self.files[i])
+            if now is None or now == self.before[i]:
+                continue
+            row = finished_row(self.dirs[i])
+            if row is None:  # replaced while reading: next poll
+                continue
+            self.pending.discard(i)
+            self.on_done(i, row)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.poll()
+
+    def stop(self) -> None:
+        """Stop polling after a last look, so every cell finished by now is reported before the summary."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.poll()
 
 
 def fit(text: str, width: int) -> str:
@@ -123,9 +186,7 @@ class SweepProgress:
         elif len(running) == 1:
             text = f"{running[0][1]} · {running[0][0].label}"
         else:
-            counts: dict[str, int] = {}
-            for _, phase in running:
-                counts[phase] = counts.get(phase, 0) + 1
+            counts = Counter(phase for _, phase in running)
             text = f"{len(running)} running: " + ", ".join(f"{n} {p}" for p, n in counts.items())
         width = self.console.width - _BAR_FIXED
         with self._lock:

@@ -1,7 +1,9 @@
-"""What a sweep into a directory that already holds cells does with them, in words for its first and last lines:
-how many cells it reuses, which it runs again and why (their code changed, and in which file, as the cells' own
-`cell.json` records it; their configuration changed; their earlier run did not finish), and which earlier job
-directories it leaves in place (never deleted: docs/guarantees.md), outside `results/`."""
+"""A sweep into a directory that already holds cells: where each planned cell goes and which are reused (`assign`: a
+cell is matched by its configuration, run_id, never by its position, so a complete cell is reused wherever it sits and
+a directory holding another configuration's cell is never written to), and in words for the sweep's first and last
+lines (`compare`, `words`): how many it reuses, which it runs again and why (their code changed, and in which file, as
+the cells' own `cell.json` records it; their configuration changed; their earlier run did not finish), and which
+earlier job directories it leaves in place (never deleted: docs/guarantees.md), outside `results/`."""
 
 from __future__ import annotations
 
@@ -11,9 +13,71 @@ from pathlib import Path
 from typing import Any
 
 from neuronexp.engine.plan import PlannedCell
-from neuronexp.results.files import CELL_MARKER, read_regular
+from neuronexp.results.files import CELL_MARKER, complete_run_id, owner, read_regular
 
 SHOWN = 4  # names listed before "and N more"
+
+
+def assign(cells: list[PlannedCell], sweep_dir: Path, rerun_all: bool = False) -> set[str]:
+    """Point each cell at its directory; returns the run_ids already complete there (reused, not rerun). A cell complete
+    anywhere in the sweep directory keeps that directory (with `rerun_all`, sweep.rerun=all, it runs again there and
+    nothing is reused). Any other cell gets its planned directory unless that one belongs to another configuration or
+    holds files no neuronexp cell wrote; then the next free name."""
+    complete: dict[str, str] = {}
+    if sweep_dir.is_dir():
+        for found in sorted(sweep_dir.rglob("cells.parquet")):
+            job = found.parent
+            if job == sweep_dir / "results":  # the aggregated tables, not a cell
+                continue
+            run_id = complete_run_id(job)
+            if run_id is not None:
+                complete.setdefault(run_id, str(job.relative_to(sweep_dir)))
+    reused = set()
+    taken = set(complete.values())
+    for cell in cells:
+        if cell.run_id in complete:
+            cell.dir = complete[cell.run_id]
+            reused.add(cell.run_id)
+    for cell in cells:
+        if cell.run_id in reused:
+            continue
+        cell.dir = _free(sweep_dir, cell.dir, cell.run_id, taken)
+        taken.add(cell.dir)
+    return set() if rerun_all else reused
+
+
+def _free(sweep_dir: Path, planned: str, run_id: str, taken: set[str]) -> str:
+    def usable(name: str) -> bool:
+        return name not in taken and _may_write(sweep_dir / name, run_id)
+
+    if usable(planned):
+        return planned
+    if planned.isdigit():
+        numbers = [int(p.name) for p in sweep_dir.iterdir() if p.name.isdigit()] + [
+            int(t) for t in taken if t.isdigit()
+        ]
+        n = max(numbers, default=-1) + 1
+        while not usable(str(n)):
+            n += 1
+        return str(n)
+    k = 2
+    while not usable(f"{planned}-{k}"):
+        k += 1
+    return f"{planned}-{k}"
+
+
+def _may_write(job_dir: Path, run_id: str) -> bool:
+    """A job directory this cell may write into: new, empty, or one a neuronexp cell of this configuration
+    wrote (its `cell.json`). Never a link, nor a directory of files neuronexp did not write (a user's
+    `0/config.yaml`): the cell goes to the next free name instead."""
+    if job_dir.is_symlink():
+        return False
+    if not job_dir.exists():
+        return True
+    who = owner(job_dir)
+    if who is None:
+        return job_dir.is_dir() and not any(job_dir.iterdir())
+    return who == run_id
 
 
 @dataclass
@@ -27,10 +91,6 @@ class Rerun:
     config: list[str] = field(default_factory=list)  # run again: the same overrides, another configuration
     unfinished: list[str] = field(default_factory=list)  # run again: their earlier run left no result
     kept: list[str] = field(default_factory=list)  # earlier job directories no planned cell uses
-
-    @property
-    def earlier(self) -> bool:
-        return bool(self.reused or self.code or self.config or self.unfinished or self.kept)
 
 
 def _markers(sweep_dir: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -76,7 +136,7 @@ def _names(items: list[str] | set[str]) -> str:
 def words(rerun: Rerun, done: bool = False) -> str:
     """`4 reused; 2 run again because their code changed (layers/myblock.py); the earlier job directories 0, 1
     are left in place, outside results/` ("ran again" once `done`); "" when the directory held no cell."""
-    if not rerun.earlier:
+    if not (rerun.reused or rerun.code or rerun.config or rerun.unfinished or rerun.kept):
         return ""
     run = "ran again" if done else "run again"
     parts = [f"{rerun.reused} reused"]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neuronexp.config import ConfigError
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer
 from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import is_dry_run
 from neuronexp.engine.lock import locked
@@ -23,11 +23,8 @@ log = logging.getLogger("neuronexp.engine")
 
 
 def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
-    """Plan, check, lock, then reuse or measure the one cell, and print it.
-
-    Raises:
-        ConfigError: a bad value, a directory that holds another cell's results; nothing has run then.
-    """
+    """Plan, check, lock, then reuse or measure the one cell, and print it. Raises ConfigError (nothing has run
+    then): a bad value, a directory that holds another cell's results."""
     cell = plan_cell(0, job, CellComposer(ctx.master, ctx.loader).compose_single(job), set())
     cell.dir, cell.isolated = ".", cell.isolated or _timeout_asked(cell.overrides)
     check_runnable(ctx.master, [cell], single=True)
@@ -59,7 +56,7 @@ def _timeout_asked(overrides: list[str]) -> bool:
 
 
 def _measure(cell: PlannedCell, run_dir: Path, in_process: bool) -> Results:
-    from neuronexp.engine.executor import run_inline
+    from neuronexp.cellprocess.entry import run_placed
     from neuronexp.engine.job import prepare
 
     spec = prepare(cell, run_dir)
@@ -67,7 +64,7 @@ def _measure(cell: PlannedCell, run_dir: Path, in_process: bool) -> Results:
         from neuronexp.cellprocess.launch import run_supervised
 
         return run_supervised([spec], slotted=True)[0]
-    return run_inline([spec])[0]
+    return run_placed([spec])[0]
 
 
 def _check_owner(run_dir: Path, run_id: str) -> None:

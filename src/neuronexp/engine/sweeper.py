@@ -1,8 +1,7 @@
-"""An invocation from start to end, the same for the command line (Hydra's sweeper plugin calls `run`) and for
-Python (neuronexp.api): plan and validate every cell, lock the directory, reuse complete cells, run the rest
-(engine.executor), aggregate `results/`, print. A single run is a plan of one, into hydra.run.dir. The outcome
-reaches the exit status as one exception, Stopped, which only the command line turns into a status.
-"""
+"""An invocation from start to end, the same for the command line (Hydra's sweeper plugin calls `run`) and for Python
+(neuronexp.api): plan and validate every cell, lock the directory, reuse complete cells, run the rest (engine.executor),
+aggregate `results/`, print. A single run is a plan of one, into hydra.run.dir. The outcome reaches the exit status as
+one exception, Stopped, which only the command line turns into a status."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from neuronexp.analysis.baseline import Baseline, parse_baseline
 from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
 from neuronexp.config import ConfigError
-from neuronexp.engine._hydra import subdir_override
-from neuronexp.engine.composer import CellComposer
+from neuronexp.engine._hydra import CellComposer, subdir_override
 from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
 from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
@@ -34,19 +32,14 @@ log = logging.getLogger("neuronexp.engine")
 
 
 def run(ctx: SweepContext) -> Outcome:
-    """Run the invocation.
-
-    Raises:
-        ConfigError: a bad value in any cell, a directory another invocation holds; nothing has run then.
-        Stopped: the results could not be gathered (a full disk), or Ctrl-C before any cell ran.
-    """
+    """Run the invocation. Raises ConfigError (nothing has run then: a bad value in any cell, a directory another
+    invocation holds) or Stopped (the results could not be gathered, a full disk; Ctrl-C before any cell ran)."""
     jobs = grid(ctx.params, ctx.arguments)
     if ctx.single and not ctx.params:
         swept = swept_keys(ctx.arguments)
         if swept:
-            raise ConfigError(
-                swept[0].split("=", 1)[0], swept[0].split("=", 1)[-1], "a list of values is a sweep: add -m"
-            )
+            key, _, value = swept[0].partition("=")
+            raise ConfigError(key, value, "a list of values is a sweep: add -m")
         from neuronexp.engine.single import run_single
 
         return run_single(ctx, jobs[0])
@@ -88,8 +81,7 @@ def sweep_dir(master: DictConfig) -> Path:
 def _run(ctx: SweepContext, cells: list[PlannedCell]) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
-    from neuronexp.engine.rerun import compare, words
-    from neuronexp.engine.resume import assign
+    from neuronexp.engine.rerun import assign, compare, words
     from neuronexp.results import JOBS_MANIFEST, invocation
     from neuronexp.results.files import write_json
 
@@ -159,10 +151,10 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
         return [prepare(c, where / c.dir) for c in unit.cells]
 
     if ctx.in_process:
-        from neuronexp.engine.executor import run_inline
+        from neuronexp.cellprocess.entry import run_placed
 
         for unit in units:
-            run_inline(start(unit))
+            run_placed(start(unit))
             for cell in unit.cells:
                 progress.finished(cell)
         return
@@ -171,11 +163,8 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
 
 
 def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
-    """Aggregate results/ and print the comparison; how the sweep ended, if not with every cell ok.
-
-    Raises:
-        Stopped: results/ could not be written.
-    """
+    """Aggregate results/ and print the comparison; how the sweep ended, if not with every cell ok (Stopped raised:
+    results/ could not be written)."""
     from neuronexp.engine.aggregate import aggregate
     from neuronexp.report.terminal import print_sweep
 
@@ -220,8 +209,6 @@ def _noise_limits(master: DictConfig) -> Any:
     from neuronexp.config.schema import NoiseConfig
 
     node = OmegaConf.select(master, "noise", default=None)
-    return (
-        OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node))
-        if node is not None
-        else NoiseConfig()
-    )
+    if node is None:
+        return NoiseConfig()
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuronexp.cellprocess.launch import _unpinned, default_pool
-from neuronexp.cellprocess.machine import check_slots_fit
+from neuronexp.cellprocess.launch import _unpinned, check_slots_fit, default_pool
 from neuronexp.config import CellSpec, ConfigError, LauncherConfig, NeuronDeviceConfig, RunConfig
 from neuronexp.engine.plan import _slot_ask
 

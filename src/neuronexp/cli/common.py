@@ -1,7 +1,9 @@
-"""A reader that stops reading (`neuronexp ... | head`) is not an error: the command ends quietly, as Unix tools do."""
+"""What the command-line tools share: an argument type that refuses a bad value in the same words, and a quiet end
+when the reader stops reading (`neuronexp ... | head`), which is not an error, as with Unix tools."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import sys
@@ -30,3 +32,13 @@ def quiet_on_closed_stdout(main: Callable[..., int]) -> Callable[..., int]:
             return stdout_closed()
 
     return wrapper
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer >= 1")
+    return value
