@@ -36,6 +36,10 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _one_line(stderr: str, prefix: str) -> str:
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(prefix) and "Traceback" not in stderr, stderr
@@ -158,6 +162,9 @@ def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path:
         text=True,
         env=_env(),
         start_new_session=True,
+        # A terminal's foreground command starts with Ctrl-C at its default; one started by a job in the background
+        # (`nohup .ci/run &`) inherits it ignored, and Python, like any program, then keeps ignoring it.
+        preexec_fn=_default_sigint,
     )
     deadline = time.time() + 120
     while not (sweep / "0" / "cells.parquet").exists() and time.time() < deadline:
