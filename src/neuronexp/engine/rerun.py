@@ -7,6 +7,7 @@ earlier job directories it leaves in place (never deleted: docs/guarantees.md), 
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,17 +54,11 @@ def _free(sweep_dir: Path, planned: str, run_id: str, taken: set[str]) -> str:
     if usable(planned):
         return planned
     if planned.isdigit():
-        numbers = [int(p.name) for p in sweep_dir.iterdir() if p.name.isdigit()] + [
-            int(t) for t in taken if t.isdigit()
-        ]
-        n = max(numbers, default=-1) + 1
-        while not usable(str(n)):
-            n += 1
-        return str(n)
-    k = 2
-    while not usable(f"{planned}-{k}"):
-        k += 1
-    return f"{planned}-{k}"
+        used = [p.name for p in sweep_dir.iterdir()] + list(taken)
+        names = (str(n) for n in itertools.count(max((int(u) for u in used if u.isdigit()), default=-1) + 1))
+    else:
+        names = (f"{planned}-{k}" for k in itertools.count(2))
+    return next(name for name in names if usable(name))
 
 
 def _may_write(job_dir: Path, run_id: str) -> bool:
