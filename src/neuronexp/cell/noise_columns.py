@@ -34,8 +34,7 @@ def noise_columns(
         "other_cpu": act.other_cpu if act else None,
         "cpu_steal": act.steal if act else None,
     }
-    limits = NoiseConfig() if limits is None else limits
-    reasons, hint = judge({**figures, "threads": threads, "placement_cpus": cpus}, limits)
+    reasons, hint = judge({**figures, "threads": threads, "placement_cpus": cpus}, limits or NoiseConfig())
     return {**figures, "noisy": bool(reasons), "noise": "; ".join(reasons) or None, "noise_hint": hint}
 
 

@@ -140,8 +140,7 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
                 '(docs/methodology.md, "Paired timing")'
             )
         assert ctx.launcher is not None
-        jobs = [[*c.overrides, subdir_override(c.dir)] for c in todo]
-        run_launched(ctx.launcher(), jobs, progress.watching)
+        run_launched(ctx.launcher(), [[*c.overrides, subdir_override(c.dir)] for c in todo], progress.watching)
         return
     units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
     for note in notes:

@@ -6,6 +6,7 @@ renamed into place, and `cells.*` is written last, so a job directory with `cell
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import io
 import json
@@ -127,10 +128,8 @@ PHASE_FILE = ".phase"
 
 def write_phase(job_dir: Path, phase: str) -> None:
     """Record the cell's current step; a failure to write it never fails the cell."""
-    try:
+    with contextlib.suppress(OSError):
         atomic_write_text(job_dir / PHASE_FILE, phase + "\n")
-    except OSError:
-        pass
 
 
 def read_phase(job_dir: Path) -> str | None:

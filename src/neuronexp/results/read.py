@@ -73,8 +73,7 @@ def _read_job_table(job_dir: Path, name: str, root: Path | None) -> pa.Table:
 
 
 def _concat(parts: list[pa.Table]) -> pa.Table:
-    first = parts[0].schema
-    same = all(p.schema.equals(first) for p in parts)
+    same = all(p.schema.equals(parts[0].schema) for p in parts)
     # Extra columns (e.g. neuron_*, a swept argument) on some jobs only: unify, filling the others with nulls; a
     # swept argument typed int in one cell and float in another (`module.scale=1,0.5`) widens to float.
     try:
