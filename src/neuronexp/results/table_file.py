@@ -30,8 +30,7 @@ def read_table(path: Path, name: str, root: Path | None = None) -> pa.Table:
     a KeyError deep in a report; FileNotFoundError: no file there.
     """
     try:
-        data = read_regular(path, root)
-        buffer = pa.BufferReader(data)
+        buffer = pa.BufferReader(read_regular(path, root))
         # One thread: a read that fails midway can leave an Arrow pool worker alive, and its destructor at exit
         # aborts the process (apache/arrow#34314: a report that printed its one-line error then died with -6).
         table = (
