@@ -70,9 +70,7 @@ def _may_write(job_dir: Path, run_id: str) -> bool:
     if not job_dir.exists():
         return True
     who = owner(job_dir)
-    if who is None:
-        return job_dir.is_dir() and not any(job_dir.iterdir())
-    return who == run_id
+    return (job_dir.is_dir() and not any(job_dir.iterdir())) if who is None else who == run_id
 
 
 @dataclass

@@ -17,6 +17,9 @@ LABEL_COLUMNS = ["run_id", "experiment", "module", "compiled", "backend", "devic
 
 _STR, _F64, _I64, _BOOL = pa.string(), pa.float64(), pa.int64(), pa.bool_()
 _DIMS = pa.list_(pa.int64())
+# The invocation of neuronexp (a run or a sweep) that measured the row (results.invocation), in every table: two runs
+# of one configuration share run_id, never invocation_id. A reused (cached) cell keeps the one that measured it.
+_INVOCATION = [("invocation_id", _STR), ("invocation_started_at", _STR)]
 
 CELL_SCHEMA = pa.schema(
     [
@@ -150,10 +153,7 @@ CELL_SCHEMA = pa.schema(
         ("profile_schedule", _STR),
         ("profile_ratio", _F64),
         ("memory_per_step_bytes", _F64),
-        # The invocation of neuronexp (a run or a sweep) that measured the cell (results.invocation): two runs of one
-        # configuration share run_id, never invocation_id. A reused (cached) cell keeps the one that measured it.
-        ("invocation_id", _STR),
-        ("invocation_started_at", _STR),
+        *_INVOCATION,
     ]
 )
 
@@ -180,9 +180,7 @@ OP_SCHEMA = pa.schema(
         ("leaf", _BOOL),
         ("self_cpu_memory_bytes", _F64),
         ("self_device_memory_bytes", _F64),
-        # The invocation of neuronexp (a run or a sweep) that measured the row (results.invocation), as in cells.
-        ("invocation_id", _STR),
-        ("invocation_started_at", _STR),
+        *_INVOCATION,
     ]
 )
 
@@ -222,8 +220,7 @@ SAMPLE_SCHEMA = pa.schema(
         ("latency_us", _F64),
         ("round", _I64),
         ("pair", _I64),
-        ("invocation_id", _STR),
-        ("invocation_started_at", _STR),
+        *_INVOCATION,
     ]
 )
 

@@ -178,9 +178,7 @@ def owner(job_dir: Path) -> str | None:
     if os.path.lexists(marker):
         try:
             info = json.loads(read_regular(marker))
-            if info.get("written_by") != "neuronexp":
-                return "unknown"
-            return str(info["run_id"])
+            return "unknown" if info.get("written_by") != "neuronexp" else str(info["run_id"])
         except (OSError, ValueError, KeyError, AttributeError):
             return "unknown"
     if (job_dir / "cells.parquet").is_file():
