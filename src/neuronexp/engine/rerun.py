@@ -8,13 +8,12 @@ earlier job directories it leaves in place (never deleted: docs/guarantees.md), 
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from neuronexp.engine.plan import PlannedCell
-from neuronexp.results.files import CELL_MARKER, complete_run_id, owner, read_regular
+from neuronexp.results.files import CELL_MARKER, complete_run_id, owner, read_marker
 
 SHOWN = 4  # names listed before "and N more"
 
@@ -88,15 +87,9 @@ class Rerun:
 
 def _markers(sweep_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     """Each job directory's cell.json (plain JSON, read from regular files only), by its directory."""
-    found = []
-    for marker in sorted(sweep_dir.rglob(CELL_MARKER)) if sweep_dir.is_dir() else []:
-        try:
-            info = json.loads(read_regular(marker))
-        except (OSError, ValueError):
-            continue
-        if isinstance(info, dict) and info.get("written_by") == "neuronexp":
-            found.append((str(marker.parent.relative_to(sweep_dir)), info))
-    return found
+    markers = sorted(sweep_dir.rglob(CELL_MARKER)) if sweep_dir.is_dir() else []
+    found = [(str(m.parent.relative_to(sweep_dir)), read_marker(m.parent)) for m in markers]
+    return [(where, info) for where, info in found if info is not None]
 
 
 def compare(cells: list[PlannedCell], reused: set[str], sweep_dir: Path) -> Rerun:

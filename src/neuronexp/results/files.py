@@ -171,16 +171,21 @@ def complete_run_id(job_dir: Path) -> str | None:
     return str(rows[0]["run_id"])
 
 
+def read_marker(job_dir: Path) -> dict[str, Any] | None:
+    """The job's `cell.json` when neuronexp wrote it (a regular file, a mapping that says so), else None."""
+    try:
+        info = json.loads(read_regular(job_dir / CELL_MARKER))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("written_by") == "neuronexp" else None
+
+
 def owner(job_dir: Path) -> str | None:
     """The run_id of the cell that has written into `job_dir` (complete, failed or cut short), None when no
     cell has, "unknown" when its files cannot be read or its `cell.json` is not one neuronexp wrote."""
-    marker = job_dir / CELL_MARKER
-    if os.path.lexists(marker):
-        try:
-            info = json.loads(read_regular(marker))
-            return "unknown" if info.get("written_by") != "neuronexp" else str(info["run_id"])
-        except (OSError, ValueError, KeyError, AttributeError):
-            return "unknown"
+    if os.path.lexists(job_dir / CELL_MARKER):
+        info = read_marker(job_dir)
+        return str(info["run_id"]) if info is not None and "run_id" in info else "unknown"
     if (job_dir / "cells.parquet").is_file():
         try:
             table = pq.read_table(pa.BufferReader(read_regular(job_dir / "cells.parquet")), columns=["run_id"])
