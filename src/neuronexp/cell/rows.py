@@ -205,8 +205,7 @@ def git_state(cwd: Path) -> dict[str, Any]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    commit = git("rev-parse", "HEAD")
-    if commit is None:
+    if (commit := git("rev-parse", "HEAD")) is None:
         return {"git_commit": None, "git_dirty": None}
     return {"git_commit": commit, "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 

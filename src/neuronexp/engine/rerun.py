@@ -29,8 +29,7 @@ def assign(cells: list[PlannedCell], sweep_dir: Path, rerun_all: bool = False) -
             job = found.parent
             if job == sweep_dir / "results":  # the aggregated tables, not a cell
                 continue
-            run_id = complete_run_id(job)
-            if run_id is not None:
+            if (run_id := complete_run_id(job)) is not None:
                 complete.setdefault(run_id, str(job.relative_to(sweep_dir)))
     reused = set()
     taken = set(complete.values())

@@ -36,8 +36,7 @@ def run(ctx: SweepContext) -> Outcome:
     invocation holds) or Stopped (the results could not be gathered, a full disk; Ctrl-C before any cell ran)."""
     jobs = grid(ctx.params, ctx.arguments)
     if ctx.single and not ctx.params:
-        swept = swept_keys(ctx.arguments)
-        if swept:
+        if swept := swept_keys(ctx.arguments):
             key, _, value = swept[0].partition("=")
             raise ConfigError(key, value, "a list of values is a sweep: add -m")
         from neuronexp.engine.single import run_single
