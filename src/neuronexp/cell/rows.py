@@ -80,7 +80,7 @@ def write_lost_cell(
     parts = RowParts(measured=None, error=error, extra=extra, started_at=started_at)
     tables = cell_tables(spec, backend, cell_labels(spec, backend), parts)
     write_job_tables(out_dir, tables)
-    return Results(*(tables[name].to_pandas() for name in TABLES))
+    return Results.from_arrow(tables)
 
 
 def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:

@@ -6,7 +6,7 @@ Imports nothing else from neuronexp (every stage writes or reads these tables).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -272,6 +272,12 @@ class Results(_Tables):
         cannot count what a starred generator holds, so `Results(*gen, modules)` reads to it as too many."""
         cells, ops, samples = tables
         return cls(cells, ops, samples, modules)
+
+    @classmethod
+    def from_arrow(cls, tables: Mapping[str, pa.Table]) -> Results:
+        """From Arrow tables by name: the three of TABLES, and `modules` where there is one."""
+        modules = tables.get("modules")
+        return cls.of((tables[name].to_pandas() for name in TABLES), None if modules is None else modules.to_pandas())
 
     @property
     def modules(self) -> pd.DataFrame:

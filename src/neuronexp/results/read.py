@@ -147,11 +147,7 @@ def read_any(root: Path) -> Found:
     if (root / "results" / "cells.parquet").is_file():
         results = load_root(root)
     elif dirs:
-        tables, _ = read_jobs(dirs, root)
-        results = Results.of(
-            (tables[name].to_pandas() for name in TABLES),
-            tables["modules"].to_pandas() if "modules" in tables else None,
-        )
+        results = Results.from_arrow(read_jobs(dirs, root)[0])
     else:
         raise FileNotFoundError(
             f"{root}: no results here (no cells.parquet, no results/, no job directories); "
