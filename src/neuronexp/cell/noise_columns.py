@@ -32,7 +32,8 @@ def noise_columns(
         "other_cpu": act.other_cpu if act else None,
         "cpu_steal": act.steal if act else None,
     }
-    reasons, hint = judge({**figures, "threads": threads, "placement_cpus": cpus}, limits or NoiseConfig())
+    limits = NoiseConfig() if limits is None else limits
+    reasons, hint = judge({**figures, "threads": threads, "placement_cpus": cpus}, limits)
     return {**figures, "noisy": bool(reasons), "noise": "; ".join(reasons) or None, "noise_hint": hint}
 
 
