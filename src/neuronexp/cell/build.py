@@ -72,8 +72,7 @@ def _module(spec: CellSpec) -> nn.Module:
 def _inputs(spec: CellSpec, module: nn.Module, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     if spec.memory is not None:
         return tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in spec.memory.inputs), {}
-    args, kwargs = make_inputs(spec.config.input, module, device)
-    return tuple(args), dict(kwargs)
+    return make_inputs(spec.config.input, module, device)
 
 
 def build(spec: CellSpec, backend: Backend, reset_dynamo: bool = True) -> Built:

@@ -161,8 +161,7 @@ def _from_arguments(module: nn.Module) -> Recipe | None:
             continue
         if p.default is inspect.Parameter.empty or value != p.default:
             args[p.name] = value
-    target = _importable(type(module))
-    if target is None:
+    if (target := _importable(type(module))) is None:
         return None
     try:
         rebuilt = type(module)(**args)

@@ -52,8 +52,7 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
         for i, run in enumerate(runs):  # out of memory beside its group: alone now, its speedup unpaired
             if run.deferred:
                 alone = runs[i] = CellRun(run.spec, run.out_dir, host_alloc)
-                call = alone.start()
-                if call is not None:
+                if (call := alone.start()) is not None:
                     alone.notes.append(
                         "timed alone: it ran out of memory while the other cells of its group were loaded"
                     )

@@ -64,8 +64,7 @@ def cell_roofs(spec: CellSpec, backend: Backend, out_dir: Path) -> tuple[Peak, d
     cfg = spec.config.roofline
     dtype = compute_dtype(spec.config.input)  # the roofs of the dtype it computes in, not of its token ids
     entry = None
-    peaks_key = backend_info(backend.name).peaks_key
-    if peaks_key is not None:
+    if (peaks_key := backend_info(backend.name).peaks_key) is not None:
         peak = published_peak(peaks_key, backend.peak_hint(), dtype)
     elif cfg.probe == ProbeMode.off:
         peak = Peak(None, None, "not measured (roofline.probe=off)")

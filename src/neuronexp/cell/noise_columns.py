@@ -23,13 +23,11 @@ def noise_columns(
 ) -> dict[str, Any]:
     """Noise figures and machine activity of the timed pass, the `noisy` flag with its reasons (analysis.noise.judge),
     and what would help (`noise_hint`, for the row's warning). `limits`: NoiseConfig's defaults unless given."""
-    spread = latency.round_spread
-    ratio = latency.p90_us / latency.p10_us if latency.p10_us > 0 else math.nan
     act = latency.activity
     figures = {
         "latency_rounds": len(latency.round_medians_us),
-        "round_spread": spread,
-        "p90_p10": ratio,
+        "round_spread": latency.round_spread,
+        "p90_p10": latency.p90_us / latency.p10_us if latency.p10_us > 0 else math.nan,
         "load_avg_1m": act.load_avg_1m if act else None,
         "other_cpu": act.other_cpu if act else None,
         "cpu_steal": act.steal if act else None,

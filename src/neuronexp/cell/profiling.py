@@ -112,8 +112,7 @@ def summarize_cycle(cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig
         executed = tree.executed / active
         memory_key = "self_cpu_memory_bytes"
     else:
-        device_name = backend.device_row_type.name
-        device_rows = [r for r in rows if r["device_type"] == device_name]
+        device_rows = [r for r in rows if r["device_type"] == backend.device_row_type.name]
         device_time = sum(r["self_device_us"] for r in device_rows)
         executed = sum(r["calls"] for r in device_rows)
         memory_key = "self_device_memory_bytes"

@@ -80,7 +80,7 @@ def write_lost_cell(
     parts = RowParts(measured=None, error=error, extra=extra, started_at=started_at)
     tables = cell_tables(spec, backend, cell_labels(spec, backend), parts)
     write_job_tables(out_dir, tables)
-    return Results(*(tables[name].to_pandas() for name in TABLES))
+    return Results.from_arrow(tables)
 
 
 def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
@@ -205,11 +205,9 @@ def git_state(cwd: Path) -> dict[str, Any]:
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
-    commit = git("rev-parse", "HEAD")
-    if commit is None:
+    if (commit := git("rev-parse", "HEAD")) is None:
         return {"git_commit": None, "git_dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"git_commit": commit, "git_dirty": bool(status)}
+    return {"git_commit": commit, "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
 def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any], threads: int) -> dict[str, Any]:

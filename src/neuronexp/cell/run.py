@@ -35,7 +35,7 @@ from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, ConfigError
 from neuronexp.moduletime.attribution import fill_module_device_times
 from neuronexp.moduletime.module_rows import inspect_modules, module_rows
-from neuronexp.results import LABEL_COLUMNS, TABLES, Results, arrow_table
+from neuronexp.results import LABEL_COLUMNS, Results, arrow_table
 from neuronexp.results.files import ERROR_LOG, atomic_write_text, write_job_tables, write_json, write_phase
 
 trace_log = logging.getLogger(TRACEBACK_LOGGER)
@@ -166,10 +166,7 @@ class CellRun:
         self.module_tree = None  # the module itself: freed before the files are written
         self._write(tables, labels, measured)
         backend.finish()
-        self.results = Results.of(
-            (tables[name].to_pandas() for name in TABLES),
-            tables["modules"].to_pandas() if "modules" in tables else None,
-        )
+        self.results = Results.from_arrow(tables)
         return self.results
 
     def _measure(self, latency: LatencyStats | None) -> Measured | None:

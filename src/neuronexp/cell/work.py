@@ -146,13 +146,10 @@ def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any])
     reads = _Reads(counter)
     with counter, reads:  # `reads` on top: it sees the operators the module called
         out = module(*args, **kwargs)
-    read_storages = reads.storages
-    inputs = [t for t in _tensors((args, kwargs)) if _storage(t) in read_storages]
-    state = [t for t in (*module.parameters(), *module.buffers()) if _storage(t) in read_storages]
-    held = {_storage(t) for t in (*_tensors((args, kwargs)), *module.parameters(), *module.buffers())}
-    outputs = [t for t in _tensors(out) if _storage(t) not in held]
-    bytes_read = _unique_bytes(inputs + state)
-    bytes_written = _unique_bytes(outputs)
+    given = [*_tensors((args, kwargs)), *module.parameters(), *module.buffers()]
+    held = {_storage(t) for t in given}
+    bytes_read = _unique_bytes([t for t in given if _storage(t) in reads.storages])
+    bytes_written = _unique_bytes([t for t in _tensors(out) if _storage(t) not in held])
     missing = _named(reads.zero_ops)
     note = None
     if missing:

@@ -17,7 +17,7 @@ from neuronexp.config.fingerprint import code_fingerprint
 from neuronexp.config.measured import drop_unmeasured, measured
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.spec import CellSpec
-from neuronexp.config.validate import check_known_keys, check_shape, validate, validate_values
+from neuronexp.config.validate import check_known_keys, check_shape, validate_code, validate_values
 
 # A config node `hidden_size: ${nx.last:${input.shape}}` follows the swept input shape, so module
 # options never need editing when `input.shape` changes.
@@ -109,11 +109,8 @@ def spec_from(
     """Build and validate the CellSpec of one job (ConfigError: any bad value, before work starts). `check_code`
     False checks the plain values only, importing no torch: a sweep runs validate_code once every cell's are good."""
     run_cfg = to_run_config(cfg)
-    warnings: list[str] = []
-    if check_code:
-        warnings = validate(run_cfg)
-    else:
-        validate_values(run_cfg)
+    validate_values(run_cfg)
+    warnings = validate_code(run_cfg) if check_code else []
     experiment, module = labels_from(cfg, choices, task_overrides)
     resolved = _plain(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
     drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.measured)

@@ -56,10 +56,7 @@ def code_files(target: object) -> dict[str, str]:
 
 
 def _shown(path: Path, bases: list[Path]) -> str:
-    for base in bases:
-        if path.is_relative_to(base):
-            return str(path.relative_to(base))
-    return str(path)
+    return next((str(path.relative_to(base)) for base in bases if path.is_relative_to(base)), str(path))
 
 
 def _files(target: str, roots: tuple[str, ...]) -> list[tuple[str, bytes]]:
@@ -109,11 +106,8 @@ def _module_file(target: str, roots: tuple[str, ...]) -> str | None:
     """The source file of the module `target` lives in: its longest dotted prefix that is a module, as Hydra's
     `_locate` finds it (`pkg.mod.Outer.Inner`, a nested class, lives in `pkg.mod`)."""
     parts = target.split(".")
-    for end in range(len(parts) - 1, 0, -1):
-        found = _find(".".join(parts[:end]), roots)
-        if found is not None:
-            return found
-    return None
+    found = (_find(".".join(parts[:end]), roots) for end in range(len(parts) - 1, 0, -1))
+    return next((f for f in found if f is not None), None)
 
 
 def _find(module: str, roots: tuple[str, ...]) -> str | None:

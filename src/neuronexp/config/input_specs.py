@@ -108,8 +108,7 @@ def check_value(path: str, spec: Any, first_dtype: str) -> None:
             raise ConfigError(path, sorted(spec), "_value_ stands alone: {_value_: X} passes X verbatim")
         return
     if "_target_" in spec:
-        factory = locate(str(spec["_target_"]), key=f"{path}._target_")
-        if not callable(factory):
+        if not callable(locate(str(spec["_target_"]), key=f"{path}._target_")):
             raise ConfigError(
                 f"{path}._target_", spec["_target_"], "is not callable; name a function(module, input, **params)"
             )

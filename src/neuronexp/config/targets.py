@@ -61,9 +61,7 @@ def instantiate(node: Any, *args: Any, key: str = "module") -> Any:
 
     kwargs = {str(k): part(v, f"{key}.{k}") for k, v in node.items() if k not in SPECIAL_KEYS}
     positional = list(args) or [part(v, f"{key}._args_[{i}]") for i, v in enumerate(node.get("_args_") or [])]
-    if node.get("_partial_"):
-        return functools.partial(call, *positional, **kwargs)
-    return call(*positional, **kwargs)
+    return functools.partial(call, *positional, **kwargs) if node.get("_partial_") else call(*positional, **kwargs)
 
 
 def hidden_init(init: Any) -> Any:

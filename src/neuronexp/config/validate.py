@@ -275,8 +275,7 @@ def _signature(target: Any) -> inspect.Signature | None:
 
         inner = hidden_init(target.__init__) if issubclass(target, nn.Module) else None
         if inner is not None:
-            params = list(inspect.signature(inner).parameters.values())[1:]  # without self
-            return sig.replace(parameters=params)
+            return sig.replace(parameters=list(inspect.signature(inner).parameters.values())[1:])  # without self
     return sig
 
 

@@ -31,16 +31,12 @@ class Executor(str, Enum):
 def executor_for(master: Any) -> Executor:
     """A sweep's executor: the fork server of this host, unless a Hydra launcher that runs jobs elsewhere (Slurm) or
     in processes of its own was chosen."""
-    if launcher_kind(master) in (LauncherKind.basic, LauncherKind.parallel):
-        return Executor.local
-    return Executor.launcher
+    return Executor.local if launcher_kind(master) in (LauncherKind.basic, LauncherKind.parallel) else Executor.launcher
 
 
 def local_slots(master: Any) -> int:
     """How many units the local executor runs at once: `launcher.devices` under hydra/launcher=parallel, else one."""
-    if launcher_kind(master) != LauncherKind.parallel:
-        return 1
-    return max(1, int(master.launcher.devices))
+    return max(1, int(master.launcher.devices)) if launcher_kind(master) == LauncherKind.parallel else 1
 
 
 def run_local(
@@ -52,8 +48,7 @@ def run_local(
     from neuronexp.cellprocess.launch import run_supervised
 
     def run(unit: Unit) -> Unit:
-        specs = start(unit)
-        run_supervised(specs, slotted=slots > 1 or any(c.isolated for c in unit.cells))
+        run_supervised(start(unit), slotted=slots > 1 or any(c.isolated for c in unit.cells))
         return unit
 
     with _pool(slots) as submit:

@@ -35,8 +35,7 @@ def process_key(config: Any) -> str:
 
 def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
     """Why a group of these planned cells cannot be timed together, or None when it can."""
-    clash = sorted(k for k in baseline or {} if k.split(".", 1)[0] in _PROCESS_KEYS)
-    if clash:
+    if clash := sorted(k for k in baseline or {} if k.split(".", 1)[0] in _PROCESS_KEYS):
         return f"the baseline's keys {', '.join(clash)} set process state the cells cannot share"
     for cell in cells:
         info = named_backend(cell.backend)

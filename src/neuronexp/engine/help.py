@@ -61,8 +61,7 @@ def option_groups(loader: Any, wanted: Any, parent: str = "") -> dict[str, list[
         group = f"{parent}/{name}" if parent else name
         if not wanted(group):
             continue
-        options = _listed(sources, group, ObjectType.CONFIG)
-        if options:
+        if options := _listed(sources, group, ObjectType.CONFIG):
             out[group] = options
         out.update(option_groups(loader, wanted, group))
     return out

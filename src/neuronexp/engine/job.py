@@ -81,8 +81,7 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
         spec=spec,
         config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
     )
-    found = reused(out_dir, cell)
-    if found is not None:
+    if (found := reused(out_dir, cell)) is not None:
         return found
     placed = prepare(cell, out_dir)
     planned = planned_run_id(Path(str(hydra.sweep.dir)), out_dir)

@@ -270,10 +270,8 @@ def input_bytes(spec: CellSpec) -> int:
     """The bytes of the tensors its inputs' specs describe (a factory's output, unknown here, counts 0)."""
     cfg = spec.config.input
     follows = compute_dtype(cfg)  # the dtype of a tensor spec without its own (config.input_specs)
-    total = 0
-    for tensor in [first_spec(cfg), *_tensor_specs(list(cfg.args)), *_tensor_specs(list(cfg.kwargs.values()))]:
-        total += math.prod(int(d) for d in tensor["shape"]) * ITEM_BYTES.get(tensor_dtype(tensor, follows), 8)
-    return total
+    tensors = [first_spec(cfg), *_tensor_specs(list(cfg.args)), *_tensor_specs(list(cfg.kwargs.values()))]
+    return sum(math.prod(int(d) for d in t["shape"]) * ITEM_BYTES.get(tensor_dtype(t, follows), 8) for t in tensors)
 
 
 def least_bytes(spec: CellSpec) -> tuple[int, str]:

@@ -7,13 +7,13 @@ earlier job directories it leaves in place (never deleted: docs/guarantees.md), 
 
 from __future__ import annotations
 
-import json
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from neuronexp.engine.plan import PlannedCell
-from neuronexp.results.files import CELL_MARKER, complete_run_id, owner, read_regular
+from neuronexp.results.files import CELL_MARKER, complete_run_id, owner, read_marker
 
 SHOWN = 4  # names listed before "and N more"
 
@@ -29,8 +29,7 @@ def assign(cells: list[PlannedCell], sweep_dir: Path, rerun_all: bool = False) -
             job = found.parent
             if job == sweep_dir / "results":  # the aggregated tables, not a cell
                 continue
-            run_id = complete_run_id(job)
-            if run_id is not None:
+            if (run_id := complete_run_id(job)) is not None:
                 complete.setdefault(run_id, str(job.relative_to(sweep_dir)))
     reused = set()
     taken = set(complete.values())
@@ -53,17 +52,11 @@ def _free(sweep_dir: Path, planned: str, run_id: str, taken: set[str]) -> str:
     if usable(planned):
         return planned
     if planned.isdigit():
-        numbers = [int(p.name) for p in sweep_dir.iterdir() if p.name.isdigit()] + [
-            int(t) for t in taken if t.isdigit()
-        ]
-        n = max(numbers, default=-1) + 1
-        while not usable(str(n)):
-            n += 1
-        return str(n)
-    k = 2
-    while not usable(f"{planned}-{k}"):
-        k += 1
-    return f"{planned}-{k}"
+        used = [p.name for p in sweep_dir.iterdir()] + list(taken)
+        names = (str(n) for n in itertools.count(max((int(u) for u in used if u.isdigit()), default=-1) + 1))
+    else:
+        names = (f"{planned}-{k}" for k in itertools.count(2))
+    return next(name for name in names if usable(name))
 
 
 def _may_write(job_dir: Path, run_id: str) -> bool:
@@ -75,9 +68,7 @@ def _may_write(job_dir: Path, run_id: str) -> bool:
     if not job_dir.exists():
         return True
     who = owner(job_dir)
-    if who is None:
-        return job_dir.is_dir() and not any(job_dir.iterdir())
-    return who == run_id
+    return (job_dir.is_dir() and not any(job_dir.iterdir())) if who is None else who == run_id
 
 
 @dataclass
@@ -95,15 +86,9 @@ class Rerun:
 
 def _markers(sweep_dir: Path) -> list[tuple[str, dict[str, Any]]]:
     """Each job directory's cell.json (plain JSON, read from regular files only), by its directory."""
-    found = []
-    for marker in sorted(sweep_dir.rglob(CELL_MARKER)) if sweep_dir.is_dir() else []:
-        try:
-            info = json.loads(read_regular(marker))
-        except (OSError, ValueError):
-            continue
-        if isinstance(info, dict) and info.get("written_by") == "neuronexp":
-            found.append((str(marker.parent.relative_to(sweep_dir)), info))
-    return found
+    markers = sorted(sweep_dir.rglob(CELL_MARKER)) if sweep_dir.is_dir() else []
+    found = [(str(m.parent.relative_to(sweep_dir)), read_marker(m.parent)) for m in markers]
+    return [(where, info) for where, info in found if info is not None]
 
 
 def compare(cells: list[PlannedCell], reused: set[str], sweep_dir: Path) -> Rerun:

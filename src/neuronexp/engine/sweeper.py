@@ -36,8 +36,7 @@ def run(ctx: SweepContext) -> Outcome:
     invocation holds) or Stopped (the results could not be gathered, a full disk; Ctrl-C before any cell ran)."""
     jobs = grid(ctx.params, ctx.arguments)
     if ctx.single and not ctx.params:
-        swept = swept_keys(ctx.arguments)
-        if swept:
+        if swept := swept_keys(ctx.arguments):
             key, _, value = swept[0].partition("=")
             raise ConfigError(key, value, "a list of values is a sweep: add -m")
         from neuronexp.engine.single import run_single
@@ -140,8 +139,7 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
                 '(docs/methodology.md, "Paired timing")'
             )
         assert ctx.launcher is not None
-        jobs = [[*c.overrides, subdir_override(c.dir)] for c in todo]
-        run_launched(ctx.launcher(), jobs, progress.watching)
+        run_launched(ctx.launcher(), [[*c.overrides, subdir_override(c.dir)] for c in todo], progress.watching)
         return
     units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
     for note in notes:

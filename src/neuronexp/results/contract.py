@@ -6,7 +6,7 @@ Imports nothing else from neuronexp (every stage writes or reads these tables).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -17,6 +17,9 @@ LABEL_COLUMNS = ["run_id", "experiment", "module", "compiled", "backend", "devic
 
 _STR, _F64, _I64, _BOOL = pa.string(), pa.float64(), pa.int64(), pa.bool_()
 _DIMS = pa.list_(pa.int64())
+# The invocation of neuronexp (a run or a sweep) that measured the row (results.invocation), in every table: two runs
+# of one configuration share run_id, never invocation_id. A reused (cached) cell keeps the one that measured it.
+_INVOCATION = [("invocation_id", _STR), ("invocation_started_at", _STR)]
 
 CELL_SCHEMA = pa.schema(
     [
@@ -150,10 +153,7 @@ CELL_SCHEMA = pa.schema(
         ("profile_schedule", _STR),
         ("profile_ratio", _F64),
         ("memory_per_step_bytes", _F64),
-        # The invocation of neuronexp (a run or a sweep) that measured the cell (results.invocation): two runs of one
-        # configuration share run_id, never invocation_id. A reused (cached) cell keeps the one that measured it.
-        ("invocation_id", _STR),
-        ("invocation_started_at", _STR),
+        *_INVOCATION,
     ]
 )
 
@@ -180,9 +180,7 @@ OP_SCHEMA = pa.schema(
         ("leaf", _BOOL),
         ("self_cpu_memory_bytes", _F64),
         ("self_device_memory_bytes", _F64),
-        # The invocation of neuronexp (a run or a sweep) that measured the row (results.invocation), as in cells.
-        ("invocation_id", _STR),
-        ("invocation_started_at", _STR),
+        *_INVOCATION,
     ]
 )
 
@@ -222,8 +220,7 @@ SAMPLE_SCHEMA = pa.schema(
         ("latency_us", _F64),
         ("round", _I64),
         ("pair", _I64),
-        ("invocation_id", _STR),
-        ("invocation_started_at", _STR),
+        *_INVOCATION,
     ]
 )
 
@@ -275,6 +272,12 @@ class Results(_Tables):
         cannot count what a starred generator holds, so `Results(*gen, modules)` reads to it as too many."""
         cells, ops, samples = tables
         return cls(cells, ops, samples, modules)
+
+    @classmethod
+    def from_arrow(cls, tables: Mapping[str, pa.Table]) -> Results:
+        """From Arrow tables by name: the three of TABLES, and `modules` where there is one."""
+        modules = tables.get("modules")
+        return cls.of((tables[name].to_pandas() for name in TABLES), None if modules is None else modules.to_pandas())
 
     @property
     def modules(self) -> pd.DataFrame:

@@ -6,6 +6,7 @@ renamed into place, and `cells.*` is written last, so a job directory with `cell
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import io
 import json
@@ -127,10 +128,8 @@ PHASE_FILE = ".phase"
 
 def write_phase(job_dir: Path, phase: str) -> None:
     """Record the cell's current step; a failure to write it never fails the cell."""
-    try:
+    with contextlib.suppress(OSError):
         atomic_write_text(job_dir / PHASE_FILE, phase + "\n")
-    except OSError:
-        pass
 
 
 def read_phase(job_dir: Path) -> str | None:
@@ -172,18 +171,21 @@ def complete_run_id(job_dir: Path) -> str | None:
     return str(rows[0]["run_id"])
 
 
+def read_marker(job_dir: Path) -> dict[str, Any] | None:
+    """The job's `cell.json` when neuronexp wrote it (a regular file, a mapping that says so), else None."""
+    try:
+        info = json.loads(read_regular(job_dir / CELL_MARKER))
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and info.get("written_by") == "neuronexp" else None
+
+
 def owner(job_dir: Path) -> str | None:
     """The run_id of the cell that has written into `job_dir` (complete, failed or cut short), None when no
     cell has, "unknown" when its files cannot be read or its `cell.json` is not one neuronexp wrote."""
-    marker = job_dir / CELL_MARKER
-    if os.path.lexists(marker):
-        try:
-            info = json.loads(read_regular(marker))
-            if info.get("written_by") != "neuronexp":
-                return "unknown"
-            return str(info["run_id"])
-        except (OSError, ValueError, KeyError, AttributeError):
-            return "unknown"
+    if os.path.lexists(job_dir / CELL_MARKER):
+        info = read_marker(job_dir)
+        return str(info["run_id"]) if info is not None and "run_id" in info else "unknown"
     if (job_dir / "cells.parquet").is_file():
         try:
             table = pq.read_table(pa.BufferReader(read_regular(job_dir / "cells.parquet")), columns=["run_id"])

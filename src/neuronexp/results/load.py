@@ -69,9 +69,7 @@ def _from(table: pd.DataFrame, root: Path, repeated: set[Any]) -> pd.DataFrame:
 
 def _shape_key(dims: Any) -> tuple[int, tuple[int, ...]]:
     """A shape's sort key: its numbers compared in turn; a cell without one after every shape."""
-    if dims is None or (isinstance(dims, float) and dims != dims):
-        return (1, ())
-    return (0, tuple(int(d) for d in dims))
+    return (1, ()) if dims is None or (isinstance(dims, float) and dims != dims) else (0, tuple(int(d) for d in dims))
 
 
 def by_shape(cells: pd.DataFrame) -> pd.DataFrame:

@@ -10,18 +10,12 @@ from pathlib import Path
 
 import numpy as np
 
-from neuronexp.results.files import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, atomic_path
+# The file names re-exported (redundant aliases): the readers of outputs find them here.
+from neuronexp.results.files import FLOAT32_OUTPUT_FILE as FLOAT32_OUTPUT_FILE
+from neuronexp.results.files import OUTPUT_FILE as OUTPUT_FILE
+from neuronexp.results.files import atomic_path
 from neuronexp.results.regular import read_regular
 
-__all__ = [
-    "FLOAT32_OUTPUT_FILE",
-    "OUTPUT_FILE",
-    "OutputLeaf",
-    "SAMPLE_ELEMENTS",
-    "read_outputs",
-    "sample_index",
-    "write_outputs",
-]
 # Elements kept per output tensor: 1 MiB of float32. One per block of numel / SAMPLE_ELEMENTS positions: an error
 # that spans a block (one row of a [1, 4096, 4096] output spans 64) is always seen; a single wrong element of a
 # larger tensor may be missed (the whole-tensor stats still catch a NaN, an inf or a new largest value).

@@ -5,12 +5,12 @@ sha256; a later invocation may replace a file while it still holds those bytes, 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from neuronexp.results.regular import read_in, read_regular
 
@@ -62,13 +62,11 @@ def prepare(root: Path, key: str) -> OwnedDir:
 def _recorded(root: Path, key: str) -> dict[str, str]:
     if not os.path.lexists(root / MANIFEST):
         return {}
-    try:
+    with contextlib.suppress(OSError, ValueError, KeyError, AttributeError):
         info = json.loads(read_regular(root / MANIFEST))
         files = info["files"] if info.get("written_by") == _WRITTEN_BY else None
         if isinstance(files, dict) and all(isinstance(v, str) for v in files.values()):
             return {str(k): v for k, v in files.items()}
-    except (OSError, ValueError, KeyError, AttributeError):
-        pass
     raise Refused(f"{key}: {root / MANIFEST} is not a record neuronexp wrote; choose another directory")
 
 
@@ -83,8 +81,7 @@ def check_free(owned: OwnedDir, rels: list[str]) -> None:
     """Every path in `rels` is free: nothing there yet, or the very bytes neuronexp recorded writing (Refused: the
     first that is not, naming it)."""
     for rel in rels:
-        why = _taken(owned, rel)
-        if why:
+        if why := _taken(owned, rel):
             raise Refused(
                 f"{owned.key}: {rel} {why}; neuronexp never overwrites a file it did not write: "
                 "move it away or choose another directory"
@@ -153,11 +150,9 @@ class _Transaction:
         else:
             parent, _, name = rel_dir.rpartition("/")
             parent_fd = self._dir(parent)
-            try:
+            with contextlib.suppress(FileExistsError):
                 os.mkdir(name, dir_fd=parent_fd)
                 self.made.append((parent_fd, name))
-            except FileExistsError:
-                pass
             fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)  # a link planted there: ELOOP, never followed
         self.fds[rel_dir] = fd
         return fd
@@ -195,9 +190,11 @@ class _Transaction:
 
     def undo(self) -> None:
         for dir_fd, name in self.temps + self.placed:
-            _quietly(os.unlink, name, dir_fd)
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=dir_fd)
         for parent_fd, name in reversed(self.made):
-            _quietly(os.rmdir, name, parent_fd)
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=parent_fd)
 
     def close(self) -> None:
         for fd in self.fds.values():
@@ -217,10 +214,3 @@ def _digest(name: str, dir_fd: int) -> str | None:
         return sha256(read_in(dir_fd, name))
     except OSError:  # a link or a FIFO put there meanwhile
         return None
-
-
-def _quietly(call: Any, name: str, dir_fd: int | None) -> None:
-    try:
-        call(name, dir_fd=dir_fd)
-    except OSError:
-        pass

@@ -73,8 +73,7 @@ def _read_job_table(job_dir: Path, name: str, root: Path | None) -> pa.Table:
 
 
 def _concat(parts: list[pa.Table]) -> pa.Table:
-    first = parts[0].schema
-    same = all(p.schema.equals(first) for p in parts)
+    same = all(p.schema.equals(parts[0].schema) for p in parts)
     # Extra columns (e.g. neuron_*, a swept argument) on some jobs only: unify, filling the others with nulls; a
     # swept argument typed int in one cell and float in another (`module.scale=1,0.5`) widens to float.
     try:
@@ -148,11 +147,7 @@ def read_any(root: Path) -> Found:
     if (root / "results" / "cells.parquet").is_file():
         results = load_root(root)
     elif dirs:
-        tables, _ = read_jobs(dirs, root)
-        results = Results.of(
-            (tables[name].to_pandas() for name in TABLES),
-            tables["modules"].to_pandas() if "modules" in tables else None,
-        )
+        results = Results.from_arrow(read_jobs(dirs, root)[0])
     else:
         raise FileNotFoundError(
             f"{root}: no results here (no cells.parquet, no results/, no job directories); "

@@ -30,8 +30,7 @@ def read_table(path: Path, name: str, root: Path | None = None) -> pa.Table:
     a KeyError deep in a report; FileNotFoundError: no file there.
     """
     try:
-        data = read_regular(path, root)
-        buffer = pa.BufferReader(data)
+        buffer = pa.BufferReader(read_regular(path, root))
         # One thread: a read that fails midway can leave an Arrow pool worker alive, and its destructor at exit
         # aborts the process (apache/arrow#34314: a report that printed its one-line error then died with -6).
         table = (
@@ -50,8 +49,7 @@ def read_table(path: Path, name: str, root: Path | None = None) -> pa.Table:
         ) from None
     names = table.column_names  # results written before a column was renamed read back under its new name
     table = table.rename_columns([RENAMED[n] if n in RENAMED and RENAMED[n] not in names else n for n in names])
-    lacking = [c for c in SCHEMAS[name].names if c not in table.column_names]
-    if lacking:
+    if lacking := [c for c in SCHEMAS[name].names if c not in table.column_names]:
         shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
         raise DamagedResults(
             f"{path}: not a {name} table of this neuronexp's layout (no column {shown}); it was "
