@@ -23,11 +23,8 @@ __all__ = [
 
 def resolve_backend(name: BackendName | str, config: RunConfig | None = None) -> Backend:
     """Build the requested backend with its options from `config` (default: the schema's); `auto` tries the table's
-    backends in order (neuron, then cuda, then cpu).
-
-    Raises:
-        ConfigError: the requested backend is not usable on this machine (the reason says why).
-    """
+    backends in order (neuron, then cuda, then cpu). Raises ConfigError where the requested backend is not usable on
+    this machine (the reason says why)."""
     cfg = config or RunConfig()
     info = named_backend(name)
     if info is not None:
@@ -64,11 +61,8 @@ def check_available(name: BackendName | str) -> None:
 
     It starts no device runtime: the Neuron runtime reads its core selection once, when it starts, so
     starting it here would pin every later in-process cell to the defaults. Each cell still builds its
-    backend in full (resolve_backend) and fails cleanly if, e.g., no NeuronCore is visible.
-
-    Raises:
-        ConfigError: the backend cannot run here.
-    """
+    backend in full (resolve_backend) and fails cleanly if, e.g., no NeuronCore is visible. Raises ConfigError where
+    the backend cannot run here."""
     value = BackendName(name).value
     try:
         backend_info(backend_kind(name)).check()

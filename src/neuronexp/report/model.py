@@ -168,11 +168,8 @@ def links(cells: pd.DataFrame, by_run: dict[str, Path], out_dir: Path) -> tuple[
 
 
 def build_report(source: Path, out_dir: Path | None = None, baseline: str | None = None, top: int = 8) -> Report:
-    """Gather everything a report shows for a run or sweep directory.
-
-    Raises:
-        ReportError: `source` holds no results, or only an empty table.
-    """
+    """Gather everything a report shows for a run or sweep directory. Raises ReportError where `source` holds no
+    results, or only an empty table."""
     source = Path(source)
     if source.exists() and not source.is_dir():
         raise ReportError(

@@ -108,11 +108,8 @@ class NeuronApi:
 
 
 def detect(tnx: ModuleType) -> NeuronApi:
-    """Pick the documented API when present, else the April-2026 one.
-
-    Raises:
-        NeuronApiMissing: neither is there; the message names the installed version.
-    """
+    """Pick the documented API when present, else the April-2026 one; NeuronApiMissing where neither is there (the
+    message names the installed version)."""
     version = installed_version(tnx)
     try:
         profiling = importlib.import_module("torch_neuronx.profiling")
@@ -162,11 +159,8 @@ def placeholder_problem(version: str, error: str) -> str | None:
 
 
 def check_correlate(api: NeuronApi, cfg: NeuronProfilerConfig) -> None:
-    """An explicit `correlate_device_time=true` the installed version does not accept is a config error.
-
-    Raises:
-        ConfigError: naming the key, the value and the installed version.
-    """
+    """An explicit `correlate_device_time=true` the installed version does not accept is a config error (ConfigError
+    naming the key, the value and the installed version)."""
     if cfg.correlate_device_time and api.correlate_supported is False:
         raise ConfigError(
             "profiler.neuron.correlate_device_time",
@@ -208,11 +202,8 @@ def build_neuron_config(
     api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str, neff_cache: str | None
 ) -> tuple[Any, str]:
     """`NeuronConfig(**kwargs)` for the documented API, and what became of `correlate_device_time` (PASSED, OFF,
-    NOT_PASSED or REFUSED).
-
-    Raises:
-        ConfigError: the installed NeuronConfig rejects correlate_device_time=true that the user asked for.
-    """
+    NOT_PASSED or REFUSED). Raises ConfigError where the installed NeuronConfig rejects correlate_device_time=true
+    that the user asked for."""
     kwargs = neuron_config_kwargs(api, cfg, output_dir, neff_cache)
     state = NOT_PASSED if CORRELATE not in kwargs else PASSED if kwargs[CORRELATE] else OFF
     try:
