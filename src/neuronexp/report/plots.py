@@ -110,15 +110,8 @@ def speedup_plot(
             run = str(mine.loc[s, "run_id"])
             if run in ci.index and np.isfinite(ci.loc[run, ["ci_low", "ci_high"]].astype(float)).all():
                 low, high = float(ci.loc[run, "ci_low"]), float(ci.loc[run, "ci_high"])
-                drawn = ax.errorbar(
-                    [x],
-                    [v],
-                    yerr=[[max(v - low, 0.0)], [max(high - v, 0.0)]],
-                    fmt="none",
-                    ecolor="black",
-                    elinewidth=1,
-                    capsize=3,
-                )
+                whisker = [[max(v - low, 0.0)], [max(high - v, 0.0)]]  # below and above the bar's top
+                drawn = ax.errorbar([x], [v], yerr=whisker, fmt="none", ecolor="black", elinewidth=1, capsize=3)
                 drawn.lines[2][0].set_gid(f"nx-ci-{number}-{j}")
     values = cells["speedup_vs_baseline"].astype(float)
     if values.max() / max(values.min(), 1e-9) >= 20:

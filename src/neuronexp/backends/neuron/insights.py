@@ -25,6 +25,11 @@ _ENGINE_FAMILY = {
 }
 
 
+def _family(engines: pd.Series) -> pd.Series:
+    """Each engine's family (tensor, vector or scalar), None for an engine of none of them."""
+    return engines.astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), None))
+
+
 def _num(cols: dict[str, Any], name: str) -> float:
     value = cols.get(name)
     return float(value) if isinstance(value, (int, float)) and not math.isnan(value) else math.nan
@@ -72,9 +77,7 @@ def _nki_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
     nki = ~df["nki_source_location"].fillna("").astype(str).str.strip().isin(["", "[]", "None"])
     if not nki.any():
         return [], True  # no NKI in this workload: the advice to write NKI kernels is not about it
-    family = (
-        df["engine"].astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), None))
-    )
+    family = _family(df["engine"])
     fired = []
     for name in ("tensor", "vector", "scalar"):
         mine = family == name
@@ -106,10 +109,7 @@ def _throttle_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
     if not all(frames):
         return [], False
     t, a = pd.concat(frames[0], ignore_index=True), pd.concat(frames[1], ignore_index=True)
-    family = (
-        a["engine"].astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), ""))
-    )
-    tensor = a[family == "tensor"]
+    tensor = a[_family(a["engine"]) == "tensor"]
     busy = _union(list(zip(tensor["start_ts"].astype(float), tensor["end_ts"].astype(float))))
     if not busy:
         return [], True
