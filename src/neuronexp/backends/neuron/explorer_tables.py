@@ -57,8 +57,7 @@ def schema_version(profile: Profile) -> str | None:
     meta = profile.read("Metadata", ["profile_schema_version"])
     if meta.empty or "profile_schema_version" not in meta:
         return None
-    versions = sorted({str(v) for v in meta["profile_schema_version"].dropna()})
-    return ",".join(versions) or None
+    return ",".join(sorted({str(v) for v in meta["profile_schema_version"].dropna()})) or None
 
 
 def major(version: str | None) -> int | None:
