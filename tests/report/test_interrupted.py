@@ -69,7 +69,7 @@ def test_summary_tells_failed_from_not_run() -> None:
 def test_a_failed_cell_is_a_dash_in_every_figure_of_the_reports_cells_table() -> None:
     failed = dict(_ok_cell(), run_id="r1", module="rmsnorm_fused", status="error", latency_median_us=None)
     cells = frame("cells", [_ok_cell(), failed]).assign(variant=["naive", "fused"], input="[1,8]")
-    table = summary_table(SimpleNamespace(cells=cells, baseline="naive"))  # type: ignore[arg-type]
+    table = summary_table(SimpleNamespace(cells=cells, baseline="naive"))
     (row,) = [r for r in table.rows if r[0] == "fused"]
     assert len(row) == len(table.headers) and table.headers[4] == "p10–p90" and row[2] == "error"
     assert row[3:-1] == ["—"] * (len(table.headers) - 4) and row[-1] == ""

@@ -204,7 +204,6 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     results = results._replace(cells=cells)
     every = hotspots(results.ops, top=len(results.ops))  # every op of each cell: what the findings' "why" reads
     spots = {run: ops.head(top) for run, ops in every.items()}
-    intervals = speedup_intervals(cells)  # what add_speedups put in the cells: the same figures, not resampled
     experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
     title = f"neuronexp report: {experiment}" + (
         f" · {cells['variant'].iloc[0]} {cells['input_shape'].iloc[0]}" if kind == "run" else ""
@@ -220,6 +219,6 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
         hotspots=spots,
         fusion=fusion_table(cells, results.ops),
         findings=findings(cells, results.samples, spots, all_ops=every),
-        intervals=intervals,
+        intervals=speedup_intervals(cells),  # what add_speedups put in the cells: the same figures, not resampled
         missing=found.missing,
     )
