@@ -30,14 +30,10 @@ _STYLES = ["-", "--", ":", "-."]
 
 def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """Median and p10–p90 per cell from the raw samples (the cells' own columns when samples are missing)."""
-    q = (
-        samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack()
-        if not samples.empty
-        else pd.DataFrame()
-    )
     out = cells.set_index("run_id")[["latency_p10_us", "latency_median_us", "latency_p90_us"]].copy()
     out.columns = [0.1, 0.5, 0.9]
-    out.update(q)
+    if not samples.empty:
+        out.update(samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack())
     return out
 
 

@@ -85,12 +85,9 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])}{spread})"
             + (f" · {int(threads)} thread{'s' if threads != 1 else ''}" if threads == threads and threads else "")
         )
-        dispatched = cell.get("ops_dispatched")
-        ops = (
-            f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed"
-            if dispatched == dispatched and dispatched is not None
-            else f"{cell['device_ops']:g} ops"
-        )
+        dispatched, ops = cell.get("ops_dispatched"), f"{cell['device_ops']:g} ops"
+        if dispatched == dispatched and dispatched is not None:
+            ops = f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed"
         console.print(
             f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, {ops} · first call "
             f"{cell['first_call_s']:.3f} s"

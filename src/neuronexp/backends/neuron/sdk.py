@@ -62,11 +62,9 @@ def family_problem(tnx: ModuleType, version: str, torch_version: str) -> str | N
     has a `torch_neuronx.xla_impl` module. The April-2026 source (0.1.0) is neither, and passes.
     """
     tnx_rel, torch_rel = _release(version), _release(torch_version)
-    want = (
-        f"torch-neuronx=={torch_rel[0]}.{torch_rel[1]}.*"
-        if len(torch_rel) >= 2
-        else "the torch-neuronx family matching torch"
-    )
+    want = "the torch-neuronx family matching torch"
+    if len(torch_rel) >= 2:
+        want = f"torch-neuronx=={torch_rel[0]}.{torch_rel[1]}.*"
     xla_era = "torch_neuronx.xla_impl" in sys.modules or hasattr(tnx, "xla_impl")
     if xla_era or (len(tnx_rel) >= 5 and (1, 0) <= tnx_rel[:2] <= (2, 9)):
         return (
