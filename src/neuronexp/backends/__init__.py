@@ -26,8 +26,7 @@ def resolve_backend(name: BackendName | str, config: RunConfig | None = None) ->
     backends in order (neuron, then cuda, then cpu). Raises ConfigError where the requested backend is not usable on
     this machine (the reason says why)."""
     cfg = config or RunConfig()
-    info = named_backend(name)
-    if info is not None:
+    if (info := named_backend(name)) is not None:
         try:
             return info.build(cfg)
         except BackendUnavailable as exc:
@@ -50,8 +49,7 @@ def check_options(cfg: RunConfig) -> None:
 def backend_kind(name: BackendName | str) -> str:
     """The backend a cell will run on, decided without starting a device runtime in this process: the named one,
     or for `auto` the first of the table whose cheap probe (BackendInfo.present) finds it here."""
-    info = named_backend(name)
-    if info is not None:
+    if (info := named_backend(name)) is not None:
         return info.name
     return next((candidate.name for candidate in BACKENDS[:-1] if candidate.present()), BACKENDS[-1].name)
 

@@ -102,8 +102,7 @@ def _comparison(cells: pd.DataFrame, baseline: Baseline | None, found: list[str]
     if has_intervals(cells):  # a pooled figure that holds the host's changes needs reruns: compare --also-a/-b
         lines += [f"{md_cell(INTERVAL_LEGEND)} (`neuronexp-compare --also-a/--also-b` pools reruns)", ""]
     lines += render_section(FINDINGS, Body(items=found)) if found else []
-    flagged = int(cells.apply(noisy, axis=1).sum())
-    if flagged:
+    if flagged := int(cells.apply(noisy, axis=1).sum()):
         lines += [
             f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): their "
             "latencies are not findings; a speedup timed paired with its baseline stands, its interval holds the "

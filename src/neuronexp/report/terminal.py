@@ -98,8 +98,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             console.print(f"[yellow]{NOISY_MARK} noisy, not a finding:[/] {escape(str(cell.get('noise')))}")
         warnings = cell.get("warnings")  # null in the table (None, or NaN once pandas has read it): none
         text = warnings if isinstance(warnings, str) else ""
-        other = [w for w in text.split(" | ") if w and not w.startswith(NOISE_WARNING)]
-        if other:
+        if other := [w for w in text.split(" | ") if w and not w.startswith(NOISE_WARNING)]:
             console.print(f"[yellow]warnings:[/] {escape(' | '.join(other))}")
     for line in neuron_screen(results.cells):  # a Trainium cell: what worked, in a few lines
         console.print(escape(line))

@@ -47,8 +47,7 @@ def verdict_words(low: float, high: float, threshold: float) -> str:
     interval (the ×figure alone is then all there is)."""
     if not _finite(low, high):
         return ""
-    side = direction(low, high, threshold)
-    if side:
+    if side := direction(low, high, threshold):
         return "faster" if side > 0 else "slower"
     return within(low, high) or f"{'faster' if low > 1 else 'slower'}, not clearly beyond {fmt_pct(threshold)}"
 

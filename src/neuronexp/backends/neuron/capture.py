@@ -84,8 +84,7 @@ def _session_for(root: Path, folder: Path) -> Session:
     parts = rel.parts
     session = Session(dir=str(rel))
     for i, part in enumerate(parts):
-        m = _PROCESS_DIR.match(part)
-        if m:
+        if m := _PROCESS_DIR.match(part):
             session.instance_id, session.pid = m["instance"], int(m["pid"])
             session.timestamp = parts[i + 1] if i + 1 < len(parts) else None
     return session

@@ -30,8 +30,7 @@ def _memory_fn(tnx: ModuleType, name: str) -> Any:
 
 
 def reset_peak_memory(tnx: ModuleType) -> None:
-    reset = _memory_fn(tnx, "reset_peak_memory_stats")
-    if reset is not None:
+    if (reset := _memory_fn(tnx, "reset_peak_memory_stats")) is not None:
         with suppress(Exception):  # a version without per-device stats; the columns then cover the process
             reset()
 

@@ -75,13 +75,11 @@ class NeuronBackend(Backend):
         except ImportError as exc:
             placeholder = neuron_sdk.placeholder_problem(neuron_sdk.installed_version(), str(exc))
             self._give_up(BackendUnavailable(placeholder or neuron_sdk.INSTALL_HINT))
-        problem = neuron_sdk.family_problem(tnx, neuron_sdk.installed_version(tnx), torch.__version__)
-        if problem:
+        if problem := neuron_sdk.family_problem(tnx, neuron_sdk.installed_version(tnx), torch.__version__):
             self._give_up(BackendUnavailable(problem))
         if not hasattr(torch, "neuron") or not torch.neuron.is_available():
             self._give_up(BackendUnavailable("torch-neuronx is installed but no NeuronCore is visible to this process"))
-        conflict = inspect_conflict()
-        if conflict:
+        if conflict := inspect_conflict():
             self._give_up(conflict)
         try:
             api = neuron_sdk.detect(tnx)
@@ -100,8 +98,7 @@ class NeuronBackend(Backend):
         raise error
 
     def prepare(self) -> None:
-        clear = getattr(self.tnx, "clear_op_tracking", None)
-        if clear is not None:
+        if (clear := getattr(self.tnx, "clear_op_tracking", None)) is not None:
             clear()  # fallback ops are counted per process; count this cell's only
         reset_peak_memory(self.tnx)
 

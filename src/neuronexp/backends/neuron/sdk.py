@@ -139,8 +139,7 @@ def check_installed() -> None:
     finds without the Neuron repository). Told without importing it (it imports torch)."""
     if importlib.util.find_spec("torch_neuronx") is None:
         raise BackendUnavailable(INSTALL_HINT)
-    placeholder = placeholder_problem(installed_version(), "")
-    if placeholder:
+    if placeholder := placeholder_problem(installed_version(), ""):
         raise BackendUnavailable(placeholder)
 
 
