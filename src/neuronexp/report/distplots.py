@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from neuronexp.report.plotkit import input_labels, largest_inputs, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, new_figure, svg
 from neuronexp.results import usable_cells
 
 
@@ -23,8 +22,7 @@ def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, s
     if cells.empty or samples.empty:
         return None
     by_run = {run: g for run, g in samples.groupby("run_id")}
-    fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(9, 0.45 * len(cells) + 1.4)
     index = {v: i for i, v in enumerate(colours)}
     lo, hi = np.inf, 0.0
     for row, (_, cell) in enumerate(cells.iloc[::-1].iterrows()):
@@ -67,8 +65,7 @@ def roof_share_plot(cells: pd.DataFrame, colours: dict[str, str]) -> str | None:
     if cells.empty:
         return None
     y_all = cells["pct_peak_flops"].fillna(0.0) if "pct_peak_flops" in cells else pd.Series(0.0, index=cells.index)
-    fig = Figure(figsize=(8, 4.8))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(8, 4.8)
     index = {v: i for i, v in enumerate(colours)}
     for n, ((_, cell), y) in enumerate(zip(cells.iterrows(), y_all)):
         variant = str(cell["variant"])

@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from neuronexp.formatting import fmt_us, short_op
-from neuronexp.report.plotkit import input_labels, largest_inputs, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, new_figure, svg
 from neuronexp.results import usable_cells
 
 # The bars' ids are `nx-breakdown-<variant>-<bar>` (report.plots names the scheme); ops are coloured from another
@@ -43,8 +42,7 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colou
     total, cells = len(cells), largest_inputs(cells)
     op_colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
     labels = [f"{v} · {s}" for v, s in zip(cells["variant"], input_labels(cells))]
-    fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(9, 0.45 * len(cells) + 1.4)
     y = np.arange(len(cells))[::-1]
     for yi, (_, cell) in zip(y, cells.iterrows()):
         spots = hotspots[str(cell["run_id"])]

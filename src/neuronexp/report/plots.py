@@ -10,13 +10,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.report.distplots import roof_share_plot, rounds_plot
 from neuronexp.report.opplots import breakdown_plot
-from neuronexp.report.plotkit import input_labels, svg, variant_colours
+from neuronexp.report.plotkit import input_labels, new_figure, svg, variant_colours
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
 from neuronexp.report.sections import Plot
 from neuronexp.results import usable_cells
@@ -52,8 +51,7 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
             extra = (extra + " " + cells[col].astype(str)).str.strip()
     styles = {e: _STYLES[i % len(_STYLES)] for i, e in enumerate(dict.fromkeys(extra))}
     index = {v: i for i, v in enumerate(colours)}
-    fig = Figure(figsize=(8, 4.5))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(8, 4.5)
     for (variant, kind), group in cells.assign(_extra=extra).groupby(["variant", "_extra"], sort=False):
         group = group.sort_values("numel")
         s = spread.loc[group["run_id"]]
@@ -90,8 +88,7 @@ def speedup_plot(
     inputs = list(dict.fromkeys(cells.sort_values("numel", kind="stable")["_input"]))
     variants = [v for v in colours if v in set(cells["variant"])]
     width = 0.8 / len(variants)
-    fig = Figure(figsize=(8, 4))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(8, 4)
     for i, variant in enumerate(variants):
         mine = cells[cells["variant"] == variant].set_index("_input")
         where = [(j, s) for j, s in enumerate(inputs) if s in mine.index]
