@@ -83,10 +83,9 @@ def roof_share_plot(cells: pd.DataFrame, colours: dict[str, str]) -> str | None:
     for name, colour in colours.items():  # the legend: one entry per variant present
         if (cells["variant"].astype(str) == name).any():
             ax.scatter([], [], color=colour, label=name)
-    top = max(110.0, float(cells["pct_peak_bw"].max()) * 1.1, float(y_all.max()) * 1.1)
     ax.axvline(100, color="black", linewidth=1, linestyle="--")
     ax.axhline(100, color="black", linewidth=1, linestyle="--")
-    ax.set_xlim(0, top)
+    ax.set_xlim(0, max(110.0, float(cells["pct_peak_bw"].max()) * 1.1, float(y_all.max()) * 1.1))
     ax.set_ylim(-3, max(110.0, float(y_all.max()) * 1.1))
     ax.set_xlabel("% of the bandwidth roof (bytes_min / median latency); dashed: the roofs")
     ax.set_ylabel("% of the FLOP/s roof (0: no FLOPs counted, hollow)")
