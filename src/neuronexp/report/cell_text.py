@@ -79,6 +79,4 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
 
 def roof_sources(cells: pd.DataFrame) -> list[str]:
     """Where the roofs of these cells come from, once each (the row's `peak_source`)."""
-    if "peak_source" not in cells:
-        return []
-    return [str(s) for s in dict.fromkeys(cells["peak_source"].dropna())]
+    return [str(s) for s in dict.fromkeys(cells["peak_source"].dropna())] if "peak_source" in cells else []

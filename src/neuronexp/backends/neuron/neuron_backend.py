@@ -159,9 +159,7 @@ class NeuronBackend(Backend):
 
     def config_neff_cache(self) -> str | None:
         """The NEFF cache NeuronConfig names: the one pinned for the process (a debug-info cell's fresh folder)."""
-        if not self.profiler_cfg.copy_neffs:
-            return None
-        return self.debug.neff_cache or self.neff_cache.path
+        return (self.debug.neff_cache or self.neff_cache.path) if self.profiler_cfg.copy_neffs else None
 
     def neuron_config(self, out_dir: Path) -> Any:
         if self._config is None:
@@ -172,9 +170,7 @@ class NeuronBackend(Backend):
         return self._config
 
     def profiler_kwargs(self, out_dir: Path) -> dict[str, Any]:
-        if self.api.kind == neuron_sdk.LEGACY:
-            return {}
-        return {"experimental_config": self.neuron_config(out_dir)}
+        return {} if self.api.kind == neuron_sdk.LEGACY else {"experimental_config": self.neuron_config(out_dir)}
 
     def profile_session(self, out_dir: Path) -> AbstractContextManager[Any]:
         if self.api.kind != neuron_sdk.LEGACY:
