@@ -1,9 +1,8 @@
-"""Two report figures asked for on busy machines: each cell's samples round by round (the picture of why a cell
-is noisy), and every cell's achieved figures against its roofs, one point per cell (report.plots places them).
+"""Two report figures asked for on busy machines: each cell's samples round by round (the picture of why a cell is
+noisy), and every cell's achieved figures against its roofs, one point per cell (report.plots places them).
 
-Marks carry ids as report.plots': `nx-rounds-<variant>-<cell>`, `nx-roofs-<variant>-<cell>` (numbers: the
-variant's place in the report's colours, the cell's place in the plot).
-"""
+Marks carry ids as report.plots': `nx-rounds-<variant>-<cell>`, `nx-roofs-<variant>-<cell>` (numbers: the variant's
+place in the report's colours, the cell's place in the plot)."""
 
 from __future__ import annotations
 
@@ -55,9 +54,8 @@ def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, s
 
 
 def roof_share_plot(cells: pd.DataFrame, colours: dict[str, str]) -> str | None:
-    """One point per cell: its share of the bandwidth roof (x) and of the FLOP/s roof (y, 0 where no FLOPs are
-    counted: elementwise layers sit on the x axis). The roofs are the 100% lines; a point near a line is at
-    that limit."""
+    """One point per cell: its share of the bandwidth roof (x) and of the FLOP/s roof (y, 0 where no FLOPs are counted:
+    elementwise layers sit on the x axis). The roofs are the 100% lines; a point near a line is at that limit."""
     if "pct_peak_bw" not in cells:
         return None
     cells = usable_cells(cells)

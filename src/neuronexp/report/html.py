@@ -1,8 +1,7 @@
 """report.html: one self-contained page (inline CSS, plots as inline SVG, no script, no network).
 
-Every piece of text from the results (op names, labels, errors, paths) goes through `html.escape`;
-only the markup built in this module is emitted raw.
-"""
+Every piece of text from the results (op names, labels, errors, paths) goes through `html.escape`; only the markup built
+in this module is emitted raw."""
 
 from __future__ import annotations
 

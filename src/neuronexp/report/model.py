@@ -1,7 +1,6 @@
 """The report model: what a run or sweep directory says, gathered once for the HTML and Markdown renderers.
 
-Plain frames and strings only; formatting belongs to report.html / report.markdown, pictures to report.plots.
-"""
+Plain frames and strings only; formatting belongs to report.html / report.markdown, pictures to report.plots."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The report's tables as headers and rows of plain text, shared by the HTML and Markdown renderers.
 
-Text only: each renderer escapes it for its own format, so nothing here is trusted markup.
-"""
+Text only: each renderer escapes it for its own format, so nothing here is trusted markup."""
 
 from __future__ import annotations
 

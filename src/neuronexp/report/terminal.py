@@ -1,8 +1,7 @@
 """Terminal output: one cell's summary and a sweep's comparison table (rich).
 
-Every value from the results is escaped: op names and error texts may contain "[...]", which rich would
-otherwise read as markup.
-"""
+Every value from the results is escaped: op names and error texts may contain "[...]", which rich would otherwise read
+as markup."""
 
 from __future__ import annotations
 

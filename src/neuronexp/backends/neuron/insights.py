@@ -1,10 +1,9 @@
 """The Summary Viewer's documented recommendations ("Performance Insights"), evaluated on a cell's profile.
 
-The Viewer page lists its conditions (Low Model FLOPS relative to Active FLOPS < 50%; NKI instruction coverage
-< 50% on the tensor, vector or scalar engine; active FLOPS throttling; transpose FLOPS > 10% of hardware
-FLOPS; spill reload bytes > 25% of HBM reads; collective outliers) but not its formulas. Each rule below uses
-the closest quantities the profile schema documents; docs/neuron.md says how each one differs from the Viewer.
-"""
+The Viewer page lists its conditions (Low Model FLOPS relative to Active FLOPS < 50%; NKI instruction coverage < 50% on
+the tensor, vector or scalar engine; active FLOPS throttling; transpose FLOPS > 10% of hardware FLOPS; spill reload
+bytes > 25% of HBM reads; collective outliers) but not its formulas. Each rule below uses the closest quantities the
+profile schema documents; docs/neuron.md says how each one differs from the Viewer."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """AWS Trainium through TorchNeuron (the `neuron` PrivateUse1 device of torch-neuronx).
 
-Written against the documented API (Neuron Explorer capture guides, SDK 2.31-2.33), with the April-2026
-TorchNeuron profiler as a fallback; neuronexp.backends.neuron.sdk detects which one is installed. Not verified
-on hardware here: docs/neuron.md lists what is and is not, scripts/neuron_smoke.py checks it.
-"""
+Written against the documented API (Neuron Explorer capture guides, SDK 2.31-2.33), with the April-2026 TorchNeuron
+profiler as a fallback; neuronexp.backends.neuron.sdk detects which one is installed. Not verified on hardware here:
+docs/neuron.md lists what is and is not, scripts/neuron_smoke.py checks it."""
 
 from __future__ import annotations
 

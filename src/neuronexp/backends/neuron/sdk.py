@@ -57,10 +57,9 @@ def _release(version: str) -> tuple[int, ...]:
 def family_problem(tnx: ModuleType, version: str, torch_version: str) -> str | None:
     """Why this torch-neuronx is not TorchNeuron for the installed torch, or None (also when it cannot be told).
 
-    TorchNeuron versions read <torch major>.<torch minor>.<backend release>.<patch> (2.14.3.0 pairs with
-    PyTorch 2.14); the PyTorch/XLA-based library reads <torch version>.<neuron version> (2.9.0.2.15.32035) and
-    has a `torch_neuronx.xla_impl` module. The April-2026 source (0.1.0) is neither, and passes.
-    """
+    TorchNeuron versions read <torch major>.<torch minor>.<backend release>.<patch> (2.14.3.0 pairs with PyTorch 2.14);
+    the PyTorch/XLA-based library reads <torch version>.<neuron version> (2.9.0.2.15.32035) and has a
+    `torch_neuronx.xla_impl` module. The April-2026 source (0.1.0) is neither, and passes."""
     tnx_rel, torch_rel = _release(version), _release(torch_version)
     want = "the torch-neuronx family matching torch"
     if len(torch_rel) >= 2:
@@ -221,9 +220,8 @@ def build_neuron_config(
 def legacy_profiler_kwargs(cfg: NeuronProfilerConfig, output_dir: str) -> tuple[dict[str, Any], list[str]]:
     """Arguments for the April-2026 `NeuronProfiler`, and notes on the settings it cannot honour.
 
-    neuronexp runs its own torch.profiler (with its schedule), so this profiler drives only the Neuron
-    runtime capture: no `pytorch_activities`.
-    """
+    neuronexp runs its own torch.profiler (with its schedule), so this profiler drives only the Neuron runtime capture:
+    no `pytorch_activities`."""
     kwargs: dict[str, Any] = {"pytorch_activities": None, "neuron_output_dir": output_dir}
     if cfg.capture_enabled_for_nc is not None:
         kwargs["event_filters"] = {"nc": str(cfg.capture_enabled_for_nc).replace(" ", "").split(",")}
