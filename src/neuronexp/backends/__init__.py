@@ -55,11 +55,10 @@ def backend_kind(name: BackendName | str) -> str:
 
 
 def check_available(name: BackendName | str) -> None:
-    """A cheap check, for validating a sweep in the launching process before any cell runs.
-
-    It starts no device runtime: the Neuron runtime reads its core selection once, when it starts, so starting it here
-    would pin every later in-process cell to the defaults. Each cell still builds its backend in full (resolve_backend)
-    and fails cleanly if, e.g., no NeuronCore is visible. Raises ConfigError where the backend cannot run here."""
+    """A cheap check, for validating a sweep in the launching process before any cell runs. It starts no device runtime:
+    the Neuron runtime reads its core selection once, when it starts, so starting it here would pin every later
+    in-process cell to the defaults. Each cell still builds its backend in full (resolve_backend) and fails cleanly if,
+    e.g., no NeuronCore is visible. Raises ConfigError where the backend cannot run here."""
     value = BackendName(name).value
     try:
         backend_info(backend_kind(name)).check()

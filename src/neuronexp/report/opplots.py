@@ -31,9 +31,8 @@ def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
 
 
 def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colours: dict[str, str]) -> str | None:
-    """Where each cell's profiled step goes: one 100% bar per cell, stacked by op, total time at the end.
-
-    Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver."""
+    """Where each cell's profiled step goes: one 100% bar per cell, stacked by op, total time at the end. Shares rather
+    than µs: a fused op 100× faster than the naive chain would be an invisible sliver."""
     cells = usable_cells(cells)
     cells = cells[[not hotspots.get(str(r), pd.DataFrame()).empty for r in cells["run_id"]]]
     if cells.empty:

@@ -37,9 +37,8 @@ def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
 
 
 def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, str]) -> str | None:
-    """Median latency vs input size, one line per variant (in its colour), the p10–p90 band shaded.
-
-    Log axes once sizes (or latencies) span two decades, else small inputs crowd into one corner."""
+    """Median latency vs input size, one line per variant (in its colour), the p10–p90 band shaded. Log axes once sizes
+    (or latencies) span two decades, else small inputs crowd into one corner."""
     cells = usable_cells(cells)
     if cells.empty:
         return None

@@ -135,9 +135,8 @@ def summary_markdown(
     cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path, found: list[str] | None = None
 ) -> str:
     """results/summary.md: counts, devices, the variants side by side, the findings (`found`: sweep_findings's lines,
-    made once by the sweep; else made here), and every failed or missing cell.
-
-    Every value from the results goes through md_cell: error texts and op names are data, never markup."""
+    made once by the sweep; else made here), and every failed or missing cell. Every value from the results goes through
+    md_cell: error texts and op names are data, never markup."""
     lines = _heading(cells, missing, sweep_dir)
     if not cells.empty:
         found = sweep_findings(cells, sweep_dir) if found is None else found

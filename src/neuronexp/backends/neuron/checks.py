@@ -36,9 +36,8 @@ def reset_peak_memory(tnx: ModuleType) -> None:
 
 
 def memory_columns(tnx: ModuleType) -> dict[str, float]:
-    """Peak device memory of the cell, in bytes (PyTorch's convention; TorchNeuron's unit is unconfirmed).
-
-    The memory-profiling guide: the allocator is asynchronous, so synchronize before reading any statistic."""
+    """Peak device memory of the cell, in bytes (PyTorch's convention; TorchNeuron's unit is unconfirmed). The
+    memory-profiling guide: the allocator is asynchronous, so synchronize before reading any statistic."""
     cols = {"neuron_max_memory_allocated_bytes": math.nan, "neuron_max_memory_reserved_bytes": math.nan}
     try:
         torch.neuron.synchronize()  # type: ignore[attr-defined]  # registered by torch-neuronx

@@ -145,10 +145,9 @@ class DebugInfo:
 def apply_debug_info(
     device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig, runtime_started: bool
 ) -> DebugInfo:
-    """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile.
-
-    The folder is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without the names
-    can be reused from it; TORCH_NEURONX_DEBUG_DIR moves into it too, since TorchNeuron keeps its compilation artifacts
+    """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile. The folder
+    is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without the names can be
+    reused from it; TORCH_NEURONX_DEBUG_DIR moves into it too, since TorchNeuron keeps its compilation artifacts
     there."""
     info = DebugInfo()
     if not (device_cfg.debug_info or device_cfg.nki_debug_info):

@@ -218,10 +218,9 @@ def build_neuron_config(
 
 
 def legacy_profiler_kwargs(cfg: NeuronProfilerConfig, output_dir: str) -> tuple[dict[str, Any], list[str]]:
-    """Arguments for the April-2026 `NeuronProfiler`, and notes on the settings it cannot honour.
-
-    neuronexp runs its own torch.profiler (with its schedule), so this profiler drives only the Neuron runtime capture:
-    no `pytorch_activities`."""
+    """Arguments for the April-2026 `NeuronProfiler`, and notes on the settings it cannot honour. neuronexp runs its own
+    torch.profiler (with its schedule), so this profiler drives only the Neuron runtime capture: no
+    `pytorch_activities`."""
     kwargs: dict[str, Any] = {"pytorch_activities": None, "neuron_output_dir": output_dir}
     if cfg.capture_enabled_for_nc is not None:
         kwargs["event_filters"] = {"nc": str(cfg.capture_enabled_for_nc).replace(" ", "").split(",")}
