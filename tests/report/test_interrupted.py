@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from types import SimpleNamespace
 
 from rich.console import Console
 
 from neuronexp.report.summary import summary_markdown
+from neuronexp.report.tables import summary_table
 from neuronexp.report.terminal import print_sweep
 from neuronexp.results import frame
 
@@ -62,6 +64,15 @@ def test_summary_tells_failed_from_not_run() -> None:
     failed_part = text.split("## Failed cells", 1)[1].split("## Cells not run", 1)[0]
     assert "boom" in failed_part and "job 2" not in failed_part
     assert "- job 2" in text.split("## Cells not run", 1)[1]
+
+
+def test_a_failed_cell_is_a_dash_in_every_figure_of_the_reports_cells_table() -> None:
+    failed = dict(_ok_cell(), run_id="r1", module="rmsnorm_fused", status="error", latency_median_us=None)
+    cells = frame("cells", [_ok_cell(), failed]).assign(variant=["naive", "fused"], input="[1,8]")
+    table = summary_table(SimpleNamespace(cells=cells, baseline="naive"))
+    (row,) = [r for r in table.rows if r[0] == "fused"]
+    assert len(row) == len(table.headers) and table.headers[4] == "p10–p90" and row[2] == "error"
+    assert row[3:-1] == ["—"] * (len(table.headers) - 4) and row[-1] == ""
 
 
 def test_the_last_line_says_not_run_and_keeps_the_path_whole() -> None:

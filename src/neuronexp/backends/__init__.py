@@ -23,14 +23,10 @@ __all__ = [
 
 def resolve_backend(name: BackendName | str, config: RunConfig | None = None) -> Backend:
     """Build the requested backend with its options from `config` (default: the schema's); `auto` tries the table's
-    backends in order (neuron, then cuda, then cpu).
-
-    Raises:
-        ConfigError: the requested backend is not usable on this machine (the reason says why).
-    """
+    backends in order (neuron, then cuda, then cpu). Raises ConfigError where the requested backend is not usable on
+    this machine (the reason says why)."""
     cfg = config or RunConfig()
-    info = named_backend(name)
-    if info is not None:
+    if (info := named_backend(name)) is not None:
         try:
             return info.build(cfg)
         except BackendUnavailable as exc:
@@ -53,22 +49,16 @@ def check_options(cfg: RunConfig) -> None:
 def backend_kind(name: BackendName | str) -> str:
     """The backend a cell will run on, decided without starting a device runtime in this process: the named one,
     or for `auto` the first of the table whose cheap probe (BackendInfo.present) finds it here."""
-    info = named_backend(name)
-    if info is not None:
+    if (info := named_backend(name)) is not None:
         return info.name
     return next((candidate.name for candidate in BACKENDS[:-1] if candidate.present()), BACKENDS[-1].name)
 
 
 def check_available(name: BackendName | str) -> None:
-    """A cheap check, for validating a sweep in the launching process before any cell runs.
-
-    It starts no device runtime: the Neuron runtime reads its core selection once, when it starts, so
-    starting it here would pin every later in-process cell to the defaults. Each cell still builds its
-    backend in full (resolve_backend) and fails cleanly if, e.g., no NeuronCore is visible.
-
-    Raises:
-        ConfigError: the backend cannot run here.
-    """
+    """A cheap check, for validating a sweep in the launching process before any cell runs. It starts no device runtime:
+    the Neuron runtime reads its core selection once, when it starts, so starting it here would pin every later
+    in-process cell to the defaults. Each cell still builds its backend in full (resolve_backend) and fails cleanly if,
+    e.g., no NeuronCore is visible. Raises ConfigError where the backend cannot run here."""
     value = BackendName(name).value
     try:
         backend_info(backend_kind(name)).check()

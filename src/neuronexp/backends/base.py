@@ -1,9 +1,8 @@
 """The backend contract shared by the CPU, CUDA and Neuron implementations.
 
-torch is imported when a backend is built, not with this module: the sweep reads the table of backends
-(backends.table) before any device starts, in processes that must not import torch yet (the fork server's
-template sets torch's environment first).
-"""
+torch is imported when a backend is built, not with this module: the sweep reads the table of backends (backends.table)
+before any device starts, in processes that must not import torch yet (the fork server's template sets torch's
+environment first)."""
 
 from __future__ import annotations
 
@@ -113,12 +112,10 @@ class Backend:
     memory_method = "torch's allocations during one call, high-water mark above its start, from profiler memory events"
 
     def call_memory(self, fn: Callable[[], Any]) -> tuple[Any, float]:
-        """(fn's output, its peak memory in bytes) for one call; see `memory_method`.
-
-        On the host: the running sum of the profiler's allocation events (torch's CPU allocator reports every
-        allocation and free while profile_memory is on), so the figure is what torch allocated, whatever
-        malloc does underneath: the call's intermediates and outputs, not its inputs or weights.
-        """
+        """(fn's output, its peak memory in bytes) for one call; see `memory_method`. On the host: the running sum of
+        the profiler's allocation events (torch's CPU allocator reports every allocation and free while profile_memory
+        is on), so the figure is what torch allocated, whatever malloc does underneath: the call's intermediates and
+        outputs, not its inputs or weights."""
         from torch._C._profiler import _EventType
         from torch.profiler import ProfilerActivity, profile
 

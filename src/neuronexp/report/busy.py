@@ -1,10 +1,9 @@
 """Findings when the machine was busy: the noise said once for all cells, then what can still be concluded.
 
 On a shared host most cells can be flagged noisy (cell.noise_columns); repeating each cell's reasons on every finding
-made a wall of them, and a group's only quiet cell read like its winner. Here the reasons are grouped by kind
-with the range of their figures, and the timing-free results (operators per step, output checks) are named,
-since the noise cannot touch them.
-"""
+made a wall of them, and a group's only quiet cell read like its winner. Here the reasons are grouped by kind with the
+range of their figures, and the timing-free results (operators per step, output checks) are named, since the noise
+cannot touch them."""
 
 from __future__ import annotations
 

@@ -68,8 +68,7 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
     lines = [first, f"{device} {fmt_us(cell['device_time_us'])} · {ops_text(cell)}"]
     if isinstance(cell["top_op"], str):
         lines.append(f"{short_op(cell['top_op'], 24)} {fmt_pct(cell['top_op_share'])}")
-    limit = [p for p in (headline(cell), OUTPUT_FLAG if output_differs(cell) else None) if p]  # "41% BW"
-    if limit:
+    if limit := [p for p in (headline(cell), OUTPUT_FLAG if output_differs(cell) else None) if p]:  # "41% BW"
         lines.append(" · ".join(limit))
     if cell["status"] == "cached":
         lines.append("(cached)")
@@ -80,6 +79,4 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
 
 def roof_sources(cells: pd.DataFrame) -> list[str]:
     """Where the roofs of these cells come from, once each (the row's `peak_source`)."""
-    if "peak_source" not in cells:
-        return []
-    return [str(s) for s in dict.fromkeys(cells["peak_source"].dropna())]
+    return [str(s) for s in dict.fromkeys(cells["peak_source"].dropna())] if "peak_source" in cells else []

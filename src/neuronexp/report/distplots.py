@@ -1,17 +1,15 @@
-"""Two report figures asked for on busy machines: each cell's samples round by round (the picture of why a cell
-is noisy), and every cell's achieved figures against its roofs, one point per cell (report.plots places them).
+"""Two report figures asked for on busy machines: each cell's samples round by round (the picture of why a cell is
+noisy), and every cell's achieved figures against its roofs, one point per cell (report.plots places them).
 
-Marks carry ids as report.plots': `nx-rounds-<variant>-<cell>`, `nx-roofs-<variant>-<cell>` (numbers: the
-variant's place in the report's colours, the cell's place in the plot).
-"""
+Marks carry ids as report.plots': `nx-rounds-<variant>-<cell>`, `nx-roofs-<variant>-<cell>` (numbers: the variant's
+place in the report's colours, the cell's place in the plot)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from neuronexp.report.plotkit import input_labels, largest_inputs, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, new_figure, svg
 from neuronexp.results import usable_cells
 
 
@@ -23,8 +21,7 @@ def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, s
     if cells.empty or samples.empty:
         return None
     by_run = {run: g for run, g in samples.groupby("run_id")}
-    fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(9, 0.45 * len(cells) + 1.4)
     index = {v: i for i, v in enumerate(colours)}
     lo, hi = np.inf, 0.0
     for row, (_, cell) in enumerate(cells.iloc[::-1].iterrows()):
@@ -57,9 +54,8 @@ def rounds_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, s
 
 
 def roof_share_plot(cells: pd.DataFrame, colours: dict[str, str]) -> str | None:
-    """One point per cell: its share of the bandwidth roof (x) and of the FLOP/s roof (y, 0 where no FLOPs are
-    counted: elementwise layers sit on the x axis). The roofs are the 100% lines; a point near a line is at
-    that limit."""
+    """One point per cell: its share of the bandwidth roof (x) and of the FLOP/s roof (y, 0 where no FLOPs are counted:
+    elementwise layers sit on the x axis). The roofs are the 100% lines; a point near a line is at that limit."""
     if "pct_peak_bw" not in cells:
         return None
     cells = usable_cells(cells)
@@ -67,8 +63,7 @@ def roof_share_plot(cells: pd.DataFrame, colours: dict[str, str]) -> str | None:
     if cells.empty:
         return None
     y_all = cells["pct_peak_flops"].fillna(0.0) if "pct_peak_flops" in cells else pd.Series(0.0, index=cells.index)
-    fig = Figure(figsize=(8, 4.8))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(8, 4.8)
     index = {v: i for i, v in enumerate(colours)}
     for n, ((_, cell), y) in enumerate(zip(cells.iterrows(), y_all)):
         variant = str(cell["variant"])
@@ -86,10 +81,9 @@ def roof_share_plot(cells: pd.DataFrame, colours: dict[str, str]) -> str | None:
     for name, colour in colours.items():  # the legend: one entry per variant present
         if (cells["variant"].astype(str) == name).any():
             ax.scatter([], [], color=colour, label=name)
-    top = max(110.0, float(cells["pct_peak_bw"].max()) * 1.1, float(y_all.max()) * 1.1)
     ax.axvline(100, color="black", linewidth=1, linestyle="--")
     ax.axhline(100, color="black", linewidth=1, linestyle="--")
-    ax.set_xlim(0, top)
+    ax.set_xlim(0, max(110.0, float(cells["pct_peak_bw"].max()) * 1.1, float(y_all.max()) * 1.1))
     ax.set_ylim(-3, max(110.0, float(y_all.max()) * 1.1))
     ax.set_xlabel("% of the bandwidth roof (bytes_min / median latency); dashed: the roofs")
     ax.set_ylabel("% of the FLOP/s roof (0: no FLOPs counted, hollow)")

@@ -40,11 +40,9 @@ def _output_flag(cells: list[dict]) -> str:
 
 def _hotspot(cell: dict, spots: dict[str, pd.DataFrame]) -> str:
     spot = spots.get(str(cell["run_id"]))
-    return (
-        ""
-        if spot is None or spot.empty
-        else f"; {cell['_variant']} hotspot {spot['op'].iloc[0]} {fmt_pct(spot['share'].iloc[0])}"
-    )
+    if spot is None or spot.empty:
+        return ""
+    return f"; {cell['_variant']} hotspot {spot['op'].iloc[0]} {fmt_pct(spot['share'].iloc[0])}"
 
 
 def _left_out(group: list[dict]) -> str:

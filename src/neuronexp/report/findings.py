@@ -94,8 +94,7 @@ def _ties(groups: list[list[dict]], bests: list[dict | None], samples: pd.DataFr
                 continue
             a, b = (by_run.get(str(c["run_id"]), NO_SAMPLES) for c in (best, cell))
             pairs.append((i, str(cell["run_id"]), compare_rounds(a, b)))
-    q = benjamini_hochberg([s.p_value for _, _, s in pairs])
-    for (i, run, s), qv in zip(pairs, q):
+    for (i, run, s), qv in zip(pairs, benjamini_hochberg([s.p_value for _, _, s in pairs])):
         if verdict(s, qv, TIE) in ("no change", "n/a"):
             tied[i].add(run)
     return tied

@@ -171,8 +171,7 @@ def sweep_layout(
     if any(fields[4].endswith(OUTPUT_MARK) for _, _, fields in rows):
         # The same words as the wide table's cells (summary.OUTPUT_FLAG): a noisy cell's extra line can switch layouts.
         notes.append(Text(f"{OUTPUT_FLAG}: beyond tolerance (the cell's warnings say by how much)"))
-    named = _fitted(console, title, rows, device, {v: v for v in variants}, speedups)
-    if named is not None:
+    if (named := _fitted(console, title, rows, device, {v: v for v in variants}, speedups)) is not None:
         return [named, *notes]
     keys = {v: chr(ord("A") + i) if i < 26 else f"V{i + 1}" for i, v in enumerate(variants)}
     legend = Text("\n".join(f"{keys[v]}  {v}" for v in variants))

@@ -1,8 +1,7 @@
 """report.html: one self-contained page (inline CSS, plots as inline SVG, no script, no network).
 
-Every piece of text from the results (op names, labels, errors, paths) goes through `html.escape`;
-only the markup built in this module is emitted raw.
-"""
+Every piece of text from the results (op names, labels, errors, paths) goes through `html.escape`; only the markup built
+in this module is emitted raw."""
 
 from __future__ import annotations
 
@@ -141,19 +140,19 @@ def _pairs(pairs: list[tuple[str, str]]) -> str:
     return '<div class="envs">' + "".join(tables) + "</div>"
 
 
+def _list(items: list[str], css: str = "") -> str:
+    """`items` (<li> elements) as a list, of HTML class `css`; nothing without items."""
+    return (f'<ul class="{esc(css)}">' if css else "<ul>") + "".join(items) + "</ul>" if items else ""
+
+
 def _body(section: Section, body: Body) -> str:
-    ul = f'<ul class="{esc(section.css)}">' if section.css else "<ul>"
     parts = [
-        ul + "".join(f"<li>{esc(item)}</li>" for item in body.items) + "</ul>" if body.items else "",
+        _list([f"<li>{esc(item)}</li>" for item in body.items], section.css),
         _pairs(body.pairs) if body.pairs else "",
         render_table(body.table, section.css) if body.table is not None else "",
-        "<ul>" + "".join(f'<li class="muted">{esc(n)}</li>' for n in body.notes) + "</ul>" if body.notes else "",
+        _list([f'<li class="muted">{esc(n)}</li>' for n in body.notes]),
         f'<div class="{esc(section.css)}">' + "".join(_card(c) for c in body.cards) + "</div>" if body.cards else "",
-        "<ul>"
-        + "".join(f'<li><b>{esc(name)}</b>: <span class="error">{esc(err)}</span></li>' for name, err in body.errors)
-        + "</ul>"
-        if body.errors
-        else "",
+        _list([f'<li><b>{esc(name)}</b>: <span class="error">{esc(err)}</span></li>' for name, err in body.errors]),
     ]
     return "".join(parts)
 

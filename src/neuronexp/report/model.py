@@ -1,7 +1,6 @@
 """The report model: what a run or sweep directory says, gathered once for the HTML and Markdown renderers.
 
-Plain frames and strings only; formatting belongs to report.html / report.markdown, pictures to report.plots.
-"""
+Plain frames and strings only; formatting belongs to report.html / report.markdown, pictures to report.plots."""
 
 from __future__ import annotations
 
@@ -168,11 +167,8 @@ def links(cells: pd.DataFrame, by_run: dict[str, Path], out_dir: Path) -> tuple[
 
 
 def build_report(source: Path, out_dir: Path | None = None, baseline: str | None = None, top: int = 8) -> Report:
-    """Gather everything a report shows for a run or sweep directory.
-
-    Raises:
-        ReportError: `source` holds no results, or only an empty table.
-    """
+    """Gather everything a report shows for a run or sweep directory. Raises ReportError where `source` holds no
+    results, or only an empty table."""
     source = Path(source)
     if source.exists() and not source.is_dir():
         raise ReportError(
@@ -207,7 +203,6 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
     results = results._replace(cells=cells)
     every = hotspots(results.ops, top=len(results.ops))  # every op of each cell: what the findings' "why" reads
     spots = {run: ops.head(top) for run, ops in every.items()}
-    intervals = speedup_intervals(cells)  # what add_speedups put in the cells: the same figures, not resampled
     experiment = "; ".join(dict.fromkeys(cells["experiment"].astype(str)))
     title = f"neuronexp report: {experiment}" + (
         f" · {cells['variant'].iloc[0]} {cells['input_shape'].iloc[0]}" if kind == "run" else ""
@@ -223,6 +218,6 @@ def build_report(source: Path, out_dir: Path | None = None, baseline: str | None
         hotspots=spots,
         fusion=fusion_table(cells, results.ops),
         findings=findings(cells, results.samples, spots, all_ops=every),
-        intervals=intervals,
+        intervals=speedup_intervals(cells),  # what add_speedups put in the cells: the same figures, not resampled
         missing=found.missing,
     )

@@ -90,8 +90,7 @@ def neuron_screen(cells: pd.DataFrame) -> list[str]:
     rows = cells[cells["neuron_api"].notna()]
     if rows.empty:
         return []
-    facts = [f for f in FACTS if f in rows]
-    keys = rows[facts].astype(str).agg("|".join, axis=1)
+    keys = rows[[f for f in FACTS if f in rows]].astype(str).agg("|".join, axis=1)
     first = rows.iloc[0]
     lines = [
         f"Trainium first contact · torch-neuronx {_text(first.get('neuron_api_version'))} "

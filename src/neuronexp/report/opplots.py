@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from neuronexp.formatting import fmt_us, short_op
-from neuronexp.report.plotkit import input_labels, largest_inputs, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, new_figure, svg
 from neuronexp.results import usable_cells
 
 # The bars' ids are `nx-breakdown-<variant>-<bar>` (report.plots names the scheme); ops are coloured from another
@@ -32,10 +31,8 @@ def _op_colours(hotspots: dict[str, pd.DataFrame]) -> dict[str, tuple]:
 
 
 def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colours: dict[str, str]) -> str | None:
-    """Where each cell's profiled step goes: one 100% bar per cell, stacked by op, total time at the end.
-
-    Shares rather than µs: a fused op 100× faster than the naive chain would be an invisible sliver.
-    """
+    """Where each cell's profiled step goes: one 100% bar per cell, stacked by op, total time at the end. Shares rather
+    than µs: a fused op 100× faster than the naive chain would be an invisible sliver."""
     cells = usable_cells(cells)
     cells = cells[[not hotspots.get(str(r), pd.DataFrame()).empty for r in cells["run_id"]]]
     if cells.empty:
@@ -43,8 +40,7 @@ def breakdown_plot(cells: pd.DataFrame, hotspots: dict[str, pd.DataFrame], colou
     total, cells = len(cells), largest_inputs(cells)
     op_colours = _op_colours({str(r): hotspots[str(r)] for r in cells["run_id"]})
     labels = [f"{v} · {s}" for v, s in zip(cells["variant"], input_labels(cells))]
-    fig = Figure(figsize=(9, 0.45 * len(cells) + 1.4))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(9, 0.45 * len(cells) + 1.4)
     y = np.arange(len(cells))[::-1]
     for yi, (_, cell) in zip(y, cells.iterrows()):
         spots = hotspots[str(cell["run_id"])]

@@ -1,4 +1,4 @@
-"""What every report figure shares: the SVG encoding, one colour per variant, how an input is named."""
+"""What every report figure shares: a new figure, the SVG encoding, one colour per variant, how an input is named."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import io
 
 import pandas as pd
 from matplotlib import colormaps, rc_context
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
@@ -13,6 +14,12 @@ from matplotlib.figure import Figure
 DPI = 100
 # Beyond this many bars a figure keeps the largest inputs only: a readable figure beats a complete one.
 MAX_BARS = 36
+
+
+def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
+    """A figure of that size (inches) and its one set of axes."""
+    fig = Figure(figsize=(width, height))
+    return fig, fig.add_subplot()
 
 
 def svg(fig: Figure) -> str:

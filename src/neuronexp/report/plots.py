@@ -10,13 +10,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
 from neuronexp.report.distplots import roof_share_plot, rounds_plot
 from neuronexp.report.opplots import breakdown_plot
-from neuronexp.report.plotkit import input_labels, svg, variant_colours
+from neuronexp.report.plotkit import input_labels, new_figure, svg, variant_colours
 from neuronexp.report.roofplots import bandwidth_plot, roofline_plot
 from neuronexp.report.sections import Plot
 from neuronexp.results import usable_cells
@@ -30,22 +29,16 @@ _STYLES = ["-", "--", ":", "-."]
 
 def _spread(cells: pd.DataFrame, samples: pd.DataFrame) -> pd.DataFrame:
     """Median and p10–p90 per cell from the raw samples (the cells' own columns when samples are missing)."""
-    q = (
-        samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack()
-        if not samples.empty
-        else pd.DataFrame()
-    )
     out = cells.set_index("run_id")[["latency_p10_us", "latency_median_us", "latency_p90_us"]].copy()
     out.columns = [0.1, 0.5, 0.9]
-    out.update(q)
+    if not samples.empty:
+        out.update(samples.groupby("run_id")["latency_us"].quantile([0.1, 0.5, 0.9]).unstack())
     return out
 
 
 def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, str]) -> str | None:
-    """Median latency vs input size, one line per variant (in its colour), the p10–p90 band shaded.
-
-    Log axes once sizes (or latencies) span two decades, else small inputs crowd into one corner.
-    """
+    """Median latency vs input size, one line per variant (in its colour), the p10–p90 band shaded. Log axes once sizes
+    (or latencies) span two decades, else small inputs crowd into one corner."""
     cells = usable_cells(cells)
     if cells.empty:
         return None
@@ -56,8 +49,7 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
             extra = (extra + " " + cells[col].astype(str)).str.strip()
     styles = {e: _STYLES[i % len(_STYLES)] for i, e in enumerate(dict.fromkeys(extra))}
     index = {v: i for i, v in enumerate(colours)}
-    fig = Figure(figsize=(8, 4.5))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(8, 4.5)
     for (variant, kind), group in cells.assign(_extra=extra).groupby(["variant", "_extra"], sort=False):
         group = group.sort_values("numel")
         s = spread.loc[group["run_id"]]
@@ -94,8 +86,7 @@ def speedup_plot(
     inputs = list(dict.fromkeys(cells.sort_values("numel", kind="stable")["_input"]))
     variants = [v for v in colours if v in set(cells["variant"])]
     width = 0.8 / len(variants)
-    fig = Figure(figsize=(8, 4))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(8, 4)
     for i, variant in enumerate(variants):
         mine = cells[cells["variant"] == variant].set_index("_input")
         where = [(j, s) for j, s in enumerate(inputs) if s in mine.index]
@@ -110,15 +101,8 @@ def speedup_plot(
             run = str(mine.loc[s, "run_id"])
             if run in ci.index and np.isfinite(ci.loc[run, ["ci_low", "ci_high"]].astype(float)).all():
                 low, high = float(ci.loc[run, "ci_low"]), float(ci.loc[run, "ci_high"])
-                drawn = ax.errorbar(
-                    [x],
-                    [v],
-                    yerr=[[max(v - low, 0.0)], [max(high - v, 0.0)]],
-                    fmt="none",
-                    ecolor="black",
-                    elinewidth=1,
-                    capsize=3,
-                )
+                whisker = [[max(v - low, 0.0)], [max(high - v, 0.0)]]  # below and above the bar's top
+                drawn = ax.errorbar([x], [v], yerr=whisker, fmt="none", ecolor="black", elinewidth=1, capsize=3)
                 drawn.lines[2][0].set_gid(f"nx-ci-{number}-{j}")
     values = cells["speedup_vs_baseline"].astype(float)
     if values.max() / max(values.min(), 1e-9) >= 20:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from neuronexp.analysis.roofline import fmt_share
-from neuronexp.report.plotkit import input_labels, largest_inputs, svg
+from neuronexp.report.plotkit import input_labels, largest_inputs, new_figure, svg
 from neuronexp.results import usable_cells
 
 
@@ -27,8 +26,7 @@ def roofline_plot(cells: pd.DataFrame, colours: dict[str, str] | None = None) ->
     cells = cells[(cells["flops"].fillna(0) > 0) & (cells["achieved_tflops"].fillna(0) > 0)]
     if cells.empty:
         return None
-    fig = Figure(figsize=(8, 4.8))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(8, 4.8)
     roofs = [r for r in _roofs(cells).itertuples() if pd.notna(r.peak_bw_gbs) and pd.notna(r.peak_tflops)]
     ridges = [r.peak_tflops * 1e3 / r.peak_bw_gbs for r in roofs]  # FLOP/B where each device's two roofs meet
     low = min([cells["intensity"].min() / 4, *(x / 8 for x in ridges)])
@@ -67,8 +65,7 @@ def bandwidth_plot(cells: pd.DataFrame, colours: dict[str, str] | None = None) -
     cells = largest_inputs(cells[cells["achieved_gbs"].notna()])
     if cells.empty:
         return None
-    fig = Figure(figsize=(9, 0.4 * len(cells) + 1.4))
-    ax = fig.add_subplot()
+    fig, ax = new_figure(9, 0.4 * len(cells) + 1.4)
     y = np.arange(len(cells))[::-1]
     ax.barh(y, cells["achieved_gbs"], color=[(colours or {}).get(str(v), "#4c78a8") for v in cells["variant"]])
     for yi, (_, cell) in zip(y, cells.iterrows()):

@@ -102,8 +102,7 @@ def _comparison(cells: pd.DataFrame, baseline: Baseline | None, found: list[str]
     if has_intervals(cells):  # a pooled figure that holds the host's changes needs reruns: compare --also-a/-b
         lines += [f"{md_cell(INTERVAL_LEGEND)} (`neuronexp-compare --also-a/--also-b` pools reruns)", ""]
     lines += render_section(FINDINGS, Body(items=found)) if found else []
-    flagged = int(cells.apply(noisy, axis=1).sum())
-    if flagged:
+    if flagged := int(cells.apply(noisy, axis=1).sum()):
         lines += [
             f"{NOISY_MARK} noisy: {flagged} cell(s) measured with noise (their `noise` column says why): their "
             "latencies are not findings; a speedup timed paired with its baseline stands, its interval holds the "
@@ -135,11 +134,9 @@ def _cell_lists(cells: pd.DataFrame) -> list[str]:
 def summary_markdown(
     cells: pd.DataFrame, missing: list[str], baseline: Baseline | None, sweep_dir: Path, found: list[str] | None = None
 ) -> str:
-    """results/summary.md: counts, devices, the variants side by side, the findings (`found`: sweep_findings's
-    lines, made once by the sweep; else made here), and every failed or missing cell.
-
-    Every value from the results goes through md_cell: error texts and op names are data, never markup.
-    """
+    """results/summary.md: counts, devices, the variants side by side, the findings (`found`: sweep_findings's lines,
+    made once by the sweep; else made here), and every failed or missing cell. Every value from the results goes through
+    md_cell: error texts and op names are data, never markup."""
     lines = _heading(cells, missing, sweep_dir)
     if not cells.empty:
         found = sweep_findings(cells, sweep_dir) if found is None else found

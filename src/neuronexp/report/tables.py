@@ -1,7 +1,6 @@
 """The report's tables as headers and rows of plain text, shared by the HTML and Markdown renderers.
 
-Text only: each renderer escapes it for its own format, so nothing here is trusted markup.
-"""
+Text only: each renderer escapes it for its own format, so nothing here is trusted markup."""
 
 from __future__ import annotations
 
@@ -59,32 +58,28 @@ def summary_table(report: Report) -> TextTable:
     ]
     rows, links = [], []
     for _, c in cells.sort_values(["numel", "input_shape"], kind="stable").iterrows():
-        ok = c["status"] != "error"
-        top = (
-            f"{short_op(str(c['top_op']), 40)} {fmt_pct(c['top_op_share'])}"
-            if ok and isinstance(c["top_op"], str)
-            else "—"
-        )
-        rows.append(
-            [
-                str(c["variant"]),
-                str(c["input"]),
-                str(c["status"]),
-                ((NOISY_MARK if noisy(c) else "") + fmt_us(c["latency_median_us"])) if ok else "—",
-                f"{fmt_us(c['latency_p10_us'])} – {fmt_us(c['latency_p90_us'])}" if ok else "—",
-                str(int(c["latency_samples"])) if ok and pd.notna(c["latency_samples"]) else "—",
-                *([fmt_speedup_ci(c) or "—"] if speedup else []),
-                f"{device_word(c)} {fmt_us(c['device_time_us'])}" if ok else "—",
-                ops_text(c) if ok and pd.notna(c["device_ops"]) else "—",
-                top,
-                (headline(c) or "—") if ok else "—",
-                output_word(c) if ok else "—",
-                f"{c['first_call_s']:.3g} s" if ok and pd.notna(c["first_call_s"]) else "—",
-                "",
-            ]
-        )
+        # A failed cell has no figures (nor a speedup: analysis.variants gives it none): a dash in every column.
+        figures = _figures(c, bool(speedup)) if c["status"] != "error" else ["—"] * (len(headers) - 4)
+        rows.append([str(c["variant"]), str(c["input"]), str(c["status"]), *figures, ""])
         links.append(cell_links(c))
     return TextTable(headers, rows, links)
+
+
+def _figures(c: pd.Series, speedup: bool) -> list[str]:
+    """A cell's figures in summary_table's columns, from the median to the first call."""
+    top = f"{short_op(str(c['top_op']), 40)} {fmt_pct(c['top_op_share'])}" if isinstance(c["top_op"], str) else "—"
+    return [
+        (NOISY_MARK if noisy(c) else "") + fmt_us(c["latency_median_us"]),
+        f"{fmt_us(c['latency_p10_us'])} – {fmt_us(c['latency_p90_us'])}",
+        str(int(c["latency_samples"])) if pd.notna(c["latency_samples"]) else "—",
+        *([fmt_speedup_ci(c) or "—"] if speedup else []),
+        f"{device_word(c)} {fmt_us(c['device_time_us'])}",
+        ops_text(c) if pd.notna(c["device_ops"]) else "—",
+        top,
+        headline(c) or "—",
+        output_word(c),
+        f"{c['first_call_s']:.3g} s" if pd.notna(c["first_call_s"]) else "—",
+    ]
 
 
 def output_word(cell: pd.Series) -> str:

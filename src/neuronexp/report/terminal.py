@@ -1,8 +1,7 @@
 """Terminal output: one cell's summary and a sweep's comparison table (rich).
 
-Every value from the results is escaped: op names and error texts may contain "[...]", which rich would
-otherwise read as markup.
-"""
+Every value from the results is escaped: op names and error texts may contain "[...]", which rich would otherwise read
+as markup."""
 
 from __future__ import annotations
 
@@ -85,12 +84,9 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             f"(p10 {fmt_us(cell['latency_p10_us'])} – p90 {fmt_us(cell['latency_p90_us'])}{spread})"
             + (f" · {int(threads)} thread{'s' if threads != 1 else ''}" if threads == threads and threads else "")
         )
-        dispatched = cell.get("ops_dispatched")
-        ops = (
-            f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed"
-            if dispatched == dispatched and dispatched is not None
-            else f"{cell['device_ops']:g} ops"
-        )
+        dispatched, ops = cell.get("ops_dispatched"), f"{cell['device_ops']:g} ops"
+        if dispatched == dispatched and dispatched is not None:
+            ops = f"{dispatched:g} ops dispatched, {cell['device_ops']:g} executed"
         console.print(
             f"profiled per step: {device} time {fmt_us(cell['device_time_us'])}, {ops} · first call "
             f"{cell['first_call_s']:.3f} s"
@@ -101,8 +97,7 @@ def print_cell(results: Results, out_dir: Path, console: Console | None = None) 
             console.print(f"[yellow]{NOISY_MARK} noisy, not a finding:[/] {escape(str(cell.get('noise')))}")
         warnings = cell.get("warnings")  # null in the table (None, or NaN once pandas has read it): none
         text = warnings if isinstance(warnings, str) else ""
-        other = [w for w in text.split(" | ") if w and not w.startswith(NOISE_WARNING)]
-        if other:
+        if other := [w for w in text.split(" | ") if w and not w.startswith(NOISE_WARNING)]:
             console.print(f"[yellow]warnings:[/] {escape(' | '.join(other))}")
     for line in neuron_screen(results.cells):  # a Trainium cell: what worked, in a few lines
         console.print(escape(line))

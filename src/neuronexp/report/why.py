@@ -12,7 +12,7 @@ import pandas as pd
 
 from neuronexp.analysis.noise import noisy
 from neuronexp.formatting import fmt_pct, fmt_us, short_op
-from neuronexp.report.cell_text import composite_words
+from neuronexp.report.cell_text import composite_words, ops_text
 
 # Operators listed by name in a clause; more are counted ("+3 more").
 _LISTED = 3
@@ -47,8 +47,7 @@ def verdict_words(low: float, high: float, threshold: float) -> str:
     interval (the ×figure alone is then all there is)."""
     if not _finite(low, high):
         return ""
-    side = direction(low, high, threshold)
-    if side:
+    if side := direction(low, high, threshold):
         return "faster" if side > 0 else "slower"
     return within(low, high) or f"{'faster' if low > 1 else 'slower'}, not clearly beyond {fmt_pct(threshold)}"
 
@@ -82,12 +81,10 @@ def median_note(cell: Mapping[str, Any], ref: Mapping[str, Any], interval: Any) 
 
 
 def _count(cell: Mapping[str, Any]) -> str:
-    executed, dispatched = cell.get("device_ops"), cell.get("ops_dispatched")
-    if not _finite(executed):
+    """The ops column (cell_text.ops_text), "1 op" in the singular; "" without a count."""
+    if not _finite(cell.get("device_ops")):
         return ""
-    if _finite(dispatched) and dispatched != executed:
-        return f"{dispatched:g}→{executed:g} ops"
-    return f"{executed:g} op" + ("" if executed == 1 else "s")
+    return "1 op" if (text := ops_text(cell)) == "1 ops" else text
 
 
 def counts(cell: Mapping[str, Any], ref: Mapping[str, Any]) -> str:

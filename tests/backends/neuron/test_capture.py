@@ -165,3 +165,11 @@ def test_rank_named_framework_traces_and_memory_snapshots_are_recognised(tmp_pat
     cols = artifact_columns(index, tmp_path)
     assert cols["neuron_framework_trace"] is True and cols["neuron_memory_snapshots"] == 1
     assert place_framework_trace(index, _write(tmp_path / "trace.json")) is None  # it has one already
+
+
+def test_a_folder_without_capture_files_is_no_session(tmp_path: Path) -> None:
+    session = _pytorch_session(tmp_path)
+    _write(tmp_path / "logs" / "run.log")
+    _write(tmp_path / PID_DIR / "notes.txt")
+    index = index_capture(tmp_path, ALL)
+    assert [s.dir for s in index.sessions] == [str(session.relative_to(tmp_path))]

@@ -20,8 +20,7 @@ def visible_cuda_devices() -> list[str] | None:
 
 def _units() -> list[str]:
     """The GPUs CUDA_VISIBLE_DEVICES names (Slurm --gpus, submitit_local's gpus_per_node), else every GPU."""
-    visible = visible_cuda_devices()
-    if visible is not None:
+    if (visible := visible_cuda_devices()) is not None:
         return visible
     import torch
 
@@ -43,8 +42,7 @@ def _build(cfg: RunConfig | None = None) -> Backend:
 
 
 def _check() -> None:
-    cpu_only = cpu_only_build()
-    if cpu_only is not None:
+    if (cpu_only := cpu_only_build()) is not None:
         raise BackendUnavailable(f"CUDA is not available: the installed torch {cpu_only} is a CPU-only build")
     if not _present():
         _build()  # raises the backend's own message

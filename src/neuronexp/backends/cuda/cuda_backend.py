@@ -44,11 +44,10 @@ class CudaBackend(Backend):
 
     def peak_hint(self) -> dict[str, Any]:
         # A float32 matmul runs on tensor cores (TF32) only when torch allows it: it decides the FLOP roof.
-        props = torch.cuda.get_device_properties(self.device)
         return {
             "device_name": self.device_name(),
             "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
-            "sm_count": int(props.multi_processor_count),
+            "sm_count": int(torch.cuda.get_device_properties(self.device).multi_processor_count),
         }
 
     def time_call(self, fn: Callable[[], Any]) -> float:

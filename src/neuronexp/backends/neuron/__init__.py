@@ -31,8 +31,7 @@ def _check() -> None:
     check_installed()
     from neuronexp.backends.neuron.process_env import inspect_conflict  # its cache directory's module imports torch
 
-    conflict = inspect_conflict()
-    if conflict is not None:
+    if (conflict := inspect_conflict()) is not None:
         raise conflict
 
 

@@ -84,16 +84,15 @@ def _session_for(root: Path, folder: Path) -> Session:
     parts = rel.parts
     session = Session(dir=str(rel))
     for i, part in enumerate(parts):
-        m = _PROCESS_DIR.match(part)
-        if m:
+        if m := _PROCESS_DIR.match(part):
             session.instance_id, session.pid = m["instance"], int(m["pid"])
             session.timestamp = parts[i + 1] if i + 1 < len(parts) else None
     return session
 
 
-def _add_file(session: Session, path: Path) -> None:
-    size = path.stat().st_size
-    name = path.name
+def _add_file(session: Session, path: Path) -> bool:
+    """`path` listed in `session` by its kind; False where it is no capture file (nothing listed)."""
+    size, name = path.stat().st_size, path.name
     if name in SYSTEM_FILES or is_framework_trace(name):
         session.files[name] = size
     elif _is_memory_snapshot(name):
@@ -114,6 +113,9 @@ def _add_file(session: Session, path: Path) -> None:
         session.ntffs.append(dict(ntff, bytes=size))
     elif path.suffix in (".neff", ".ntff", ".pb"):
         session.unrecognized.append(name)
+    else:
+        return False
+    return True
 
 
 def index_capture(root: Path, modes: list[str], neff_hint: str = "the NEFF cache") -> CaptureIndex:
@@ -124,18 +126,10 @@ def index_capture(root: Path, modes: list[str], neff_hint: str = "the NEFF cache
     index = CaptureIndex(root)
     by_folder: dict[Path, Session] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []:
-        capture_file = (
-            path.name in SYSTEM_FILES
-            or is_framework_trace(path.name)
-            or _is_memory_snapshot(path.name)
-            or path.suffix in (".neff", ".ntff", ".pb")
-        )
-        if not capture_file:
-            continue
         folder = path.parent.parent if path.parent.name == "neffs" else path.parent
-        if folder not in by_folder:
-            by_folder[folder] = _session_for(root, folder)
-        _add_file(by_folder[folder], path)
+        session = by_folder.get(folder) or _session_for(root, folder)
+        if _add_file(session, path):  # a folder holding capture files is a session
+            by_folder[folder] = session
     index.sessions = list(by_folder.values())
     _pair(index)
     index.warnings = _warnings(index, modes, neff_hint)

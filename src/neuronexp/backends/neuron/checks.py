@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import suppress
 from types import ModuleType
 from typing import Any
 
@@ -29,19 +30,14 @@ def _memory_fn(tnx: ModuleType, name: str) -> Any:
 
 
 def reset_peak_memory(tnx: ModuleType) -> None:
-    reset = _memory_fn(tnx, "reset_peak_memory_stats")
-    if reset is not None:
-        try:
+    if (reset := _memory_fn(tnx, "reset_peak_memory_stats")) is not None:
+        with suppress(Exception):  # a version without per-device stats; the columns then cover the process
             reset()
-        except Exception:  # a version without per-device stats; the columns then cover the process
-            pass
 
 
 def memory_columns(tnx: ModuleType) -> dict[str, float]:
-    """Peak device memory of the cell, in bytes (PyTorch's convention; TorchNeuron's unit is unconfirmed).
-
-    The memory-profiling guide: the allocator is asynchronous, so synchronize before reading any statistic.
-    """
+    """Peak device memory of the cell, in bytes (PyTorch's convention; TorchNeuron's unit is unconfirmed). The
+    memory-profiling guide: the allocator is asynchronous, so synchronize before reading any statistic."""
     cols = {"neuron_max_memory_allocated_bytes": math.nan, "neuron_max_memory_reserved_bytes": math.nan}
     try:
         torch.neuron.synchronize()  # type: ignore[attr-defined]  # registered by torch-neuronx
@@ -49,10 +45,8 @@ def memory_columns(tnx: ModuleType) -> dict[str, float]:
         return cols
     for name in ("max_memory_allocated", "max_memory_reserved"):
         fn = _memory_fn(tnx, name)
-        try:
+        with suppress(Exception):  # memory queries differ between versions: a missing figure stays NaN
             cols[f"neuron_{name}_bytes"] = float(fn()) if fn is not None else math.nan
-        except Exception:  # memory queries differ between versions: a missing figure stays NaN
-            pass
     return cols
 
 

@@ -98,8 +98,7 @@ def breakdown(profiles: list[Profile]) -> Breakdown:
             )
         ops = profile.read("OpcodeSummary", ["engine", "opcode", "active_time_ns"])
         if not ops.empty and {"engine", "opcode", "active_time_ns"} <= set(ops.columns):
-            unit = units.unit("OpcodeSummary", "active_time_ns") if units else None
-            factor = TO_US.get("nanoseconds" if unit is None else unit, 1e-3)
+            factor = TO_US.get(units.unit("OpcodeSummary", "active_time_ns") or "nanoseconds", 1e-3)
             keys = ops["engine"].astype(str) + ":" + ops["opcode"].astype(str)
             _add(
                 out.opcode_us,

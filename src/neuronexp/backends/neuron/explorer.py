@@ -113,8 +113,7 @@ def read_output(output_dir: Path) -> tuple[dict[str, Any], list[str], dict[str, 
         neuron_units_source=",".join(sorted(sources)) or None,
     )
     warnings, account = summary_notes(reads)
-    unknown = sorted(v for v in versions if major(v) not in KNOWN_MAJORS)
-    if unknown:
+    if unknown := sorted(v for v in versions if major(v) not in KNOWN_MAJORS):
         warnings.append(
             f"profile schema {', '.join(unknown)} is not one neuronexp was written against (7.x, 12.x): "
             "fields are read by name and units from SchemaFields; missing ones stay NaN"

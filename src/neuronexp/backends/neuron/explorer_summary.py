@@ -99,9 +99,8 @@ def convert_summary(summary: pd.DataFrame, units: Units) -> SummaryRead:
         if name not in summary:
             read.missing.append(name)
             continue
-        unit = units.unit("Summary", name) if units else None
-        unit = DOCUMENTED_UNIT[kind] if unit is None else unit
-        factor = _factor(kind, unit, units.maxima.get(("Summary", name)) if units else None)
+        unit = units.units.get(("Summary", name), DOCUMENTED_UNIT[kind])  # SchemaFields' unit, else the documented one
+        factor = _factor(kind, unit, units.maxima.get(("Summary", name)))
         if factor is None:
             read.unit_problems.append(f"{name} ({unit or 'no unit'})")
             continue

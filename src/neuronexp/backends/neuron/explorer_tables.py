@@ -45,8 +45,7 @@ def find_profiles(output_dir: Path) -> list[Profile]:
     """Every folder under `output_dir` holding Explorer tables (one per processed profile), in path order."""
     by_folder: dict[Path, Profile] = {}
     for path in sorted(output_dir.rglob("*.parquet")) if output_dir.is_dir() else []:
-        m = _TABLE_FILE.match(path.name)
-        if m:
+        if m := _TABLE_FILE.match(path.name):
             profile = by_folder.setdefault(path.parent, Profile(path.parent))
             profile.files.setdefault(m["table"], []).append(path)
     return list(by_folder.values())
@@ -57,8 +56,7 @@ def schema_version(profile: Profile) -> str | None:
     meta = profile.read("Metadata", ["profile_schema_version"])
     if meta.empty or "profile_schema_version" not in meta:
         return None
-    versions = sorted({str(v) for v in meta["profile_schema_version"].dropna()})
-    return ",".join(versions) or None
+    return ",".join(sorted({str(v) for v in meta["profile_schema_version"].dropna()})) or None
 
 
 def major(version: str | None) -> int | None:

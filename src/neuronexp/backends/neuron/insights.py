@@ -1,10 +1,9 @@
 """The Summary Viewer's documented recommendations ("Performance Insights"), evaluated on a cell's profile.
 
-The Viewer page lists its conditions (Low Model FLOPS relative to Active FLOPS < 50%; NKI instruction coverage
-< 50% on the tensor, vector or scalar engine; active FLOPS throttling; transpose FLOPS > 10% of hardware
-FLOPS; spill reload bytes > 25% of HBM reads; collective outliers) but not its formulas. Each rule below uses
-the closest quantities the profile schema documents; docs/neuron.md says how each one differs from the Viewer.
-"""
+The Viewer page lists its conditions (Low Model FLOPS relative to Active FLOPS < 50%; NKI instruction coverage < 50% on
+the tensor, vector or scalar engine; active FLOPS throttling; transpose FLOPS > 10% of hardware FLOPS; spill reload
+bytes > 25% of HBM reads; collective outliers) but not its formulas. Each rule below uses the closest quantities the
+profile schema documents; docs/neuron.md says how each one differs from the Viewer."""
 
 from __future__ import annotations
 
@@ -23,6 +22,11 @@ _ENGINE_FAMILY = {
     "scalar": "scalar",
     "act": "scalar",
 }
+
+
+def _family(engines: pd.Series) -> pd.Series:
+    """Each engine's family (tensor, vector or scalar), None for an engine of none of them."""
+    return engines.astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), None))
 
 
 def _num(cols: dict[str, Any], name: str) -> float:
@@ -72,9 +76,7 @@ def _nki_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
     nki = ~df["nki_source_location"].fillna("").astype(str).str.strip().isin(["", "[]", "None"])
     if not nki.any():
         return [], True  # no NKI in this workload: the advice to write NKI kernels is not about it
-    family = (
-        df["engine"].astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), None))
-    )
+    family = _family(df["engine"])
     fired = []
     for name in ("tensor", "vector", "scalar"):
         mine = family == name
@@ -106,10 +108,7 @@ def _throttle_rule(profiles: list[Profile]) -> tuple[list[str], bool]:
     if not all(frames):
         return [], False
     t, a = pd.concat(frames[0], ignore_index=True), pd.concat(frames[1], ignore_index=True)
-    family = (
-        a["engine"].astype(str).str.lower().map(lambda e: next((f for k, f in _ENGINE_FAMILY.items() if k in e), ""))
-    )
-    tensor = a[family == "tensor"]
+    tensor = a[_family(a["engine"]) == "tensor"]
     busy = _union(list(zip(tensor["start_ts"].astype(float), tensor["end_ts"].astype(float))))
     if not busy:
         return [], True

@@ -1,9 +1,8 @@
 """AWS Trainium through TorchNeuron (the `neuron` PrivateUse1 device of torch-neuronx).
 
-Written against the documented API (Neuron Explorer capture guides, SDK 2.31-2.33), with the April-2026
-TorchNeuron profiler as a fallback; neuronexp.backends.neuron.sdk detects which one is installed. Not verified
-on hardware here: docs/neuron.md lists what is and is not, scripts/neuron_smoke.py checks it.
-"""
+Written against the documented API (Neuron Explorer capture guides, SDK 2.31-2.33), with the April-2026 TorchNeuron
+profiler as a fallback; neuronexp.backends.neuron.sdk detects which one is installed. Not verified on hardware here:
+docs/neuron.md lists what is and is not, scripts/neuron_smoke.py checks it."""
 
 from __future__ import annotations
 
@@ -75,13 +74,11 @@ class NeuronBackend(Backend):
         except ImportError as exc:
             placeholder = neuron_sdk.placeholder_problem(neuron_sdk.installed_version(), str(exc))
             self._give_up(BackendUnavailable(placeholder or neuron_sdk.INSTALL_HINT))
-        problem = neuron_sdk.family_problem(tnx, neuron_sdk.installed_version(tnx), torch.__version__)
-        if problem:
+        if problem := neuron_sdk.family_problem(tnx, neuron_sdk.installed_version(tnx), torch.__version__):
             self._give_up(BackendUnavailable(problem))
         if not hasattr(torch, "neuron") or not torch.neuron.is_available():
             self._give_up(BackendUnavailable("torch-neuronx is installed but no NeuronCore is visible to this process"))
-        conflict = inspect_conflict()
-        if conflict:
+        if conflict := inspect_conflict():
             self._give_up(conflict)
         try:
             api = neuron_sdk.detect(tnx)
@@ -100,8 +97,7 @@ class NeuronBackend(Backend):
         raise error
 
     def prepare(self) -> None:
-        clear = getattr(self.tnx, "clear_op_tracking", None)
-        if clear is not None:
+        if (clear := getattr(self.tnx, "clear_op_tracking", None)) is not None:
             clear()  # fallback ops are counted per process; count this cell's only
         reset_peak_memory(self.tnx)
 
@@ -162,9 +158,7 @@ class NeuronBackend(Backend):
 
     def config_neff_cache(self) -> str | None:
         """The NEFF cache NeuronConfig names: the one pinned for the process (a debug-info cell's fresh folder)."""
-        if not self.profiler_cfg.copy_neffs:
-            return None
-        return self.debug.neff_cache or self.neff_cache.path
+        return (self.debug.neff_cache or self.neff_cache.path) if self.profiler_cfg.copy_neffs else None
 
     def neuron_config(self, out_dir: Path) -> Any:
         if self._config is None:
@@ -175,9 +169,7 @@ class NeuronBackend(Backend):
         return self._config
 
     def profiler_kwargs(self, out_dir: Path) -> dict[str, Any]:
-        if self.api.kind == neuron_sdk.LEGACY:
-            return {}
-        return {"experimental_config": self.neuron_config(out_dir)}
+        return {} if self.api.kind == neuron_sdk.LEGACY else {"experimental_config": self.neuron_config(out_dir)}
 
     def profile_session(self, out_dir: Path) -> AbstractContextManager[Any]:
         if self.api.kind != neuron_sdk.LEGACY:

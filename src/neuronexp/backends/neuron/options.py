@@ -9,11 +9,8 @@ from neuronexp.config import BackendName, CompileConfig, ConfigError, RunConfig,
 
 def validate_visible_cores(key: str, value: str | None) -> None:
     """A core list the Neuron runtime accepts: one contiguous ascending run, written in any mix of indices and
-    ranges ("3", "3-6", "3,4,5,6", "3-5,6"). "0,2" or "2,1" pass the shared grammar but not the runtime.
-
-    Raises:
-        ConfigError: naming `key`, the value and what the runtime accepts.
-    """
+    ranges ("3", "3-6", "3,4,5,6", "3-5,6"). "0,2" or "2,1" pass the shared grammar but not the runtime. Raises
+    ConfigError naming `key`, the value and what the runtime accepts."""
     validate_units(key, value)
     if value is None:
         return
@@ -28,11 +25,8 @@ def validate_visible_cores(key: str, value: str | None) -> None:
 
 
 def check_neuron_compile(compile_cfg: CompileConfig) -> None:
-    """What torch.compile(backend="neuron") rejects or ignores, refused before any work.
-
-    Raises:
-        ConfigError: `compile.dynamic=true`, or a `compile.mode` other than the default.
-    """
+    """What torch.compile(backend="neuron") rejects or ignores, refused before any work (ConfigError):
+    `compile.dynamic=true`, or a `compile.mode` other than the default."""
     if not compile_cfg.enabled:
         return
     if compile_cfg.dynamic:
@@ -52,11 +46,8 @@ def check_neuron_compile(compile_cfg: CompileConfig) -> None:
 
 
 def check_options(cfg: RunConfig) -> None:
-    """The profiler's Neuron options, the core selection and, where the config says so, the compile options.
-
-    Raises:
-        ConfigError: naming the key, the value and what is allowed.
-    """
+    """The profiler's Neuron options, the core selection and, where the config says so, the compile options. Raises
+    ConfigError naming the key, the value and what is allowed."""
     nprof = cfg.profiler.neuron
     validate_units("profiler.neuron.capture_enabled_for_nc", nprof.capture_enabled_for_nc)
     if nprof.max_events_per_nc is not None and nprof.max_events_per_nc < 1:

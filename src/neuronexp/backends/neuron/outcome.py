@@ -106,8 +106,8 @@ class Captured(Protocol):
     def config_neff_cache(self) -> str | None: ...
 
 
-def _explore(backend: Captured, out_dir: Path, index: CaptureIndex) -> ExplorerResult:
-    cfg, modes = backend.profiler_cfg, [getattr(m, "value", str(m)) for m in backend.profiler_cfg.modes]
+def _explore(backend: Captured, out_dir: Path, index: CaptureIndex, modes: list[str]) -> ExplorerResult:
+    cfg = backend.profiler_cfg
     cores = parse_units(cfg.capture_enabled_for_nc) if cfg.capture_enabled_for_nc else None
     # The April-2026 profiler captures its own defaults whatever `modes` says: no filters for it.
     filters = capture_filters(modes, cores) if backend.api.kind == neuron_sdk.DOCUMENTED else []
@@ -121,13 +121,13 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
     cfg, api, warnings = backend.profiler_cfg, backend.api, list(backend.notes)
     cache = backend.config_neff_cache()
     hint = cache or "no neff_cache_dir (profiler.neuron.copy_neffs=false)"
-    root = backend.profile_root(out_dir)
-    index = index_capture(root, [getattr(m, "value", str(m)) for m in cfg.modes], hint)
+    modes = [getattr(m, "value", str(m)) for m in cfg.modes]
+    index = index_capture(backend.profile_root(out_dir), modes, hint)
     copied = place_framework_trace(index, out_dir / "trace.json")
     if copied and api.kind == neuron_sdk.DOCUMENTED:
         warnings.append("NeuronProfiler.export_trace left no trace.json in the capture; neuronexp copied its own there")
     warnings += index.warnings
-    explorer = _explore(backend, out_dir, index)
+    explorer = _explore(backend, out_dir, index, modes)
     warnings += explorer.warnings
     found = device_time(backend.observed, explorer, cfg, schedule, backend.correlate)
     cols: dict[str, Any] = {
@@ -150,7 +150,7 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
         **compile_columns(backend.compile_counts),
     }
     warnings += found.warnings
-    hbm_note(backend.tnx, [getattr(m, "value", str(m)) for m in cfg.modes], warnings)
+    hbm_note(backend.tnx, modes, warnings)
     cols["warnings"] = " | ".join(dict.fromkeys(warnings)) or None
     _manifest(backend, out_dir, index, explorer, copied, cols)
     return cols, found

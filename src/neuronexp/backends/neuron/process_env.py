@@ -1,8 +1,7 @@
 """The process environment a Neuron cell needs before torch-neuronx compiles or the runtime starts (docs/neuron.md):
 NEURON_RT_* are read when the runtime starts; NEURON_RT_INSPECT_ENABLE=1 conflicts with torch.profiler; the debug
-variables change what the compiler writes into a NEFF; TORCH_NEURONX_NEFF_CACHE_DIR must name the NEFF cache before
-the first compile, or the capture's NTFFs come without their NEFFs and Neuron Explorer cannot process them.
-"""
+variables change what the compiler writes into a NEFF; TORCH_NEURONX_NEFF_CACHE_DIR must name the NEFF cache before the
+first compile, or the capture's NTFFs come without their NEFFs and Neuron Explorer cannot process them."""
 
 from __future__ import annotations
 
@@ -146,12 +145,10 @@ class DebugInfo:
 def apply_debug_info(
     device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig, runtime_started: bool
 ) -> DebugInfo:
-    """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile.
-
-    The folder is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without
-    the names can be reused from it; TORCH_NEURONX_DEBUG_DIR moves into it too, since TorchNeuron keeps its
-    compilation artifacts there.
-    """
+    """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile. The folder
+    is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without the names can be
+    reused from it; TORCH_NEURONX_DEBUG_DIR moves into it too, since TorchNeuron keeps its compilation artifacts
+    there."""
     info = DebugInfo()
     if not (device_cfg.debug_info or device_cfg.nki_debug_info):
         return info

@@ -36,11 +36,9 @@ def _flow(value: Any, index: int) -> tuple[str, ...]:
 def read_trace(profiles: list[Profile]) -> RuntimeTrace | None:
     """The executions (one per flow: with several physical cores per logical core each runs the same flow, merged
     into its first start and last end) and the ProfilerStep spans; None when Explorer wrote no SystemProfileEvents."""
-    frames, factor = [], 1e-3
+    frames = []
     for profile in (p for p in profiles if p.has("SystemProfileEvents")):
-        units = read_units(profile)
-        unit = units.unit("SystemProfileEvents", "start_ts") if units else None
-        factor = TO_US.get(unit or "nanoseconds", 1e-3)
+        factor = TO_US.get(read_units(profile).unit("SystemProfileEvents", "start_ts") or "nanoseconds", 1e-3)
         frames.append(profile.read("SystemProfileEvents", _COLUMNS).assign(_factor=factor))
     frames = [f for f in frames if not f.empty and {"name", "start_ts", "end_ts"} <= set(f.columns)]
     if not frames:

@@ -57,16 +57,13 @@ def _release(version: str) -> tuple[int, ...]:
 def family_problem(tnx: ModuleType, version: str, torch_version: str) -> str | None:
     """Why this torch-neuronx is not TorchNeuron for the installed torch, or None (also when it cannot be told).
 
-    TorchNeuron versions read <torch major>.<torch minor>.<backend release>.<patch> (2.14.3.0 pairs with
-    PyTorch 2.14); the PyTorch/XLA-based library reads <torch version>.<neuron version> (2.9.0.2.15.32035) and
-    has a `torch_neuronx.xla_impl` module. The April-2026 source (0.1.0) is neither, and passes.
-    """
+    TorchNeuron versions read <torch major>.<torch minor>.<backend release>.<patch> (2.14.3.0 pairs with PyTorch 2.14);
+    the PyTorch/XLA-based library reads <torch version>.<neuron version> (2.9.0.2.15.32035) and has a
+    `torch_neuronx.xla_impl` module. The April-2026 source (0.1.0) is neither, and passes."""
     tnx_rel, torch_rel = _release(version), _release(torch_version)
-    want = (
-        f"torch-neuronx=={torch_rel[0]}.{torch_rel[1]}.*"
-        if len(torch_rel) >= 2
-        else "the torch-neuronx family matching torch"
-    )
+    want = "the torch-neuronx family matching torch"
+    if len(torch_rel) >= 2:
+        want = f"torch-neuronx=={torch_rel[0]}.{torch_rel[1]}.*"
     xla_era = "torch_neuronx.xla_impl" in sys.modules or hasattr(tnx, "xla_impl")
     if xla_era or (len(tnx_rel) >= 5 and (1, 0) <= tnx_rel[:2] <= (2, 9)):
         return (
@@ -108,11 +105,8 @@ class NeuronApi:
 
 
 def detect(tnx: ModuleType) -> NeuronApi:
-    """Pick the documented API when present, else the April-2026 one.
-
-    Raises:
-        NeuronApiMissing: neither is there; the message names the installed version.
-    """
+    """Pick the documented API when present, else the April-2026 one; NeuronApiMissing where neither is there (the
+    message names the installed version)."""
     version = installed_version(tnx)
     try:
         profiling = importlib.import_module("torch_neuronx.profiling")
@@ -144,8 +138,7 @@ def check_installed() -> None:
     finds without the Neuron repository). Told without importing it (it imports torch)."""
     if importlib.util.find_spec("torch_neuronx") is None:
         raise BackendUnavailable(INSTALL_HINT)
-    placeholder = placeholder_problem(installed_version(), "")
-    if placeholder:
+    if placeholder := placeholder_problem(installed_version(), ""):
         raise BackendUnavailable(placeholder)
 
 
@@ -162,11 +155,8 @@ def placeholder_problem(version: str, error: str) -> str | None:
 
 
 def check_correlate(api: NeuronApi, cfg: NeuronProfilerConfig) -> None:
-    """An explicit `correlate_device_time=true` the installed version does not accept is a config error.
-
-    Raises:
-        ConfigError: naming the key, the value and the installed version.
-    """
+    """An explicit `correlate_device_time=true` the installed version does not accept is a config error (ConfigError
+    naming the key, the value and the installed version)."""
     if cfg.correlate_device_time and api.correlate_supported is False:
         raise ConfigError(
             "profiler.neuron.correlate_device_time",
@@ -208,11 +198,8 @@ def build_neuron_config(
     api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str, neff_cache: str | None
 ) -> tuple[Any, str]:
     """`NeuronConfig(**kwargs)` for the documented API, and what became of `correlate_device_time` (PASSED, OFF,
-    NOT_PASSED or REFUSED).
-
-    Raises:
-        ConfigError: the installed NeuronConfig rejects correlate_device_time=true that the user asked for.
-    """
+    NOT_PASSED or REFUSED). Raises ConfigError where the installed NeuronConfig rejects correlate_device_time=true
+    that the user asked for."""
     kwargs = neuron_config_kwargs(api, cfg, output_dir, neff_cache)
     state = NOT_PASSED if CORRELATE not in kwargs else PASSED if kwargs[CORRELATE] else OFF
     try:
@@ -231,11 +218,9 @@ def build_neuron_config(
 
 
 def legacy_profiler_kwargs(cfg: NeuronProfilerConfig, output_dir: str) -> tuple[dict[str, Any], list[str]]:
-    """Arguments for the April-2026 `NeuronProfiler`, and notes on the settings it cannot honour.
-
-    neuronexp runs its own torch.profiler (with its schedule), so this profiler drives only the Neuron
-    runtime capture: no `pytorch_activities`.
-    """
+    """Arguments for the April-2026 `NeuronProfiler`, and notes on the settings it cannot honour. neuronexp runs its own
+    torch.profiler (with its schedule), so this profiler drives only the Neuron runtime capture: no
+    `pytorch_activities`."""
     kwargs: dict[str, Any] = {"pytorch_activities": None, "neuron_output_dir": output_dir}
     if cfg.capture_enabled_for_nc is not None:
         kwargs["event_filters"] = {"nc": str(cfg.capture_enabled_for_nc).replace(" ", "").split(",")}

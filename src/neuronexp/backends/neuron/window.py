@@ -63,8 +63,7 @@ def capture_window(
     elif runtime is not None and runtime.executions and kernels_per_step:
         found = (_whole(runtime.executions / kernels_per_step), BY_COUNT)
     else:
-        ratios = [explorer_ops[op] / us for op, us in event_ops.items() if us > 0 and explorer_ops.get(op, 0) > 0]
-        if ratios:
+        if ratios := [explorer_ops[op] / us for op, us in event_ops.items() if us > 0 and explorer_ops.get(op, 0) > 0]:
             found = (_whole(statistics.median(ratios)), BY_EXPLORER)
     steps, method = found
     if steps is None or steps < active - WHOLE_STEP:
