@@ -80,6 +80,7 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
         code=code_files(spec.config.module.get("_target_")),
         spec=spec,
         config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
+        isolated=bool(spec.config.launcher.isolate),
     )
     if (found := reused(out_dir, cell)) is not None:
         return found
