@@ -166,12 +166,17 @@ def test_ctrl_c_aggregates_what_finished_and_prints_the_resume_command(tmp_path:
         # (`nohup .ci/run &`) inherits it ignored, and Python, like any program, then keeps ignoring it.
         preexec_fn=_default_sigint,
     )
-    deadline = time.time() + 120
-    while not (sweep / "0" / "cells.parquet").exists() and time.time() < deadline:
-        time.sleep(0.05)
-    assert proc.poll() is None, proc.communicate()
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's foreground process group
-    out, err = proc.communicate(timeout=120)
+    try:
+        deadline = time.time() + 120
+        while not (sweep / "0" / "cells.parquet").exists() and time.time() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C sends to the terminal's foreground process group
+        out, err = proc.communicate(timeout=120)
+    finally:  # a sweep that did not stop would wait at the gate for ever: not left running after a failure
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     assert proc.returncode == 130, err
     line = _one_line(err, "neuronexp: interrupted; ")
     assert f"hydra.sweep.dir={sweep}" in line
