@@ -62,18 +62,11 @@ def study_name(module_type: str) -> str | None:
 
 
 def _init_params(cls: type[nn.Module]) -> list[inspect.Parameter]:
-    init = cls.__init__
-    for _ in range(4):  # a decorator that hides __init__, a few deep at most
-        try:
-            params = list(inspect.signature(init).parameters.values())[1:]
-        except (TypeError, ValueError):
-            return []
-        named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        inner = None if named else hidden_init(init)
-        if inner is None:
-            return named
-        init = inner
-    return []
+    try:
+        params = list(inspect.signature(hidden_init(cls) or cls.__init__).parameters.values())[1:]  # without self
+    except (TypeError, ValueError):
+        return []
+    return [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 def _shapes(module: nn.Module) -> dict[str, tuple[int, ...]]:

@@ -64,9 +64,24 @@ def instantiate(node: Any, *args: Any, key: str = "module") -> Any:
     return functools.partial(call, *positional, **kwargs) if node.get("_partial_") else call(*positional, **kwargs)
 
 
-def hidden_init(init: Any) -> Any:
-    """The __init__ a decorator calls, from its closure, where the decorator did not say so with functools.wraps:
-    transformers 5.25 wraps its layers' __init__ in one taking only *args and **kwargs (use_kernelized_func)."""
+def hidden_init(cls: Any) -> Any:
+    """Where a decorator hides a layer class's __init__ behind (self, *args, **kwargs) without functools.wraps
+    (transformers 5.25 wraps its layers' __init__ so: use_kernelized_func), the __init__ it calls, from its closure, a
+    few decorators deep at most; None where the class's own __init__ shows what it takes."""
+    init, found = cls.__init__, None
+    for _ in range(4):
+        try:
+            params = list(inspect.signature(init).parameters.values())[1:]  # without self
+        except (TypeError, ValueError):
+            return found
+        inner = _closure_init(init) if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) else None
+        if inner is None:
+            return found
+        init = found = inner
+    return found
+
+
+def _closure_init(init: Any) -> Any:
     for cell in getattr(init, "__closure__", None) or ():
         try:
             inner = cell.cell_contents

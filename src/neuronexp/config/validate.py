@@ -273,7 +273,7 @@ def _signature(target: Any) -> inspect.Signature | None:
     if isinstance(target, type) and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values()):
         from torch import nn
 
-        inner = hidden_init(target.__init__) if issubclass(target, nn.Module) else None
+        inner = hidden_init(target) if issubclass(target, nn.Module) else None
         if inner is not None:
             return sig.replace(parameters=list(inspect.signature(inner).parameters.values())[1:])  # without self
     return sig
