@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 # Where results go is decided by Hydra's config (hydra.run.dir / hydra.sweep.dir); the engine writes only there.
 CONFIG_PACKAGE = "pkg://neuronexp.conf"
+# The override that has neuronexp's sweeper print the help (engine.help), on a command line through_the_sweeper makes.
+_HELP_ROUTE = "hydra.sweeper.help=true"
 # Hydra's flags that show something and run nothing: the command line is left to Hydra as typed.
 _SHOW_FLAGS = (
     "-c",
@@ -91,7 +93,7 @@ def through_the_sweeper(argv: list[str]) -> list[str]:
     if any(a in ("-h", "--help") for a in argv) and not any(a.lstrip("+").startswith("hydra/help=") for a in argv):
         rest = [a for a in argv if a not in ("-h", "--help", "-m", "--multirun")]
         if not any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=", "--resolve")) for a in rest):
-            return ["--multirun", *rest, "hydra.sweeper.help=true"]
+            return ["--multirun", *rest, _HELP_ROUTE]
     if any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv):
         return argv
     if any(a in ("-m", "--multirun") for a in argv):
@@ -99,14 +101,15 @@ def through_the_sweeper(argv: list[str]) -> list[str]:
     return ["--multirun", *argv, "hydra.sweeper.single=true"]
 
 
-def _quick_help(argv: list[str]) -> bool:
-    """Print `neuronexp --help [overrides]` composed once (engine.help.composed_help), where the compose API composes
-    what Hydra's main would: only overrides beside the flag, none of them a sweep. False: not such a command line,
-    or its overrides are wrong (the sweeper's route, next, says how in one line, as for a run)."""
-    if not any(a in ("-h", "--help") for a in argv):
+def _quick_help(argv: list[str], routed: list[str]) -> bool:
+    """Print a help that through_the_sweeper routed to the sweeper (`routed`, from `argv`) composed once instead
+    (engine.help.composed_help), where the compose API composes what Hydra's main would: only overrides beside the
+    flag, none of them a sweep. False: not such a command line, or its overrides are wrong (the sweeper's route,
+    next, says how in one line, as for a run)."""
+    if _HELP_ROUTE not in routed:
         return False
     overrides = [a for a in argv if a not in ("-h", "--help", "-m", "--multirun")]
-    if any(a.startswith("-") or a.lstrip("+").startswith(("hydra/help=", "hydra/sweeper=")) for a in overrides):
+    if any(a.startswith("-") for a in overrides):  # --config-dir and the like: Hydra's main reads them
         return False
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -185,7 +188,7 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(2)
     sys.argv[1:] = through_the_sweeper(typed)
     try:
-        if not _quick_help(typed):
+        if not _quick_help(typed, sys.argv[1:]):
             _hydra_main()
     except Stopped as stopped:
         if full_error and stopped.__cause__ is not None:
