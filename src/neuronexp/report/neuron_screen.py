@@ -53,7 +53,8 @@ def _span(values: pd.Series) -> str:
 
 def _problems(one: pd.Series) -> list[str]:
     """What keeps this block's figures from being whole, in words (empty when nothing)."""
-    warnings = str(one.get("warnings") or "").split(" | ")
+    text = one.get("warnings")  # NaN (pandas 3's strings) or pd.NA where a cell has none: not the text "nan"
+    warnings = (text if isinstance(text, str) else "").split(" | ")
     out = [
         w for w in warnings if w.startswith(("no device time from", "capture window unverified", "device time sour"))
     ]
