@@ -70,11 +70,14 @@ def _fastest(group: list[dict], speedups: dict[str, float]) -> dict | None:
 
 def _paired_tie(by_pair: dict[str, pd.DataFrame], cell: dict, best: dict, threshold: float) -> bool | None:
     """Whether `cell` ties with `best` by their per-pair ratio (timed together): slower only when the ratio's whole
-    95% interval lies beyond the threshold, as compare calls a change; None when they share no pair."""
-    found = ratio_between(by_pair, str(cell["run_id"]), str(best["run_id"]))  # cell's time ÷ the winner's
-    if found is None or not math.isfinite(found[1]):
-        return None
-    return not found[1] > 1 + threshold
+    95% interval lies beyond the threshold, as compare calls a change; None when they share no pair. Where `cell` is
+    the winner's baseline, that ratio is the winner's paired speedup, already in its row: read, not resampled again."""
+    if best.get("speedup_method") == "paired" and best.get("baseline_run_id") == cell["run_id"]:
+        low = float(best["speedup_ci_low"])  # ratio_between(by_pair, baseline, cell), as analysis.paired put it
+    else:
+        found = ratio_between(by_pair, str(cell["run_id"]), str(best["run_id"]))  # cell's time ÷ the winner's
+        low = found[1] if found is not None else math.nan
+    return None if not math.isfinite(low) else not low > 1 + threshold
 
 
 def _ties(groups: list[list[dict]], bests: list[dict | None], samples: pd.DataFrame) -> list[set[str]]:
