@@ -238,8 +238,10 @@ def test_a_speedup_interval_in_words(low: float, high: float, words: str) -> Non
     assert verdict_words(low, high, 0.02) == words
 
 
-@pytest.mark.parametrize(("shape", "winner", "low", "tied"), [("[1,16,64]", "rmsnorm_fused", 1.5, False),
-                                                             ("[1,512,2048]", "rmsnorm_compiled", 1.0, True)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("shape", "winner", "low", "tied"),
+    [("[1,16,64]", "rmsnorm_fused", 1.5, False), ("[1,512,2048]", "rmsnorm_compiled", 1.0, True)],
+)
 def test_the_tie_with_the_baseline_reads_the_winners_paired_interval(shape, winner, low, tied) -> None:
     """The baseline's time ÷ the winner's over their pairs is the winner's paired speedup: the tie reads its interval
     from the row (not resampled again), so a row that says otherwise decides it."""

@@ -179,6 +179,7 @@ def main() -> None:
     gc.disable()  # no freed holes in pages the children share; collections resume in each child
     import torch  # (what every cell pays for; the reason this process exists)
 
+    import neuronexp.backends.neuron.neuron_backend  # noqa: F401  (backend=auto builds it first: torch only, 40 ms)
     import neuronexp.cell.group  # noqa: F401  (the cell stack every cell runs)
     import neuronexp.cellprocess.entry  # noqa: F401  (the cells' entry point)
 

@@ -324,7 +324,8 @@ def arrow_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
     rows (no pandas on the way): this runs once per table of every cell."""
     schema = SCHEMAS[name]
     table = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
-    extras = dict.fromkeys(k for r in rows for k in r if k not in schema.names)
+    names = set(schema.names)  # a set: a cell's thousands of sample rows ask it for every key
+    extras = dict.fromkeys(k for r in rows for k in r if k not in names)
     for col in extras:
         table = table.append_column(col, pa.array([r.get(col) for r in rows]))
     return table
