@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from neuronexp.cli.common import stdout_closed
@@ -15,10 +16,14 @@ from neuronexp.engine.stopped import Stopped
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
+    from neuronexp.cellprocess.forkserver import ForkServer
+
 # Where results go is decided by Hydra's config (hydra.run.dir / hydra.sweep.dir); the engine writes only there.
 CONFIG_PACKAGE = "pkg://neuronexp.conf"
 # The override that has neuronexp's sweeper print the help (engine.help), on a command line through_the_sweeper makes.
 _HELP_ROUTE = "hydra.sweeper.help=true"
+# The override that makes a command line without -m a single run (through_the_sweeper).
+_SINGLE_ROUTE = "hydra.sweeper.single=true"
 # Hydra's flags that show something and run nothing: the command line is left to Hydra as typed.
 _SHOW_FLAGS = (
     "-c",
@@ -47,15 +52,42 @@ def _job(cfg: DictConfig) -> dict[str, Any]:
     return {k: (None if cell[k] != cell[k] else cell[k]) for k in ("status", "error", "latency_median_us")}
 
 
-def _hydra_main() -> None:
+@dataclass(frozen=True)
+class _Job:
+    """Hydra's task function (_job), carrying to neuronexp's sweeper the fork server this command started before Hydra
+    (_early_server; the sweeper adopts it, or closes it where its cells need another or none)."""
+
+    fork_server: ForkServer | None
+
+    def __call__(self, cfg: DictConfig) -> dict[str, Any]:
+        return _job(cfg)
+
+    def __reduce__(self) -> tuple[type[_Job], tuple[None]]:
+        return (_Job, (None,))  # a launcher pickles its task function for the jobs; the server stays in this process
+
+
+def _hydra_main(server: ForkServer | None) -> None:
     """Hydra's own entry point around the task function (imported here: a mistake told before it never pays for it)."""
     import hydra
 
-    from neuronexp.cellprocess.forkserver import forget_inherited_server
     from neuronexp.config import compose  # noqa: F401  (registers the schema, `base_config`, that conf/ extends)
 
+    hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_Job(server))()
+
+
+def _early_server(routed: list[str]) -> ForkServer | None:
+    """The fork server of a command that runs cells, started before Hydra is imported: its template's `import torch`
+    (3 s on a 2-core VM) then overlaps Hydra's start and composition as well as the planning (docs/performance.md).
+    Started with the default malloc mode, for a sweep only (a single run measures in this process); None for a command
+    that only shows something, and where this process already has a server (a caller's, e.g. a test session's)."""
+    from neuronexp.cellprocess.forkserver import ForkServer, forget_inherited_server, server_address
+
     forget_inherited_server()
-    hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_job)()
+    sweep = any(a in ("-m", "--multirun") for a in routed) and _SINGLE_ROUTE not in routed
+    shows = any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in routed) or _HELP_ROUTE in routed
+    if not sweep or shows or server_address() is not None:
+        return None
+    return ForkServer(warm=None).__enter__()
 
 
 def _importable_dirs(argv: list[str]) -> list[str]:
@@ -98,7 +130,7 @@ def through_the_sweeper(argv: list[str]) -> list[str]:
         return argv
     if any(a in ("-m", "--multirun") for a in argv):
         return argv
-    return ["--multirun", *argv, "hydra.sweeper.single=true"]
+    return ["--multirun", *argv, _SINGLE_ROUTE]
 
 
 def _quick_help(argv: list[str], routed: list[str]) -> bool:
@@ -188,8 +220,7 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(2)
     sys.argv[1:] = through_the_sweeper(typed)
     try:
-        if not _quick_help(typed, sys.argv[1:]):
-            _hydra_main()
+        _run(typed, sys.argv[1:])
     except Stopped as stopped:
         if full_error and stopped.__cause__ is not None:
             raise
@@ -204,6 +235,19 @@ def main(argv: list[str] | None = None) -> Any:
     except Exception as exc:
         _exit_for(exc, full_error, typed)
     sys.exit(0)
+
+
+def _run(typed: list[str], routed: list[str]) -> None:
+    """The help composed once, or Hydra's main with the fork server started before it (stopped here, whatever
+    happened)."""
+    if _quick_help(typed, routed):
+        return
+    server = _early_server(routed)
+    try:
+        _hydra_main(server)
+    finally:
+        if server is not None:
+            server.__exit__(None, None, None)
 
 
 def _exit_for(exc: Exception, full_error: bool, argv: list[str]) -> None:

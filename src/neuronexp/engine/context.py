@@ -23,6 +23,8 @@ class SweepContext:
     launcher: Callable[[], Any] | None = None  # the Hydra launcher, made only for the launcher executor
     # Modules from this process's memory (neuronexp.sweep(modules=...), engine.in_memory): their cells run here.
     memory: Any = None
+    # The fork server the `neuronexp` command started before Hydra (cli.main), for this invocation to adopt or close.
+    fork_server: Any = None
 
     @property
     def in_process(self) -> bool:

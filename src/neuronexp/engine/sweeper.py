@@ -189,12 +189,19 @@ def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopp
 
 
 def _cell_processes(ctx: SweepContext) -> AbstractContextManager[Any]:
-    """The fork server that this host's cell processes are forked from (cellprocess.forkserver): one already
-    running for this process (a caller's, e.g. a test session's), else one for this sweep; none where no cell
-    process is forked here (Slurm tasks start their own; cells from Python's memory run in this process)."""
-    if ctx.in_process or executor_for(ctx.master) == Executor.launcher or server_address() is not None:
+    """The fork server that this host's cell processes are forked from (cellprocess.forkserver): the one the command
+    started before Hydra where its malloc mode is the sweep's, else one already running for this process (a caller's,
+    e.g. a test session's), else one for this sweep; none where no cell process is forked here (Slurm tasks start
+    their own; cells from Python's memory run in this process)."""
+    early, mode = ctx.fork_server, allocator_mode(ctx.master)
+    forked_here = not ctx.in_process and executor_for(ctx.master) != Executor.launcher
+    if early is not None:
+        if forked_here and early.allocator == mode:
+            return nullcontext(early)
+        early.__exit__(None, None, None)  # not this sweep's: its cells need another template, or none
+    if not forked_here or server_address() is not None:
         return nullcontext()
-    return ForkServer(warm=None, allocator=allocator_mode(ctx.master))
+    return ForkServer(warm=None, allocator=mode)
 
 
 def _baseline(master: DictConfig) -> Baseline | None:
