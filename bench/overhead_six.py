@@ -4,7 +4,10 @@ sweep (naive and fused `torch.rms_norm` over three shapes, bfloat16), whole proc
 The script (`hand` below, run as `python bench/overhead_six.py --hand OUT`) does what neuronexp's defaults do per cell,
 with no neuronexp: the same thread count (torch's less one where it takes every CPU), build, first call, 10 warm-up
 calls, 100 timed samples in 20 rounds with at least 0.5 s of timing (5 s at most), then torch.profiler with five
-one-step cycles (schedule 1/1/1 x 5), key_averages() and a Chrome trace per cycle. It does not pair, relocate inputs,
+one-step cycles (schedule 1/1/1 x 5), key_averages() and a Chrome trace per cycle; and glibc's malloc with the same
+two thresholds (set in its environment, read at start-up) as neuronexp's default `allocator=stable`. Without them
+a call can fault its output tensor in again each time, in some processes and not others (docs/methodology.md, "Host
+allocation"), and the script's time would say how its process drew, not what neuronexp adds. It does not pair, relocate inputs,
 check outputs, count bytes or write tables: that is neuronexp's own work, and part of what is measured.
 
     python bench/overhead_six.py [--rounds 3]      # alternates neuronexp and the script, prints the ratios
@@ -82,9 +85,9 @@ def _timed(module, x, warmup: int = 10, iters: int = 100, rounds: int = 20) -> f
     return statistics.median(samples)
 
 
-def timed(cmd: list[str], cwd: Path) -> float:
+def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
@@ -96,13 +99,15 @@ def main() -> None:
     if args.hand:
         hand(args.hand)
         return
+    from neuronexp.host.allocator import STABLE_ENV  # the thresholds only: the script itself imports no neuronexp
+
     work = Path(tempfile.mkdtemp(prefix="nx-six-"))
     nx = str(Path(sys.executable).parent / "neuronexp")
     sweep = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={','.join(SHAPES)}", "baseline=rmsnorm_naive"]
     rows = []
     for i in range(args.rounds):
         t_nx = timed([nx, *sweep, f"hydra.sweep.dir={work / f'nx{i}'}"], work)
-        t_hand = timed([sys.executable, __file__, "--hand", str(work / f"hand{i}")], work)
+        t_hand = timed([sys.executable, __file__, "--hand", str(work / f"hand{i}")], work, {**os.environ, **STABLE_ENV})
         rows.append({"neuronexp_s": round(t_nx, 2), "hand_s": round(t_hand, 2), "ratio": round(t_nx / t_hand, 3)})
         print(json.dumps(rows[-1]), flush=True)
     ratios = [r["ratio"] for r in rows]
