@@ -63,9 +63,17 @@ def check_slots_fit(kind: str, config: RunConfig) -> None:
 
 
 def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
+    """supervise, then each cell's tables, in order."""
+    from neuronexp.results import read_job
+
+    return [read_job(Path(s.out_dir)) if lost is None else lost for s, lost in zip(specs, supervise(specs, slotted))]
+
+
+def supervise(specs: list[CellSpec], slotted: bool) -> list[Results | None]:
     """Run the placed cells (one, or a comparison group timed together: cell.group) in one process of their own, on a
-    free device slot when `slotted`; their tables, in order. The process gets `launcher.cell_timeout_s` for each of its
-    cells. A cell it ends without writing gets an error row here, saying how the process ended."""
+    free device slot when `slotted`. The process gets `launcher.cell_timeout_s` for each of its cells. A cell it ends
+    without writing gets an error row here, saying how the process ended: its tables, in order, None for each cell that
+    wrote its own (a sweep reads them all at the end, not each here)."""
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     launcher, kind = specs[0].config.launcher, backend_kind(specs[0].config.backend)
     timeout = launcher.cell_timeout_s * len(specs) if launcher.cell_timeout_s else launcher.cell_timeout_s
@@ -87,18 +95,16 @@ def run_supervised(specs: list[CellSpec], slotted: bool) -> list[Results]:
         return [_lost(s, f"timed out: {exc}", _where(slot, None, kind), started_at) for s in specs]
     assert ended is not None
     log = Path(specs[0].out_dir) / "cell.log"  # the process's output, in its first cell's directory
-    return [_read_or_lost(s, ended, timeout, log, _where(slot, ended.pid, kind), started_at) for s in specs]
+    return [_unless_written(s, ended, timeout, log, _where(slot, ended.pid, kind), started_at) for s in specs]
 
 
-def _read_or_lost(
+def _unless_written(
     spec: CellSpec, ended: Ended, timeout: float | None, log: Path, where: dict[str, Any], started_at: str
-) -> Results:
-    """The cell's tables as its process wrote them, or the error row of a cell whose process wrote none."""
-    from neuronexp.results import read_job
-
+) -> Results | None:
+    """None where the cell's process wrote its row, else its error row, written here."""
     out_dir = Path(spec.out_dir)
     if (out_dir / "cells.parquet").is_file():
-        return read_job(out_dir)
+        return None
     return _lost(spec, _cause(ended, timeout, out_dir, log), where, started_at)
 
 

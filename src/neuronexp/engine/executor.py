@@ -45,10 +45,10 @@ def run_local(
     """Each unit in a supervised process of its own (cellprocess.launch), `slots` at a time, each on a device slot
     when there are several; `start(unit)` prepares its cells' directories just before it runs, `finished(cell)` is
     called as each of its cells ends, in this thread."""
-    from neuronexp.cellprocess.launch import run_supervised
+    from neuronexp.cellprocess.launch import supervise
 
     def run(unit: Unit) -> Unit:
-        run_supervised(start(unit), slotted=slots > 1 or any(c.isolated for c in unit.cells))
+        supervise(start(unit), slotted=slots > 1 or any(c.isolated for c in unit.cells))
         return unit
 
     with _pool(slots) as submit:
