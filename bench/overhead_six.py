@@ -7,8 +7,9 @@ calls, 100 timed samples in 20 rounds with at least 0.5 s of timing (5 s at most
 one-step cycles (schedule 1/1/1 x 5), key_averages() and a Chrome trace per cycle; and glibc's malloc with the same
 two thresholds (set in its environment, read at start-up) as neuronexp's default `allocator=stable`. Without them
 a call can fault its output tensor in again each time, in some processes and not others (docs/methodology.md, "Host
-allocation"), and the script's time would say how its process drew, not what neuronexp adds. It does not pair, relocate inputs,
-check outputs, count bytes or write tables: that is neuronexp's own work, and part of what is measured.
+allocation"), and the script's time would say how its process drew, not what neuronexp adds. It does not pair,
+relocate inputs, check outputs, count bytes or write tables: that is neuronexp's own work, and part of what is
+measured.
 
     python bench/overhead_six.py [--rounds 3]      # alternates neuronexp and the script, prints the ratios
 """
