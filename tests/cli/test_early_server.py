@@ -24,14 +24,19 @@ def no_server(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ADDRESS_ENV, raising=False)  # the test session's own server is not the command's
 
 
-def test_a_sweep_starts_its_fork_server_before_hydra(no_server: None) -> None:
+def test_a_sweep_starts_its_fork_server_before_hydra_named_only_once_adopted(no_server: None) -> None:
     server = _early_server(through_the_sweeper(["-m", "module=rmsnorm_naive,rmsnorm_fused"]))
     assert server is not None and server.proc is not None and server.dir is not None
     try:
         assert server.allocator == "stable" and server.proc.poll() is None
+        # Not in the environment yet: under another sweeper (hydra/sweeper=basic) each job's cell would ask this
+        # template for its fork, and wait for ever for the warm-up only neuronexp's sweeper sends.
+        assert server_address() is None
+        server.announce()  # what neuronexp's sweeper does when it adopts it
         assert server_address() == server.dir / "socket"  # where the sweep's cells will ask for their forks
     finally:
         server.__exit__(None, None, None)
+        server.__exit__(None, None, None)  # the command closes it again after a sweep that closed it: harmless
     assert server.proc.returncode is not None and server_address() is None
 
 
@@ -57,7 +62,10 @@ class _Early:
     """What _cell_processes reads of the command's server: its malloc mode, and whether it was closed."""
 
     def __init__(self) -> None:
-        self.allocator, self.closed = "stable", False
+        self.allocator, self.closed, self.announced = "stable", False, False
+
+    def announce(self) -> None:
+        self.announced = True
 
     def __exit__(self, *exc: object) -> None:
         self.closed = True
@@ -72,19 +80,20 @@ def _context(allocator: str, launcher: str, early: _Early) -> SweepContext:
 def test_the_sweep_adopts_the_commands_server_where_its_malloc_mode_is_the_sweeps(no_server: None) -> None:
     early = _Early()
     with _cell_processes(_context("stable", BASIC_LAUNCHER, early)) as server:
-        assert server is early and not early.closed
+        assert server is early and early.announced and not early.closed
 
 
 def test_a_sweep_of_another_malloc_mode_closes_it_and_starts_its_own(no_server: None) -> None:
     early = _Early()
     own = _cell_processes(_context("system", BASIC_LAUNCHER, early))
-    assert early.closed and isinstance(own, ForkServer) and own.allocator == "system" and own.proc is None
+    assert early.closed and not early.announced
+    assert isinstance(own, ForkServer) and own.allocator == "system" and own.proc is None
 
 
 def test_a_slurm_sweep_closes_it_and_forks_nothing_here(no_server: None) -> None:
     early = _Early()
     none = _cell_processes(_context("stable", "hydra_plugins.x.SlurmLauncher", early))
-    assert early.closed and isinstance(none, nullcontext)
+    assert early.closed and not early.announced and isinstance(none, nullcontext)
     with none as server:
         assert server is None
 

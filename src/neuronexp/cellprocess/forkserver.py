@@ -61,8 +61,17 @@ class ForkServer:
         self.dir: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.saved: str | None = None
+        self.announced = False
 
     def __enter__(self) -> ForkServer:
+        self.start().announce()
+        if self.warm is not None:
+            self.serve(self.warm)
+        return self
+
+    def start(self) -> ForkServer:
+        """Start the template, not yet named in the environment: no cell asks it for a fork before `announce` (the
+        `neuronexp` command starts one before Hydra, for a sweeper that may not be neuronexp's)."""
         self.dir = _socket_dir()  # 0700: only this user may ask for a fork
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         # Bound here, before the template starts: a supervisor may connect at once and waits in the backlog
@@ -77,11 +86,13 @@ class ForkServer:
             env=env,
         )
         listener.close()
-        self.saved = os.environ.get(ADDRESS_ENV)
-        os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{os.getpid()}:{self.dir / 'socket'}"
-        if self.warm is not None:
-            self.serve(self.warm)
         return self
+
+    def announce(self) -> None:
+        """Name the template in this process's environment (ADDRESS_ENV): the supervisors of this host fork from it."""
+        assert self.dir is not None
+        self.saved, self.announced = os.environ.get(ADDRESS_ENV), True
+        os.environ[ADDRESS_ENV] = f"{socket.gethostname()}:{os.getpid()}:{self.dir / 'socket'}"
 
     def serve(self, warm: Iterable[str] = ()) -> None:
         """Let the template fork, after preparing what `warm` names: "compile" (forksafety.warm_compile)."""
@@ -90,10 +101,12 @@ class ForkServer:
         self.proc.stdin.flush()
 
     def __exit__(self, *exc: Any) -> None:
-        if self.saved is None:
-            os.environ.pop(ADDRESS_ENV, None)
-        else:
-            os.environ[ADDRESS_ENV] = self.saved
+        if self.announced:  # once: a server closed early by its sweep is closed again by the command
+            self.announced = False
+            if self.saved is None:
+                os.environ.pop(ADDRESS_ENV, None)
+            else:
+                os.environ[ADDRESS_ENV] = self.saved
         if self.proc is not None:
             # No orderly stop to wait for: a cell still running here was given up (Ctrl-C, a launcher that
             # stopped), and it dies with the template (PR_SET_PDEATHSIG).

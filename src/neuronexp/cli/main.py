@@ -87,7 +87,7 @@ def _early_server(routed: list[str]) -> ForkServer | None:
     shows = any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in routed) or _HELP_ROUTE in routed
     if not sweep or shows or server_address() is not None:
         return None
-    return ForkServer(warm=None).__enter__()
+    return ForkServer(warm=None).start()  # named in the environment only once neuronexp's sweeper adopts it
 
 
 def _importable_dirs(argv: list[str]) -> list[str]:

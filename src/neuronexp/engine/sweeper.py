@@ -197,6 +197,7 @@ def _cell_processes(ctx: SweepContext) -> AbstractContextManager[Any]:
     forked_here = not ctx.in_process and executor_for(ctx.master) != Executor.launcher
     if early is not None:
         if forked_here and early.allocator == mode:
+            early.announce()
             return nullcontext(early)
         early.__exit__(None, None, None)  # not this sweep's: its cells need another template, or none
     if not forked_here or server_address() is not None:
