@@ -58,10 +58,15 @@ class NeuronexpSweeper(Sweeper):
         from neuronexp.engine.sweeper import run
 
         context = SweepContext(
-            self.config, self.params, list(arguments), self.hydra_context.config_loader, self.single, self.make_launcher
+            self.config,
+            self.params,
+            list(arguments),
+            self.hydra_context.config_loader,
+            self.single,
+            self.make_launcher,
+            # The fork server the command started before Hydra (neuronexp.cli.main), carried by its task function.
+            fork_server=getattr(self.task_function, "fork_server", None),
         )
-        # The fork server the command started before Hydra (neuronexp.cli.main), carried by its task function.
-        context.fork_server = getattr(self.task_function, "fork_server", None)
         outcome = run(context)
         if outcome.stopped is not None:  # the exit status (cli.main)
             raise outcome.stopped

@@ -84,8 +84,7 @@ def _early_server(routed: list[str]) -> ForkServer | None:
 
     forget_inherited_server()
     sweep = any(a in ("-m", "--multirun") for a in routed) and _SINGLE_ROUTE not in routed
-    shows = any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in routed) or _HELP_ROUTE in routed
-    if not sweep or shows or server_address() is not None:
+    if not sweep or _shows(routed) or _HELP_ROUTE in routed or server_address() is not None:
         return None
     return ForkServer(warm=None).start()  # named in the environment only once neuronexp's sweeper adopts it
 
@@ -115,6 +114,11 @@ def typed_baseline(argv: list[str]) -> list[str]:
     return out
 
 
+def _shows(argv: list[str]) -> bool:
+    """A command line with one of Hydra's flags that show something and run nothing."""
+    return any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv)
+
+
 def through_the_sweeper(argv: list[str]) -> list[str]:
     """The command line as Hydra gets it: every run is handed to neuronexp's sweeper (Hydra's multirun mode); without
     -m it is a single run (hydra.sweeper.single=true), unless its config sweeps; `--help` is printed by the sweeper
@@ -126,7 +130,7 @@ def through_the_sweeper(argv: list[str]) -> list[str]:
         rest = [a for a in argv if a not in ("-h", "--help", "-m", "--multirun")]
         if not any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=", "--resolve")) for a in rest):
             return ["--multirun", *rest, _HELP_ROUTE]
-    if any(a in _SHOW_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv):
+    if _shows(argv):
         return argv
     if any(a in ("-m", "--multirun") for a in argv):
         return argv
