@@ -276,3 +276,22 @@ def test_the_template_state_names_a_python_thread_that_a_library_started() -> No
     main, *others = state["threads"]
     assert "/" not in main and any(name.endswith("/a_library_monitor") for name in others), state["threads"]
     assert "a_library_monitor" in (thread_warning(state) or "")
+
+
+def test_ctrl_c_while_the_template_starts_is_left_to_its_owner(capfd: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C reaches the template with its owner; sent before template.main ignores it (Python starting, then the
+    template's imports) it ended the template, with a KeyboardInterrupt traceback on the terminal in the second case."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    server = ForkServer(warm=None).start()
+    try:
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before  # blocked in this process only for the spawn
+        assert server.proc is not None and server.dir is not None
+        os.kill(server.proc.pid, signal.SIGINT)  # Python starting
+        time.sleep(0.1)
+        os.kill(server.proc.pid, signal.SIGINT)  # the template's imports (0.3 s of them)
+        server.serve([])
+        assert hello(server.dir / "socket")["pid"] == server.proc.pid  # alive, and serving
+    finally:
+        server.__exit__(None, None, None)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err

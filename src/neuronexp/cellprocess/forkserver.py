@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuronexp.cellprocess.childproc import ForkRequest
+from neuronexp.cellprocess.childproc import PASSED_ON, ForkRequest
 from neuronexp.cellprocess.forksafety import TEMPLATE_ENV
 from neuronexp.host.allocator import fresh_process_env
 
@@ -79,12 +79,20 @@ class ForkServer:
         listener.bind(str(self.dir / "socket"))
         listener.listen(64)
         env = fresh_process_env({**os.environ, **TEMPLATE_ENV}, self.allocator)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno()), self.allocator],
-            stdin=subprocess.PIPE,
-            pass_fds=[listener.fileno()],
-            env=env,
-        )
+        # Ctrl-C and Slurm's signals (PASSED_ON) reach the template too, and are its owner's to act on: blocked from
+        # its first instruction (exec keeps a signal mask) until template.main ignores them, so that one sent while it
+        # starts (its imports: 0.3 s) does not end it with a traceback. Here only while it is spawned: one that
+        # arrives meanwhile is delivered when the mask is back.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, PASSED_ON)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, str(os.getpid()), str(listener.fileno()), self.allocator],
+                stdin=subprocess.PIPE,
+                pass_fds=[listener.fileno()],
+                env=env,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         listener.close()
         return self
 

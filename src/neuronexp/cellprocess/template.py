@@ -176,6 +176,7 @@ def main() -> None:
     # write their rows), and the owner then stops this process. Its cells get the defaults back (childproc).
     for sig in PASSED_ON:
         signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, PASSED_ON)  # blocked by ForkServer.start; one pending is dropped
     gc.disable()  # no freed holes in pages the children share; collections resume in each child
     import torch  # (what every cell pays for; the reason this process exists)
 
