@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from neuronexp.cli.common import no_collection_at_exit, stdout_closed
+from neuronexp.cli.common import stdout_closed
 from neuronexp.engine.stopped import Stopped
 
 if TYPE_CHECKING:
@@ -205,7 +205,6 @@ class _DropJobErrorLog(logging.Filter):
 
 def main(argv: list[str] | None = None) -> Any:
     """Console entry point: exit 0 when every cell succeeded, 1 when a cell failed, 2 for a bad config."""
-    no_collection_at_exit()
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
     typed = typed_baseline(sys.argv[1:])
