@@ -73,7 +73,7 @@ def _gone(pid: int, within_s: float = 10) -> bool:
 
 def test_the_template_is_one_thread_with_no_device_runtime(server: Path) -> None:
     state = hello(server)
-    # numpy's OpenBLAS pool and pyarrow's jemalloc thread are off in the template (forksafety.TEMPLATE_ENV).
+    # numpy's OpenBLAS pool and pyarrow's jemalloc thread are off in the template (forkserver.TEMPLATE_ENV).
     assert len(state["threads"]) == 1, state["threads"]
     assert state["runtimes_started"] == []
 

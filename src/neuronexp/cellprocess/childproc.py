@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
-from neuronexp.backends.table import HOST
 from neuronexp.cellprocess.cell_log import capped_output
 from neuronexp.host.allocator import APPLIED_ENV, STABLE_ENV
 
@@ -35,7 +34,9 @@ class ForkRequest:
     sys_path: list[str]
     log: str  # the process's stdout and stderr
     cpus: list[int] | None = None  # its CPU affinity and torch thread count; None: the supervisor's
-    kind: str = HOST.name  # its backend (backends.table): a template that started its runtime refuses it
+    # Its backend (backends.table): a template that started its runtime refuses it. None: the host's. (Not HOST.name:
+    # this module starts every sweep's fork server, and the table would bring omegaconf into its first 0.1 s.)
+    kind: str | None = None
     allocator: str = "stable"  # the malloc mode of the template it must be forked from
 
     @classmethod

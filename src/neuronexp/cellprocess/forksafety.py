@@ -1,8 +1,8 @@
 """What a process forked from the fork server's template inherits, and what it must not: threads, thread pools, device
 runtimes. The checks (`template_state`, `refusal`) and the compile warm-up the template runs. A thread alive at the fork
 leaves its locks held forever in the child, and a device runtime started in the template would hand every child its
-device selection; so the template's environment keeps the libraries' pools off (TEMPLATE_ENV) and a runtime found
-started refuses its cells (docs/performance.md, "Cell processes")."""
+device selection; so the template's environment keeps the libraries' pools off (forkserver.TEMPLATE_ENV) and a runtime
+found started refuses its cells (docs/performance.md, "Cell processes")."""
 
 from __future__ import annotations
 
@@ -10,13 +10,6 @@ import os
 from typing import Any
 
 from neuronexp.backends.table import BACKENDS, backend_info
-
-# Only in the template's environment, read by the libraries they configure when those load (see above).
-TEMPLATE_ENV = {
-    "OPENBLAS_NUM_THREADS": "1",
-    "JE_ARROW_MALLOC_CONF": "background_thread:false",
-    "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
-}
 
 
 def template_state() -> dict[str, Any]:
@@ -84,6 +77,8 @@ def thread_warning(state: dict[str, Any]) -> str | None:
     )
 
 
-def refusal(state: dict[str, Any], kind: str) -> str | None:
-    """Why a cell of `kind` must not be forked from a template in `state`, or None."""
-    return backend_info(kind).fork_refusal if kind in state.get("runtimes_started", ()) else None
+def refusal(state: dict[str, Any], kind: str | None) -> str | None:
+    """Why a cell of `kind` (None: the host's) must not be forked from a template in `state`, or None."""
+    if kind is None or kind not in state.get("runtimes_started", ()):
+        return None
+    return backend_info(kind).fork_refusal

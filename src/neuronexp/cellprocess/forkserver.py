@@ -22,10 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from neuronexp.cellprocess.childproc import PASSED_ON, ForkRequest
-from neuronexp.cellprocess.forksafety import TEMPLATE_ENV
 from neuronexp.host.allocator import fresh_process_env
 
 ADDRESS_ENV = "NEURONEXP_FORK_SERVER"
+# Only in the template's environment, read by the libraries they configure when those load: their thread pools stay
+# off, as a fork must not inherit a thread (cellprocess.forksafety).
+TEMPLATE_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+    "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+}
 _BOOT = "from neuronexp.cellprocess.template import main; main()"
 # How long a cell may wait for its fork: the template's boot and compile warm-up come first (tens of seconds on a
 # loaded 2-core VM with an empty Inductor cache). Not the cell's own time limit, which starts when it is forked.
