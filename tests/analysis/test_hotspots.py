@@ -3,10 +3,13 @@ step, so the ranking and the shares never disagree."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
 import pytest
 
-from neuronexp.analysis.ops import hotspots
+from neuronexp.analysis.ops import host_ops, hotspots, leaf_ops, median_over_cycles
 
 # Two ops over three cycles whose steps differ (3, 19 and 12 µs). Median times: a 3, b 9; a median of each
 # cycle's share instead would give a 0.526 and b 0.474, ranking b first with the smaller share.
@@ -64,3 +67,64 @@ def test_the_hotspot_is_a_leaf_op_never_the_wrapper_that_dispatched_it() -> None
     spots = hotspots(pd.DataFrame(rows))["r"]
     assert list(spots["op"]) == ["aten::addmm", "aten::t"]
     assert hotspot(rows) == ("aten::addmm", pytest.approx(5.0 / 20.0))
+
+
+def _reference_median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """The rule as pandas says it (analysis.ops computes it in arrays): sums per cycle, a listed cycle without the op
+    counting 0, the median over each run's cycles."""
+    per_cycle = rows.groupby(["run_id", "cycle", "op"], as_index=False)[cols].sum()
+    grid = (
+        cycles_of[["run_id", "cycle"]]
+        .drop_duplicates()
+        .merge(per_cycle[["run_id", "op"]].drop_duplicates(), on="run_id")
+    )
+    full = grid.merge(per_cycle, on=["run_id", "cycle", "op"], how="left").fillna({c: 0.0 for c in cols})
+    return full.groupby(["run_id", "op"], as_index=False)[cols].median()
+
+
+def _random_ops(rng: np.random.Generator) -> pd.DataFrame:
+    """Runs with different cycles (some never profiled twice), ops missing from cycles, ties, NaN times, device rows."""
+    rows = []
+    for run in range(int(rng.integers(1, 6))):
+        for cycle in sorted(rng.choice(7, size=int(rng.integers(1, 6)), replace=False)):
+            for op in rng.choice(8, size=int(rng.integers(1, 8)), replace=False):
+                us = float(rng.integers(0, 4)) if rng.random() < 0.4 else float(rng.random() * 10)
+                rows.append(
+                    {
+                        "run_id": f"run{run}",
+                        "cycle": int(cycle),
+                        "op": f"aten::op{op}",
+                        "device_type": "CPU" if rng.random() < 0.9 else "neuron",
+                        "calls": float(rng.integers(0, 4)),
+                        "leaf": bool(rng.random() < 0.8),
+                        "self_device_us": math.nan if rng.random() < 0.05 else us,
+                        "device_share": float(rng.random()),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_array_computation_is_the_pandas_rule(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ops = _random_ops(rng)
+    if seed % 3 == 0:  # the tables as read back from results/: Arrow strings
+        ops = ops.astype({"run_id": "string[pyarrow]", "op": "string[pyarrow]"})
+    rows = ops.sample(frac=float(rng.uniform(0.2, 1.0)), random_state=seed)  # some ops absent from some cycles
+    if seed % 4 == 1:  # a row of no op, and rows of a cycle that is not listed: in no sum
+        rows = pd.concat([rows, rows.head(1).assign(op=None)])
+        listed = ops[ops["cycle"] != ops["cycle"].iloc[0]]
+    else:
+        listed = ops
+    cols = ["calls", "self_device_us"]
+    expected = _reference_median_over_cycles(rows, listed, cols)
+    pd.testing.assert_frame_equal(median_over_cycles(rows, listed, cols), expected, check_dtype=False)
+    top = int(rng.integers(1, 4))
+    per_op = _reference_median_over_cycles(leaf_ops(host_ops(ops)), ops, cols)
+    spots = hotspots(ops, top=top)
+    assert sorted(spots) == sorted(per_op["run_id"].astype(str).unique())
+    for run, table in spots.items():
+        mine = per_op[per_op["run_id"].astype(str) == run]
+        ranked = mine.sort_values("self_device_us", ascending=False, kind="stable").head(top)
+        assert list(table["op"]) == list(ranked["op"])
+        assert list(table["self_device_us"]) == pytest.approx(list(ranked["self_device_us"]), nan_ok=True)
