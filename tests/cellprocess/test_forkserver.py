@@ -295,3 +295,15 @@ def test_ctrl_c_while_the_template_starts_is_left_to_its_owner(capfd: pytest.Cap
         server.__exit__(None, None, None)
     err = capfd.readouterr().err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+def test_the_command_starts_its_fork_server_before_importing_a_config_library() -> None:
+    """What `neuronexp -m ...` imports before it spawns the template (cli.main._early_server) delays every sweep: its
+    first cell waits for that template. A fresh interpreter's import log, read back."""
+    code = "import neuronexp.cli.main, neuronexp.cellprocess.forkserver"
+    log = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True
+    ).stderr
+    imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in log.splitlines() if "|" in line}
+    assert "neuronexp" in imported
+    assert not imported & {"omegaconf", "hydra", "yaml", "torch", "pandas", "numpy"}, imported
