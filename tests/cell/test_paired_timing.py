@@ -10,7 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from neuronexp.analysis.paired import paired_ratio
+from neuronexp.analysis.paired import _RESAMPLE_VALUES, paired_ratio, pooled_round_medians
 from neuronexp.backends.cpu.cpu_backend import CpuBackend
 from neuronexp.cell.timing import BLOCK_US, time_calls
 from neuronexp.config import TimingConfig
@@ -208,3 +208,27 @@ def test_the_speedup_is_the_median_of_every_pairs_ratio_and_its_interval_holds_e
         _, low, high = paired_ratio(base, noisy, rounds, resamples=1000)
         covered += low <= 1.5 <= high
     assert covered >= 0.85 * 60
+
+
+def _pooled_round_medians_by_value(groups: list[np.ndarray], rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """The resampling as its docstring says it, one resample at a time, medians of the values themselves."""
+    k, sizes = len(groups), np.array([len(g) for g in groups])
+    per_round = max(1, min(round(sizes.mean()), _RESAMPLE_VALUES // k))
+    flat, starts = np.concatenate(groups), np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    step, out = max(1, 10**6 // (k * per_round)), []
+    for first in range(0, resamples, step):  # the same draws, in the same order, as analysis.paired
+        picked = rng.integers(0, k, size=(min(step, resamples - first), k))
+        offsets = (rng.random((*picked.shape, per_round)) * sizes[picked][:, :, None]).astype(np.int64)
+        out += [np.median(row) for row in flat[starts[picked][:, :, None] + offsets].reshape(len(picked), -1)]
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_medians_found_by_rank_are_the_medians_of_the_values(seed: int) -> None:
+    """Ties, odd and even resample sizes, rounds of different sizes, and more values than 16-bit ranks hold."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 12))
+    sizes = rng.integers(1, 40, size=k) if seed < 11 else np.full(k, 2**15 // k + 7)
+    groups = [np.round(rng.random(int(n)) * 5, int(rng.integers(0, 3))) + 1 for n in sizes]
+    expected = _pooled_round_medians_by_value(groups, np.random.default_rng(seed), 300)
+    assert np.array_equal(pooled_round_medians(groups, np.random.default_rng(seed), 300), expected)

@@ -68,14 +68,23 @@ def pooled_round_medians(groups: list[np.ndarray], rng: np.random.Generator, res
     k, sizes = len(groups), np.array([len(g) for g in groups])
     per_round = max(1, min(round(sizes.mean()), _RESAMPLE_VALUES // k))
     flat, starts = np.concatenate(groups), np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    # Each value's rank among all of them, in 16 bits where they fit: a resample's median sits at its middle ranks,
+    # which a partition of small integers finds in half the time of its values (the same medians, bit for bit).
+    order = np.argsort(flat)  # tied values may take either rank: their value is the same
+    rank = np.empty(len(flat), dtype=np.int16 if len(flat) <= 2**15 else np.intp)
+    rank[order] = np.arange(len(flat))
+    middle = [(k * per_round - 1) // 2, k * per_round // 2]  # the same position twice for an odd count
     out = np.empty(resamples)
     step = max(1, 10**6 // (k * per_round))  # resamples at a time: a few MB of indices, whatever the cell
     for first in range(0, resamples, step):
         picked = rng.integers(0, k, size=(min(step, resamples - first), k))
-        offsets = (rng.random((*picked.shape, per_round)) * sizes[picked][:, :, None]).astype(np.int64)
-        out[first : first + len(picked)] = np.median(
-            flat[starts[picked][:, :, None] + offsets].reshape(len(picked), -1), axis=1
-        )
+        drawn = rng.random((*picked.shape, per_round))
+        drawn *= sizes[picked][:, :, None]
+        index = drawn.astype(np.intp)
+        index += starts[picked][:, :, None]
+        ranks = rank[index].reshape(len(picked), -1)
+        ranks.partition(middle, axis=1)
+        out[first : first + len(picked)] = flat[order[ranks[:, middle]]].mean(axis=1)
     return out
 
 
