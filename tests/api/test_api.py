@@ -105,3 +105,31 @@ def test_the_main_study_runs_from_python(tmp_path: Path) -> None:
     by = res.cells.set_index("module")
     assert set(by.index) == {"rmsnorm_naive", "rmsnorm_fused", "rmsnorm_compiled"}
     assert set(by.loc[["rmsnorm_fused", "rmsnorm_compiled"], "speedup_method"]) == {"paired"}
+
+
+def test_a_sweep_lets_its_own_fork_server_go_before_it_aggregates(tmp_path: Path, monkeypatch) -> None:
+    """Its template's memory is freed while the results are gathered, not after; a server the caller started (this
+    session's, which forks these cells) is never the sweep's to stop."""
+    from contextlib import nullcontext
+
+    import neuronexp.engine.aggregate as aggregate_module
+    from neuronexp.engine import sweeper
+
+    events: list[str] = []
+
+    class Own:
+        def serve(self, warm: list[str]) -> None:
+            events.append("serve")
+
+        def release(self) -> None:
+            events.append("release")
+
+    aggregate = aggregate_module.aggregate
+    monkeypatch.setattr(aggregate_module, "aggregate", lambda *a, **k: events.append("aggregate") or aggregate(*a, **k))
+    monkeypatch.setattr(sweeper, "_cell_processes", lambda ctx: nullcontext(Own()))
+    neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", *CPU, out=tmp_path / "own")
+    assert events == ["serve", "release", "aggregate"]
+    events.clear()
+    monkeypatch.setattr(sweeper, "_cell_processes", lambda ctx: nullcontext())  # the caller's server only
+    neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", *CPU, out=tmp_path / "theirs")
+    assert events == ["aggregate"]

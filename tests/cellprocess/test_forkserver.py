@@ -307,3 +307,12 @@ def test_the_command_starts_its_fork_server_before_importing_a_config_library() 
     imported = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in log.splitlines() if "|" in line}
     assert "neuronexp" in imported
     assert not imported & {"omegaconf", "hydra", "yaml", "torch", "pandas", "numpy"}, imported
+
+
+def test_a_released_template_is_gone_and_the_server_still_closes() -> None:
+    server = ForkServer(warm=None).start()
+    assert server.proc is not None and server.dir is not None
+    server.release()
+    assert server.proc.wait(timeout=30) == -signal.SIGKILL
+    server.__exit__(None, None, None)
+    assert not server.dir.exists()

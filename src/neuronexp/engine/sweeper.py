@@ -68,7 +68,7 @@ def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
             import neuronexp.report.terminal  # noqa: F401
         forked = server_address() is not None and not ctx.in_process and executor_for(ctx.master) == Executor.local
         check_runnable(ctx.master, cells, forked=forked)
-        return _run(ctx, cells)
+        return _run(ctx, cells, server)
 
 
 def _plan(ctx: SweepContext, jobs: list[list[str]]) -> list[PlannedCell]:
@@ -84,7 +84,7 @@ def sweep_dir(master: DictConfig) -> Path:
     return Path(str(master.hydra.sweep.dir))
 
 
-def _run(ctx: SweepContext, cells: list[PlannedCell]) -> Outcome:
+def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None = None) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
     from neuronexp.engine.rerun import assign, compare, words
@@ -102,6 +102,8 @@ def _run(ctx: SweepContext, cells: list[PlannedCell]) -> Outcome:
         log.info("sweep of %d cells into %s%s", len(cells), where, f": {said}" if said else "")
         with SweepProgress(where, cells, reused) as progress:
             stopped = _execute_or_stop(ctx, cells, todo, progress)
+        if server is not None:  # this sweep's own (not a caller's): no cell is left to fork
+            server.release()
         stopped = _finish(ctx, cells, reused, stopped)
         if said:  # the same, said again under the table, where the sweep ends
             print(f"this sweep: {words(rerun, done=True)}")
