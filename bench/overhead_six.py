@@ -12,6 +12,8 @@ relocate inputs, check outputs, count bytes or write tables: that is neuronexp's
 measured.
 
     python bench/overhead_six.py [--rounds 3]      # alternates neuronexp and the script, prints the ratios
+    python bench/overhead_six.py --before DIR/src  # and another checkout's src/ (first on PYTHONPATH) in each round,
+                                                   # before or after this one by turns: the change, paired
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--hand", type=Path, help="run the hand-written script into this directory, and stop")
+    parser.add_argument("--before", type=Path, help="src/ of another checkout, timed in the same rounds")
     args = parser.parse_args()
     if args.hand:
         hand(args.hand)
@@ -105,14 +108,30 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="nx-six-"))
     nx = str(Path(sys.executable).parent / "neuronexp")
     sweep = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={','.join(SHAPES)}", "baseline=rmsnorm_naive"]
+    plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    checkouts = {"neuronexp": plain}
+    if args.before:
+        checkouts["before"] = {**plain, "PYTHONPATH": str(args.before.resolve())}
     rows = []
     for i in range(args.rounds):
-        t_nx = timed([nx, *sweep, f"hydra.sweep.dir={work / f'nx{i}'}"], work)
-        t_hand = timed([sys.executable, __file__, "--hand", str(work / f"hand{i}")], work, {**os.environ, **STABLE_ENV})
-        rows.append({"neuronexp_s": round(t_nx, 2), "hand_s": round(t_hand, 2), "ratio": round(t_nx / t_hand, 3)})
+        row = {}
+        for name in list(checkouts)[:: 1 if i % 2 == 0 else -1]:
+            row[f"{name}_s"] = round(
+                timed([nx, *sweep, f"hydra.sweep.dir={work / f'{name}{i}'}"], work, checkouts[name]), 2
+            )
+        row["hand_s"] = round(
+            timed([sys.executable, __file__, "--hand", str(work / f"hand{i}")], work, {**plain, **STABLE_ENV}), 2
+        )
+        row.update(
+            {
+                f"ratio_{name}" if name != "neuronexp" else "ratio": round(row[f"{name}_s"] / row["hand_s"], 3)
+                for name in checkouts
+            }
+        )
+        rows.append(row)
         print(json.dumps(rows[-1]), flush=True)
-    ratios = [r["ratio"] for r in rows]
-    print(json.dumps({"median_ratio": statistics.median(ratios), "rounds": rows, "load": os.getloadavg()}))
+    medians = {key: statistics.median(r[key] for r in rows) for key in rows[0] if key.startswith("ratio")}
+    print(json.dumps({"median_ratio": medians["ratio"], "medians": medians, "rounds": rows, "load": os.getloadavg()}))
 
 
 if __name__ == "__main__":
