@@ -4,6 +4,7 @@ step, so the ranking and the shares never disagree."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -128,3 +129,19 @@ def test_the_array_computation_is_the_pandas_rule(seed: int) -> None:
         ranked = mine.sort_values("self_device_us", ascending=False, kind="stable").head(top)
         assert list(table["op"]) == list(ranked["op"])
         assert list(table["self_device_us"]) == pytest.approx(list(ranked["self_device_us"]), nan_ok=True)
+
+
+def test_a_row_without_a_cycle_number_is_in_no_cycle() -> None:
+    """A table read back from someone's results/ may lack a value; the rule then leaves the row out, as a groupby
+    would, instead of reading NaN as a cycle number."""
+    rows = [
+        {"run_id": "r", "cycle": c, "op": op, "device_type": "CPU", "calls": 1.0, "leaf": True}
+        | {"self_device_us": us, "device_share": 0.5}
+        for c, op, us in ((0.0, "aten::a", 1.0), (1.0, "aten::a", 2.0), (math.nan, "aten::b", 9.0))
+    ]
+    ops = pd.DataFrame(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spots = hotspots(ops)["r"]
+        assert median_over_cycles(ops[ops["cycle"].isna()], ops[ops["cycle"].isna()], ["calls"]).empty
+    assert list(spots["op"]) == ["aten::a"] and list(spots["self_device_us"]) == [1.5]

@@ -57,12 +57,14 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
     runs, cycle_keys, width = _cycles(cycles_of)
     op_code, op_names = pd.factorize(rows["op"].to_numpy(), sort=True)
     run = runs.get_indexer(rows["run_id"]) if len(runs) else np.full(len(rows), -1)
-    listed = (run >= 0) & (op_code >= 0)  # a row of a run not listed, or of no op, is dropped (as a merge would)
+    cycle = rows["cycle"].to_numpy(dtype=float)
+    # A row of a run not listed, of no op or of no cycle is dropped (as a merge and a groupby would drop it).
+    listed = (run >= 0) & (op_code >= 0) & np.isfinite(cycle)
     ops = max(len(op_names), 1)
     pair_keys, pair = np.unique(run[listed] * ops + op_code[listed], return_inverse=True)
     if not len(pair_keys):
         return pd.DataFrame(columns=["run_id", "op", *cols])
-    key = run[listed] * width + rows["cycle"].to_numpy(dtype=np.int64)[listed]
+    key = run[listed] * width + cycle[listed].astype(np.int64)
     slot = np.minimum(np.searchsorted(cycle_keys, key), len(cycle_keys) - 1)
     counted = cycle_keys[slot] == key  # a row of a cycle not listed is in no cycle's sum
     first = np.searchsorted(cycle_keys, pair_keys // ops * width)  # each run's first cycle; the others follow it
@@ -81,10 +83,12 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
 
 def _cycles(cycles_of: pd.DataFrame) -> tuple[pd.Index, np.ndarray, int]:
     """The runs (sorted), each (run, cycle) profiled as the sorted keys run × width + cycle, and that width."""
-    code, runs = pd.factorize(cycles_of["run_id"], sort=True)
-    cycle = cycles_of["cycle"].to_numpy(dtype=np.int64)
+    cycle = cycles_of["cycle"].to_numpy(dtype=float)
+    known = np.isfinite(cycle) & cycles_of["run_id"].notna().to_numpy()  # a profiled cycle has a run and a number
+    code, runs = pd.factorize(cycles_of["run_id"][known], sort=True)
+    cycle = cycle[known].astype(np.int64)
     width = int(cycle.max()) + 1 if len(cycle) else 1
-    return pd.Index(runs), np.unique(code[code >= 0] * width + cycle[code >= 0]), width
+    return pd.Index(runs), np.unique(code * width + cycle), width
 
 
 def per_op(ops: pd.DataFrame) -> pd.DataFrame:
