@@ -112,9 +112,12 @@ def test_the_array_computation_is_the_pandas_rule(seed: int) -> None:
     if seed % 3 == 0:  # the tables as read back from results/: Arrow strings
         ops = ops.astype({"run_id": "string[pyarrow]", "op": "string[pyarrow]"})
     rows = ops.sample(frac=float(rng.uniform(0.2, 1.0)), random_state=seed)  # some ops absent from some cycles
-    if seed % 4 == 1:  # a row of no op, and rows of a cycle that is not listed: in no sum
+    if seed % 4 == 1:  # a row of no op, and rows of cycles that are not listed: in no sum
         rows = pd.concat([rows, rows.head(1).assign(op=None)])
         listed = ops[ops["cycle"] != ops["cycle"].iloc[0]]
+    elif seed % 4 == 3:  # rows of cycles numbered past either end of those listed (never another run's cycle)
+        rows = pd.concat([rows, rows.head(2).assign(cycle=[-1, 9])])
+        listed = ops
     else:
         listed = ops
     cols = ["calls", "self_device_us"]

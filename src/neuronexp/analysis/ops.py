@@ -54,7 +54,7 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
     Medians, not means: one slow cycle (the profiler's start-up, another process) cannot move it. `cycles_of` lists
     every (run_id, cycle) profiled, including cycles where none of `rows`' ops ran. Sorted by run_id, then op.
     In arrays, not groupbys and merges: every cell's process computes its hotspot (18 ms a cell with pandas)."""
-    runs, cycle_keys, width = _cycles(cycles_of)
+    runs, cycle_keys, low, width = _cycles(cycles_of)
     op_code, op_names = pd.factorize(rows["op"].to_numpy(), sort=True)
     run = runs.get_indexer(rows["run_id"]) if len(runs) else np.full(len(rows), -1)
     cycle = rows["cycle"].to_numpy(dtype=float)
@@ -64,15 +64,17 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
     pair_keys, pair = np.unique(run[listed] * ops + op_code[listed], return_inverse=True)
     if not len(pair_keys):
         return pd.DataFrame(columns=["run_id", "op", *cols])
-    key = run[listed] * width + cycle[listed].astype(np.int64)
+    pair_run, offset = pair_keys // ops, cycle[listed].astype(np.int64) - low
+    key = run[listed] * width + offset
     slot = np.minimum(np.searchsorted(cycle_keys, key), len(cycle_keys) - 1)
-    counted = cycle_keys[slot] == key  # a row of a cycle not listed is in no cycle's sum
-    first = np.searchsorted(cycle_keys, pair_keys // ops * width)  # each run's first cycle; the others follow it
-    counts = np.searchsorted(cycle_keys, (pair_keys // ops + 1) * width) - first
+    # A row of a cycle not listed is in no cycle's sum (one outside the listed range would read as another run's).
+    counted = (offset >= 0) & (offset < width) & (cycle_keys[slot] == key)
+    first = np.searchsorted(cycle_keys, pair_run * width)  # each run's first cycle; the others follow it
+    counts = np.searchsorted(cycle_keys, (pair_run + 1) * width) - first
     depth = int(counts.max())
     cell = (pair * depth + slot - first[pair])[counted]  # (the op's pair, the row's cycle among its run's cycles)
     missing = np.arange(depth) >= counts[:, None]  # cycles a run never had: no value, not 0
-    out = {"run_id": runs.take(pair_keys // ops), "op": op_names.take(pair_keys % ops)}
+    out = {"run_id": runs.take(pair_run), "op": op_names.take(pair_keys % ops)}
     for col in cols:
         values = np.nan_to_num(rows[col].to_numpy(dtype=float)[listed][counted])  # as a groupby's sum: NaN adds 0
         table = np.bincount(cell, weights=values, minlength=len(pair_keys) * depth).reshape(len(pair_keys), depth)
@@ -81,14 +83,16 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
     return pd.DataFrame(out, columns=["run_id", "op", *cols])
 
 
-def _cycles(cycles_of: pd.DataFrame) -> tuple[pd.Index, np.ndarray, int]:
-    """The runs (sorted), each (run, cycle) profiled as the sorted keys run × width + cycle, and that width."""
+def _cycles(cycles_of: pd.DataFrame) -> tuple[pd.Index, np.ndarray, int, int]:
+    """The runs (sorted); each (run, cycle) profiled as the sorted keys run × width + (cycle - low), with the lowest
+    cycle number `low` and `width` the span of the numbers."""
     cycle = cycles_of["cycle"].to_numpy(dtype=float)
     known = np.isfinite(cycle) & cycles_of["run_id"].notna().to_numpy()  # a profiled cycle has a run and a number
     code, runs = pd.factorize(cycles_of["run_id"][known], sort=True)
     cycle = cycle[known].astype(np.int64)
-    width = int(cycle.max()) + 1 if len(cycle) else 1
-    return pd.Index(runs), np.unique(code * width + cycle), width
+    low = int(cycle.min()) if len(cycle) else 0
+    width = int(cycle.max()) - low + 1 if len(cycle) else 1
+    return pd.Index(runs), np.unique(code * width + cycle - low), low, width
 
 
 def per_op(ops: pd.DataFrame) -> pd.DataFrame:
