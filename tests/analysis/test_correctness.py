@@ -62,10 +62,20 @@ def test_rounding_within_the_dtype_passes(reference: np.ndarray) -> None:
 def test_nan_inf_shape_and_count_mismatches(reference: np.ndarray) -> None:
     with_nan = reference.copy()
     with_nan[7] = np.nan
-    assert compare_outputs([leaf(with_nan)], [leaf(reference)], 1e-2, None)["output_match"] is False
-    assert (
-        compare_outputs([leaf(with_nan)], [leaf(with_nan.copy())], 1e-2, None)["output_match"] is True
-    )  # NaN where the baseline has it
+    one_side = compare_outputs([leaf(with_nan)], [leaf(reference)], 1e-2, None)
+    assert one_side["output_match"] is False and one_side["output_note"].startswith(
+        "NaN in 1 of 4,096 elements (variant)"
+    )
+    baseline_only = compare_outputs([leaf(reference)], [leaf(with_nan)], 1e-2, None)["output_note"]
+    assert baseline_only.startswith("NaN in 1 of 4,096 elements (baseline): ")
+    # NaN where the baseline has it too: the two agree, but a NaN is never a result, so never a pass (issue 43).
+    both = compare_outputs([leaf(with_nan)], [leaf(with_nan.copy())], 1e-2, None)
+    assert both["output_check"] == "FAIL" and both["output_note"].startswith("NaN in 1 of 4,096 elements (both): ")
+    with_inf = reference.copy()
+    with_inf[3] = np.inf
+    same_inf = compare_outputs([leaf(with_inf)], [leaf(with_inf.copy())], 1e-2, None)  # an inf where both have it
+    assert same_inf["output_match"] is True and same_inf["output_note"].startswith("inf in 1 of 4,096 elements (both)")
+    assert compare_outputs([leaf(reference)], [leaf(reference)], 1e-2, None)["output_note"].startswith("max |Δ| 0")
     shape = compare_outputs([leaf(reference.reshape(64, 64))], [leaf(reference)], 1e-2, None)
     assert shape["output_check"] == "FAIL" and "shape [64, 64]" in shape["output_note"]
     two = compare_outputs([leaf(reference), leaf(reference)], [leaf(reference)], 1e-2, None)
@@ -218,3 +228,28 @@ def test_large_elements_need_the_relative_term() -> None:
     assert compare_outputs([leaf(variant)], [leaf(ref)], rtol, 0.0)["output_check"] == "pass"  # rtol alone
     variant[7] = 1000.0 * (1 + 2 * rtol)
     assert compare_outputs([leaf(variant)], [leaf(ref)], rtol, None)["output_check"] == "FAIL"
+
+
+def test_a_nan_in_the_baseline_is_said_in_its_row_and_fails_every_cell_against_it(
+    tmp_path: Path, reference: np.ndarray
+) -> None:
+    with_nan = reference.copy()
+    with_nan[:5] = np.nan
+    cells, dirs = _cells(tmp_path, {"a": with_nan, "b": with_nan.copy(), "c": reference})
+    cells["output_nonfinite"] = [5, 5, 0]
+    checked = add_output_checks(cells, dirs).set_index("run_id")
+    assert checked.loc["a", "output_note"].endswith("; NaN or inf in 5 elements of its own output: no finding")
+    assert (
+        checked.loc["b", "output_check"] == "FAIL"
+        and "NaN in 5 of 4,096 elements (both)" in checked.loc["b", "warnings"]
+    )
+    assert checked.loc["c", "output_note"].startswith("NaN in 5 of 4,096 elements (baseline)")
+
+
+def test_a_nan_is_never_turned_into_a_pass_by_the_float32_evaluation(tmp_path: Path, reference: np.ndarray) -> None:
+    with_nan = reference.copy()
+    with_nan[0] = np.nan
+    cells, dirs = _cells(tmp_path, {"a": with_nan * (1 + 2.0**-6), "b": with_nan})
+    cells["dtype"] = "bfloat16"
+    write_outputs(dirs["a"] / FLOAT32_OUTPUT_FILE, [leaf(with_nan)])  # b is its float32 evaluation: "as accurate"
+    assert add_output_checks(cells, dirs).set_index("run_id").loc["b", "output_check"] == "FAIL"

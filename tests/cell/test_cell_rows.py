@@ -73,3 +73,13 @@ def test_a_constructor_argument_set_on_the_command_line_is_a_column(tmp_path: Pa
     row = results.cells.iloc[0]
     assert row["status"] == "ok", row["error"]
     assert row["eps"] == 0.001 and "module.eps=0.001" in row["overrides"]
+
+
+def test_a_cell_counts_the_nan_and_inf_in_its_own_output(tmp_path: Path) -> None:
+    target = ["module._target_=helpers.layers.HalfNaN", "~module.hidden_size", "~module.eps"]
+    (tmp_path / "nan").mkdir(), (tmp_path / "clean").mkdir()
+    row = _run(tmp_path / "nan", *target, "correctness.enabled=true").cells.iloc[0]
+    assert row["status"] == "ok", row["error"]
+    assert row["output_tensors"] == 1 and row["output_nonfinite"] == 8 * 64 // 2 + 1
+    clean = _run(tmp_path / "clean", "correctness.enabled=true").cells.iloc[0]
+    assert clean["output_nonfinite"] == 0  # measured zero, not missing

@@ -38,7 +38,8 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
     a, ref = v.values.astype(np.float64), b.values.astype(np.float64)
     both_nan = np.isnan(a) & np.isnan(ref)
     same_inf = np.isinf(a) & np.isinf(ref) & (np.sign(a) == np.sign(ref))
-    diff = np.abs(a - ref)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, set to 0 below where both sides agree
+        diff = np.abs(a - ref)
     diff[both_nan | same_inf] = 0.0
     matched = both_nan | same_inf
     # A NaN or inf on one side only leaves a NaN or inf difference, which fails the comparison.
@@ -51,6 +52,22 @@ def _leaf_errors(v: OutputLeaf, b: OutputLeaf, rtol: float, atol: float) -> tupl
     if not finite.all():  # a NaN or inf on one side only: the error is unbounded, never "rel 0"
         max_rel = math.inf
     return ok, max_abs, max_rel, int(a.size)
+
+
+def nonfinite_words(variant: list[OutputLeaf], baseline: list[OutputLeaf]) -> tuple[str, bool]:
+    """("NaN in 15,360 of 32,768 elements (both)", whether either side has a NaN): NaN and inf named, with whose
+    output holds them (whole-tensor counts); "" where every element of both is finite."""
+    total = int(sum(leaf.stats["numel"] for leaf in baseline))
+    words, nan = [], False
+    for kind, name in (("nan", "NaN"), ("inf", "inf")):
+        mine, theirs = (int(sum(leaf.stats[kind] for leaf in side)) for side in (variant, baseline))
+        nan = nan or (kind == "nan" and mine + theirs > 0)
+        if mine and theirs:
+            who = f"{mine:,} (both)" if mine == theirs else f"{mine:,} (variant) and {theirs:,} (baseline)"
+        else:
+            who = f"{mine:,} (variant)" if mine else f"{theirs:,} (baseline)" if theirs else ""
+        words += [f"{name} in {who.replace(' (', f' of {total:,} elements (', 1)}"] if who else []
+    return "; ".join(words), nan
 
 
 def compare_outputs(
@@ -75,6 +92,9 @@ def compare_outputs(
         limits.append(leaf_atol)
     where = f"{compared:,} of {total:,} elements" + (" (a fixed sample)" if compared < total else "")
     note = f"max |Δ| {max_abs:.3g} vs atol {max(limits, default=0):.3g} + rtol {rtol:.3g}·|baseline|, {where}"
+    named, nan = nonfinite_words(variant, baseline)
+    ok = ok and not nan  # a NaN is never a result that matches, even where both sides have it
+    note = f"{named}: {note}" if named else note
     return {
         "output_check": "pass" if ok else "FAIL",
         "output_match": ok,
@@ -104,6 +124,7 @@ def as_accurate(
             or not np.array_equal(w.index, b.index)
             or v.stats["nan"] != b.stats["nan"]
             or v.stats["inf"] != b.stats["inf"]
+            or v.stats["nan"] > 0  # a NaN is never more accurate
         ):
             return check
         slack = DEFAULT_RTOL["float32"] * (w.stats["rms"] if math.isfinite(w.stats["rms"]) else 0.0)
@@ -153,7 +174,9 @@ def _check_cell(
             "no baseline cell to compare with (set baseline=...; a single run compares nothing)", "no baseline"
         )
     if ref_id == cell["run_id"]:
-        return _unchecked("the reference the other cells of its group are checked against", "baseline")
+        bad = _number(cell.get("output_nonfinite"))
+        own = f"; NaN or inf in {bad:,.0f} elements of its own output: no finding" if bad else ""
+        return _unchecked(f"the reference the other cells of its group are checked against{own}", "baseline")
     if other_function:
         return _unchecked(
             f"the baseline differs in {', '.join(other_function)}: another function or other inputs, "

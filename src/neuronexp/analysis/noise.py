@@ -15,6 +15,9 @@ from typing import Any, Protocol, TypeGuard
 NOISY_MARK = "~"
 # The row warning that repeats the `noise` column starts with this (a view showing `noise` leaves it out).
 NOISE_WARNING = "noisy: "
+# Profiled time per step over the wall-clock median beyond which the profile is not a picture of the run: the
+# profiler distorts the cell, or the host disturbed the profiled step (its op times are no cause of anything).
+DISTORTED_PROFILE = 1.5
 
 
 class Thresholds(Protocol):

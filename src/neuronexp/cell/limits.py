@@ -18,7 +18,7 @@ from neuronexp.analysis.peaks import Peak, given_peak, published_peak
 from neuronexp.analysis.roofline import roofline_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.build import Built
-from neuronexp.cell.output import save_float32_output, save_output
+from neuronexp.cell.output import nonfinite, save_float32_output, save_output
 from neuronexp.cell.profiling import ProfileResult
 from neuronexp.cell.rows import Measured
 from neuronexp.cell.work import Work, count_work, listed_work
@@ -84,7 +84,7 @@ def _output_columns(spec: CellSpec, out: Any, out_dir: Path) -> dict[str, Any]:
         saved = save_output(out, out_dir)
     except Exception as exc:  # an output neuronexp cannot read back (an exotic type): not checked, said so
         return {**cols, "output_check": "n/a", "output_note": f"output not saved: {type(exc).__name__}: {exc}"}
-    cols["output_tensors"] = saved
+    cols["output_tensors"], cols["output_nonfinite"] = len(saved), nonfinite(saved)
     if not saved:  # still saved (empty): a variant computing nothing must fail against a baseline that returns tensors
         return {**cols, "output_check": "n/a", "output_note": f"the module returned no tensor (a {type(out).__name__})"}
     note = "nothing to compare yet: a sweep checks it against its baseline cell's output"

@@ -10,12 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from neuronexp.analysis.noise import Thresholds, judge
+from neuronexp.analysis.noise import DISTORTED_PROFILE, Thresholds, judge
 from neuronexp.cell.timing import LatencyStats
 from neuronexp.config.schema import NoiseConfig
-
-# Profiled time per step over the wall-clock median beyond which the profile is not a picture of the run.
-DISTORTED_PROFILE = 1.5
 
 
 def noise_columns(

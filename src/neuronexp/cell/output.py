@@ -49,11 +49,16 @@ def output_leaves(out: Any) -> list[OutputLeaf]:
     return leaves
 
 
-def save_output(out: Any, out_dir: Path, name: str = OUTPUT_FILE) -> int:
-    """Write `output.npz` (or `name`); the number of output tensors saved."""
+def save_output(out: Any, out_dir: Path, name: str = OUTPUT_FILE) -> list[OutputLeaf]:
+    """Write `output.npz` (or `name`); the output tensors saved."""
     leaves = output_leaves(out)
     write_outputs(out_dir / name, leaves)
-    return len(leaves)
+    return leaves
+
+
+def nonfinite(leaves: list[OutputLeaf]) -> int:
+    """NaN and inf elements over every saved tensor (whole-tensor counts, not the sample's)."""
+    return int(sum(leaf.stats["nan"] + leaf.stats["inf"] for leaf in leaves))
 
 
 def _widen(value: Any) -> Any:

@@ -15,9 +15,16 @@ from neuronexp.report.cell_text import output_differs
 from neuronexp.report.why import direction, median_note, reason, speedup_words, verdict_words, within
 
 
+def nonfinite(cell: dict) -> bool:
+    """NaN or inf in the cell's own output (`output_nonfinite`): whatever its time, it computed no usable result."""
+    value = cell.get("output_nonfinite")
+    return isinstance(value, (int, float)) and value == value and value > 0
+
+
 def left_aside(cell: dict) -> bool:
-    """Noisy and not held by pairing (`_paired`, report.findings): its latency cannot be compared with its group's."""
-    return noisy(cell) and not cell.get("_paired")
+    """Noisy and not held by pairing (`_paired`, report.findings), or NaN or inf in its output: its latency cannot be
+    compared with its group's."""
+    return (noisy(cell) and not cell.get("_paired")) or nonfinite(cell)
 
 
 def is_ref(cell: dict) -> bool:
@@ -46,9 +53,13 @@ def _hotspot(cell: dict, spots: dict[str, pd.DataFrame]) -> str:
 
 
 def _left_out(group: list[dict]) -> str:
-    """The group's noisy cells by name only: their reasons are in the one noise line (report.busy)."""
-    flagged = [c["_variant"] for c in group if left_aside(c)]
-    return f"; noisy, left out: {', '.join(flagged)}" if flagged else ""
+    """The group's noisy cells by name only (their reasons are in the one noise line, report.busy), and those whose
+    output holds NaN or inf."""
+    broken = [c["_variant"] for c in group if nonfinite(c)]
+    flagged = [c["_variant"] for c in group if left_aside(c) and not nonfinite(c)]
+    return (f"; noisy, left out: {', '.join(flagged)}" if flagged else "") + (
+        f"; NaN or inf in the output of {', '.join(broken)}: no finding" if broken else ""
+    )
 
 
 def _other(group: list[dict], best: dict) -> dict | None:
@@ -137,6 +148,9 @@ def group_line(g: Group, spots: dict[str, pd.DataFrame]) -> str:
     if sum(not left_aside(c) for c in group) == 1:
         if len(group) == 1:  # a cell on its own (no baseline): its latency and hotspot
             return f"{best['_input']}: {best['_variant']} {fmt_us(best['latency_median_us'])}" + _hotspot(best, spots)
+        if any(nonfinite(c) for c in group):  # the others computed NaN or inf: nothing to compare with
+            line = f"{best['_input']}: {best['_variant']} {fmt_us(best['latency_median_us'])}, no comparison"
+            return line + _hotspot(best, spots) + _left_out(group)
         return only_quiet_line(best, group, fmt_us(best["latency_median_us"])) + _hotspot(best, spots)
     # The flag right after the winner: a winner whose output differs from the baseline's is never named without it.
     parts = [_head(g) + _output_flag([best, *g.ties])]

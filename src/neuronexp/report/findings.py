@@ -15,7 +15,7 @@ from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, Criteria, benjamini_hochberg, compare_rounds, verdict
 from neuronexp.analysis.variants import names
 from neuronexp.report.busy import concluded_line, noise_line
-from neuronexp.report.finding_line import Group, group_line, is_ref, left_aside
+from neuronexp.report.finding_line import Group, group_line, is_ref, left_aside, nonfinite
 from neuronexp.results import usable_cells
 
 INTERVAL_COLUMNS = ["run_id", "speedup", "ci_low", "ci_high"]
@@ -106,6 +106,10 @@ def _ties(groups: list[list[dict]], bests: list[dict | None], samples: pd.DataFr
 def _no_finding(group: list[dict]) -> str:
     """A group with no cell that can be compared; a cell on its own (no baseline) is named: one line per cell, not
     the same line each."""
+    broken = [c["_variant"] for c in group if nonfinite(c)]
+    if broken:
+        rest = ", the others noisy" if len(broken) < len(group) else ""
+        return f"{group[0]['_input']}: NaN or inf in the output of {', '.join(broken)}{rest}: no finding"
     who = f"{group[0]['_variant']} is" if len(group) == 1 else "every cell is"
     return f"{group[0]['_input']}: {who} noisy, no finding"
 

@@ -1,6 +1,7 @@
 """How one cell compares with its baseline cell, in words: faster, slower or no different (from the speedup's 95%
 interval), and why in operators (the ops column's dispatched→executed, the operators gone or new, or the one whose
-time moved most). One clause of a finding line (report.findings), for winners and losers alike."""
+time moved most), or that the operators do not account for it. One clause of a finding line (report.findings), for
+winners and losers alike."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.analysis.noise import noisy
+from neuronexp.analysis.noise import DISTORTED_PROFILE, noisy
 from neuronexp.formatting import fmt_pct, fmt_us, short_op
 from neuronexp.report.cell_text import composite_words, ops_text
 
@@ -102,13 +103,13 @@ def _times(ops: pd.DataFrame) -> pd.Series:
     return ran.sort_index().sort_values(ascending=False, kind="stable")
 
 
-def moved(cell_ops: pd.DataFrame | None, ref_ops: pd.DataFrame | None, side: int) -> str:
-    """The operators that make the difference in the direction `side` (1: the cell is faster, -1: slower): those
-    gone from the baseline's step and those that took their place, where that change saved (or cost) more than the
-    ops both run moved; else the shared op that moved most ("aten::copy_ 219 µs → 671 µs"). "" without both profiles,
-    or where no operator moved the cell's way."""
+def moved(cell_ops: pd.DataFrame | None, ref_ops: pd.DataFrame | None, side: int) -> tuple[str, float]:
+    """The operators that make the difference in the direction `side` (1: the cell is faster, -1: slower), and how
+    many µs per step they account for: those gone from the baseline's step and those that took their place, where
+    that change saved (or cost) more than the ops both run moved; else the shared op that moved most
+    ("aten::copy_ 219 µs → 671 µs"). ("", 0) without both profiles, or where no operator moved the cell's way."""
     if not side or cell_ops is None or ref_ops is None or cell_ops.empty or ref_ops.empty:
-        return ""
+        return "", 0.0
     mine, theirs = _times(cell_ops), _times(ref_ops)
     gone, new = theirs.drop(mine.index, errors="ignore"), mine.drop(theirs.index, errors="ignore")
     shared = theirs.index.intersection(mine.index)
@@ -116,17 +117,47 @@ def moved(cell_ops: pd.DataFrame | None, ref_ops: pd.DataFrame | None, side: int
     swapped = (gone.sum() - new.sum()) * side
     if swapped > 0 and swapped >= toward.sum():
         if not len(new):
-            return f"{_names(list(gone.index))} gone ({fmt_us(gone.sum())})"
+            return f"{_names(list(gone.index))} gone ({fmt_us(gone.sum())})", swapped
         if not len(gone):
-            return f"{_names(list(new.index))} new ({fmt_us(new.sum())})"
+            return f"{_names(list(new.index))} new ({fmt_us(new.sum())})", swapped
         return (
             f"{_names(list(gone.index))} ({fmt_us(gone.sum())}) replaced by {_names(list(new.index))} "
-            f"({fmt_us(new.sum())})"
+            f"({fmt_us(new.sum())})",
+            swapped,
         )
     if not len(shared) or toward.max() <= 0:
-        return ""
+        return "", 0.0
     op = toward.sort_index().idxmax()
-    return f"{short_op(str(op), 40)} {fmt_us(theirs[op])} → {fmt_us(mine[op])}"
+    return f"{short_op(str(op), 40)} {fmt_us(theirs[op])} → {fmt_us(mine[op])}", float(toward[op])
+
+
+# Below this share of the measured difference, the operators' change is not named as its cause (docs/reports.md).
+EXPLAINED_SHARE = 0.5
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+
+
+def gap_us(cell: Mapping[str, Any], ref: Mapping[str, Any]) -> float:
+    """How much faster (or slower) per call `cell` is than `ref`: from its paired speedup over its baseline where
+    `ref` is that baseline, else from the two medians; NaN when neither is known."""
+    ref_us, mine = _number(ref.get("latency_median_us")), _number(cell.get("latency_median_us"))
+    speedup = _number(cell.get("speedup_vs_baseline"))
+    if cell.get("baseline_run_id") == ref.get("run_id") and math.isfinite(ref_us * speedup) and speedup > 0:
+        return abs(ref_us - ref_us / speedup)
+    return abs(ref_us - mine)  # NaN where either is unknown
+
+
+def _disturbed(cell: Mapping[str, Any], ref: Mapping[str, Any]) -> str:
+    """Where either profiled step is far from its timed call (profile_ratio beyond DISTORTED_PROFILE): the host
+    disturbed it, or the profiler distorts the cell, and no operator's time in it is a cause."""
+    for c in (ref, cell):
+        ratio = c.get("profile_ratio")
+        if isinstance(ratio, float) and math.isfinite(ratio) and ratio > DISTORTED_PROFILE:
+            who = c.get("_variant", "one")
+            return f"the profiled step was disturbed ({who}'s is {ratio:.1f}× its timed median): rerun"
+    return ""
 
 
 def _outside(cell: Mapping[str, Any], ref: Mapping[str, Any], side: int) -> str:
@@ -149,8 +180,17 @@ def reason(
 ) -> str:
     """Why `cell` is faster (side 1), slower (-1) or no different (0) than its baseline cell `ref`, in operators:
     "1 op dispatched, 7 executed; aten::copy_ 219 µs → 671 µs"; where the profiles hold no operator that moved its
-    way, its profiled step against the baseline's (the time went elsewhere); "" when nothing can be said."""
-    ops = moved(cell_ops, ref_ops, side)
+    way, its profiled step against the baseline's (the time went elsewhere); where the operators' change is less
+    than EXPLAINED_SHARE of the measured difference, or a profiled step was disturbed, that instead of a cause;
+    "" when nothing can be said."""
+    ops, explained = moved(cell_ops, ref_ops, side)
     profiled = cell_ops is not None and ref_ops is not None and not cell_ops.empty and not ref_ops.empty
+    if side and profiled and (disturbed := _disturbed(cell, ref)):
+        ops = disturbed
+    elif ops and (gap := gap_us(cell, ref)) > 0 and explained < EXPLAINED_SHARE * gap:
+        ops = (
+            f"mostly outside the profiled operators: their change ({fmt_us(explained)}) is "
+            f"{fmt_pct(explained / gap)} of the {fmt_us(gap)} difference"
+        )
     elsewhere = _outside(cell, ref, side) if profiled and not ops else ""
     return "; ".join(p for p in (counts(cell, ref), ops, elsewhere) if p)

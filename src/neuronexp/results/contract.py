@@ -109,7 +109,9 @@ CELL_SCHEMA = pa.schema(
         # The output check against the cell's baseline cell (analysis.correctness): output_tensors saved in
         # output.npz; output_check pass | FAIL | baseline | no baseline | off | n/a; output_match (null: not
         # compared); max_abs_err, max_rel_err; output_rtol / output_atol as set (null: by dtype); output_note: how.
+        # output_nonfinite: NaN and inf elements in the cell's own output (a cell with any is no finding).
         ("output_tensors", _I64),
+        ("output_nonfinite", _I64),
         ("output_check", _STR),
         ("output_match", _BOOL),
         ("max_abs_err", _F64),
@@ -201,6 +203,12 @@ MODULE_SCHEMA = pa.schema(
         ("self_device_us", _F64),
         ("total_device_us", _F64),
         ("share", _F64),
+        # The module's total over each of the profile's `cycles` (per step): its lowest, median and highest. The
+        # hotspots rank by the median and mark an entry whose band could change its place (moduletime.views).
+        ("cycles", _I64),
+        ("total_device_us_low", _F64),
+        ("total_device_us_median", _F64),
+        ("total_device_us_high", _F64),
         ("flops", _F64),
         ("bytes_min", _I64),
         ("input_shapes", _STR),

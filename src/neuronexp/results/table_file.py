@@ -14,6 +14,12 @@ from neuronexp.results.regular import LinkRefused, read_regular
 # Renamed columns, old name → new: results written before the rename read back under today's names (`shape`
 # collided with DataFrame.shape: `cells[cells.shape == "[1,8]"]` compared a tuple and matched nothing).
 RENAMED = {"shape": "input_shape"}
+# Columns added to a table after results had been written without them: an older file reads back with them null
+# (missing, not zero: each reader says what it lacks), rather than refused as another layout.
+ADDED = {
+    "modules": ("cycles", "total_device_us_low", "total_device_us_median", "total_device_us_high"),
+    "cells": ("output_nonfinite",),
+}
 
 
 class DamagedResults(ValueError):
@@ -27,7 +33,7 @@ def read_table(path: Path, name: str, root: Path | None = None) -> pa.Table:
     Read from the bytes of a regular file reached from `root` (results.regular): a link on the way, a FIFO or a
     device under a table's name is refused, never followed or opened blocking. A table without every column of the
     contract (another tool's, or an older neuronexp's) is refused here in one line (DamagedResults), rather than as
-    a KeyError deep in a report; FileNotFoundError: no file there.
+    a KeyError deep in a report, but for the columns ADDED since (null); FileNotFoundError: no file there.
     """
     try:
         buffer = pa.BufferReader(read_regular(path, root))
@@ -49,6 +55,8 @@ def read_table(path: Path, name: str, root: Path | None = None) -> pa.Table:
         ) from None
     names = table.column_names  # results written before a column was renamed read back under its new name
     table = table.rename_columns([RENAMED[n] if n in RENAMED and RENAMED[n] not in names else n for n in names])
+    for column in (c for c in ADDED.get(name, ()) if c not in table.column_names):
+        table = table.append_column(SCHEMAS[name].field(column), pa.nulls(len(table), SCHEMAS[name].field(column).type))
     if lacking := [c for c in SCHEMAS[name].names if c not in table.column_names]:
         shown = ", ".join(lacking[:5]) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
         raise DamagedResults(
