@@ -7,6 +7,7 @@ outputs written once, per call) and the inputs it was called with, as shapes, dt
 from __future__ import annotations
 
 import json
+import statistics
 from typing import Any
 
 import torch
@@ -35,8 +36,9 @@ def _tensors(tree: Any) -> list[torch.Tensor]:
 
 def value_spec(value: Any) -> Any:
     """A value as neuronexp's input grammar writes it (docs/layers.md): tensors by shape, dtype and a fill that
-    keeps what matters (token ids' bounds, position ids' arange, an all-ones mask); literals as they are; tuples
-    as lists; anything else (a cache object) as null, which the extracted config then says."""
+    keeps what matters (token ids' bounds, position ids' arange, ids distinct along a row as a router's top-k
+    choice, an all-ones mask, values in [0, 1]); literals as they are; tuples as lists; anything else (a cache
+    object) as null, which the extracted config then says."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, (tuple, list)):
@@ -46,18 +48,32 @@ def value_spec(value: Any) -> Any:
     spec: dict[str, Any] = {"shape": list(value.shape), "dtype": str(value.dtype).removeprefix("torch.")}
     flat = value.detach().reshape(-1)
     if value.numel() and not value.is_floating_point() and value.dtype != torch.bool:
-        ramp = torch.arange(value.shape[-1], device=value.device).expand(value.shape) if value.dim() else None
-        if ramp is not None and torch.equal(value.long(), ramp.long()):
-            spec["fill"] = "arange"
-        elif int(flat.min()) == int(flat.max()):
-            spec.update(fill="full", value=int(flat[0]))
-        else:
-            spec.update(low=int(flat.min()), high=int(flat.max()) + 1)
+        spec.update(_integer_fill(value, flat))
     elif value.numel() and value.dtype == torch.bool and bool(flat.all()):
         spec["fill"] = "ones"
     elif value.numel() and value.is_floating_point() and value.dim() == 4 and bool((value.float() <= 0).all()):
         spec["causal_mask"] = True  # an additive mask: 0 where attended, the dtype's minimum elsewhere
+    elif value.numel() and value.is_floating_point() and bool(((flat >= 0) & (flat <= 1)).all()):
+        spec["fill"] = "rand"  # probabilities, routing weights: kept in [0, 1]
     return spec
+
+
+def _integer_fill(value: torch.Tensor, flat: torch.Tensor) -> dict[str, Any]:
+    """Position ids' arange, a constant, or the bounds (token ids'), with `distinct` where no row repeats an id."""
+    ramp = torch.arange(value.shape[-1], device=value.device).expand(value.shape) if value.dim() else None
+    if ramp is not None and torch.equal(value.long(), ramp.long()):
+        return {"fill": "arange"}
+    if int(flat.min()) == int(flat.max()):
+        return {"fill": "full", "value": int(flat[0])}
+    bounds: dict[str, Any] = {"low": int(flat.min()), "high": int(flat.max()) + 1}
+    if value.dim() and value.shape[-1] > 1 and _distinct_rows(value):
+        bounds["distinct"] = True  # a router's top-k choice: no row names an expert twice
+    return bounds
+
+
+def _distinct_rows(value: torch.Tensor) -> bool:
+    ordered = value.detach().reshape(-1, value.shape[-1]).sort(dim=-1).values
+    return bool((ordered[:, 1:] != ordered[:, :-1]).all())
 
 
 def _shape_text(spec: Any) -> str:
@@ -153,6 +169,16 @@ def median_cycle(step_us: list[float]) -> int:
     return order[(len(order) - 1) // 2]
 
 
+def _cycle_totals(cycle: ModuleCycle, parents: dict[str, str | None]) -> dict[str, float]:
+    """Every path's total device time in one cycle: its self time plus its children's totals."""
+    totals = {p: float(cycle.self_device_us[p]) for p in parents}
+    for p in sorted(parents, key=depth_of, reverse=True):  # deepest first: a child's total is final before its parent's
+        parent = parents[p]
+        if parent is not None and parent in totals:
+            totals[parent] += totals[p]
+    return totals
+
+
 def module_rows(
     module: nn.Module,
     cycles: list[ModuleCycle],
@@ -163,13 +189,20 @@ def module_rows(
 ) -> list[dict[str, Any]]:
     """One row per module path, per profiled step, from the median cycle (`step_us`: each cycle's device time per
     step); totals summed up the tree from the self times, so a parent's total is exactly its self plus its
-    children's, and the root's the step's (less ops run outside the model's forward)."""
+    children's, and the root's the step's (less ops run outside the model's forward). Each total over every cycle,
+    its lowest, median and highest (`total_device_us_low`, `_median`, `_high`), is what the hotspots rank by and how
+    far another cycle would move it (moduletime.views)."""
     paths = dict(module.named_modules())
+    parents = {p: parent_of(p) for p in paths}
     pick = median_cycle(step_us) if cycles else None
     step = step_us[pick] if pick is not None else float("nan")
+    per_cycle = [_cycle_totals(c, parents) for c in cycles]
 
     def per_step(field: str, path: str) -> float:
         return getattr(cycles[pick], field)[path] / active if pick is not None else float("nan")
+
+    def band(path: str, pick_: Any) -> float:
+        return pick_(t[path] for t in per_cycle) / active if per_cycle else float("nan")
 
     rows = {
         p: {
@@ -177,10 +210,14 @@ def module_rows(
             "module_path": p,
             "module_type": qualified_type(m),
             "depth": depth_of(p),
-            "parent_path": parent_of(p),
+            "parent_path": parents[p],
             "calls": per_step("calls", p),
             "self_cpu_us": per_step("self_cpu_us", p),
             "self_device_us": per_step("self_device_us", p),
+            "cycles": len(cycles),
+            "total_device_us_low": band(p, min),
+            "total_device_us_median": band(p, statistics.median),
+            "total_device_us_high": band(p, max),
             **inspected.get(p, {}),
         }
         for p, m in paths.items()

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from neuronexp.analysis.noise import fmt_spread
+from neuronexp.config.schema import NoiseConfig
+
 # Built-in containers: their forward is their children's (ModuleList and ModuleDict have none at all).
 CONTAINERS = {
     "torch.nn.modules.container.ModuleList",
@@ -62,23 +65,103 @@ def units(table: pd.DataFrame) -> list[str]:
     return found
 
 
-_SUMMED = ("calls", "total_device_us", "total_cpu_us", "share", "flops", "bytes_min")  # over a hotspot's instances
+_SUMMED = (  # over a hotspot's instances
+    "calls",
+    "total_device_us",
+    "total_cpu_us",
+    "share",
+    "flops",
+    "bytes_min",
+    "total_device_us_low",
+    "total_device_us_high",
+)
 
 
-def hot_units(table: pd.DataFrame) -> pd.DataFrame:
-    """Units merged by (type, input shapes) and ranked by summed total device time: one row per group with
-    `module_type`, `input_shapes`, `paths` (the instances, in tree order), `instances`, `calls`, `total_device_us`,
-    `total_cpu_us`, `share`, `flops`, `bytes_min`."""
+def _by_median(rows: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with `total_device_us` and `share` from each module's median over the profile's cycles, where the
+    table has it: one cycle the host disturbed (an `lm_head` at 50% of a step it takes 2% of) moves it little."""
+    if "total_device_us_median" not in rows or rows["total_device_us_median"].isna().all():
+        return rows
+    median = rows["total_device_us_median"]
+    root = table.loc[[not isinstance(p, str) for p in table["parent_path"]], "total_device_us_median"]
+    step = float(root.iloc[0]) if len(root) else float("nan")
+    share = median / step if step > 0 else pd.Series(float("nan"), index=rows.index)
+    return rows.assign(total_device_us=median.fillna(rows["total_device_us"]), share=share.fillna(rows["share"]))
+
+
+def hot_forms(table: pd.DataFrame) -> pd.DataFrame:
+    """Units merged by (type, input shapes) and ranked by summed total device time (each unit's median over the
+    profile's cycles: _by_median): one row per form with `module_type`, `input_shapes`, `paths` (the instances, in
+    tree order), `instances`, and the _SUMMED columns."""
     rows = table.loc[units(table)]
-    rows = rows[rows["calls"].fillna(0) > 0]
+    rows = _by_median(rows[rows["calls"].fillna(0) > 0], table)
     if rows.empty:
         return pd.DataFrame(columns=[*"module_type input_shapes paths instances".split(), *_SUMMED])
     key = rows["input_shapes"].fillna("")
     grouped = rows.assign(_shapes=key).groupby(["module_type", "_shapes"], sort=False)
-    summed = {c: (c, "sum") for c in _SUMMED}
+    summed = {c: (c, "sum") for c in _SUMMED if c in rows}  # a band an older table lacks: NaN (ranked: unsure)
     out = grouped.agg(paths=("module_path", list), instances=("module_path", "size"), **summed).reset_index()
+    out = out.assign(**{c: float("nan") for c in _SUMMED if c not in rows})
     out = out.rename(columns={"_shapes": "input_shapes"})
     return out.sort_values("total_device_us", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def hot_units(table: pd.DataFrame) -> pd.DataFrame:
+    """The hotspots: study units summed by class over every instance and form (docs/columns.md, "modules"), so a
+    class spread over many instances (T5's six attention modules, each called its own way) ranks by its whole time.
+    One row per class, hottest first: hot_forms' columns summed, `forms` (ways it was called), and its hottest form,
+    whose instances lead `paths` and whose first call a study takes (`input_shapes`, `form_instances`, `form_calls`,
+    `form_total_device_us`); `cycles` and `noise`: how sure its place is (ranked)."""
+    forms = hot_forms(table)
+    if forms.empty:
+        return forms.assign(forms=[], form_instances=[], form_calls=[], form_total_device_us=[], cycles=[], noise=[])
+    out = []
+    for module_type, of_class in forms.groupby("module_type", sort=False):  # forms come hottest first
+        top = of_class.iloc[0]
+        row = {c: of_class[c].sum(min_count=1) for c in _SUMMED if c in of_class}
+        out.append(
+            {
+                "module_type": module_type,
+                "input_shapes": top["input_shapes"],
+                "paths": [p for paths in of_class["paths"] for p in paths],
+                "instances": int(of_class["instances"].sum()),
+                "forms": len(of_class),
+                "form_instances": int(top["instances"]),
+                "form_calls": top["calls"],
+                "form_total_device_us": top["total_device_us"],
+                **row,
+            }
+        )
+    ranked_ = pd.DataFrame(out).sort_values("total_device_us", ascending=False, kind="stable").reset_index(drop=True)
+    return ranked(ranked_, _cycles(table))
+
+
+def _cycles(table: pd.DataFrame) -> int:
+    """How many profiled cycles the table's bands span (0: written before they were recorded)."""
+    found = pd.to_numeric(table.get("cycles", pd.Series(dtype=float)), errors="coerce").dropna()
+    return int(found.min()) if not found.empty else 0
+
+
+def ranked(hot: pd.DataFrame, cycles: int) -> pd.DataFrame:
+    """`hot` with `cycles` and `noise`: why an entry's place could change, empty where it could not (docs/
+    methodology.md, "Noise": its spread over the profile's cycles beyond noise.round_spread; or its band over the
+    cycles meeting a neighbour's, so that some cycle could have ranked the two the other way; or one profiled cycle,
+    which cannot say)."""
+    low, high, mid = (
+        hot[c].to_numpy(dtype=float) for c in ("total_device_us_low", "total_device_us_high", "total_device_us")
+    )
+    reasons: list[list[str]] = [[] for _ in range(len(hot))]
+    for k in range(len(hot)):
+        if cycles <= 1 or not (low[k] == low[k] and high[k] == high[k]):
+            reasons[k].append("one profiled cycle" if cycles == 1 else "no profiled cycles recorded (an older table)")
+            continue
+        spread = (high[k] - low[k]) / mid[k] if mid[k] > 0 else 0.0
+        if spread > NoiseConfig.round_spread:
+            reasons[k].append(f"spread {fmt_spread(spread)}")
+        for j in (k - 1, k + 1):
+            if 0 <= j < len(hot) and low[min(j, k)] <= high[max(j, k)]:
+                reasons[k].append(f"overlaps #{j + 1}")
+    return hot.assign(cycles=cycles, noise=[", ".join(r) for r in reasons])
 
 
 def by_type(table: pd.DataFrame) -> pd.DataFrame:
