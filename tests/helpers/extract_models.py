@@ -62,3 +62,41 @@ class StudyNet(nn.Module):
         x = self.opaque(self.tagged(x))
         x = self.escapes(x) if self.escapes is not None else x
         return self.heads[INJECTING_KEY](x) * scale
+
+
+class Scaled(nn.Module):
+    """Keeps its `scale` as `factor`, which no argument name recovers: rebuilt alone it scales by 1, not 2."""
+
+    def __init__(self, width: int, scale: float = 1.0) -> None:
+        super().__init__()
+        self.width, self.proj = width, nn.Linear(width, width)
+        self.factor = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(x) * self.factor
+
+
+class TwoWays(nn.Module):
+    """Doubles its input by `x + x` or `x * 2` (the same values, other operators), by a flag no argument recovers:
+    an implementation choice a rebuilt module loses, as a config's `_experts_implementation` once was."""
+
+    def __init__(self, width: int, by_add: bool = False) -> None:
+        super().__init__()
+        self.width, self.proj = width, nn.Linear(width, width)
+        self._by_add = by_add
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.proj(x)
+        return y + y if self._by_add else y * 2
+
+
+class RebuildNet(nn.Module):
+    """One part that computes something else when rebuilt alone, one that runs other operators."""
+
+    def __init__(self, width: int = 32) -> None:
+        super().__init__()
+        self.scaled = Scaled(width, scale=2.0)
+        self.two_ways = TwoWays(width, by_add=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.two_ways(self.scaled(x))

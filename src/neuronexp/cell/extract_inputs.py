@@ -1,6 +1,7 @@
 """A module's recorded first call (`input_specs` in modules.parquet) as the `input` node of an extracted study.
 The table is data from a results directory: only the grammar the recorder writes (moduletime.module_rows.value_spec) is
-read (tensors by shape, dtype and fill; literals; lists; a stand-in for an object it could not record), anything
+read (tensors by shape, dtype and fill, ids distinct per row; literals; lists; a stand-in for an object it could
+not record), anything
 else is refused, and text from it reaches a generated file only as a literal (docs/guarantees.md)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from torch import nn
 
 from neuronexp.config.input_specs import DTYPES, FILLS, INT64_MAX
 
-_TENSOR_KEYS = {"shape", "dtype", "fill", "low", "high", "value", "causal_mask"}
+_TENSOR_KEYS = {"shape", "dtype", "fill", "low", "high", "value", "causal_mask", "distinct"}
 _MAX_DEPTH = 16
 
 
@@ -86,6 +87,7 @@ def _tensor_ok(spec: dict[str, Any]) -> bool:
         and spec.get("dtype") in DTYPES
         and spec.get("fill", "randn") in FILLS
         and isinstance(spec.get("causal_mask", False), bool)
+        and isinstance(spec.get("distinct", False), bool)
         and all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)  # the recorder's bounds are ints
     )
 
@@ -106,6 +108,9 @@ def _spec(name: str, spec: Any, notes: list[str]) -> Any:
         return None
     if isinstance(spec, dict) and spec.get("causal_mask"):
         return {"_target_": "neuronexp.modules.factories.causal_mask"}
+    if isinstance(spec, dict) and spec.get("distinct") and {"low", "high"} <= set(spec):
+        ids = {k: spec[k] for k in ("shape", "low", "high", "dtype") if k in spec}
+        return {"_target_": "neuronexp.modules.factories.distinct_ids", **ids}
     if name.endswith("position_embeddings") and isinstance(spec, list) and len(spec) == 2:
         return {"_target_": "neuronexp.modules.factories.rotary"}
     if isinstance(spec, list):

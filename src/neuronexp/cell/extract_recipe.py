@@ -1,7 +1,8 @@
-"""From a hot module of a profiled model to the config node that rebuilds it alone (neuronexp-extract): from its
-Hugging Face config, else from constructor arguments recovered from its attributes (kept only when they rebuild
-the same parameter shapes), else from a pickled copy checked by its sha256 when loaded. Timing does not depend on
-the weights' values, so the seeded random ones do (docs/layers.md, "From a model to a layer study")."""
+"""From a hot module of a profiled model to the config node that rebuilds it alone (neuronexp-extract): its
+constructor's arguments, the Hugging Face config among them (with the implementation it chose: attention, experts)
+and the rest recovered from its attributes, kept only when the node builds the same parameter shapes; else a
+pickled copy checked by its sha256 when loaded. The weights are the model's own (cell.extract_check saves them):
+a layer's constructor may leave them as `torch.empty` memory (docs/layers.md, "From a model to a layer study")."""
 
 from __future__ import annotations
 
@@ -49,12 +50,30 @@ def _importable(cls: type) -> str | None:
 _NOT_NAMES = {"true", "false", "null", "inf", "nan"}
 
 
+def _snake(name: str) -> str:
+    """`RMSNorm` → `rms_norm`, `LayerNorm` → `layer_norm`: a word starts at a capital after a small letter or digit,
+    or at the last capital of a run followed by a small letter."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def _words(module_type: str) -> str:
+    """The class name in snake case, its model's name kept as one word where the class is named after the folder or
+    file it lives in (`...models.vit.modeling_vit.ViTMLP` → `vit_mlp`, not `vi_tmlp`; `T5LayerNorm` →
+    `t5_layer_norm`)."""
+    where, _, short = str(module_type).rpartition(".")
+    for family in reversed(where.split(".")[-2:]):
+        family = family.removeprefix("modeling_")
+        squashed = family.replace("_", "").lower()
+        rest = short[len(squashed) :]
+        if squashed and short.lower().startswith(squashed) and (not rest or not rest[0].islower()):
+            return family.lower() + ("_" + _snake(rest).strip("_") if rest.strip("_") else "")
+    return _snake(short)
+
+
 def study_name(module_type: str) -> str | None:
     """A file and config name from a module's class (`transformers...LlamaMLP` → `llama_mlp`): ASCII letters,
     digits and `_` only, starting with a letter, at most 64 characters; None when nothing of it is left."""
-    short = str(module_type).rsplit(".", 1)[-1]
-    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", short).lower()
-    text = unicodedata.normalize("NFKD", snake).encode("ascii", "ignore").decode()
+    text = unicodedata.normalize("NFKD", _words(module_type)).encode("ascii", "ignore").decode()
     name = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:64].strip("_")
     if not name:
         return None
@@ -89,38 +108,63 @@ def _plain(value: Any) -> Any:
     return _SKIP
 
 
-def _from_config(module: nn.Module, model_config: Any = None) -> Recipe | None:
-    """From the module's Hugging Face config, or the whole model's for a layer that keeps none (BertIntermediate):
-    then only when a layer built from it has the same parameter shapes."""
-    own = getattr(module, "config", None)
-    config = own if own is not None else model_config
-    params = _init_params(type(module))
-    if not hasattr(config, "to_diff_dict") or "config" not in {p.name for p in params}:
+def _config_node(config: Any) -> dict[str, Any] | None:
+    """A Hugging Face config as a node: its keys that differ from the defaults, as literals, and the implementations
+    it chose (`_attn_implementation`, `_experts_implementation`, ...: what a model sets when built, and what picks a
+    layer's kernels, eager attention or SDPA, a loop over experts or one grouped matmul)."""
+    target = _importable(type(config))
+    if not hasattr(config, "to_diff_dict") or target is None:
         return None
-    if any(p.default is p.empty and p.name not in ("config", "layer_idx") for p in params):
-        return None  # another argument it needs, which a config does not give
     keys = {k: _plain(v) for k, v in config.to_diff_dict().items() if k not in _HF_DROP and not k.startswith("_")}
     keys = {k: v for k, v in keys.items() if v is not _SKIP and k.isidentifier()}
-    impl = getattr(config, "_attn_implementation", None)
-    if isinstance(impl, str) and impl:
-        keys["attn_implementation"] = literal(impl)
-    target, config_target = _importable(type(module)), _importable(type(config))
-    if target is None or config_target is None:
-        return None
-    node: dict[str, Any] = {"_target_": target, "config": {"_target_": config_target, **keys}}
-    layer_idx = getattr(module, "layer_idx", None)
-    if "layer_idx" in {p.name for p in params} and layer_idx is not None:
-        node["layer_idx"] = int(layer_idx)
-    if own is None and not _rebuilds(module, config, node.get("layer_idx")):
-        return None
-    return Recipe(node, "config")
+    for attr in dir(type(config)):
+        chosen = getattr(config, attr, None) if _IMPLEMENTATION.fullmatch(attr) else None
+        if isinstance(chosen, str) and chosen:
+            keys[attr.lstrip("_")] = literal(chosen)
+    return {"_target_": target, **keys}
 
 
-def _rebuilds(module: nn.Module, config: Any, layer_idx: int | None) -> bool:
-    extra = {} if layer_idx is None else {"layer_idx": layer_idx}
+_IMPLEMENTATION = re.compile(r"_[a-z]+_implementation")
+
+
+def _argument(module: nn.Module, p: inspect.Parameter, config: dict[str, Any] | None) -> Any:
+    """One constructor argument: the config node for `config`, else what the module's attributes say."""
+    if p.name == "config":
+        return config if config is not None else inspect.Parameter.empty
+    return _recovered(module, p)
+
+
+def _from_signature(module: nn.Module, model_config: Any = None) -> Recipe | None:
+    """Every argument of the module's constructor: `config` from its Hugging Face config (or the whole model's, for
+    a layer that keeps none: BertIntermediate), the others from its attributes (`layer_idx`, T5's
+    `has_relative_attention_bias`); None when one it needs cannot be found, or the node does not build the same
+    parameter shapes (the model's config is not this layer's)."""
+    own = getattr(module, "config", None)
+    config = _config_node(own if own is not None else model_config)
+    args: dict[str, Any] = {}
+    for p in _init_params(type(module)):
+        value = _argument(module, p, config)
+        if value is inspect.Parameter.empty:
+            if p.default is inspect.Parameter.empty:
+                return None  # a required argument we cannot see
+            continue
+        if p.name == "config" or p.default is inspect.Parameter.empty or value != p.default:
+            args[p.name] = value if p.name == "config" else _plain(value)
+    if (target := _importable(type(module))) is None or any(v is _SKIP for v in args.values()):
+        return None
+    node = {"_target_": target, **args}
+    if not _rebuilds(module, node):
+        return None
+    return Recipe(node, "config" if "config" in args else "constructor arguments")
+
+
+def _rebuilds(module: nn.Module, node: dict[str, Any]) -> bool:
+    """Whether `node`, built as a study builds it, has the module's parameter and buffer shapes."""
+    from neuronexp.config.targets import instantiate
+
     try:
-        return _shapes(type(module)(config=config, **extra)) == _shapes(module)
-    except Exception:  # the config is not what this layer was built from
+        return _shapes(instantiate(node)) == _shapes(module)
+    except Exception:  # the recovered values are not what the constructor wants
         return False
 
 
@@ -142,27 +186,6 @@ def _recovered(module: nn.Module, p: inspect.Parameter) -> Any:
     ):
         return int(weight.shape[0])
     return inspect.Parameter.empty
-
-
-def _from_arguments(module: nn.Module) -> Recipe | None:
-    args: dict[str, Any] = {}
-    for p in _init_params(type(module)):
-        value = _recovered(module, p)
-        if value is inspect.Parameter.empty:
-            if p.default is inspect.Parameter.empty:
-                return None  # a required argument we cannot see
-            continue
-        if p.default is inspect.Parameter.empty or value != p.default:
-            args[p.name] = value
-    if (target := _importable(type(module))) is None:
-        return None
-    try:
-        rebuilt = type(module)(**args)
-    except Exception:  # the recovered values are not what the constructor wants
-        return None
-    if _shapes(rebuilt) != _shapes(module):
-        return None
-    return Recipe({"_target_": target, **{k: _plain(v) for k, v in args.items()}}, "constructor arguments")
 
 
 def _saved(module: nn.Module, rel_path: str) -> Recipe:
@@ -192,40 +215,4 @@ def _saved(module: nn.Module, rel_path: str) -> Recipe:
 def recipe(module: nn.Module, saved_path: str, model_config: Any = None) -> Recipe:
     """`saved_path`: where the pickled copy goes, relative to the study's directory (`module/<name>.pt`);
     `model_config`: the whole model's config (`model.config`), for a layer that keeps none."""
-    return _from_config(module, model_config) or _from_arguments(module) or _saved(module, saved_path)
-
-
-def fused_alternative(module: nn.Module, node: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
-    """A known fused form of the same computation, as a module node: RMSNorm-like → torch.rms_norm
-    (neuronexp.modules.FusedRMSNorm), a gated MLP → gate and up in one projection, a Hugging Face layer with eager
-    attention → the same layer on SDPA."""
-    name = type(module).__name__
-    weight = getattr(module, "weight", None)
-    eps = next(
-        (getattr(module, a) for a in ("variance_epsilon", "eps") if isinstance(getattr(module, a, None), float)), None
-    )
-    if "RMSNorm" in name and isinstance(weight, torch.Tensor) and weight.dim() == 1 and eps is not None:
-        return (
-            {"_target_": "neuronexp.modules.FusedRMSNorm", "hidden_size": int(weight.shape[0]), "eps": eps},
-            "torch.rms_norm (neuronexp.modules.FusedRMSNorm)",
-        )
-    if all(
-        isinstance(getattr(module, a, None), nn.Linear) for a in ("gate_proj", "up_proj", "down_proj")
-    ) and isinstance(getattr(module, "act_fn", None), nn.Module):
-        return (
-            {"_target_": "neuronexp.modules.extracted.FusedGateUp", "module": node},
-            "gate and up in one projection (neuronexp.modules.extracted.FusedGateUp)",
-        )
-    config = node.get("config")
-    if (
-        isinstance(config, dict)
-        and config.get("attn_implementation") == "eager"
-        and any("Attention" in type(m).__name__ for m in module.modules())
-    ):
-        return ({**node, "config": {**config, "attn_implementation": "sdpa"}}, "the same layer with SDPA attention")
-    return None
-
-
-def first_output(node: dict[str, Any]) -> dict[str, Any]:
-    """The node wrapped in neuronexp.modules.extracted.FirstOutput (eager attention's weights are not SDPA's)."""
-    return {"_target_": "neuronexp.modules.extracted.FirstOutput", "module": node}
+    return _from_signature(module, model_config) or _saved(module, saved_path)

@@ -7,17 +7,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
 from neuronexp.cli.extract_units import ExtractError
 
 _WRITES = """\
-writes into DIR, for each module: module/NAME.yaml (the module alone, with the inputs the model called it with),
-module/NAME_fused.yaml (where a fused form is known), module/NAME.pt (a saved copy, only for a module that cannot
-be rebuilt from its config or constructor: loaded only while its sha256 matches the one in module/NAME.yaml), and
-experiment/NAME.yaml (eager vs compiled, the module itself as baseline); and .neuronexp-files.json, the record of
-what it wrote. A rerun replaces only files it wrote and you did not change; anything else is refused before any
-work, as is a DIR that is a link or a results directory. Nothing is written unless every file can be.
+writes into DIR, for each module class: module/NAME.yaml (the module alone, with the inputs the model called it
+with), module/NAME.weights.pt (the module's weights in the model, a state dict loaded only while its sha256 matches
+the one in the YAML), module/NAME_fused.yaml (where a fused form is known), module/NAME.pt (a saved copy, only for a
+module that cannot be rebuilt from its config or constructor), and experiment/NAME.yaml (eager vs compiled, the module
+itself as baseline); and .neuronexp-files.json, the record of what it wrote. Each module is checked against itself in
+the model on the same inputs first (output and operators); one that fails alone is one line, the others are written.
+A rerun replaces only files it wrote and you did not change; anything else is refused before any work, as is a DIR
+that is a link or a results directory. Nothing is written unless every file can be.
 
 RUN_DIR must come from a run with profiler.modules=true, e.g.
   neuronexp module=... profiler.modules=true hydra.run.dir=outputs/model
@@ -35,7 +38,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("dir", type=Path, metavar="RUN_DIR", help="a run directory (or a sweep: its first run with modules)")
-    p.add_argument("--top", type=positive_int, default=3, metavar="K", help="hottest modules to extract (default 3)")
+    p.add_argument(
+        "--top", type=positive_int, default=3, metavar="K", help="hottest module classes to extract (default 3)"
+    )
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="the study's config directory (module/, experiment/)"
     )
@@ -66,12 +71,26 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
     check_free(owned, [rel for unit in units for rel in unit.files()])
     cfg = run_config(job_dir)
     model, dtype = build_model(cfg, str(job_dir / "config.yaml"))
-    files, lines = study_files(units, model, dtype, cfg, out)
+    files, lines = study_files(units, model, dtype, cfg, out, run_threads(found.results.cells, run_id))
     try:
         commit(owned, files)
     except OSError as exc:  # a full or read-only disk: what it had staged or placed is gone again
         raise ExtractError(f"--out={out}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return lines
+
+
+def run_threads(cells: Any, run_id: str) -> int:
+    """The threads the run's cell was timed with (its `threads` column), which extract times "alone" with too;
+    where the table has none, what a cell would use here (host.threads)."""
+    import torch
+
+    from neuronexp.host.threads import default_threads
+
+    row = cells[cells["run_id"] == run_id] if "threads" in cells else cells.iloc[:0]
+    found = float(row["threads"].iloc[0]) if not row.empty and row["threads"].notna().iloc[0] else 0.0
+    if found >= 1 and found == int(found):
+        return int(found)
+    return default_threads(torch.get_num_threads()) or torch.get_num_threads()
 
 
 def _message(exc: Exception) -> str:

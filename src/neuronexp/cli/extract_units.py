@@ -19,14 +19,22 @@ class Unit:
     name: str  # the file and config name, safe (cell.extract_recipe.study_name)
     module_type: str
     paths: list[str]
-    share: float
-    per_call_us: float  # profiled op time per call in the model
+    share: float  # of the step, the class's instances summed
+    per_call_us: float  # profiled op time per call in the model, of the form the study takes (moduletime.views)
     call: tuple[list[Any], dict[str, Any]] | None  # the recorded first call (args, kwargs), checked
+    forms: int = 1  # ways the class was called (input shapes); the study takes the hottest
+    noise: str = ""  # why its place in the ranking could change (moduletime.views.ranked); "" when it could not
 
     def files(self) -> list[str]:
         """Every file this unit may write (which ones it does depends on the module)."""
         n = self.name
-        return [f"module/{n}.yaml", f"module/{n}_fused.yaml", f"module/{n}.pt", f"experiment/{n}.yaml"]
+        return [
+            f"module/{n}.yaml",
+            f"module/{n}_fused.yaml",
+            f"module/{n}.pt",
+            f"module/{n}.weights.pt",
+            f"experiment/{n}.yaml",
+        ]
 
 
 def _unique(base: str, rank: int, used: set[str]) -> str:
@@ -37,8 +45,9 @@ def _unique(base: str, rank: int, used: set[str]) -> str:
 
 
 def plan_units(hot: Any, table: Any, where: Path) -> list[Unit]:
-    """The units of `hot` (moduletime.views.hot_units), named and with their recorded calls read. ExtractError: a
-    class name that gives no safe file name; BadSpecs: a recorded call outside the grammar."""
+    """The units of `hot` (moduletime.views.hot_units: one per class), named and with the recorded call of the
+    class's hottest form read. ExtractError: a class name that gives no safe file name; BadSpecs: a recorded call
+    outside the grammar."""
     from neuronexp.cell.extract_inputs import read_specs, shown
     from neuronexp.cell.extract_recipe import study_name
 
@@ -62,8 +71,10 @@ def plan_units(hot: Any, table: Any, where: Path) -> list[Unit]:
                 module_type=str(row.module_type),
                 paths=list(row.paths),
                 share=float(row.share),
-                per_call_us=row.total_device_us / row.calls if row.calls else float("nan"),
+                per_call_us=row.form_total_device_us / row.form_calls if row.form_calls else float("nan"),
                 call=call,
+                forms=int(row.forms),
+                noise=str(row.noise),
             )
         )
     return units
@@ -78,3 +89,24 @@ def yaml_file(header: list[str], body: dict[str, Any]) -> bytes:
 
     comments = "".join(f"# {shown(line)}\n" for line in header)
     return (comments + yaml.safe_dump(body, sort_keys=False, width=110)).encode()
+
+
+def experiment_file(name: str, fused: bool, command: str) -> bytes:
+    """experiment/NAME.yaml: the module (and its fused form), eager and compiled, the module eager as baseline."""
+    variants = [name, f"{name}_fused"] if fused else [name]
+    return yaml_file(
+        [
+            "@package _global_",
+            f"{name}: {' and '.join(variants)}, eager and compiled; baseline: {name} eager",
+            f"  {command}{name}",
+        ],
+        {
+            "defaults": [{"override /module": name}],
+            "baseline": {"module": name, "compile.enabled": False},
+            "hydra": {
+                "mode": "MULTIRUN",
+                "sweep": {"dir": f"outputs/sweeps/extracted/{name}/${{now:%Y-%m-%d_%H-%M-%S}}"},
+                "sweeper": {"params": {"module": ",".join(variants), "compile.enabled": "false,true"}},
+            },
+        },
+    )

@@ -1,5 +1,6 @@
-"""Helpers for the studies neuronexp-extract writes: a module rebuilt from a saved copy (its last resort), and a
-wrapper that keeps a layer's first output, so that two forms of one layer compare on what they both return."""
+"""Helpers for the studies neuronexp-extract writes: the model's weights loaded into a rebuilt module, a module
+rebuilt from a saved copy (its last resort), and a wrapper that keeps a layer's first output, so that two forms of
+one layer compare on what they both return."""
 
 from __future__ import annotations
 
@@ -17,32 +18,68 @@ import torch
 from torch import nn
 
 
-def load_module(path: str, sha256: str | None = None) -> nn.Module:
-    """The pickled nn.Module neuronexp-extract saved (`{_target_: neuronexp.modules.extracted.load_module, path:
-    module/<name>.pt, sha256: ...}`), with its weights. Unpickling runs code, so the file is loaded only when its
-    bytes are the ones extract recorded: `path` is relative to the study's directory and looked up in the run's
-    config directories (`--config-dir`, which neuronexp puts on the import path) and the working directory, a
-    moved study included; a file there with other bytes, or a link, is never loaded.
+def _found(path: str, sha256: str | None, what: str) -> bytes:
+    """The bytes of the file `path` names that hash to `sha256`: relative to the study's directory and looked up in
+    the run's config directories (`--config-dir`, which neuronexp puts on the import path) and the working directory,
+    a moved study included; a file there with other bytes, or a link, is never read.
 
     Raises:
         ValueError: no sha256 recorded, or no file with those bytes (one line, naming `path`).
     """
     if not sha256:
-        raise ValueError(f"{path}: no sha256 recorded for this saved module; run neuronexp-extract again to get one")
+        raise ValueError(f"{path}: no sha256 recorded for this {what}; run neuronexp-extract again to get one")
     dirs = dict.fromkeys([*sys.path, os.getcwd()])
     roots = [Path(path)] if Path(path).is_absolute() else [Path(d or ".") / path for d in dirs]
     for candidate in roots:
         data = _regular_bytes(candidate)
         if data is not None and hashlib.sha256(data).hexdigest() == sha256:
-            module = torch.load(io.BytesIO(data), weights_only=False, map_location="cpu")
-            if not isinstance(module, nn.Module):
-                raise ValueError(f"{path} holds a {type(module).__name__}, not an nn.Module")
-            return module
+            return data
     raise ValueError(
         f"{path}: no file with the sha256 the config records ({sha256[:12]}...) in the config directories "
-        "(--config-dir) or the working directory; a changed or replaced .pt is never loaded: "
+        "(--config-dir) or the working directory; a changed or replaced file is never loaded: "
         "run neuronexp-extract again"
     )
+
+
+def load_module(path: str, sha256: str | None = None) -> nn.Module:
+    """The pickled nn.Module neuronexp-extract saved (`{_target_: neuronexp.modules.extracted.load_module, path:
+    module/<name>.pt, sha256: ...}`), with its weights. Unpickling runs code, so the file is loaded only when its
+    bytes are the ones extract recorded (_found: where it is looked for).
+
+    Raises:
+        ValueError: no sha256 recorded, or no file with those bytes (one line, naming `path`).
+    """
+    data = _found(path, sha256, "saved module")
+    module = torch.load(io.BytesIO(data), weights_only=False, map_location="cpu")
+    if not isinstance(module, nn.Module):
+        raise ValueError(f"{path} holds a {type(module).__name__}, not an nn.Module")
+    return module
+
+
+def with_weights(module: nn.Module, path: str, sha256: str | None = None) -> nn.Module:
+    """`module` with the weights neuronexp-extract took from the model (`{_target_:
+    neuronexp.modules.extracted.with_weights, module: {...}, path: module/<name>.weights.pt, sha256: ...}`): the
+    study computes what the model computed, never on the `torch.empty` memory a layer's constructor may leave for
+    the model's initialisation. The file is a state dict, loaded with `weights_only` (tensors only, no code), and
+    only while its bytes hash to `sha256` (_found).
+
+    Raises:
+        ValueError: no such file, or its tensors do not fit the module (one line, naming `path`).
+    """
+    return apply_weights(module, _found(path, sha256, "module's weights"), path)
+
+
+def apply_weights(module: nn.Module, data: bytes, path: str) -> nn.Module:
+    """The state dict in `data` loaded into `module`, every key and shape as the module's (strict)."""
+    state = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    if not (isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())):
+        raise ValueError(f"{path} is not a state dict (a mapping of names to tensors)")
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as exc:  # missing or unexpected keys, or another shape: not this module's weights
+        first = str(exc).strip().splitlines()
+        raise ValueError(f"{path}: not this module's weights ({' '.join(first[:2])[:300]})") from None
+    return module
 
 
 def _regular_bytes(path: Path) -> bytes | None:

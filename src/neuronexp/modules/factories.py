@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 import sys
 from typing import Any
 
@@ -92,3 +93,15 @@ def causal_mask(module: nn.Module, input: Any, *, seq_len: int | None = None) ->
     dtype = _dtype(input)
     mask = torch.full((length, length), torch.finfo(dtype).min, dtype=dtype).triu(1)
     return mask[None, None].expand(b, 1, length, length).contiguous()
+
+
+def distinct_ids(
+    module: nn.Module, input: Any, *, shape: list[int], high: int, low: int = 0, dtype: str = "int64"
+) -> torch.Tensor:
+    """Integer ids in [low, high), distinct along the last dimension: a router's top-k choice (each token picks k
+    different experts), which a `randint` draw breaks by picking one twice. Drawn from the cell's seeded generator."""
+    rows, k = math.prod(shape[:-1]), int(shape[-1])
+    if high - low < k:
+        raise ValueError(f"distinct_ids: {k} distinct ids per row need high - low >= {k}, got [{low}, {high})")
+    ids = torch.rand(rows, high - low).topk(k, dim=-1).indices + low
+    return ids.reshape(shape).to(getattr(torch, dtype))
