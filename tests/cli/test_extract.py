@@ -236,9 +236,13 @@ def test_the_tiny_llama_gives_fused_alternatives_and_a_fused_study_runs(tmp_path
     assert "LlamaAttention" in result.stdout and "SDPA" in result.stdout and "torch.rms_norm" in result.stdout
     attention = yaml.safe_load((out / "module" / "llama_attention.yaml").read_text())
     assert attention["module"]["_target_"] == "neuronexp.modules.extracted.FirstOutput"  # SDPA returns no weights
-    assert attention["module"]["module"]["layer_idx"] == 0 and attention["input"]["shape"] == [1, 32, 256]
+    weighted = attention["module"]["module"]  # the model's weights, loaded into the rebuilt layer
+    assert weighted["_target_"] == "neuronexp.modules.extracted.with_weights"
+    assert weighted["path"] == "module/llama_attention.weights.pt" and (out / weighted["path"]).is_file()
+    assert weighted["module"]["layer_idx"] == 0 and attention["input"]["shape"] == [1, 32, 256]
     fused = yaml.safe_load((out / "module" / "llama_attention_fused.yaml").read_text())
-    assert fused["module"]["module"]["config"]["attn_implementation"] == "sdpa"
+    assert fused["module"]["module"]["module"]["config"]["attn_implementation"] == "sdpa"
+    assert fused["module"]["module"]["sha256"] == weighted["sha256"]  # the same weights on both sides
     command = next(c for c in _printed_commands(result.stdout) if c[-1] == "+experiment=llama_rms_norm")
     sweep = tmp_path / "sweep"
     ran = run_cli([*command, *FAST, f"hydra.sweep.dir={sweep}"], cwd=tmp_path)

@@ -1,6 +1,6 @@
 """The modules table in the terminal: a depth-limited tree of the top modules, the modules summed by type, and the
-hotspots (study units, alike merged) that neuronexp-extract would take. Plain lines cut to the console's width,
-so it reads the same at 80 columns and in a log."""
+hotspots (study units by class, marked where their place could change) that neuronexp-extract would take. Plain
+lines cut to the console's width, so it reads the same at 80 columns and in a log."""
 
 from __future__ import annotations
 
