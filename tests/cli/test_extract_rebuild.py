@@ -7,6 +7,7 @@ found by what it computes. Fast: no profiling here (tests/cli/test_extract_model
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -46,27 +47,35 @@ def _first(out: Any) -> torch.Tensor:
     return out[0] if isinstance(out, (tuple, list)) else out
 
 
+@functools.cache  # one model per family for the module's tests (they only read it)
 def _t5() -> tuple[nn.Module, dict[str, Any]]:
+    torch.manual_seed(0)
     config = transformers.T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=1,
                                    num_heads=4, use_cache=False)  # fmt: skip
     ids = torch.randint(0, 64, (1, 12), generator=torch.Generator().manual_seed(1))
     return T5ForConditionalGeneration(config).eval(), {"input_ids": ids, "decoder_input_ids": ids[:, :6]}
 
 
+@functools.cache  # one model per family for the module's tests (they only read it)
 def _vit() -> tuple[nn.Module, dict[str, Any]]:
+    torch.manual_seed(0)
     config = transformers.ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
                                     image_size=16, patch_size=8, attn_implementation="eager")  # fmt: skip
     return ViTModel(config).eval(), {"pixel_values": torch.randn(1, 3, 16, 16)}
 
 
+@functools.cache  # one model per family for the module's tests (they only read it)
 def _mixtral() -> tuple[nn.Module, dict[str, Any]]:
+    torch.manual_seed(0)
     config = transformers.MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                                         num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
                                         num_experts_per_tok=2, use_cache=False)  # fmt: skip
     return MixtralForCausalLM(config).eval(), {"input_ids": torch.arange(10).unsqueeze(0)}
 
 
+@functools.cache  # one model per family for the module's tests (they only read it)
 def _llama() -> tuple[nn.Module, dict[str, Any]]:
+    torch.manual_seed(0)
     config = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                                       num_attention_heads=4, num_key_value_heads=2, attn_implementation="eager",
                                       use_cache=False)  # fmt: skip

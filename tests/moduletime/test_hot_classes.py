@@ -127,6 +127,19 @@ def test_the_ranking_reads_each_modules_median_over_cycles_not_one_disturbed_cyc
     assert "spread" in hot["noise"].iloc[-1]  # and its place is marked: 10 µs to 500 µs over the cycles
 
 
+def test_shares_are_of_the_step_rebuilt_from_medians_not_of_a_root_every_disturbance_inflates() -> None:
+    # A different module preempted by 1 ms in each of three cycles: every module's median is untouched, the root's
+    # (its total in the median cycle) is 1 ms too high. The model's own ops outside any unit: 100 µs a step.
+    times = {**_even(90.0, 150.0), "": [100.0] * 5}
+    times[ATTENTION[0]] = [1090.0, 90.0, 90.0, 90.0, 90.0]
+    times[MLPS[0]] = [150.0, 1150.0, 150.0, 150.0, 150.0]
+    times["lm_head"] = [10.0, 10.0, 1010.0, 10.0, 10.0]
+    table = _table(times)
+    assert table.at["", "total_device_us_median"] == pytest.approx(2100.0)  # the root's median: three of five hit
+    hot = hot_units(table)
+    assert hot["share"].tolist() == pytest.approx([540 / 1100, 450 / 1100, 10 / 1100])  # was 540 / 2100
+
+
 def test_each_place_says_whether_the_cycles_could_change_it() -> None:
     times = _even(90.0, 150.0)  # attention 540 µs, MLP 450 µs
     quiet = hot_units(_table(times))

@@ -78,15 +78,17 @@ _SUMMED = (  # over a hotspot's instances
 
 
 def _by_median(rows: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """`rows` with `total_device_us` and `share` from each module's median over the profile's cycles, where the
-    table has it: one cycle the host disturbed (an `lm_head` at 50% of a step it takes 2% of) moves it little."""
+    """The units `rows` with `total_device_us` and `share` from each one's median over the profile's cycles, where the
+    table has it: a cycle the host disturbed (an `lm_head` at 50% of a step it takes 2% of) moves it little. The share
+    is of the step rebuilt the same way, the units' medians plus the median cycle's time outside every unit (the
+    containers' own ops), not of the root's median, which a disturbance in any module of most cycles inflates."""
     if "total_device_us_median" not in rows or rows["total_device_us_median"].isna().all():
         return rows
-    median = rows["total_device_us_median"]
-    root = table.loc[[not isinstance(p, str) for p in table["parent_path"]], "total_device_us_median"]
-    step = float(root.iloc[0]) if len(root) else float("nan")
-    share = median / step if step > 0 else pd.Series(float("nan"), index=rows.index)
-    return rows.assign(total_device_us=median.fillna(rows["total_device_us"]), share=share.fillna(rows["share"]))
+    median = rows["total_device_us_median"].fillna(rows["total_device_us"])
+    root = table.loc[[not isinstance(p, str) for p in table["parent_path"]], "total_device_us"]
+    outside = max(0.0, float(root.iloc[0]) - float(rows["total_device_us"].sum())) if len(root) else 0.0
+    step = float(median.sum()) + outside
+    return rows.assign(total_device_us=median, share=median / step if step > 0 else float("nan"))
 
 
 def hot_forms(table: pd.DataFrame) -> pd.DataFrame:
