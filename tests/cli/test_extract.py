@@ -39,7 +39,8 @@ def test_each_way_of_rebuilding_a_module_is_chosen_where_it_applies(tmp_path: Pa
     by_config = recipe(attention, "module/a.pt")
     assert by_config.how == "config" and by_config.node["layer_idx"] == 3
     assert by_config.node["config"]["hidden_size"] == 64 and by_config.node["config"]["attn_implementation"] == "eager"
-    fused, what = fused_alternative(attention, by_config.node, _same)  # type: ignore[misc]
+    weighted, what = fused_alternative(attention, by_config.node, lambda n: {"with_weights": n})  # type: ignore[misc]
+    fused = weighted["with_weights"]  # the SDPA form gets the model's weights too
     assert fused["config"]["attn_implementation"] == "sdpa" and "SDPA" in what
 
     mlp = llama.LlamaMLP(config)

@@ -168,6 +168,21 @@ class GemmaLike(nn.Module):
         return torch.rms_norm(x, (x.shape[-1],), None, self.eps) * (1 + self.weight)
 
 
+class BiasedRMSNorm(nn.Module):
+    """torch.rms_norm plus a bias: zero, so the same values, but a parameter FusedRMSNorm has no place for."""
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self.weight, self.bias, self.eps = (
+            nn.Parameter(torch.ones(hidden_size)),
+            nn.Parameter(torch.zeros(hidden_size)),
+            1e-6,
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.rms_norm(x, (x.shape[-1],), self.weight, self.eps) + self.bias
+
+
 def test_an_rms_norm_is_found_by_what_it_computes_not_its_class_name() -> None:
     from transformers.models.t5.modeling_t5 import T5LayerNorm
 
@@ -175,7 +190,10 @@ def test_an_rms_norm_is_found_by_what_it_computes_not_its_class_name() -> None:
     with torch.no_grad():
         norm.weight.copy_(torch.linspace(0.5, 2.0, 16))  # not all ones: the fused form must carry them
     assert rms_norm_like(norm) == (16, 1e-6)
-    fused, words = fused_alternative(norm, recipe(norm, "module/n.pt").node, lambda n: n)  # type: ignore[misc]
+    found = fused_alternative(norm, recipe(norm, "module/n.pt").node, lambda n: {"with_weights": n})
+    assert found is not None
+    weighted, words = found
+    fused = weighted["with_weights"]  # the fused form gets the model's weights too
     assert fused == {"_target_": "neuronexp.modules.FusedRMSNorm", "hidden_size": 16, "eps": 1e-6}
     assert "torch.rms_norm" in words
     built = study_module(fused, state_bytes(norm), "float32")
@@ -185,6 +203,7 @@ def test_an_rms_norm_is_found_by_what_it_computes_not_its_class_name() -> None:
     assert rms_norm_like(nn.LayerNorm(16)) is None  # it subtracts the mean (and has a bias)
     assert rms_norm_like(nn.LayerNorm(16, bias=False)) is None
     assert rms_norm_like(GemmaLike(16)) is None
+    assert rms_norm_like(BiasedRMSNorm(16)) is None  # FusedRMSNorm has no bias to take it, even a zero one
 
 
 def test_a_config_layer_keeps_the_arguments_its_attributes_give() -> None:
@@ -221,6 +240,8 @@ def test_weights_load_only_as_tensors_with_the_recorded_bytes(tmp_path: Any, mon
         with_weights(nn.LayerNorm(8), where["path"], "0" * 64)
     with pytest.raises(ValueError, match=r"module/n.weights.pt: not this module's weights \(.*"):
         with_weights(nn.Linear(8, 8), **where)
+    with pytest.raises(ValueError, match="not this module's weights"):  # every name must be the module's (strict)
+        with_weights(nn.Sequential(nn.LayerNorm(8)), **where)
     # A pickle that runs code, recorded with its own sha256 (a tampered study): weights_only refuses it, runs nothing.
     buffer = io.BytesIO()
     pickle.dump({"weight": Payload()}, buffer)

@@ -21,13 +21,13 @@ def _eps(module: nn.Module) -> float | None:
 
 
 def rms_norm_like(module: nn.Module) -> tuple[int, float] | None:
-    """(hidden size, eps) where the module is an RMSNorm by what it computes: no children, one 1-D `weight` and
-    nothing else in its state, an eps, and on a random input the output of `torch.rms_norm` with that weight and eps
+    """(hidden size, eps) where the module is an RMSNorm by what it computes: one 1-D `weight` and nothing else in its
+    state (FusedRMSNorm's), an eps, and on a random input the output of `torch.rms_norm` with that weight and eps
     (float32, within float32's rounding). A LayerNorm (it subtracts the mean), Gemma's (1 + weight) and anything else
     fail the comparison."""
     state = module.state_dict()
     weight, eps = state.get("weight"), _eps(module)
-    if list(state) != ["weight"] or weight is None or weight.dim() != 1 or eps is None or any(module.children()):
+    if list(state) != ["weight"] or weight is None or weight.dim() != 1 or eps is None:
         return None
     size = int(weight.shape[0])
     probe = copy.deepcopy(module).float().eval()
