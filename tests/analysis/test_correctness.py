@@ -70,6 +70,10 @@ def test_nan_inf_shape_and_count_mismatches(reference: np.ndarray) -> None:
     assert baseline_only.startswith("NaN in 1 of 4,096 elements (baseline): ")
     # NaN where the baseline has it too: the two agree, but a NaN is never a result, so never a pass (issue 43).
     both = compare_outputs([leaf(with_nan)], [leaf(with_nan.copy())], 1e-2, None)
+    more = with_nan.copy()
+    more[9] = np.nan
+    unequal = compare_outputs([leaf(more)], [leaf(with_nan)], 1e-2, None)["output_note"]
+    assert unequal.startswith("NaN in 2 of 4,096 elements (variant) and 1 (baseline): ")
     assert both["output_check"] == "FAIL" and both["output_note"].startswith("NaN in 1 of 4,096 elements (both): ")
     with_inf = reference.copy()
     with_inf[3] = np.inf

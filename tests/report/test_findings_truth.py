@@ -123,3 +123,9 @@ def test_the_difference_is_the_paired_speedups_where_the_medians_disagree_with_i
     assert gap_us(cell, ref) == pytest.approx(500.0)
     assert gap_us({**cell, "baseline_run_id": "other"}, ref) == pytest.approx(300.0)  # not its baseline: the medians
     assert gap_us({**cell, "speedup_vs_baseline": None}, ref) == pytest.approx(300.0)
+
+
+def test_a_group_whose_every_cell_holds_nan_says_so_not_that_it_is_noisy() -> None:
+    times = {"rmsnorm_naive": 1000.0, "rmsnorm_fused": 500.0}
+    (line,) = _group(times, _fused_mul(700.0), output_nonfinite={"rmsnorm_naive": 3, "rmsnorm_fused": 9})
+    assert line == "[1,8,64]: NaN or inf in the output of rmsnorm_naive, rmsnorm_fused: no finding"
