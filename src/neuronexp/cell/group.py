@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -120,7 +121,23 @@ def _timed_pass(live: list[tuple[CellRun, Callable[[], object]]]) -> list[Latenc
     # Moving inputs between rounds is measured on the host only (cell.build.Built.relocate); a device keeps its own.
     moves = [run.built.relocate for run, _ in live if run.built is not None] if backend.relocates_inputs else None
     with grad:
-        return time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)
+        return time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves, report=_Progress(live))
+
+
+class _Progress:
+    """An adaptive pass's status after each round, in its cells' phase files (what the sweep's progress line shows
+    and a lost cell's error names), at most every REPORT_S: a file written each round of a fast group costs."""
+
+    REPORT_S = 0.5
+
+    def __init__(self, live: list[tuple[CellRun, Callable[[], object]]]) -> None:
+        self.dirs, self.last = [run.out_dir for run, _ in live], time.perf_counter()
+
+    def __call__(self, status: str) -> None:
+        if time.perf_counter() - self.last >= self.REPORT_S:
+            self.last = time.perf_counter()
+            for out_dir in self.dirs:
+                write_phase(out_dir, status)
 
 
 def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:

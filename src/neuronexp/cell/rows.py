@@ -24,7 +24,7 @@ from neuronexp.analysis.overrides import argument_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
-from neuronexp.cell.timing import LatencyStats
+from neuronexp.cell.timing import LatencyStats, Stopped
 from neuronexp.config import CellSpec, format_units
 from neuronexp.config.fingerprint import package_version
 from neuronexp.host.allocator import preload_environment
@@ -189,9 +189,18 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
         threads=m.threads,
         host_dispatch_us=host_dispatch,
         host_memory_us=host_memory,
+        **_stop_columns(m.latency.stop),
         warnings=join_warnings(noise["noise"] and f"{NOISE_WARNING}{noise['noise']} ({hint})", profile_warning(ratio)),
         **noise,
     )
+
+
+def _stop_columns(stop: Stopped | None) -> dict[str, Any]:
+    """Why the timed pass ended and the precision it reached (cell.timing.Stopped)."""
+    if stop is None:
+        return {}
+    met, target, reached = stop.met, stop.target, stop.reached
+    return dict(timing_stop=stop.why, precision_target=target, precision_reached=reached, precision_met=met)
 
 
 def git_state(cwd: Path) -> dict[str, Any]:
