@@ -78,6 +78,14 @@ def test_the_template_is_one_thread_with_no_device_runtime(server: Path) -> None
     assert state["runtimes_started"] == []
 
 
+def test_a_forked_cell_starts_no_process_for_its_platform_string(server: Path, tmp_path: Path) -> None:
+    # env.json's platform string asks `uname -p` once per process: the template asked, so no cell does (5 ms each).
+    ended = run_forked(_typed(_request(tmp_path, "platform_spawns")), timeout_s=60)
+    assert ended.code == 0, (tmp_path / "cell.log").read_text()
+    seen = _seen(tmp_path)
+    assert seen["spawned"] == [] and seen["platform"].startswith("Linux-")
+
+
 def test_cells_are_forked_with_their_own_malloc_mode_from_the_start(server: Path, tmp_path: Path) -> None:
     """The template applies the sweep's mode before torch allocates; a cell of another mode gets a template of its
     own. Seen in the child's page faults: an 8 MiB block freed and taken again faults under glibc's defaults."""

@@ -205,7 +205,8 @@ def _stop_columns(stop: Stopped | None) -> dict[str, Any]:
 
 def git_state(cwd: Path) -> dict[str, Any]:
     """Commit and dirtiness of the working tree the user runs from (None outside a repository), asked afresh for
-    every cell: a Python caller's process runs many invocations, between which the tree may change."""
+    every group of cells (cell.group): a Python caller's process runs many invocations, between which the tree may
+    change."""
 
     def git(*args: str) -> str | None:
         try:
@@ -219,8 +220,11 @@ def git_state(cwd: Path) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
-def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any], threads: int) -> dict[str, Any]:
-    """env.json: versions, host, device, and what the cell's process did to its host (malloc, threads)."""
+def environment_record(
+    device_name: str, backend: str, host_alloc: dict[str, Any], threads: int, git: dict[str, Any]
+) -> dict[str, Any]:
+    """env.json: versions, host, device, what the cell's process did to its host (malloc, threads), and `git`, the
+    working tree's state (git_state)."""
     env = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -245,7 +249,7 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
         },
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
-    env.update(git_state(Path.cwd().resolve()))
+    env.update(git)
     return env
 
 

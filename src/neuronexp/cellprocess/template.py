@@ -10,6 +10,7 @@ import gc
 import json
 import os
 import pickle
+import platform
 import selectors
 import signal
 import socket
@@ -187,6 +188,8 @@ def main() -> None:
     # torch.profiler's first start asks `hasattr(torch, "_inductor")`, which imports Inductor and Dynamo: 1.8 s
     # of every cell on a 2-core VM unless done here (thread-free: checked by forksafety.template_state).
     hasattr(torch, "_inductor")
+    # env.json's platform string: its processor field runs `uname -p` once per process (5 ms of every cell's).
+    platform.platform()
 
     line = sys.stdin.buffer.readline()
     if not line:  # the owner stopped before its sweep had a cell to run
