@@ -150,9 +150,12 @@ def cell_then_modules(payload: dict[str, Any]) -> int:
     return 0
 
 
-def platform_spawns(payload: dict[str, Any]) -> int:
-    """The processes env.json's platform string starts in this process (`uname -p`, unless the template asked first)."""
+def inherited(payload: dict[str, Any]) -> int:
+    """What a cell would otherwise do afresh in each process: modules it imports (those of `payload["modules"]` not
+    loaded yet) and the processes env.json's platform string starts (`uname -p`, unless the template asked first)."""
     import platform
+
+    missing = [name for name in payload["modules"] if name not in sys.modules]
 
     spawned: list[list[str]] = []
     real = subprocess.Popen.__init__
@@ -162,5 +165,5 @@ def platform_spawns(payload: dict[str, Any]) -> int:
         real(self, args, *rest, **kw)
 
     subprocess.Popen.__init__ = recording  # type: ignore[method-assign]
-    _write(payload, {"platform": platform.platform(), "spawned": spawned})
+    _write(payload, {"platform": platform.platform(), "spawned": spawned, "missing": missing})
     return 0
