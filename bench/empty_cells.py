@@ -62,7 +62,8 @@ def main() -> None:
         for name in list(checkouts)[:: 1 if i % 2 == 0 else -1]:
             two = sweep(2, work / f"{name}{i}_2", checkouts[name], args.min_seconds)
             many = sweep(24, work / f"{name}{i}_24", checkouts[name], args.min_seconds)
-            row[name] = {"2_cells_s": round(two, 2), "24_cells_s": round(many, 2), "per_cell_s": round((many - two) / 22, 3)}
+            per_cell = round((many - two) / 22, 3)
+            row[name] = {"2_cells_s": round(two, 2), "24_cells_s": round(many, 2), "per_cell_s": per_cell}
         rows.append(row)
         print(json.dumps(row), flush=True)
     medians = {name: statistics.median(r[name]["per_cell_s"] for r in rows) for name in checkouts}
