@@ -16,14 +16,15 @@ measured.
                                                    # before or after this one by turns: the change, paired
     python bench/overhead_six.py --set timing.precision=null --method paired   # issue 47's check
 
-`--now DIR/src` times that checkout as "neuronexp" (by default the installed one, PYTHONPATH dropped); `--set` adds
-an override to every neuronexp run (issue 47 asks for the fixed count, `timing.precision=null`: the same timing work
-every run). `--method paired` makes the script do neuronexp's timing method as well (issue 47: "a hand-written script
-doing the same timing work"): each shape's two cells timed together, call by call in a fresh random order, 100 pairs
-in 20 rounds (at least 0.5 s a cell), each round after moving the inputs to fresh storage behind a random spacer and
-one warm call of each, and ending with the host reference's two workloads (25 adds of 16 floats, 3 multiplies over
-16 MiB, one warm call each). What is then left between the two is neuronexp's own: its start, the fork, the output
-check, the tables and files, the aggregation. The default (`--method plain`) is the script of issue 35.
+`--now DIR/src` times that checkout as "neuronexp" (by default the installed one, PYTHONPATH dropped); `--set` adds an
+override to its runs, not to --before's, which may not know the key (issue 47 asks for the fixed count,
+`timing.precision=null`: the same timing work every run). `--method paired` makes the script do neuronexp's timing
+method as well (issue 47: "a hand-written script doing the same timing work"): each shape's two cells timed together,
+call by call in a fresh random order, 100 pairs in 20 rounds (at least 0.5 s a cell), each round after moving the
+inputs to fresh storage behind a random spacer and one warm call of each, and ending with the host reference's two
+workloads (25 adds of 16 floats, 3 multiplies over 16 MiB, one warm call each). What is then left between the two is
+neuronexp's own: its start, the fork, the output check, the tables and files, the aggregation. The default (`--method
+plain`) is the script of issue 35.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="nx-six-"))
     nx = str(Path(sys.executable).parent / "neuronexp")
     sweep = ["-m", "module=rmsnorm_naive,rmsnorm_fused", f"input.shape={','.join(SHAPES)}", "baseline=rmsnorm_naive"]
-    sweep += args.set
+    extra = {"neuronexp": args.set}  # --before's checkout may not know the keys: it runs as it is
     plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     checkouts = {"neuronexp": {**plain, "PYTHONPATH": str(args.now.resolve())} if args.now else plain}
     if args.before:
@@ -175,7 +176,10 @@ def main() -> None:
         row = {}
         for name in list(checkouts)[:: 1 if i % 2 == 0 else -1]:
             row[f"{name}_s"] = round(
-                timed([nx, *sweep, f"hydra.sweep.dir={work / f'{name}{i}'}"], work, checkouts[name]), 2
+                timed(
+                    [nx, *sweep, *extra.get(name, []), f"hydra.sweep.dir={work / f'{name}{i}'}"], work, checkouts[name]
+                ),
+                2,
             )
         row["hand_s"] = round(
             timed(
