@@ -3,7 +3,8 @@ threshold settled"), on simulated comparison groups whose true ratio is known (i
 
 Each group is two calls timed in rounds of 5 pairs; the ratio moves between rounds by exp(N(0, drift)) (each round
 another placement of the inputs, docs/methodology.md "Rounds") and each pair's by exp(N(0, scatter)), t-distributed
-with 3 degrees of freedom for --heavy. The rules, each checked after every round from the 10th on, at most --max-rounds:
+with 3 degrees of freedom for --heavy. The rules, each checked after every round from round --min-rounds (10) on, at
+most --max-rounds:
 
 - precision: analysis.precision.PrecisionRule (the interval's width, never its place), the 95% interval reported;
 - settled95: stop as soon as precision is met or the 95% interval lies wholly on one side of 1 and of 1 ± 2% (the
@@ -11,10 +12,12 @@ with 3 degrees of freedom for --heavy. The rules, each checked after every round
 - settled-bonferroni: the same, but "settled" judged on an interval widened to the level 1 - 0.05 / max_rounds (a
   Bonferroni bound over the looks), the 95% interval still the one reported.
 
-For each: rounds taken (median, 95th percentile), the share of reported intervals that hold the true ratio, and for
-A/A groups (true ratio 1) the share whose interval excludes 1 (a false side) and lies beyond ±2% (a false finding).
+For each: rounds taken (median, 95th percentile), why each group stopped, how often it asked the bootstrap, the share
+of reported intervals that hold the true ratio (all groups, and those that stopped on their precision), and for A/A
+groups (true ratio 1) the share whose interval excludes 1 (a false side) and lies beyond ±2% (a false finding).
 
     python bench/precision_rule.py [--groups 400] [--target 0.05] [--drift 0.03] [--scatter 0.06] [--heavy]
+                                  [--min-rounds 10] [--max-rounds 200]
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ def _settled(point: float, half: float) -> bool:
 
 
 def one_group(rng: np.random.Generator, ratio: float, rule_name: str, args: argparse.Namespace) -> dict:
-    rule = PrecisionRule(args.target, 10, 2)
+    rule = PrecisionRule(args.target, args.min_rounds, 2)
     samples: list[list[float]] = [[], []]
     labels: list[int] = []
     z_settle = {"settled95": Z95, "settled-bonferroni": NormalDist().inv_cdf(1 - 0.05 / 2 / args.max_rounds)}
+    stop = "max_rounds"
     for r in range(args.max_rounds):
         times = _round(rng, ratio, args)
         for j in (0, 1):
@@ -58,16 +62,20 @@ def one_group(rng: np.random.Generator, ratio: float, rule_name: str, args: argp
         labels += [r] * 5
         rule.add_round(times)
         if rule.met(samples, labels):
+            stop = "precision"
             break
-        if rule_name in z_settle and rule.rounds >= 10:
+        if rule_name in z_settle and rule.rounds >= args.min_rounds:
             logs = rule.round_logs[(0, 1)]
             point = math.exp(float(np.median(logs)))
             half = rule.quick() / Z95 * z_settle[rule_name]  # the quick estimate, calibrated by the last bootstrap
             if _settled(point, half):
+                stop = "settled"
                 break
     point, low, high = paired_ratio(np.array(samples[0]), np.array(samples[1]), np.array(labels))
     return {
         "rounds": r + 1,
+        "stop": stop,
+        "bootstraps": rule.bootstraps,
         "covered": bool(low <= ratio <= high),
         "excludes_1": bool(high < 1 or low > 1),
         "beyond_threshold": bool(low > 1 + THRESHOLD or high < 1 / (1 + THRESHOLD)),
@@ -81,6 +89,7 @@ def main() -> None:
     parser.add_argument("--drift", type=float, default=0.03)
     parser.add_argument("--scatter", type=float, default=0.06)
     parser.add_argument("--heavy", action="store_true")
+    parser.add_argument("--min-rounds", type=int, default=10, help="timing.min_rounds")
     parser.add_argument("--max-rounds", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -90,12 +99,18 @@ def main() -> None:
         for ratio in (1.0, 1.03, 2.0):
             runs = [one_group(rng, ratio, rule_name, args) for _ in range(args.groups)]
             rounds = sorted(g["rounds"] for g in runs)
+            on_precision = [g for g in runs if g["stop"] == "precision"]
             row = {
                 "rule": rule_name,
                 "true_ratio": ratio,
                 "rounds_median": statistics.median(rounds),
                 "rounds_p95": rounds[int(0.95 * (len(rounds) - 1))],
+                "bootstraps_mean": round(statistics.mean(g["bootstraps"] for g in runs), 2),
                 "covered": round(sum(g["covered"] for g in runs) / len(runs), 3),
+                "stops": {k: sum(g["stop"] == k for g in runs) for k in ("precision", "settled", "max_rounds")},
+                "covered_on_precision": round(sum(g["covered"] for g in on_precision) / len(on_precision), 3)
+                if on_precision
+                else None,
                 "excludes_1": round(sum(g["excludes_1"] for g in runs) / len(runs), 3),
                 "beyond_2pct": round(sum(g["beyond_threshold"] for g in runs) / len(runs), 3),
             }
