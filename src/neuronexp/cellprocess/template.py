@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import pickle
 import selectors
 import signal
 import socket
@@ -77,8 +76,9 @@ class Server:
                 try:  # {"hello": true}, or {"fork": ForkRequest.encode()}
                     message = json.loads(self.pending.pop(conn))
                     request = message if message.get("hello") else ForkRequest.decode(message["fork"])
-                # never from neuronexp's own client; the server must outlive it
-                except (ValueError, KeyError, AttributeError, pickle.UnpicklingError) as exc:
+                # never from neuronexp's own client (`{"fork": null}`, a list, a pickle of something else): the
+                # server must outlive any request, whatever it raises
+                except Exception as exc:
                     self._send(conn, {"refused": f"unreadable request ({exc})"})
                     return self._close(conn)
                 self._start(conn, request)

@@ -177,6 +177,23 @@ def _child(client: Any, exp_id: str, cell: _Cell, root: Path, run: Any = None) -
     return run_id
 
 
+# MLflow's longest experiment name (mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH).
+MAX_EXPERIMENT_NAME = 500
+
+
+def experiment_name(cells: Any, given: str | None) -> str:
+    """The MLflow experiment the cells go into: `given` (--experiment), else their own `experiment` label. ExportError,
+    before anything is written: a name MLflow would refuse (empty, or longer than it takes)."""
+    name = given if given is not None else str(cells["experiment"].iloc[0])
+    if not name.strip() or len(name) > MAX_EXPERIMENT_NAME:
+        where = "--experiment" if given is not None else "the cells' experiment label"
+        shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name)} characters)"
+        raise ExportError(
+            f"{where}={shown!r}: not an MLflow experiment name (1 to {MAX_EXPERIMENT_NAME} characters, not blank)"
+        )
+    return name
+
+
 def export_mlflow(
     client: Any,
     found: Found,
@@ -192,7 +209,7 @@ def export_mlflow(
         raise ExportError(f"{root}: the results hold no cells")
     plan = artifact_plan(found, root, traces) if plan is None else plan
     spans = cell_spans(cells, found.results.samples)
-    name = experiment or str(cells["experiment"].iloc[0])
+    name = experiment_name(cells, experiment)
     exp = client.get_experiment_by_name(name)
     exp_id = exp.experiment_id if exp is not None else client.create_experiment(name)
     out = Exported(experiment=name, experiment_id=exp_id)
