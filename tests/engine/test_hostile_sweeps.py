@@ -241,3 +241,26 @@ def test_a_mistake_anywhere_stops_the_sweep_before_it_starts(cli, tmp_path: Path
     assert res.returncode == 2
     assert expected in _one_line(res.stderr, "neuronexp: error: ")
     assert not sweep.exists()
+
+
+def test_ctrl_c_during_a_sweep_exits_130_with_the_resume_line(cli, tmp_path: Path, monkeypatch) -> None:
+    """In the default run (issue 44; the real signal: the slow test above): KeyboardInterrupt while the cells run."""
+    from neuronexp.engine import sweeper
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweeper, "run_local", interrupted)
+    sweep = tmp_path / "sweep"
+    res = _sweep(cli, sweep, *PAIR)
+    assert res.returncode == 130, res.stderr
+    assert f"hydra.sweep.dir={sweep}" in _one_line(res.stderr, "neuronexp: interrupted; ")
+
+
+def test_a_misspelt_compile_backend_is_refused_before_any_work(cli, tmp_path: Path) -> None:
+    """In the default run (issue 44; the slow table of mistakes in tests/cli/test_hostile.py has it too)."""
+    sweep = tmp_path / "sweep"
+    res = _sweep(cli, sweep, *PAIR, "compile.enabled=true", "compile.backend=inductr")
+    assert res.returncode == 2
+    assert "compile.backend=inductr: one of" in _one_line(res.stderr, "neuronexp: error: ")
+    assert not sweep.exists()
