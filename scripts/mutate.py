@@ -6,8 +6,8 @@ README's default run (its markers: `slow` and `slurm` left out) that reach the m
 It copies the working tree (tracked and untracked files, uncommitted edits included) into `.mutate/tree` (git-ignored,
 made anew each run, never inside a results directory), writes mutmut's settings into that copy's pyproject.toml and
 runs `mutmut run` there. The tests whose reach is measured are the module's area (`tests/<subpackage>/`, or
-`tests/<name>/` for a top-level module) and every test file that names the module; `--tests` adds more, `--all-tests`
-takes the whole default run. mutmut then runs, per mutant, only the tests that reached its function, in one process
+`tests/<name>/` for a top-level module) and every test file that names the module; `--tests` adds more (`--only`: those
+alone), `--all-tests` takes the whole default run. mutmut then runs, per mutant, only the tests that reached its function, in one process
 (`-n 0`). The mutated copy is what every process of a test imports: PYTHONPATH names it first, so a console script or
 the fork server's template started by a test imports the mutant too, and the functions such a process reaches count
 for the test that started it (scripts/mutate_hooks). The score per module is mutmut's: killed (and timed out) over all
@@ -39,22 +39,34 @@ def main(argv: list[str] | None = None) -> int:
         if module.suffix != ".py" or not (REPO / module).is_file() or module.parts[0] != "src":
             print(f"scripts/mutate.py: {module} is not a Python module under src/", file=sys.stderr)
             return 2
-    tree = fresh_tree()
-    tests = sorted({*args.tests, *(t for m in modules for t in area_tests(m))}) if not args.all_tests else ["tests"]
-    write_settings(tree, modules, tests)
-    print(f"mutating {', '.join(map(str, modules))}; tests reaching them among: {' '.join(tests)}", flush=True)
+    names: list[str] = []
+    if args.again:  # the same tree, its files refreshed; only the mutants that survived, judged again
+        tree = WORK / "tree"
+        if not (WORK / "MADE_BY").is_file() or not tree.is_dir():
+            sys.exit("scripts/mutate.py: --again needs an earlier run's .mutate/tree")
+        copy_tree(tree)
+        names = [k for m in modules for k, code in codes(tree, m).items() if code not in DETECTED and code != 34]
+        print(f"judging again the {len(names)} mutants that survived", flush=True)
+    else:
+        tree = fresh_tree()
+        area = [] if args.only else [t for m in modules for t in area_tests(m)]
+        tests = sorted({*args.tests, *area}) if not args.all_tests else ["tests"]
+        write_settings(tree, modules, tests)
+        print(f"mutating {', '.join(map(str, modules))}; tests reaching them among: {' '.join(tests)}", flush=True)
+        # Made before Python starts: a PYTHONPATH folder missing at start-up is cached as absent, and the tests
+        # would import the unmutated package.
+        (tree / "mutants" / "src").mkdir(parents=True)
     hits = WORK / "hits"
-    hits.mkdir()
-    # Made before Python starts: a PYTHONPATH folder missing at start-up is cached as absent, and the tests would
-    # import the unmutated package.
-    (tree / "mutants" / "src").mkdir(parents=True)
+    hits.mkdir(exist_ok=True)
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(tree / "mutants" / "src"), str(REPO / "scripts" / "mutate_hooks")]),
         "MUTATE_HITS_DIR": str(hits),
     }
     jobs = ["--max-children", str(args.jobs)] if args.jobs else []
-    subprocess.run([sys.executable, "-m", "mutmut", "run", *jobs], cwd=tree, env=env, check=False)
+    if args.again and not names:
+        return report(tree, modules, env, show=args.show)
+    subprocess.run([sys.executable, "-m", "mutmut", "run", *jobs, *names], cwd=tree, env=env, check=False)
     return report(tree, modules, env, show=args.show)
 
 
@@ -63,8 +75,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("modules", nargs="+", help="src/neuronexp/... .py files to mutate")
     parser.add_argument("--tests", nargs="*", default=[], help="more test files or folders whose reach counts")
     parser.add_argument("--all-tests", action="store_true", help="the whole default run (slower)")
+    parser.add_argument("--only", action="store_true", help="only the --tests given, not the modules' areas")
     parser.add_argument("--jobs", type=int, default=0, help="mutants at once (default: one per CPU)")
     parser.add_argument("--show", action="store_true", help="print each survivor's diff")
+    parser.add_argument(
+        "--again", action="store_true", help="after new tests: judge only the last run's survivors again, same tree"
+    )
     return parser.parse_args(argv)
 
 
@@ -77,6 +93,12 @@ def fresh_tree() -> Path:
     tree = WORK / "tree"
     tree.mkdir(parents=True)
     (WORK / "MADE_BY").write_text(MARK)
+    copy_tree(tree)
+    return tree
+
+
+def copy_tree(tree: Path) -> None:
+    """The working tree's files (tracked and untracked, not ignored) copied into `tree`, over what is there."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -89,10 +111,19 @@ def fresh_tree() -> Path:
             continue  # deleted in the working tree, not yet committed
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        else:
+            if not target.is_symlink():
+                target.symlink_to(os.readlink(source))
+        elif name != "pyproject.toml" or not target.exists():  # the copy's holds mutmut's settings
             shutil.copy2(source, target)
-    return tree
+            if name.startswith("tests/"):  # what mutmut's run reads (its also_copy is copied once)
+                (tree / "mutants" / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, tree / "mutants" / name)
+
+
+def codes(tree: Path, module: Path) -> dict[str, int | None]:
+    """mutmut's verdict per mutant of `module` (its exit code), from its record."""
+    meta = tree / "mutants" / f"{module}.meta"
+    return json.loads(meta.read_text())["exit_code_by_key"] if meta.is_file() else {}
 
 
 def area_tests(module: Path) -> list[str]:
@@ -138,12 +169,11 @@ def report(tree: Path, modules: list[Path], env: dict[str, str], show: bool) -> 
     """The score per module, and its survivors; exit status 0 when every module scores >= 90%."""
     worst = 100.0
     for module in modules:
-        meta = tree / "mutants" / f"{module}.meta"
-        if not meta.is_file():
+        found = codes(tree, module)
+        if not found:
             print(f"{module}: no mutants recorded (mutmut failed before running them: see its output above)")
             return 1
-        codes = json.loads(meta.read_text())["exit_code_by_key"]
-        judged = {k: v for k, v in codes.items() if v != 34}
+        judged = {k: v for k, v in found.items() if v != 34}
         detected = [k for k, v in judged.items() if v in DETECTED]
         score = 100.0 * len(detected) / len(judged) if judged else 100.0
         worst = min(worst, score)

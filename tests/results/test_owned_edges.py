@@ -151,3 +151,37 @@ def test_an_undo_that_meets_what_someone_else_changed_still_raises_the_first_err
         commit(prepare(out, "--out"), {"module/x.yaml": b"x\n"})
     assert raised.value.errno == errno.ENOSPC
     assert sorted(p.name for p in (out / "module").iterdir()) == ["theirs.txt"]
+
+
+def test_a_record_whose_hashes_are_not_text_is_not_neuronexps(tmp_path: Path) -> None:
+    (tmp_path / MANIFEST).write_text('{"written_by": "neuronexp", "files": {"x.yaml": 1}}')
+    with pytest.raises(Refused, match="is not a record neuronexp wrote"):
+        prepare(tmp_path, "--out")
+
+
+def test_a_directory_it_cannot_write_is_refused_before_any_work(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(owned.os, "access", lambda path, mode: not mode & os.W_OK)  # as root, every mode can write
+    with pytest.raises(Refused) as refused:
+        prepare(tmp_path / "new", "--out")
+    assert str(refused.value) == f"--out: {tmp_path} is not writable; choose a directory you can write"
+
+
+def test_the_refusals_say_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "cell.json").write_text("{}")
+    with pytest.raises(Refused) as refused:
+        prepare(tmp_path / "run", "--out")
+    assert str(refused.value) == (
+        f"--out: {tmp_path / 'run'} is a results directory (it holds cell.json); generated files do not go among "
+        "results: choose another directory"
+    )
+    out = prepare(tmp_path / "o", "--out")
+    check_free(out, ["x.yaml"])
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "x.yaml").write_text("appeared\n")
+    with pytest.raises(Refused) as refused:
+        commit(out, {"x.yaml": b"x\n"})
+    assert str(refused.value) == (
+        "--out: x.yaml appeared while neuronexp wrote; neuronexp never overwrites a file it did not write: "
+        "move it away or choose another directory"
+    )
