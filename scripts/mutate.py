@@ -6,13 +6,14 @@ README's default run (its markers: `slow` and `slurm` left out) that reach the m
 It copies the working tree (tracked and untracked files, uncommitted edits included) into `.mutate/tree` (git-ignored,
 made anew each run, never inside a results directory), writes mutmut's settings into that copy's pyproject.toml and
 runs `mutmut run` there. The tests whose reach is measured are the module's area (`tests/<subpackage>/`, or
-`tests/<name>/` for a top-level module) and every test file that names the module; `--tests` adds more (`--only`: those
-alone), `--all-tests` takes the whole default run. mutmut then runs, per mutant, only the tests that reached its function, in one process
-(`-n 0`). The mutated copy is what every process of a test imports: PYTHONPATH names it first, so a console script or
-the fork server's template started by a test imports the mutant too, and the functions such a process reaches count
-for the test that started it (scripts/mutate_hooks). The score per module is mutmut's: killed (and timed out) over all
-mutants; a mutant no test reached counts as a survivor. Survivors are listed with their diffs (`--show`), to be killed
-by a test or explained. docs/development.md ("Mutation testing") says how long it takes.
+`tests/<name>/` for a top-level module) and every test file that names the module; `--tests` adds more (`--only`:
+those alone), `--all-tests` takes the whole default run. mutmut then runs, per mutant, only the tests that reached its
+function, in one process (`-n 0`). The mutated copy is what every process of a test imports: PYTHONPATH names it
+first, so a console script or the fork server's template started by a test imports the mutant too, and the functions
+such a process reaches count for the test that started it (scripts/mutate_hooks). The score per module is mutmut's:
+killed (and timed out) over all mutants; a mutant no test reached counts as a survivor. Survivors are listed with
+their diffs (`--show`), to be killed by a test or explained; `--again` judges only them again, after new tests.
+docs/development.md ("Mutation testing") says how long it takes.
 """
 
 from __future__ import annotations
