@@ -140,12 +140,28 @@ def test_two_threads_take_turns(tmp_path: Path) -> None:
     assert not errors, errors
 
 
+class SeesDefaultDtype(torch.nn.Module):
+    seen: list[torch.dtype] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        SeesDefaultDtype.seen.append(torch.get_default_dtype())
+        return x * 1.0
+
+
 def test_a_layers_default_dtype_stays_in_its_cell(tmp_path: Path) -> None:
     assert torch.get_default_dtype() == torch.float32
+    SeesDefaultDtype.seen.clear()
     try:
-        res = neuronexp.sweep(*CPU, modules={"a": SetsDefaultDtype()}, inputs=(torch.ones(1, 4),), out=tmp_path / "d")
-        assert list(res.cells["status"]) == ["ok"]
+        # Two cells in this process, not timed together (no baseline): the second never sees the first's float64.
+        res = neuronexp.sweep(
+            *CPU,
+            modules={"a": SetsDefaultDtype(), "b": SeesDefaultDtype()},
+            inputs=(torch.ones(1, 4),),
+            out=tmp_path / "d",
+        )
+        assert list(res.cells["status"]) == ["ok", "ok"]
         assert torch.get_default_dtype() == torch.float32
+        assert set(SeesDefaultDtype.seen) == {torch.float32}
     finally:
         torch.set_default_dtype(torch.float32)
 

@@ -129,6 +129,18 @@ class _TimeLimit(BaseException):
 
 
 def run_limited(specs: list[CellSpec]) -> None:
+    """Run the placed cells (engine.sweeper, one unit after another) with torch's default dtype restored after them:
+    a layer that sets it (torch.set_default_dtype) sets it for its own cells only, as in a cell process of its own."""
+    import torch
+
+    before = torch.get_default_dtype()
+    try:
+        _run_limited(specs)
+    finally:
+        torch.set_default_dtype(before)
+
+
+def _run_limited(specs: list[CellSpec]) -> None:
     """Run the placed cells (one, or a group timed together) in this process under `launcher.cell_timeout_s` for each
     of them, as a sweep's supervisor runs a cell process. Past it, a watcher thread sends this process's main thread
     SIGALRM, whose handler stops the cells (Python stops at its next step: a native call running then ends first), and
