@@ -133,7 +133,6 @@ def test_a_reference_moved_beyond_a_hosts_drift_excuses_nothing(sweep: Path) -> 
     as_measured = compare(a, _scaled(a, 100.0, 100.0), CompareOptions(host_reference=False))
     assert np.allclose(_interval(tampered), _interval(as_measured))
     assert list(tampered.cells["verdict"]) == list(as_measured.cells["verdict"])
-    assert (tampered.cells["ci_low"] > 2).all() and "slower" in set(tampered.cells["verdict"])
     assert np.allclose(tampered.cells["host_dispatch_move"], 100.0)  # the move is still shown
     (note,) = [n for n in tampered.notes if "beyond ×4" in n]
     assert note.startswith(f"{len(tampered.cells)} cell(s) have a host reference that moved beyond ×4")
@@ -142,4 +141,6 @@ def test_a_reference_moved_beyond_a_hosts_drift_excuses_nothing(sweep: Path) -> 
     at_bound = compare(a, _scaled(a, 4.0, 4.0))
     assert (at_bound.cells["verdict"] != "slower").all() and not any("beyond ×4" in n for n in at_bound.notes)
     faster_host = compare(_scaled(a, 100.0, 100.0), a)  # ÷100 is as far as ×100
-    assert (faster_host.cells["ci_high"] < 1 / 2).all() and any("beyond ×4" in n for n in faster_host.notes)
+    as_measured = compare(_scaled(a, 100.0, 100.0), a, CompareOptions(host_reference=False))
+    assert np.allclose(_interval(faster_host), _interval(as_measured))
+    assert any("beyond ×4" in n for n in faster_host.notes)
