@@ -60,7 +60,6 @@ LABEL_KEYS = ("experiment", "module", "compiled", "backend", "device", "dtype", 
 MAX_TEXT = 5000
 CUT = " … (cut)"
 CUT_TAG = "neuronexp.cut"
-NOT_FINITE_TAG = "neuronexp.not_finite"  # the figures left out of the metrics: infinite (cells._metrics)
 # What MLflow accepts in a param or metric name; anything else (e.g. Hydra's `@package` syntax) becomes "_".
 _NAME_BAD = re.compile(r"[^\w./ -]")
 
@@ -110,21 +109,15 @@ def export_key(row: pd.Series) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:24]
 
 
-def _metrics(row: pd.Series, not_finite: list[str]) -> dict[str, float]:
-    """The row's figures as MLflow metrics; an infinite one is left out (MLflow would store it as ±1.8e308, a figure
-    nobody measured) and named in `not_finite`."""
+def _metrics(row: pd.Series) -> dict[str, float]:
     metrics = {}
     for col, _unit in METRICS:
         value = row.get(col)
         if present(value):
             try:
-                number = float(value)
+                metrics[col] = float(value)
             except (TypeError, ValueError):
                 continue
-            if math.isfinite(number):
-                metrics[col] = number
-            else:
-                not_finite.append(f"{col}={number}")
     return metrics
 
 
@@ -138,11 +131,9 @@ def cell_export(row: pd.Series, name: str) -> CellExport:
     tags = _texts({f"neuronexp.{c}": row[c] for c in TAG_COLUMNS if c in row and present(row[c])}, "tag", cut)
     if cut:
         tags[CUT_TAG] = "; ".join(cut)
-    not_finite: list[str] = []
-    metrics = _metrics(row, not_finite)
-    if not_finite:
-        tags[NOT_FINITE_TAG] = "; ".join(not_finite)
-    return CellExport(name=name, labels=labels, overrides=overrides, metrics=metrics, tags=tags, key=export_key(row))
+    return CellExport(
+        name=name, labels=labels, overrides=overrides, metrics=_metrics(row), tags=tags, key=export_key(row)
+    )
 
 
 def cell_exports(cells: pd.DataFrame) -> list[CellExport]:
