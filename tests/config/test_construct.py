@@ -164,3 +164,29 @@ def test_a_constructor_with_args_but_no_kwargs_takes_no_key() -> None:
     with pytest.raises(ConfigError, match=r"^module\.width=8: not an argument of OnlyArgs\(\*sizes\)"):
         check_constructor({"_target_": f"{HERE}.OnlyArgs", "width": 8})
     check_constructor({"_target_": f"{HERE}.OnlyArgs", "_args_": [1, 2, 3]})
+
+
+def _hide_as_init(init):  # the wrapper named __init__ too, and a value beside the function in its closure
+    flag = 3
+
+    def __init__(self, *args, **kwargs):  # noqa: N807 - named as transformers' wrappers are
+        assert flag == 3
+        return init(self, *args, **kwargs)
+
+    return __init__
+
+
+def test_wrappers_named_init_are_looked_through_and_the_lookup_stops_at_its_depth() -> None:
+    from neuronexp.config.targets import hidden_init
+
+    def real(self, hidden: int, **options: Any) -> None:
+        nn.Module.__init__(self)
+
+    real.__name__ = "__init__"
+    four, five = real, real
+    for _ in range(4):
+        four = _hide_as_init(four)
+    for _ in range(5):
+        five = _hide_as_init(five)
+    assert hidden_init(type("Four", (nn.Module,), {"__init__": four})) is real  # takes **options: found all the same
+    assert hidden_init(type("Five", (nn.Module,), {"__init__": five})) is None  # past the lookup: not an opaque one
