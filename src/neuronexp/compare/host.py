@@ -67,12 +67,8 @@ def host_notes(cells: pd.DataFrame, threshold: float, used: bool) -> list[str]:
     moves = cells[list(HOST_COLUMNS.values())] if not cells.empty else pd.DataFrame()
     if moves.empty:
         return []
-    if moves.isna().any(axis=None):
-        return [
-            f"{int(moves.isna().any(axis=1).sum())} cell(s) lack the host reference on a side (runs measured before "
-            "it): their intervals cannot hold a change in the host's own speed between A and B"
-        ]
-    beyond = ~moves.map(excusable).all(axis=1)
+    missing = moves.isna().any(axis=1)
+    beyond = ~missing & ~moves.map(excusable).all(axis=1)
     notes = []
     if beyond.any():
         worst = max((moves[beyond].max(axis=None), 1 / moves[beyond].min(axis=None)))
@@ -81,6 +77,12 @@ def host_notes(cells: pd.DataFrame, threshold: float, used: bool) -> list[str]:
             f"(up to ×{worst:.3g} either way): more than a host's own drift, so it excuses nothing and their "
             "intervals are as measured"
         )
+    if missing.any():
+        return [
+            *notes,
+            f"{int(missing.sum())} cell(s) lack the host reference on a side (runs measured before it): their "
+            "intervals cannot hold a change in the host's own speed between A and B",
+        ]
     far = moves[~beyond & (np.log(moves).abs() > math.log1p(threshold)).any(axis=1)]
     if far.empty:
         return notes
