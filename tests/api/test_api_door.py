@@ -122,7 +122,7 @@ def test_a_module_that_is_not_one_or_a_name_that_is_not_a_word_is_refused(tmp_pa
     assert not (tmp_path / "o").exists()
 
 
-def test_two_threads_take_turns(tmp_path: Path) -> None:
+def test_two_threads_take_turns(tmp_path: Path, caplog) -> None:
     errors: list[BaseException] = []
 
     def one(name: str) -> None:
@@ -138,6 +138,8 @@ def test_two_threads_take_turns(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert not errors, errors
+    # Outside the main thread the cell time limit (1800 s by default) cannot apply: a warning says so.
+    assert "launcher.cell_timeout_s does not apply to these cells" in caplog.text
 
 
 class SeesDefaultDtype(torch.nn.Module):
