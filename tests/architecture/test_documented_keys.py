@@ -142,6 +142,7 @@ COMMAND_FLAGS = {
     "neuronexp-export": _flags(export_cli._parser()),
     "neuronexp-extract": _flags(extract_cli._parser()),
     "scripts/neuron_smoke.py": _script_flags(REPO / "scripts" / "neuron_smoke.py"),
+    "scripts/mutate.py": _script_flags(REPO / "scripts" / "mutate.py"),
 }
 
 

@@ -208,3 +208,16 @@ def test_a_doubled_noisy_sweep_is_called_slower_and_fails_the_gate(sweep: Path, 
     assert gate.returncode == 1 and "4 slower" in gate.stdout
     improved = _compare(b, a, tmp_path, "--fail-on-regression")
     assert improved.returncode == 0 and "4 faster" in improved.stdout, improved.stdout
+
+
+def test_every_cell_of_b_failed_is_a_regression_exit_1(pair, tmp_path: Path) -> None:
+    """Issue 44: a B whose every cell failed exited 2 (bad input) under --fail-on-regression."""
+    a, b = pair
+    failed = _copy(b, tmp_path / "failed", 1.0, status="error", error="RuntimeError: broken in B")
+    gate = _compare(a, failed, tmp_path, "--fail-on-regression")
+    n = len(load(a).cells)
+    assert gate.returncode == 1, gate.stderr
+    assert gate.stderr.startswith(f"neuronexp-compare: no cell ran in both A and B; failed in B, ran in A ({n}): ")
+    assert gate.stderr.count("\n") == 1
+    plain = _compare(a, failed, tmp_path)  # without the gate: nothing to compare, as before
+    assert plain.returncode == 2 and "no cell ran in both A and B" in plain.stderr

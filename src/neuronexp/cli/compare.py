@@ -24,6 +24,7 @@ from neuronexp.compare import (
     exit_status,
     print_comparison,
 )
+from neuronexp.compare.render import REGRESSION_EXIT
 from neuronexp.results import DamagedResults, load
 from neuronexp.results.files import atomic_write_text
 
@@ -111,10 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         options = CompareOptions(ignore=ignore, criteria=criteria, seed=args.seed, host_reference=args.host_reference)
         cmp = compare(a, b, options, more_a=more[: len(args.also_a)], more_b=more[len(args.also_a) :])
         if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
-            raise CompareError(
-                "no cell ran in both A and B; "
-                + "; ".join(f"{label} ({len(names)}): {', '.join(names)}" for label, names in cell_lists(cmp))
+            why = "no cell ran in both A and B; " + "; ".join(
+                f"{label} ({len(names)}): {', '.join(names)}" for label, names in cell_lists(cmp)
             )
+            if cmp.broken and args.fail_on_regression:  # every cell that ran in A fails in B: a regression
+                print(f"neuronexp-compare: {why}", file=sys.stderr)
+                return REGRESSION_EXIT
+            raise CompareError(why)
         if args.markdown:
             atomic_write_text(args.markdown, comparison_markdown(cmp, args.a, args.b))
         if args.csv:

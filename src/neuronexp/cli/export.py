@@ -63,8 +63,9 @@ def _export(args: argparse.Namespace, uri: str | None, found: Found) -> None:
         check_target(args.pytorch_benchmark)
     if uri is not None:
         from neuronexp.export.artifacts import artifact_plan
-        from neuronexp.export.tracking import connect
+        from neuronexp.export.tracking import connect, experiment_name
 
+        experiment_name(found.results.cells, args.experiment)  # a name MLflow refuses: one line, nothing written
         plan = artifact_plan(found, args.dir, traces=not args.no_traces)
         client = connect(uri)  # a bad URI or a server that does not answer fails here, before any write
     if args.pytorch_benchmark is not None:

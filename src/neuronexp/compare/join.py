@@ -9,7 +9,6 @@ profiler settings), and never on labels the user names with `ignore`.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,7 +18,7 @@ from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
 from neuronexp.analysis.stats import CellStats, Criteria, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
-from neuronexp.compare.host import HOST_COLUMNS, host_moves, host_notes, implausible_notes
+from neuronexp.compare.host import HOST_COLUMNS, excusable, host_moves, host_notes, implausible_notes
 from neuronexp.compare.keys import CompareError, cell_names, differing_labels, expand_ignored, keyed_cells
 from neuronexp.compare.notes import environment_notes, statistics_notes
 from neuronexp.compare.op_changes import op_changes
@@ -108,7 +107,7 @@ def _side(every: dict[tuple, pd.Series], runs: list[Results], ignored: list[str]
 def _interval(samples: tuple[list, list], moves: dict[str, float], options: CompareOptions, seed: int) -> CellStats:
     """One cell's statistics over every run of each side (`samples`: A's, B's); with the host reference on both
     sides, the interval also holds how far the host itself moved between them (compare.host)."""
-    referenced = options.host_reference and all(math.isfinite(m) for m in moves.values())
+    referenced = options.host_reference and all(excusable(m) for m in moves.values())
     floor = options.floor
     factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
     stats = compare_runs(*samples, seed=seed, floor=factor)

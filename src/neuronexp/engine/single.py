@@ -43,10 +43,12 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
     _check_owner(run_dir, cell.run_id)  # before the lock: a refused run leaves the directory as it was
     with locked(run_dir, "hydra.run.dir", "run"):
         invocation.begin()  # this run's identity, in every row it writes
-        results = reused(run_dir, cell) or _measure(cell, run_dir, ctx.in_process)
+        found = reused(run_dir, cell)
+        results = found or _measure(cell, run_dir, ctx.in_process)
         print_cell(results, run_dir)
     row = results.cells.iloc[0]
-    return Outcome(run_dir, Stopped(1, f"the cell failed: {row['error']}") if row["status"] == "error" else None)
+    failed = Stopped(1, f"the cell failed: {row['error']}") if row["status"] == "error" else None
+    return Outcome(run_dir, failed, cached=found is not None)
 
 
 def _timeout_asked(overrides: list[str]) -> bool:

@@ -157,11 +157,11 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
     def start(unit: Unit) -> list[Any]:
         return [prepare(c, where / c.dir) for c in unit.cells]
 
-    if ctx.in_process:
-        from neuronexp.cellprocess.entry import run_placed
+    if ctx.in_process:  # modules from memory: this process, under the cells' time limit
+        from neuronexp.engine.in_memory import run_limited
 
         for unit in units:
-            run_placed(start(unit))
+            run_limited(start(unit))
             for cell in unit.cells:
                 progress.finished(cell)
         return
