@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.device != "neuron":  # the stand-in's test: cells in other processes (the fork server's) use it too
         os.environ["NEURON_STANDIN_DEVICE"] = args.device
     if importlib.util.find_spec("torch_neuronx") is not None:  # found: the NEFF cache first, as a Neuron cell pins it
-        from neuronexp.backends.neuron.process_env import pin_neff_cache
+        from neuronexp.backends.neuron.neff_cache import pin_neff_cache
         from neuronexp.config import NeuronProfilerConfig
 
         pin_neff_cache(NeuronProfilerConfig())  # before anything compiles (C3 checks where the NEFFs went)

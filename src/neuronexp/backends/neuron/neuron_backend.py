@@ -23,9 +23,10 @@ import neuronexp.backends.neuron.sdk as neuron_sdk
 from neuronexp.backends.base import Backend, BackendUnavailable
 from neuronexp.backends.neuron.capture import latest_framework_trace
 from neuronexp.backends.neuron.checks import dynamo_counts, memory_columns, reset_peak_memory
+from neuronexp.backends.neuron.neff_cache import pin_neff_cache
 from neuronexp.backends.neuron.options import check_neuron_compile
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
-from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict, pin_neff_cache
+from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict
 from neuronexp.backends.neuron.sources import DeviceTime
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, ScheduleConfig
 from neuronexp.results.files import atomic_path

@@ -6,75 +6,18 @@ first compile, or the capture's NTFFs come without their NEFFs and Neuron Explor
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuronexp.backends.neuron.neff_cache import NEFF_CACHE_VAR, private_dirs, restore_env
 from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, unit_set
-from neuronexp.host.probe import default_cache_dir
 
 INSPECT_ENABLE = "NEURON_RT_INSPECT_ENABLE"
 # NEURON_FRAMEWORK_DEBUG is in the 2.31-2.33.0 "Source code and debug info" table, not in 2.33.1's short list.
 NAME_VARS = ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")
 NKI_VAR = "NKI_DEBUG_INFO"
 COMPILE_TIME_VARS = (*NAME_VARS, NKI_VAR)
-NEFF_CACHE_VAR = "TORCH_NEURONX_NEFF_CACHE_DIR"
-PINNED_MARK = "NEURONEXP_NEFF_CACHE_PINNED"  # the value neuronexp itself set (a later cell of the process re-pins)
-# How the NEFF cache was chosen (the row's neuron_neff_cache_source).
-FROM_ENV, FROM_KEY, FROM_DEFAULT = "TORCH_NEURONX_NEFF_CACHE_DIR", "profiler.neuron.neff_cache_dir", "neuronexp cache"
-
-
-def _restore(saved: dict[str, str | None]) -> None:
-    """The variables as they were before this process set them (None: unset)."""
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
-
-@dataclass(frozen=True)
-class NeffCache:
-    """The NEFF cache pinned for the cell's process: the path, how it was chosen, whether torch_neuronx was already
-    imported then (TorchNeuron's autoload), a note for the row, and what it replaced (for a backend that gives up)."""
-
-    path: str
-    source: str
-    imported_before: bool
-    note: str | None = None
-    saved: dict[str, str | None] = field(default_factory=dict)
-    created: bool = False  # the folder did not exist before
-
-    def unpin(self) -> None:
-        """Undo the pin of a backend that could not start: the variables as they were, the folder if made empty."""
-        _restore(self.saved)
-        if self.created and Path(self.path).is_dir() and not any(Path(self.path).iterdir()):
-            os.rmdir(self.path)
-
-
-def pin_neff_cache(cfg: NeuronProfilerConfig) -> NeffCache:
-    """Set TORCH_NEURONX_NEFF_CACHE_DIR before the first compile: the user's own value, else profiler.neuron.
-    neff_cache_dir, else neuronexp's per-user cache (<cache dir>/neff, shared by every run and sweep of the user)."""
-    env, ours = os.environ.get(NEFF_CACHE_VAR), os.environ.get(PINNED_MARK)
-    imported = "torch_neuronx" in sys.modules
-    note = None
-    if env and env != ours:
-        path, source = env, FROM_ENV
-        if cfg.neff_cache_dir and os.path.abspath(os.path.expanduser(cfg.neff_cache_dir)) != os.path.abspath(env):
-            note = f"profiler.neuron.neff_cache_dir={cfg.neff_cache_dir} not used: {NEFF_CACHE_VAR}={env} is set"
-    elif cfg.neff_cache_dir:
-        path, source = str(Path(cfg.neff_cache_dir).expanduser().absolute()), FROM_KEY
-    else:
-        path, source = str(default_cache_dir().expanduser().absolute() / "neff"), FROM_DEFAULT
-        if Path(path).is_symlink():  # never a cache reached through a link: a fresh folder of this process's own
-            note = f"{path} is a symbolic link: NEFFs compiled into a new folder instead"
-            path = tempfile.mkdtemp(prefix="neuronexp-neff-")
-    created = not Path(path).exists()
-    Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
-    saved = {k: os.environ.get(k) for k in (NEFF_CACHE_VAR, PINNED_MARK)}
-    os.environ[NEFF_CACHE_VAR] = os.environ[PINNED_MARK] = path
-    return NeffCache(path, source, imported, note, saved, created)
 
 
 def inspect_conflict(environ: dict[str, str] | os._Environ[str] = os.environ) -> ConfigError | None:
@@ -138,7 +81,7 @@ class DebugInfo:
         return self.values.get(NEFF_CACHE_VAR)
 
     def restore(self) -> None:
-        _restore(self.saved)
+        restore_env(self.saved)
         self.saved = {}
 
 
@@ -157,8 +100,8 @@ def apply_debug_info(
     if device_cfg.nki_debug_info:
         info.values[NKI_VAR] = "True"  # the spelling the docs use
     parent = profiler_cfg.neff_cache_dir
-    if parent:
-        Path(parent).mkdir(parents=True, exist_ok=True)
+    if parent:  # the key's folder passes the NEFF cache's rule (mkdtemp makes the fresh folder 0700, this user's)
+        parent = str(private_dirs(Path(parent).expanduser().absolute(), (), "profiler.neuron.neff_cache_dir"))
     fresh = Path(tempfile.mkdtemp(prefix="neuronexp-neff-", dir=parent or None))
     info.values[NEFF_CACHE_VAR] = str(fresh)
     info.values["TORCH_NEURONX_DEBUG_DIR"] = str(fresh / "debug")

@@ -15,6 +15,7 @@ import inspect
 import re
 import sys
 from dataclasses import dataclass
+from glob import glob
 from types import ModuleType
 from typing import Any
 
@@ -124,6 +125,11 @@ def detect(tnx: ModuleType) -> NeuronApi:
         ".export_trace (Neuron SDK 2.31+) nor NeuronProfiler(pytorch_activities=..., neuron_output_dir=...)"
         " (TorchNeuron, April 2026); install TorchNeuron from Neuron SDK 2.31-2.33 (docs/neuron.md)"
     )
+
+
+def neuron_present() -> bool:
+    """Whether torch-neuronx is installed and a Neuron device file exists (asking the runtime would start it)."""
+    return importlib.util.find_spec("torch_neuronx") is not None and bool(glob("/dev/neuron*"))
 
 
 def runtime_started() -> bool:
