@@ -97,7 +97,7 @@ def test_neuron_config_is_built_from_profiler_neuron_keys(
     assert made["neff_cache_dir"] == pinned == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
     assert backend.neff_cache.source == "neuronexp cache"
     # The study's own configuration, wherever the installed NeuronConfig takes it.
-    assert made["correlate_device_time"] is True and backend.correlate == neuron_sdk.PASSED
+    assert made["correlate_device_time"] is True and backend.correlate == neuron_sdk.GIVEN
     # The framework trace is saved by NeuronProfiler(<the same config>).export_trace, given the profiler itself.
     calls = []
     monkeypatch.setattr(

@@ -18,6 +18,7 @@ INSPECT_ENABLE = "NEURON_RT_INSPECT_ENABLE"
 NAME_VARS = ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")
 NKI_VAR = "NKI_DEBUG_INFO"
 COMPILE_TIME_VARS = (*NAME_VARS, NKI_VAR)
+PROCESS_DEBUG = "NEURONEXP_NEURON_DEBUG"  # the debug setting of this process's first Neuron cell
 
 
 def inspect_conflict(environ: dict[str, str] | os._Environ[str] = os.environ) -> ConfigError | None:
@@ -43,9 +44,29 @@ def _within(current: str | None, wanted: str) -> bool:
         return False
 
 
-def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> list[str]:
-    """Export neuron.visible_cores / neuron.num_cores; notes for values the started runtime can no longer see."""
+CORE_VARS = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+DEFAULT_CORES = "1"  # one NeuronCore per cell unless asked otherwise (the runtime would reserve every one)
+CORES_MARK = "NEURONEXP_NEURON_CORES_DEFAULT"  # set beside neuronexp's own default, so a later cell knows it
+
+
+def _set_core_env(key: str, env: str, value: str, runtime_started: bool) -> list[str]:
     notes = []
+    if runtime_started and os.environ.get(env) != value:
+        notes.append(
+            f"{key}={value} not applied: the Neuron runtime already started in this process with "
+            f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead"
+        )
+    os.environ[env] = value
+    return notes
+
+
+def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> tuple[list[str], str]:
+    """Export neuron.visible_cores / neuron.num_cores, or, where neither they nor the environment choose, one
+    NeuronCore (NEURON_RT_NUM_CORES=1: by default the runtime reserves, and the capture records, every core of the
+    host). Notes for values the started runtime can no longer see, and the selection in words (the row's
+    neuron_cores)."""
+    notes: list[str] = []
+    chosen = []
     for key, env, value in (
         ("neuron.visible_cores", "NEURON_RT_VISIBLE_CORES", device_cfg.visible_cores),
         ("neuron.num_cores", "NEURON_RT_NUM_CORES", device_cfg.num_cores),
@@ -53,15 +74,20 @@ def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> lis
         if value is None:
             continue
         value = str(value).replace(" ", "")
+        chosen.append(f"{env}={os.environ.get(env) or value} ({key})")
         if env == "NEURON_RT_VISIBLE_CORES" and _within(os.environ.get(env), value):
+            chosen[-1] = f"{env}={os.environ[env]} (a launcher slot within {key}={value})"
             continue  # already narrowed to part of these cores (a launcher slot, or the user): keep it
-        if runtime_started and os.environ.get(env) != value:
-            notes.append(
-                f"{key}={value} not applied: the Neuron runtime already started in this process with "
-                f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead"
-            )
-        os.environ[env] = value
-    return notes
+        notes += _set_core_env(key, env, value, runtime_started)
+    default = f"NEURON_RT_NUM_CORES={DEFAULT_CORES} (neuronexp's default: one NeuronCore per cell)"
+    if chosen:
+        return notes, ", ".join(chosen)
+    given = [f"{env}={os.environ[env]}" for env in CORE_VARS if os.environ.get(env)]
+    if given and given != [os.environ.get(CORES_MARK)]:
+        return notes, ", ".join(given) + " (the environment)"  # a launcher's slot, or the user's shell
+    notes += _set_core_env("neuron.num_cores (default)", "NEURON_RT_NUM_CORES", DEFAULT_CORES, runtime_started)
+    os.environ[CORES_MARK] = f"NEURON_RT_NUM_CORES={DEFAULT_CORES}"
+    return notes, default
 
 
 @dataclass
@@ -85,9 +111,7 @@ class DebugInfo:
         self.saved = {}
 
 
-def apply_debug_info(
-    device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig, runtime_started: bool
-) -> DebugInfo:
+def apply_debug_info(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig) -> DebugInfo:
     """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile. The folder
     is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without the names can be
     reused from it; TORCH_NEURONX_DEBUG_DIR moves into it too, since TorchNeuron keeps its compilation artifacts
@@ -107,10 +131,22 @@ def apply_debug_info(
     info.values["TORCH_NEURONX_DEBUG_DIR"] = str(fresh / "debug")
     info.saved = {k: os.environ.get(k) for k in info.values}
     os.environ.update(info.values)
-    if runtime_started:
-        info.notes.append(
-            "neuron.debug_info set after the Neuron runtime started in this process: graphs an earlier "
-            "cell compiled may run again without layer names; run each cell in a fresh process "
-            "(launcher.isolate=true)"
-        )
     return info
+
+
+def check_process_debug(device_cfg: NeuronDeviceConfig) -> None:
+    """TorchNeuron reads the NEFF cache variable once per process, so the process's first Neuron cell fixes whether
+    its NEFFs carry debug names: a later cell of the same process that asks otherwise is refused (ConfigError), not
+    run with names it would not get. Recorded as "<pid>:<setting>", so a process forked or started from this one
+    (a sweep's cell) starts afresh."""
+    wanted = f"neuron.debug_info={device_cfg.debug_info},neuron.nki_debug_info={device_cfg.nki_debug_info}"
+    pid, _, first = os.environ.get(PROCESS_DEBUG, "").partition(":")
+    if pid == str(os.getpid()) and first != wanted:
+        raise ConfigError(
+            "neuron.debug_info",
+            wanted,
+            f"this process's first Neuron cell ran with {first}, and TorchNeuron reads its NEFF cache and the debug "
+            "variables once per process: run the cell in a process of its own (a sweep runs each cell or comparison "
+            "group in one; from Python, a new interpreter)",
+        )
+    os.environ[PROCESS_DEBUG] = f"{os.getpid()}:{wanted}"

@@ -26,11 +26,14 @@ __version__ = ".".join(torch.__version__.split("+")[0].split(".")[:2]) + ".3.0+s
 
 @dataclass
 class Switches:
-    """The open questions of docs/neuron.md, "What is still unverified", each as a switch with both answers."""
+    """The open questions of docs/neuron.md, "What is verified and what is not", each as a switch with every answer.
+    From outside (a plain `neuronexp backend=neuron` process): NEURON_STANDIN_SWITCHES="key=value,..." (switches())."""
 
-    # correlate_device_time=True puts the device work into key_averages() as PrivateUse1 kernels (a version whose
-    # NeuronConfig lacks the parameter never does). False: it is accepted and changes nothing (April-2026 source).
-    key_averages_events: bool = True
+    # Where device time shows in key_averages(): "events", PrivateUse1 kernels correlated with their host op (only
+    # with correlate_device_time=True taken by NeuronConfig); "host_rows", on the host op itself, as torch 2.13 does
+    # with a PrivateUse1 profiler stub's privateuse1_elapsed_us() (a "legacy" kernel, whatever correlate says);
+    # "none", nowhere (the April-2026 plug-in feeds Kineto no device activities).
+    key_averages: str = "events"
     # When the runtime writes its files: "stop", at the profiler's exit (after on_trace_ready, as nrt_inspect_stop at
     # the Kineto session's end would); "export", inside NeuronProfiler.export_trace.
     capture_written: str = "stop"
@@ -39,6 +42,26 @@ class Switches:
     capture_from: str = "active"
     # nc_exec_running events in the runtime's system trace (ntrace.pb); False: a trace without them.
     runtime_events: bool = True
+    # The runtime's and driver's own activities in the profile, typed CPU by PyTorch (privateuse1_runtime), nested in
+    # the op that launched them.
+    runtime_rows: bool = False
+    # The executions' flow ids in the system trace: "per_execution", "shared" (one id for every execution), "absent".
+    flow_ids: str = "per_execution"
+    # The profiling API (torch_neuronx.profiling.select_api): "documented", "no_correlate" (NeuronConfig without the
+    # parameter), "kwargs_drop" (NeuronConfig(**kwargs) that drops unknown keys), "legacy" (April 2026), "none".
+    api: str = "documented"
+
+
+def switches(text: str) -> Switches:
+    """Switches from "key=value,key=value" (booleans as 1/0, true/false); an unknown key or value is an error."""
+    out = Switches()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, _, value = item.partition("=")
+        if not hasattr(out, key):
+            raise ValueError(f"NEURON_STANDIN_SWITCHES: no switch {key!r}; the switches: {', '.join(vars(out))}")
+        default = getattr(out, key)
+        setattr(out, key, value.lower() in ("1", "true", "yes", "on") if isinstance(default, bool) else value)
+    return out
 
 
 @dataclass
@@ -51,14 +74,16 @@ class _State:
     fallback_ops: list[str] = field(default_factory=list)
     total_memory: int = 96 * 2**30
     peak_reserved: int = 2**30
-    # NeuronCore -> bytes of the session NTFF the emulated runtime writes (0: an unused core's empty file).
-    ntff_bytes: dict[int, int] = field(default_factory=lambda: {0: 4096})
     configs: list[dict[str, Any]] = field(default_factory=list)  # kwargs of every NeuronConfig made
     legacy_sessions: list[dict[str, Any]] = field(default_factory=list)
     # Host op -> device microseconds per call on the emulated NeuronCore (planted.DEVICE_US): what the runtime's
     # executions, the device events in key_averages() and Explorer's tables all measure.
     device_us: dict[str, float] = field(default_factory=lambda: dict(DEVICE_US))
-    switches: Switches = field(default_factory=Switches)
+    switches: Switches = field(default_factory=lambda: switches(os.environ.get("NEURON_STANDIN_SWITCHES", "")))
+    # NeuronCores of the emulated host: the runtime reserves them all unless NEURON_RT_NUM_CORES or
+    # NEURON_RT_VISIBLE_CORES says otherwise (runtime configuration guide), and captures each reserved one.
+    host_cores: int = 8
+    reserved: list[int] = field(default_factory=list)  # the cores the runtime reserved when it started
     runtime_scale: float = 1.0  # the runtime trace's durations x this (1: the same work every source sees)
     memory_snapshot: bool = False  # also write a memory snapshot into the capture
     # NEFF -> the TORCH_NEURONX_NEFF_CACHE_DIR in force when the emulated compiler first wrote it (None: unset)
@@ -73,6 +98,14 @@ def _start_runtime() -> None:
     if not STATE.runtime_started:
         STATE.runtime_started = True
         STATE.env_at_start = {k: os.environ.get(k) for k in ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")}
+        visible, number = STATE.env_at_start["NEURON_RT_VISIBLE_CORES"], STATE.env_at_start["NEURON_RT_NUM_CORES"]
+        count = sum(_span(part) for part in visible.split(",")) if visible else int(number or STATE.host_cores)
+        STATE.reserved = list(range(min(count, STATE.host_cores)))  # process-local numbering, from 0
+
+
+def _span(part: str) -> int:
+    low, _, high = part.partition("-")
+    return int(high or low) - int(low) + 1
 
 
 def is_neuron_runtime_initialized() -> bool:

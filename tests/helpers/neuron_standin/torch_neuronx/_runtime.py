@@ -96,8 +96,10 @@ def _layout(capture: Capture, scale: float = 1.0) -> tuple[list[dict[str, Any]],
         t = start + GAP_NS
         for op, us in capture.work.get(step, first):
             ns = int(round(us * 1000 * scale))
-            runs.append({"step": step, "op": op, "neff": neff_of(op), "start_ns": t, "end_ns": t + ns})
+            runs.append({"step": step, "op": op, "neff": neff_of(op), "start_ns": t, "end_ns": t + ns, "nc": 0})
             t += ns + GAP_NS
+    for i, run in enumerate(runs):  # the flow ids the system trace gives each execution (switches.flow_ids)
+        run["flow"] = {"per_execution": f"{capture.index}.{i}", "shared": "1"}.get(STATE.switches.flow_ids)
     return spans, runs
 
 
@@ -129,9 +131,9 @@ def write(capture: Capture) -> None:
         (folder / "cpu_util.pb").write_bytes(b"\x08\x03" * 8)
     if "host_memory" in capture.modes:
         (folder / "host_mem.pb").write_bytes(b"\x08\x04" * 8)
-    if "device_profile" in capture.modes:
-        for nc, size in STATE.ntff_bytes.items():
-            body = json.dumps({"executions": runs}).encode() if size and nc == 0 else b"\x00" * size
+    if "device_profile" in capture.modes:  # one NTFF per reserved core: the work ran on core 0, the rest are empty
+        for nc in STATE.reserved or [0]:
+            body = json.dumps({"executions": runs}).encode() if nc == 0 else b""
             (folder / f"profile_nc_{nc}_session_0.ntff").write_bytes(body)
         for neff in sorted({r["neff"] for r in runs}) if capture.neff_cache else []:
             cached = Path(capture.neff_cache) / f"standin_{neff}" / "model.neff"
