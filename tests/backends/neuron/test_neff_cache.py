@@ -4,6 +4,7 @@ the variable names when it first sees the NEFF."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.layers import handed
 from helpers.neuron_standin.fixture import _drop_standin, neuron_config
 from neuronexp.backends import resolve_backend
 from neuronexp.backends.neuron.neuron_backend import NeuronBackend
@@ -136,3 +138,26 @@ def test_a_backend_that_cannot_start_leaves_the_variable_as_it_was(standin, tmp_
     with pytest.raises(ConfigError):
         _backend(neff_cache_dir=str(tmp_path / "new"))
     assert VAR not in os.environ and not (tmp_path / "new").exists()
+
+
+def test_a_capture_holding_other_cells_neffs_is_said(standin, explorer_in_process: Path, tmp_path: Path) -> None:
+    """Two cells of one process share the NEFF cache; a runtime that copied the whole cache into the second cell's
+    capture would bring the first cell's NEFFs: counted against the NEFFs the capture's executions ran."""
+    from tests.backends.neuron.test_open_questions import _spec
+
+    from neuronexp.cell.group import run_cell
+    from neuronexp.modules import FusedRMSNorm
+
+    (tmp_path / "a").mkdir()
+    first = run_cell(_spec(), tmp_path / "a").cells.iloc[0]
+    assert first["neuron_neffs_not_run"] == 0  # the capture holds its own four
+    standin.STATE.switches.neff_copy = "cache"
+    spec = _spec()
+    config = dataclasses.replace(spec.config, module=handed(FusedRMSNorm(64)))
+    fused = dataclasses.replace(spec, config=config, run_id="fused", module_name="rmsnorm_fused")
+    (tmp_path / "b").mkdir()
+    second = run_cell(fused, tmp_path / "b").cells.iloc[0]
+    assert second["neuron_neff_files"] == 5 and second["neuron_neffs_not_run"] == 4  # naive's 4 beside its own 1
+    assert (
+        "4 NEFF(s) in the capture ran in no execution of it (1001, 1002, 1003): not this cell's" in second["warnings"]
+    )

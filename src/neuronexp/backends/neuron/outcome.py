@@ -146,6 +146,7 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
     explorer = _explore(backend, out_dir, index, modes)
     warnings += explorer.warnings
     found = device_time(backend.observed, explorer, cfg, schedule, backend.correlate)
+    not_run = _neffs_not_run(index, explorer, warnings)
     cols: dict[str, Any] = {
         "neuron_api": api.kind,
         "neuron_api_version": api.version,
@@ -157,6 +158,7 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
         if backend.debug.neff_cache
         else backend.neff_cache.source,
         **artifact_columns(index, out_dir),
+        "neuron_neffs_not_run": not_run,
         "neuron_explorer_status": explorer.status,
         **explorer.columns,
         "neuron_fallback_ops": fallback_ops(backend.tnx, warnings),
@@ -170,6 +172,21 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
     cols["warnings"] = " | ".join(dict.fromkeys(warnings)) or None
     _manifest(backend, out_dir, index, explorer, copied, cols)
     return cols, found
+
+
+def _neffs_not_run(index: CaptureIndex, explorer: ExplorerResult, warnings: list[str]) -> float:
+    """NEFFs in the capture that no execution of it ran (the capture should hold its cell's own only: a shared cache
+    copied whole would bring every cell's), counted, and named in `warnings`; NaN where the runtime trace names none."""
+    ran = explorer.runtime.neffs if explorer.runtime is not None else set()
+    if not ran:
+        return math.nan
+    extra = sorted({n["hash"] for n in index.neffs} - ran)
+    if extra:
+        warnings.append(
+            f"{len(extra)} NEFF(s) in the capture ran in no execution of it ({', '.join(extra[:3])}): not this cell's "
+            "(copied from the shared NEFF cache?); Neuron Explorer reads only those the NTFFs name"
+        )
+    return float(len(extra))
 
 
 def _manifest(

@@ -5,6 +5,7 @@ covered, which is how the capture window is found (docs/neuron.md, "Device time:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,7 @@ from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, read_units
 
 EXECUTION = "nc_exec_running"  # the runtime's hardware event: a NEFF running on a NeuronCore
 STEP_PREFIX = "ProfilerStep#"  # torch.profiler's step ranges, in the framework trace Explorer joins in
-_COLUMNS = ["name", "start_ts", "end_ts", "trace_event_source", "flow_id", "nc_idx"]
+_COLUMNS = ["name", "start_ts", "end_ts", "trace_event_source", "flow_id", "nc_idx", "extra_attributes_json"]
 
 
 @dataclass
@@ -25,6 +26,18 @@ class RuntimeTrace:
     executions: list[tuple[float, float]] = field(default_factory=list)
     steps: list[tuple[float, float]] = field(default_factory=list)
     cores: set[str] = field(default_factory=set)
+    neffs: set[str] = field(default_factory=set)  # the NEFFs (hashes) the executions ran, where the trace names them
+
+
+def _neff(extra: Any) -> str | None:
+    """The NEFF an execution ran, from its extra attributes ({"model_name": "neff_<hash>"}, or "model_id"); None
+    where they name none."""
+    try:
+        attrs = json.loads(extra) if isinstance(extra, str) else {}
+    except ValueError:
+        return None
+    name = str(attrs.get("model_name") or attrs.get("model_id") or "") if isinstance(attrs, dict) else ""
+    return name.removeprefix("neff_") or None
 
 
 def _flows(value: Any) -> frozenset[str]:
@@ -77,11 +90,12 @@ def read_trace(profiles: list[Profile]) -> RuntimeTrace | None:
     cores = df.loc[runs, "nc_idx"] if "nc_idx" in df else pd.Series(None, index=df.index[runs], dtype=object)
     core_names = ["?" if pd.isna(c) else str(int(c)) if isinstance(c, float) else str(c) for c in cores]
     rows = list(zip(start[runs], end[runs], core_names, map(_flows, ids)))
+    extras = df.loc[runs, "extra_attributes_json"] if "extra_attributes_json" in df else []
+    neffs = {n for n in map(_neff, extras) if n}
     source = df["trace_event_source"] if "trace_event_source" in df else pd.Series("framework", index=df.index)
     steps = df["name"].astype(str).str.startswith(STEP_PREFIX) & (source.fillna("framework") == "framework")
-    return RuntimeTrace(
-        executions(rows), sorted(zip(start[steps].tolist(), end[steps].tolist())), set(core_names) - {"?"}
-    )
+    spans = sorted(zip(start[steps].tolist(), end[steps].tolist()))
+    return RuntimeTrace(executions(rows), spans, set(core_names) - {"?"}, neffs)
 
 
 def busy_us(spans: list[tuple[float, float]]) -> float:

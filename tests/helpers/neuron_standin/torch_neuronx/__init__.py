@@ -21,6 +21,13 @@ import torch
 from planted import DEVICE_US  # the stand-in's folder is on the path
 
 __standin__ = True
+
+
+def _autoload() -> None:
+    """torch's device-backend autoload (`import torch` loads the `torch.backends` entry point, as TorchNeuron's
+    `torch_neuronx:_autoload` does; TORCH_DEVICE_BACKEND_AUTOLOAD=0 turns it off): importing this module is the work."""
+
+
 __version__ = ".".join(torch.__version__.split("+")[0].split(".")[:2]) + ".3.0+standin"
 
 
@@ -47,6 +54,9 @@ class Switches:
     runtime_rows: bool = False
     # The executions' flow ids in the system trace: "per_execution", "shared" (one id for every execution), "absent".
     flow_ids: str = "per_execution"
+    # Which NEFFs neff_cache_dir brings into the capture at stop: "ran", those its executions ran; "cache", every NEFF
+    # in the cache (other cells' too, as a shared cache copied whole would).
+    neff_copy: str = "ran"
     # The profiling API (torch_neuronx.profiling.select_api): "documented", "no_correlate" (NeuronConfig without the
     # parameter), "kwargs_drop" (NeuronConfig(**kwargs) that drops unknown keys), "legacy" (April 2026), "none".
     api: str = "documented"

@@ -135,7 +135,9 @@ def write(capture: Capture) -> None:
         for nc in STATE.reserved or [0]:
             body = json.dumps({"executions": runs}).encode() if nc == 0 else b""
             (folder / f"profile_nc_{nc}_session_0.ntff").write_bytes(body)
-        for neff in sorted({r["neff"] for r in runs}) if capture.neff_cache else []:
+        every = {n for n, cache in STATE.compiled.items() if cache == capture.neff_cache}
+        copied = every if STATE.switches.neff_copy == "cache" else {r["neff"] for r in runs}
+        for neff in sorted(copied) if capture.neff_cache else []:
             cached = Path(capture.neff_cache) / f"standin_{neff}" / "model.neff"
             if cached.is_file():  # copied at stop from the cache NeuronConfig names, as the capture guide says
                 shutil.copyfile(cached, folder / f"neff_{neff}_vnc_0.neff")
