@@ -23,6 +23,7 @@ import neuronexp.backends.neuron.sdk as neuron_sdk
 from neuronexp.backends.base import Backend, BackendUnavailable, DeviceFill
 from neuronexp.backends.neuron.capture import latest_framework_trace
 from neuronexp.backends.neuron.checks import dynamo_counts, memory_columns, reset_peak_memory
+from neuronexp.backends.neuron.compile_metrics import CompileMetrics
 from neuronexp.backends.neuron.neff_cache import pin_neff_cache
 from neuronexp.backends.neuron.options import check_neuron_compile
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
@@ -75,6 +76,7 @@ class NeuronBackend(Backend):
         self.observed = Observed(self.runtime_activities)
         self.found: DeviceTime | None = None  # device time from every source, once profiling is over
         self.compile_counts: dict[str, int] | None = None
+        self.compile_metrics = CompileMetrics(self.tnx)
 
     def _start(self) -> tuple[ModuleType, neuron_sdk.NeuronApi]:
         """torch-neuronx, imported under the environment just set, and its profiling API; else the reason raised."""
@@ -109,6 +111,7 @@ class NeuronBackend(Backend):
         if (clear := getattr(self.tnx, "clear_op_tracking", None)) is not None:
             clear()  # fallback ops are counted per process; count this cell's only
         reset_peak_memory(self.tnx)
+        self.compile_metrics.start()  # the cell's compiles counted from here: its first call compiles
 
     def finish(self) -> None:
         self.debug.restore()  # the next cell of this process compiles without this one's debug variables

@@ -113,6 +113,7 @@ class Captured(Protocol):
     tnx: Any  # the torch_neuronx module
     observed: Observed
     compile_counts: dict[str, int] | None
+    compile_metrics: Any  # compile_metrics.CompileMetrics
     min_warmup_calls: int
     cores: str  # the NeuronCore selection in words (process_env.apply_core_env)
     correlate: str  # what became of correlate_device_time when it was given (neuron_sdk.GIVEN, ...)
@@ -166,6 +167,7 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
         **found.columns,
         **memory_columns(backend.tnx),
         **compile_columns(backend.compile_counts),
+        **backend.compile_metrics.columns(compiled=backend.compile_counts is not None),
     }
     warnings += found.warnings
     hbm_note(backend.tnx, modes, warnings)

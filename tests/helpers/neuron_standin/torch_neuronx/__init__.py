@@ -99,6 +99,9 @@ class _State:
     # NEFF -> the TORCH_NEURONX_NEFF_CACHE_DIR in force when the emulated compiler first wrote it (None: unset)
     compiled: dict[str, str | None] = field(default_factory=dict)
     legacy_capture: Any = None  # the April-2026 profiler's capture while it runs (torch_neuronx._runtime)
+    metrics_enabled: bool = False  # torch_neuronx.metrics: collection on (off by default, as TorchNeuron's)
+    counters: dict[str, int] = field(default_factory=dict)  # the compilation cache's counters (torch_neuronx.metrics)
+    graphs: list[Any] = field(default_factory=list)  # torch.compile's per-graph compile records (get_dynamo_metrics)
 
 
 STATE = _State()
@@ -163,12 +166,13 @@ neuron.current_device = lambda: 0
 neuron.get_device_properties = lambda device=0: _Props()
 neuron.max_memory_reserved = max_memory_reserved
 neuron.max_memory_allocated = max_memory_allocated
+neuron.get_dynamo_metrics = lambda: list(STATE.graphs)
 
 # The real package registers its device module here (torch._register_device_module); a plain attribute
 # keeps the stand-in removable, and the test fixture deletes it again.
 torch.neuron = neuron  # type: ignore[attr-defined]
 
-from . import _device_events, _runtime, profiling  # noqa: E402, F401  (profiling: set by `import torch_neuronx`)
+from . import _device_events, _runtime, metrics, profiling  # noqa: E402, F401  (set by `import torch_neuronx`)
 
 _device_events.install()
 _runtime.install()

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch.profiler.profiler as torch_profiler
 from planted import device_key, executions, neff_of
-from torch_neuronx import STATE
+from torch_neuronx import STATE, metrics
 
 INSTANCE_ID = "i-0standin00000000"
 CLOCK_BASE_NS = 1_767_225_600_000_000_000  # the emulated host clock of the system trace (ns since the epoch)
@@ -104,13 +104,24 @@ def _layout(capture: Capture, scale: float = 1.0) -> tuple[list[dict[str, Any]],
 
 
 def _compile(neffs: set[str]) -> None:
-    """The emulated compiler writes each NEFF once, into $TORCH_NEURONX_NEFF_CACHE_DIR as it is at that moment."""
-    for neff in sorted(neffs - set(STATE.compiled)):
+    """The emulated compiler writes each NEFF once, into $TORCH_NEURONX_NEFF_CACHE_DIR as it is at that moment, and
+    counts it: a NEFF this process compiled is an in-memory hit; one on disk from an earlier process, a persistent
+    hit; else a miss and a compilation (torch_neuronx.metrics)."""
+    for neff in sorted(neffs):
         cache = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+        path = Path(cache) / f"standin_{neff}" / "model.neff" if cache else None
+        if neff in STATE.compiled:
+            metrics.count("CompilationCache.InMemoryHits")
+            continue
         STATE.compiled[neff] = cache
-        if cache:
-            (Path(cache) / f"standin_{neff}").mkdir(parents=True, exist_ok=True)
-            (Path(cache) / f"standin_{neff}" / "model.neff").write_bytes(b"NEFF" + neff.encode())
+        if path is not None and path.is_file():
+            metrics.count("CompilationCache.PersistentHits")
+            continue
+        for name in ("InMemoryMisses", "PersistentMisses", "TotalCompilations"):
+            metrics.count(f"CompilationCache.{name}")
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"NEFF" + neff.encode())
 
 
 def write(capture: Capture) -> None:
