@@ -12,22 +12,25 @@ installed torch the way a TorchNeuron release does (`<torch major>.<minor>.3.0`)
 
 from __future__ import annotations
 
-import os
-import types
-from dataclasses import dataclass, field
-from typing import Any
-
-import torch
-from planted import DEVICE_US  # the stand-in's folder is on the path
-
-__standin__ = True
-
 
 def _autoload() -> None:
     """torch's device-backend autoload (`import torch` loads the `torch.backends` entry point, as TorchNeuron's
-    `torch_neuronx:_autoload` does; TORCH_DEVICE_BACKEND_AUTOLOAD=0 turns it off): importing this module is the work."""
+    `torch_neuronx:_autoload` does; TORCH_DEVICE_BACKEND_AUTOLOAD=0 turns it off): importing this module is the work.
+    Defined before `import torch`, as TorchNeuron defines it: `import torch_neuronx` first imports torch, whose
+    autoload then finds this module half-imported."""
 
 
+import importlib  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import types  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any  # noqa: E402
+
+import torch  # noqa: E402
+from planted import DEVICE_US  # noqa: E402  (the stand-in's folder is on the path)
+
+__standin__ = True
 __version__ = ".".join(torch.__version__.split("+")[0].split(".")[:2]) + ".3.0+standin"
 
 
@@ -127,7 +130,8 @@ def is_neuron_runtime_initialized() -> bool:
 
 def device_count() -> int:
     _start_runtime()  # assume the worst: a device query starts the runtime
-    return 1
+    _point_backend_at_host()
+    return len(STATE.reserved)
 
 
 def synchronize(device: Any = None) -> None:
@@ -176,8 +180,18 @@ from . import _device_events, _runtime, metrics, profiling  # noqa: E402, F401  
 
 _device_events.install()
 _runtime.install()
-# The stand-in has no device of its own: its tensors stay on the CPU (NEURON_STANDIN_DEVICE names another), so a plain
-# `neuronexp backend=neuron` with only this folder on PYTHONPATH runs on it too, as a test's subprocess does.
-from neuronexp.backends.neuron.neuron_backend import NeuronBackend  # noqa: E402
 
-NeuronBackend.device_type = os.environ.get("NEURON_STANDIN_DEVICE") or "cpu"
+
+def _point_backend_at_host() -> None:
+    """The stand-in has no device of its own: its tensors stay on the CPU (NEURON_STANDIN_DEVICE names another), so a
+    plain `neuronexp backend=neuron` with only this folder on PYTHONPATH runs on it too, as a test's subprocess does.
+    Done at import, and again at the device query the backend makes before it picks its device: autoloaded while
+    neuronexp's Neuron backend module was still importing torch, that module's class did not exist yet."""
+    module = sys.modules.get("neuronexp.backends.neuron.neuron_backend")
+    if module is None:
+        module = importlib.import_module("neuronexp.backends.neuron.neuron_backend")
+    if hasattr(module, "NeuronBackend"):
+        module.NeuronBackend.device_type = os.environ.get("NEURON_STANDIN_DEVICE") or "cpu"
+
+
+_point_backend_at_host()
