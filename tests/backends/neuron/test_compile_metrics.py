@@ -16,11 +16,15 @@ from tests.backends.neuron.test_open_questions import _spec
 
 from neuronexp.backends.neuron.checks import memory_columns
 from neuronexp.cell.group import run_cell
-from neuronexp.config import CompileConfig
+from neuronexp.config import CompileConfig, NeuronProfilerConfig
 
 
 def _cell(tmp_path: Path, name: str, compiled: bool = False):
-    spec = _spec()
+    spec = _spec()  # its NEFF cache a folder of this test's: nothing another test compiled is on disk there
+    profiler = dataclasses.replace(
+        spec.config.profiler, neuron=NeuronProfilerConfig(neff_cache_dir=str(tmp_path / "c"))
+    )
+    spec = dataclasses.replace(spec, config=dataclasses.replace(spec.config, profiler=profiler))
     if compiled:
         spec = dataclasses.replace(spec, config=dataclasses.replace(spec.config, compile=CompileConfig(enabled=True)))
     (tmp_path / name).mkdir()
