@@ -1,6 +1,7 @@
-"""The profiled pass: torch.profiler with a wait/warmup/active schedule, turned into per-step op rows; and device
-time per op from a source other than key_averages() (Neuron Explorer) put where key_averages() left none
-(fill_device_times), so device sums, shares, op counts and the hotspot follow the usual rules."""
+"""The profiled pass: torch.profiler with a wait/warmup/active schedule, turned into per-step op rows (a device
+runtime's host-typed activity set apart); and a backend's device time from sources other than key_averages()' device
+rows put into them (fill_device_times: NaN per op where no source split it), so device sums, shares, op counts and
+the hotspot follow the usual rules."""
 
 from __future__ import annotations
 
