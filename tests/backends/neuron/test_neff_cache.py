@@ -119,6 +119,10 @@ def test_a_link_anywhere_on_the_path_neuronexp_creates_is_refused(standin, own_c
 
 def test_the_keys_folder_follows_the_same_rule(standin, tmp_path: Path) -> None:
     bad = _planted(tmp_path / "team-cache", 0o777)
+    cfg = neuron_config(profiler=NeuronProfilerConfig(neff_cache_dir=str(bad)))
+    cfg.backend = BackendName.neuron
+    with pytest.raises(ConfigError, match=f"profiler.neuron.neff_cache_dir={bad}: is writable by others"):
+        neuron_options(cfg)  # up front
     with pytest.raises(ConfigError, match=f"profiler.neuron.neff_cache_dir={bad}: is writable by others"):
         _backend(neff_cache_dir=str(bad))
     with pytest.raises(ConfigError, match="profiler.neuron.neff_cache_dir=.*: is writable by others"):
