@@ -71,8 +71,10 @@ def _hydra_main(server: ForkServer | None) -> None:
     import hydra
 
     from neuronexp.config import compose  # noqa: F401  (registers the schema, `base_config`, that conf/ extends)
+    from neuronexp.engine._hydra import hydra_parser_on_python_314
 
-    hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_Job(server))()
+    with hydra_parser_on_python_314():
+        hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_Job(server))()
 
 
 def _early_server(routed: list[str]) -> ForkServer | None:
