@@ -180,6 +180,22 @@ def test_op_names_and_labels_are_escaped(tmp_path: Path) -> None:
     assert "<script" not in text and "<img" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
 
 
+def test_the_page_is_autoescaped_but_for_the_plots_own_svg(tmp_path: Path) -> None:
+    """jinja2's autoescape, spelled as html.escape spells it (the page did not change by a byte when jinja2 came in):
+    a title, a figure's title and caption are text in every context (element, attribute); only the SVG is markup."""
+    import dataclasses
+
+    from neuronexp.report.sections import Plot
+
+    _hostile_run(tmp_path / "job")
+    report = dataclasses.replace(build_report(tmp_path / "job"), title='<i>"t"</i>')
+    plot = Plot(title='a" onload="x', caption="<b>c</b> & 'd'", svg='<svg id="s"></svg>')
+    page = render_html(report, [plot])
+    assert "<title>&lt;i&gt;&quot;t&quot;&lt;/i&gt;</title>" in page and "<h1>&lt;i&gt;" in page
+    assert 'aria-label="a&quot; onload=&quot;x"' in page and "<figcaption>&lt;b&gt;c&lt;/b&gt; &amp; &#x27;d&#x27;" in page
+    assert '<svg id="s"></svg>' in page and "<i>" not in page
+
+
 def test_trace_and_neuron_profile_links(tmp_path: Path) -> None:
     job = tmp_path / "job"
     _hostile_run(job, trace_path="trace.json", neuron_profile_dir="neuron_profile", neuron_system_profile=True)
