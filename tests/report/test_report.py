@@ -62,6 +62,16 @@ def test_sweep_report_is_self_contained_with_plots_tables_and_links(reported: Pa
     assert "## Fusion view" in text and "| rmsnorm_fused | [1,64,512] |" in text and "[trace](<0/trace.json>)" in text
 
 
+def test_the_environment_says_the_hosts_cpu_settings(sweep: Path) -> None:
+    """From each job's env.json (host.machine): the governor, boost, SMT, isolated and tickless CPUs, as this host has
+    them ("unknown" where its kernel does not say)."""
+    from neuronexp.host.machine import cpu_noise
+
+    env, here = dict(build_report(sweep).environment), cpu_noise()
+    assert (env["CPU governor"], env["turbo/boost"], env["SMT"]) == (here["governor"], here["boost"], here["smt"])
+    assert (env["isolated CPUs"], env["tickless CPUs"]) == (here["isolcpus"], here["nohz_full"])
+
+
 def test_report_model_fusion_view_and_hotspots(sweep: Path) -> None:
     report = build_report(sweep)
     assert report.kind == "sweep" and report.baseline == "rmsnorm_naive"
@@ -192,7 +202,8 @@ def test_the_page_is_autoescaped_but_for_the_plots_own_svg(tmp_path: Path) -> No
     plot = Plot(title='a" onload="x', caption="<b>c</b> & 'd'", svg='<svg id="s"></svg>')
     page = render_html(report, [plot])
     assert "<title>&lt;i&gt;&quot;t&quot;&lt;/i&gt;</title>" in page and "<h1>&lt;i&gt;" in page
-    assert 'aria-label="a&quot; onload=&quot;x"' in page and "<figcaption>&lt;b&gt;c&lt;/b&gt; &amp; &#x27;d&#x27;" in page
+    assert 'aria-label="a&quot; onload=&quot;x"' in page
+    assert "<figcaption>&lt;b&gt;c&lt;/b&gt; &amp; &#x27;d&#x27;" in page
     assert '<svg id="s"></svg>' in page and "<i>" not in page
 
 

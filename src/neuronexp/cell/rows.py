@@ -28,6 +28,7 @@ from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
 from neuronexp.config.fingerprint import package_version
 from neuronexp.host.allocator import preload_environment
+from neuronexp.host.machine import cpu_noise
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
@@ -211,7 +212,8 @@ def git_state(cwd: Path) -> dict[str, Any]:
 
 
 def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any], threads: int) -> dict[str, Any]:
-    """env.json: versions, host, device, and what the cell's process did to its host (malloc, threads)."""
+    """env.json: versions, host, device, the host's CPU settings and what the cell's process did to its host (malloc,
+    threads)."""
     env = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -235,6 +237,9 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
             or k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NKI_DEBUG_INFO", "NEURON_FRAMEWORK_DEBUG")
         },
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        # What the kernel does to a CPU's speed (governor, boost, SMT, isolated and tickless CPUs): compare names it
+        # where A's and B's differ.
+        "cpu_settings": cpu_noise(),
     }
     env.update(git_state(Path.cwd().resolve()))
     return env
