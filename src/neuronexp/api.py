@@ -17,7 +17,7 @@ from neuronexp.engine.stopped import Stopped
 
 if TYPE_CHECKING:
     from neuronexp.engine.context import SweepContext
-    from neuronexp.results import Results
+    from neuronexp.facade import Results
 
 PathLike = str | os.PathLike[str]
 
@@ -100,9 +100,10 @@ def _invoke(
         raise _stopped_error(outcome.stopped)
     if outcome.stopped is not None and outcome.stopped.message:  # the launcher gave up: what finished is returned
         print(f"neuronexp: {outcome.stopped.message}", file=sys.stderr)
-    from neuronexp.results import load, no_results
+    from neuronexp.facade import Results, load
+    from neuronexp.results import no_results
 
-    return load(outcome.directory) if outcome.directory is not None else no_results()
+    return load(outcome.directory) if outcome.directory is not None else Results.of_tables(no_results())
 
 
 def _stopped_error(stopped: Stopped) -> BaseException:

@@ -32,6 +32,7 @@ from neuronexp.host.machine import cpu_noise
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
+from neuronexp.version import __version__
 
 
 @dataclass
@@ -226,7 +227,7 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
         "torch_neuronx_version": package_version("torch-neuronx"),
         "neuronx_cc_version": package_version("neuronx-cc"),
         "cuda_runtime": torch.version.cuda,
-        "neuronexp_version": package_version("neuronexp"),
+        "neuronexp_version": __version__,
         "backend": backend,
         "device_name": device_name,
         # Runtime variables, and the compile-time ones that decide whether profiles carry layer names.

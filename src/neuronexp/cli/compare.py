@@ -14,7 +14,7 @@ import pyarrow as pa
 from rich.console import Console
 
 from neuronexp.analysis.stats import Criteria
-from neuronexp.cli.common import quiet_on_closed_stdout
+from neuronexp.cli.common import add_version, quiet_on_closed_stdout
 from neuronexp.compare import (
     CompareError,
     CompareOptions,
@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write the per-cell table as CSV")
+    add_version(p)
     return p
 
 

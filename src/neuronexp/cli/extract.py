@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
+from neuronexp.cli.common import add_version, positive_int, quiet_on_closed_stdout
 from neuronexp.cli.extract_units import ExtractError
 
 _WRITES = """\
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="the study's config directory (module/, experiment/)"
     )
+    add_version(p)
     return p
 
 

@@ -100,6 +100,10 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None 
         todo = [c for c in cells if c.run_id not in reused]
         said = words(rerun)
         log.info("sweep of %d cells into %s%s", len(cells), where, f": {said}" if said else "")
+        for c in cells:  # neuronexp -v
+            log.debug(
+                "cell %s: %s, run_id %s, %s", c.dir, c.label, c.run_id, "reused" if c.run_id in reused else "to run"
+            )
         with SweepProgress(where, cells, reused) as progress:
             stopped = _execute_or_stop(ctx, cells, todo, progress)
         if server is not None:  # this sweep's own (not a caller's): no cell is left to fork

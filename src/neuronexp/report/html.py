@@ -12,11 +12,11 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from neuronexp import __version__
 from neuronexp.report.model import Report
 from neuronexp.report.plots import report_colours
 from neuronexp.report.sections import Plot, sections
 from neuronexp.report.tables import status_line
+from neuronexp.version import __version__
 
 _NUMERIC = {
     "median",
@@ -92,3 +92,10 @@ def render_html(report: Report, figures: list[Plot]) -> str:
         colours=report_colours(report),
         figures=figures,
     )
+
+
+def render_results(head: str, headers: list[str], rows: list[list[str]], sentences: list[str]) -> str:
+    """neuronexp.Results in a notebook (its _repr_html_): `head`, the findings table, the sentences; escaped as the
+    report is."""
+    page = _TEMPLATES.get_template("results.html.j2")
+    return page.render(head=head, headers=headers, rows=rows, sentences=sentences)

@@ -146,7 +146,7 @@ def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[st
     if len(started):
         rows.append(("started", f"{started.iloc[0]} … {started.iloc[-1]}" if len(started) > 1 else started.iloc[0]))
     rows += [(label, distinct(env.get(key) for env in envs)) for key, label in _ENV_FIELDS]
-    settings = [env.get("cpu_settings") if isinstance(env.get("cpu_settings"), dict) else {} for env in envs]
+    settings: list[dict] = [s if isinstance(s := env.get("cpu_settings"), dict) else {} for env in envs]
     rows += [(label, distinct(s.get(key) for s in settings)) for key, label in _CPU_FIELDS]
     neuron_env = {k: v for env in envs for k, v in (env.get("neuron_env") or {}).items()}
     rows += [(k, str(v)) for k, v in sorted(neuron_env.items())]

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
@@ -74,6 +75,14 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
 def speedup_plot(
     cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame
 ) -> str | None:
+    """The speedup figure as SVG (speedup_figure), None where there is nothing to draw."""
+    fig = speedup_figure(cells, baseline, colours, intervals)
+    return svg(fig) if fig is not None else None
+
+
+def speedup_figure(
+    cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame
+) -> Figure | None:
     """Speedup of every cell over its baseline cell per input, in the variant's colour: bars above 1 are faster;
     whiskers are the 95% bootstrap interval the findings state (findings.speedup_intervals)."""
     cells = usable_cells(cells)
@@ -113,7 +122,7 @@ def speedup_plot(
     ax.margins(y=0.15)
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    return svg(fig)
+    return fig
 
 
 def report_colours(report) -> dict[str, str]:
