@@ -365,3 +365,48 @@ def test_the_cells_table_stays_within_the_page_at_1400_px(browser: str, reported
     layout = json.loads(re.search(r"NX-LAYOUT (\{.*?\})", line)[1].replace('\\"', '"'))
     assert layout["page"] <= layout["window"] and layout["right"] <= layout["window"], layout
     assert layout["table"] <= layout["box"] + 0.5, layout  # no scrolling needed at this width
+
+
+# Where the answer is on the laid-out page: the findings list's box and the speedup chart's, and the window's height.
+_FIRST_SCREEN_PROBE = """<script>window.addEventListener("load", () => {
+  const box = (el) => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; };
+  console.log("NX-FIRST " + JSON.stringify({window: window.innerHeight,
+    findings: box(document.querySelector("ul.findings")),
+    chart: box(document.querySelector('figure[aria-label^="Speedup vs"] svg')),
+    environment: box([...document.querySelectorAll("h2")].find((h) => h.textContent.startsWith("Experiment")))}));
+});</script>"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow  # 3 s on the 2-core VM
+@pytest.mark.parametrize("window", ["1400,900", "1280,800"])
+def test_the_first_screen_is_the_findings_and_the_speedup_chart(
+    browser: str, reported: Path, tmp_path: Path, window: str
+) -> None:
+    """Opened, the report shows its answer: the findings and, whole, the speedup chart they state; what was measured
+    and how (environment, tables, the other plots) comes after."""
+    probe = tmp_path / "probe.html"
+    probe.write_text((reported / "report.html").read_text().replace("</body>", _FIRST_SCREEN_PROBE + "</body>"))
+    run = _headless(browser, probe, tmp_path / "profile-first", "--dump-dom", f"--window-size={window}")
+    (line,) = [ln for ln in _console_messages(run.stderr) if "NX-FIRST" in ln]
+    seen = json.loads(re.search(r"NX-FIRST (\{.*\})", line)[1].replace('\\"', '"'))
+    height = seen["window"]
+    assert seen["findings"]["top"] < seen["chart"]["top"] < seen["chart"]["bottom"] <= height, seen
+    assert seen["environment"]["top"] > seen["chart"]["bottom"], seen
+
+
+def test_a_shared_report_names_no_absolute_path(sweep: Path, tmp_path: Path) -> None:
+    """The header names the directory by its name (the report inside it) or the way from the report to it (--out),
+    and the links are relative: the page can be shared, moved or zipped without the machine's paths in it."""
+    for out, shown in ((sweep, sweep.name), (tmp_path / "elsewhere", "../" + sweep.name)):
+        if out != sweep:
+            shutil.copytree(sweep, tmp_path / sweep.name)
+            res = run_cli([sweep.name, "--out", "elsewhere"], cwd=tmp_path, script="neuronexp-report")
+        else:
+            res = run_cli([str(sweep)], cwd=sweep.parent, script="neuronexp-report")
+        assert res.returncode == 0, res.stderr
+        for name in ("report.html", "report.md"):
+            text = (out / name).read_text()
+            assert str(sweep.parent) not in text and str(tmp_path) not in text and "/tmp/" not in text, name
+        assert f"sweep <code>{shown}</code>" in (out / "report.html").read_text()
+        assert f"sweep `{shown}`" in (out / "report.md").read_text()

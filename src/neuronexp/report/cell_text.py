@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
+from neuronexp.analysis.noise import NOISY_MARK, noisy
 from neuronexp.analysis.roofline import headline
 from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, short_op
 
@@ -29,20 +29,6 @@ def composite_words(cell: Mapping[str, Any]) -> str | None:
     if dispatched != 1 or not isinstance(executed, (int, float)) or not executed > 1:
         return None
     return f"dispatched 1 op, executed {executed:g}: not one fused kernel here"
-
-
-def clip_reasons(noise: str, width: int) -> str:
-    """The noise reasons that fit in `width`, whole ("; "-separated), and how many more: never cut mid-word."""
-    reasons = [r for r in noise.split("; ") if r]
-    shown: list[str] = []
-    for i, reason in enumerate(reasons):
-        more = len(reasons) - i - 1
-        tail = f"; +{more} more" if more else ""
-        if shown and len("; ".join([*shown, reason]) + tail) > width:
-            break
-        shown.append(reason)
-    rest = len(reasons) - len(shown)
-    return "; ".join(shown) + (f"; +{rest} more" if rest else "")
 
 
 OUTPUT_FLAG = "✗ output ≠ baseline"
@@ -72,8 +58,8 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
         lines.append(" · ".join(limit))
     if cell["status"] == "cached":
         lines.append("(cached)")
-    if noisy(cell):
-        lines.append(f"{NOISE_WARNING}{clip_reasons(str(cell.get('noise') or ''), 40)}")
+    # A noisy cell is marked (~), not explained: its reasons are said once for all cells, in the findings' noise line
+    # (report.busy), where the reader of the report and of summary.md meets them first.
     return lines
 
 

@@ -79,18 +79,20 @@ _TEMPLATES.globals.update(zip=zip, cell_class=_cell_class, bar_width=_bar_width,
 
 
 def render_html(report: Report, figures: list[Plot]) -> str:
-    shown = [(section, body) for section, body in sections(report) if body is not None or figures]
+    shown = [
+        (section, body, [f for f in figures if f.first == section.first] if body is None else [])
+        for section, body in sections(report)
+    ]
     return _TEMPLATES.get_template("report.html.j2").render(
         title=report.title,
         kind=report.kind,
-        source=report.source,
+        source=report.shown_source,
         status=status_line(report),
         baseline=report.baseline,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__,
-        shown=shown,
+        shown=[(section, body, figs) for section, body, figs in shown if body is not None or figs],
         colours=report_colours(report),
-        figures=figures,
     )
 
 

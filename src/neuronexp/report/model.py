@@ -75,6 +75,13 @@ class Report:
     def cells(self) -> pd.DataFrame:
         return self.results.cells
 
+    @property
+    def shown_source(self) -> str:
+        """The directory reported on as a shared report names it, never by its absolute path: its name where the report
+        is written into it, else the way from the report's directory to it."""
+        way = _relative(self.source, self.out_dir.resolve())
+        return self.source.name if way == "." else way
+
 
 def configured_baseline(job_dirs: list[Path]) -> Baseline | None:
     """The `baseline` the sweep was run with (from a job's config.yaml), as key: value pairs."""

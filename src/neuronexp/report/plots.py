@@ -136,6 +136,7 @@ class _Figure:
     caption: str
     draw: Callable[[Any, dict[str, str]], str | None]  # (report, colours) → SVG, None: nothing to draw
     wide: bool = False
+    first: bool = False  # the answer's picture, under the findings (Plot.first)
 
 
 # Every figure the report can hold, in reading order; each is drawn where the report's data supports it.
@@ -150,6 +151,7 @@ _FIGURES = [
         "Baseline median latency ÷ variant median latency, same input; "
         "whiskers: the 95% bootstrap interval stated in the findings.",
         lambda r, colours: speedup_plot(r.cells, r.baseline, colours, r.intervals),
+        first=True,
     ),
     _Figure(
         "Samples by timing round",
@@ -191,7 +193,7 @@ def figures(report) -> list[Plot]:
     colours = report_colours(report)
     drawn = [(figure, figure.draw(report, colours)) for figure in _FIGURES]
     return [
-        Plot(figure.title.format(baseline=report.baseline), figure.caption, svg, figure.wide)
+        Plot(figure.title.format(baseline=report.baseline), figure.caption, svg, figure.wide, figure.first)
         for figure, svg in drawn
         if svg
     ]
