@@ -91,7 +91,6 @@ def test_the_file_is_synced_before_the_rename_and_the_directory_after(tmp_path: 
     zero-length cells.parquet: the data is fsynced first, the directory's entry after the rename."""
     import os
 
-
     events: list[tuple[str, str]] = []
     real_fsync, real_replace = os.fsync, os.replace
 
