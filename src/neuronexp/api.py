@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, UNFINISHED, Stopped
 
 if TYPE_CHECKING:
     from neuronexp.engine.context import SweepContext
@@ -96,7 +96,7 @@ def _invoke(
         if line is None:
             raise  # a bug: its traceback
         raise NeuronexpError(line) from None
-    if outcome.stopped is not None and outcome.stopped.code != 1:
+    if outcome.stopped is not None and outcome.stopped.code not in (CELL_FAILED, UNFINISHED):
         raise _stopped_error(outcome.stopped)
     if outcome.stopped is not None and outcome.stopped.message:  # the launcher gave up: what finished is returned
         print(f"neuronexp: {outcome.stopped.message}", file=sys.stderr)

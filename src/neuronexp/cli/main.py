@@ -1,6 +1,6 @@
 """`neuronexp`: the Hydra entry point. Hydra composes the config and hands every invocation to neuronexp's sweeper
 plugin (a single run is a plan of one: engine.sweeper), which runs it; this module turns the outcome into the exit
-status: 0 every cell ran, 1 a cell failed, 2 a user mistake (one line), 130 interrupted."""
+status: 0 every cell ran, 1 a cell failed, 2 a user mistake (one line), 3 not finished, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from neuronexp.cli.common import stdout_closed
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import UNFINISHED, Stopped
 from neuronexp.version import __version__
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ class _DropJobErrorLog(logging.Filter):
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: exit 0 when every cell succeeded, 1 when a cell failed, 2 for a bad config."""
+    """Console entry point; its exit statuses are engine.stopped's (one meaning each: docs/guarantees.md)."""
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
     typed, level = _own_flags(typed_baseline(sys.argv[1:]))
@@ -289,7 +289,8 @@ def _run(typed: list[str], routed: list[str], level: int | None) -> None:
 
 
 def _exit_for(exc: Exception, full_error: bool, argv: list[str]) -> None:
-    """One line and exit 2 for a user mistake, 1 for a file neuronexp could not write; a bug keeps its traceback."""
+    """One line and exit 2 for a user mistake, 3 for a file neuronexp could not write (the run did not finish); a bug
+    keeps its traceback."""
     from neuronexp.cli.oneline import user_error_line  # here: a run that goes well never needs it
 
     line = None if full_error else user_error_line(exc, argv)
@@ -299,5 +300,5 @@ def _exit_for(exc: Exception, full_error: bool, argv: list[str]) -> None:
     if isinstance(exc, OSError) and not full_error:  # a full or read-only disk mid-run: not a mistake in the command
         where = f": {exc.filename}" if exc.filename else ""
         print(f"neuronexp: error: cannot write the results ({exc.strerror or exc}{where})", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(UNFINISHED)
     raise exc

@@ -14,7 +14,7 @@ from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import is_dry_run
 from neuronexp.engine.lock import locked
 from neuronexp.engine.plan import PlannedCell, check_runnable, plan_cell
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, Stopped
 
 if TYPE_CHECKING:
     from neuronexp.results import Results
@@ -46,7 +46,8 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
         results = reused(run_dir, cell) or _measure(cell, run_dir, ctx.in_process)
         print_cell(results, run_dir)
     row = results.cells.iloc[0]
-    return Outcome(run_dir, Stopped(1, f"the cell failed: {row['error']}") if row["status"] == "error" else None)
+    failed = Stopped(CELL_FAILED, f"the cell failed: {row['error']}") if row["status"] == "error" else None
+    return Outcome(run_dir, failed)
 
 
 def _timeout_asked(overrides: list[str]) -> bool:

@@ -22,7 +22,7 @@ from neuronexp.engine.executor import Executor, executor_for, local_slots, run_l
 from neuronexp.engine.grouping import Unit, plan_units
 from neuronexp.engine.lock import locked
 from neuronexp.engine.plan import PlannedCell, check_runnable, grid, plan_sweep, swept_keys
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, UNFINISHED, Stopped
 from neuronexp.formatting import first_line
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
@@ -128,10 +128,10 @@ def _execute_or_stop(
             f"hydra.sweep.dir={where}",
         )
     except OSError as exc:  # this process could not write a job's files (a full disk)
-        return Stopped(1, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
+        return Stopped(UNFINISHED, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
     except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
         return Stopped(
-            1,
+            UNFINISHED,
             f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
             f"rerun with hydra.sweep.dir={where} to resume it",
         )
@@ -193,12 +193,12 @@ def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopp
         if stopped is not None:
             raise Stopped(stopped.code, f"{stopped.message}; {why} too") from exc
         raise Stopped(
-            1,
+            UNFINISHED,
             f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
             f"with hydra.sweep.dir={where} to aggregate again",
         ) from exc
     print_sweep(outcome.cells, baseline, where, not_run=len(outcome.missing), findings=outcome.findings)
-    return stopped or (Stopped(1) if outcome.failed else None)
+    return stopped or (Stopped(CELL_FAILED) if outcome.failed else None)
 
 
 def _cell_processes(ctx: SweepContext) -> AbstractContextManager[Any]:
