@@ -142,9 +142,7 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
     """Each cell still to run in its planned directory, by the invocation's executor (engine.executor)."""
     if not todo:
         return
-    from neuronexp.engine.job import prepare
-
-    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
+    baseline = _baseline(ctx.master)
     if executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
         if baseline:
             log.info(
@@ -154,12 +152,31 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
         assert ctx.launcher is not None
         run_launched(ctx.launcher(), [[*c.overrides, subdir_override(c.dir)] for c in todo], progress.watching)
         return
+    _execute_here(ctx, cells, todo, progress)
+
+
+def _execute_here(
+    ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress
+) -> None:
+    """The cells still to run, on this host: in this process, or each unit in a process forked from the template."""
+    from neuronexp.engine.callbacks import UserCallbacks
+    from neuronexp.engine.job import prepare
+
+    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
     units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
     for note in notes:
         log.info("%s", note)
+    callbacks = UserCallbacks(ctx.master)  # each cell's on_job_*: it runs on this host, not in Hydra's run_job
+    slots = local_slots(ctx.master)
 
     def start(unit: Unit) -> list[Any]:
+        for cell in unit.cells:
+            callbacks.job_start(cell)
         return [prepare(c, where / c.dir) for c in unit.cells]
+
+    def finished(cell: PlannedCell) -> None:
+        progress.finished(cell, where=slots > 1 and not ctx.in_process)
+        callbacks.job_end(cell, where / cell.dir)
 
     if ctx.in_process:
         from neuronexp.cellprocess.entry import run_placed
@@ -167,10 +184,9 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
         for unit in units:
             run_placed(start(unit))
             for cell in unit.cells:
-                progress.finished(cell)
+                finished(cell)
         return
-    slots = local_slots(ctx.master)
-    run_local(units, start, slots, lambda cell: progress.finished(cell, where=slots > 1))
+    run_local(units, start, slots, finished)
 
 
 def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
