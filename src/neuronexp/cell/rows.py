@@ -72,6 +72,9 @@ class _NotStarted(Backend):
     def device_name(self) -> str:
         return "unknown"
 
+    def compile_backend(self) -> str | None:  # type: ignore[override]  # never started: its default is not known here
+        return None
+
 
 def write_lost_cell(
     spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str
@@ -92,6 +95,7 @@ def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
         "experiment": spec.experiment,
         "module": spec.module_name,
         "compiled": bool(cfg.compile.enabled),
+        "compile_backend": (cfg.compile.backend or backend.compile_backend()) if cfg.compile.enabled else None,
         "backend": backend.name,
         "device": str(backend.device),
         "device_name": backend.device_name(),

@@ -17,6 +17,11 @@ from neuronexp.results.table_file import DamagedResults
 ENV_FILE = "env.json"
 
 
+def job_environment(job_dir: Path) -> dict[str, Any] | None:
+    """A job directory's env.json as data; None where there is none."""
+    return _record(job_dir / ENV_FILE)
+
+
 def _record(path: Path) -> dict[str, Any] | None:
     if not (path.is_file() or path.is_symlink()):
         return None  # a run from before env.json, or a cell that never started
