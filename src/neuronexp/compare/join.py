@@ -125,15 +125,15 @@ def _side(every: dict[tuple, pd.Series], runs: list[Results], ignored: list[str]
 def _interval(a: _Side, b: _Side, key: tuple, moves: dict[str, float], options: CompareOptions, seed: int) -> CellStats:
     """One cell's statistics over every run of each side, or over the pairs of runs (`paired`, two pairs or more);
     with the host reference on both sides, the interval also holds how far the host itself moved between them
-    (compare.host)."""
+    (compare.host), except over pairs: there the pairs' spread holds the host's drift already, and widening by the
+    reference too (whose own noise is large on a loaded host) made an unchanged head inconclusive (docs/history.md)."""
     referenced = options.host_reference and all(math.isfinite(m) for m in moves.values())
     pairs = [(x, y) for x, y in zip(a.each_run(key), b.each_run(key)) if x is not None and y is not None]
     if options.paired and len(pairs) > 1:
-        stats = compare_run_pairs(pairs, seed=seed)
-    else:
-        floor = options.floor
-        factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
-        stats = compare_runs(a.runs_of(key)[1], b.runs_of(key)[1], seed=seed, floor=factor)
+        return compare_run_pairs(pairs, seed=seed)
+    floor = options.floor
+    factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
+    stats = compare_runs(a.runs_of(key)[1], b.runs_of(key)[1], seed=seed, floor=factor)
     if not referenced:
         return stats
     low, high = host_widened(stats.ci_low, stats.ci_high, list(moves.values()))
@@ -196,7 +196,8 @@ def _notes(a: _Side, b: _Side, cells: pd.DataFrame, options: CompareOptions) -> 
     cannot tell, implausible figures and, with further runs, what the intervals resample and the cells they miss."""
     threshold = options.criteria.threshold
     notes = environment_notes(a.tables[0], b.tables[0]) + statistics_notes(cells, threshold)
-    notes += host_notes(cells, threshold, options.host_reference)
+    paired = options.paired and len(a.runs) > 1
+    notes += host_notes(cells, threshold, options.host_reference and not paired, paired)
     notes += implausible_notes([a.tables[0], b.tables[0], *a.tables[1:], *b.tables[1:]])
     notes += machine_notes(*(environments(pd.concat(side.tables, ignore_index=True)) for side in (a, b)))
     if len(a.runs) == 1 and len(b.runs) == 1:
