@@ -37,8 +37,8 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
         )
         return Outcome(None)
     # Imported once the cell is planned: pandas, pyarrow and rich are not needed to report a bad value.
-    from neuronexp.engine.callbacks import UserCallbacks
     from neuronexp.engine.job import reused
+    from neuronexp.engine.user_callbacks import UserCallbacks
     from neuronexp.report.terminal import print_cell
     from neuronexp.results import invocation
 

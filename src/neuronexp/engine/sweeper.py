@@ -159,8 +159,8 @@ def _execute_here(
     ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress
 ) -> None:
     """The cells still to run, on this host: in this process, or each unit in a process forked from the template."""
-    from neuronexp.engine.callbacks import UserCallbacks
     from neuronexp.engine.job import prepare
+    from neuronexp.engine.user_callbacks import UserCallbacks
 
     where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
     units, notes = plan_units(cells, baseline, {c.run_id for c in todo})

@@ -1,10 +1,8 @@
-"""The user's Hydra callbacks (`hydra.callbacks`) where Hydra itself cannot call them. Every invocation runs in
-neuronexp's sweeper (Hydra's multirun), so Hydra calls on_multirun_start/end, also around a single run, and never
-on_run_*; a cell that runs on this host (a single run, a local sweep's) never passes Hydra's run_job, so no on_job_*
-either. Here, as Hydra's run and basic launcher order them: on_run_start/end around a single run, on_job_start/end
-around each such cell, with its composed config and a JobReturn holding its row. (A Hydra launcher's job, a Slurm task:
-Hydra's run_job calls the job callbacks there.) The callbacks are instantiated once more for this; one that raises is
-warned about, as Hydra does, and the run goes on."""
+"""The user's Hydra callbacks (`hydra.callbacks`) where Hydra cannot call them: every invocation is Hydra's multirun,
+so Hydra calls only on_multirun_start/end, and a cell run on this host never passes Hydra's run_job. Here, in Hydra's
+order: on_run_start/end around a single run, on_job_start/end around each such cell, with its composed config and a
+JobReturn holding its row (a Slurm task's cell: run_job calls them there). Instantiated once more for this; a callback
+that raises is warned about, as Hydra does (docs/architecture.md, "Hydra callbacks")."""
 
 from __future__ import annotations
 
