@@ -8,7 +8,7 @@ from pathlib import Path
 from neuronexp.analysis.noise import fmt_spread
 from neuronexp.cell.noise_columns import noise_columns
 from neuronexp.cell.timing import summarize_samples
-from neuronexp.report.cell_text import cell_lines, composite_words
+from neuronexp.report.cell_text import cell_lines, clip_reasons, composite_words
 from neuronexp.report.summary import summary_markdown
 from neuronexp.results import frame
 
@@ -65,9 +65,18 @@ def test_a_huge_round_spread_is_a_factor_not_thousands_of_percent() -> None:
     assert noise_columns(stats)["noise"].startswith("rounds spread ×510")
 
 
-def test_a_noisy_cell_is_marked_in_the_grid_and_its_reasons_are_said_once_elsewhere() -> None:
-    """The grid (the report, summary.md) marks a noisy cell ~ and leaves its reasons to the findings' one noise line
-    (report.busy): repeated in every cell they were the report's first screen."""
+def test_noise_reasons_are_cut_between_reasons_never_mid_word() -> None:
     noise = "rounds spread 55%; p90/p10 3.1; other processes used 1.20 cores; CPU steal 9%"
-    lines = cell_lines(_cell(noisy=True, noise=noise))
+    assert clip_reasons(noise, 40) == "rounds spread 55%; p90/p10 3.1; +2 more"
+    assert clip_reasons("rounds spread 55%", 40) == "rounds spread 55%"
+    last = cell_lines(_cell(noisy=True, noise=noise))[-1]
+    assert last.endswith("+2 more") and "othe" not in last
+
+
+def test_the_report_marks_a_noisy_cell_and_says_its_reasons_once_elsewhere() -> None:
+    """The report's grid marks a noisy cell ~ and leaves its reasons to the findings' one noise line (report.busy):
+    repeated in every cell they filled the report's first screen. The terminal and summary.md, whose findings have no
+    noise line, keep them in the cell."""
+    noise = "rounds spread 55%; p90/p10 3.1; other processes used 1.20 cores; CPU steal 9%"
+    lines = cell_lines(_cell(noisy=True, noise=noise), reasons=False)
     assert lines[0].startswith("~") and not any("rounds spread" in line or "noisy" in line for line in lines)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from neuronexp.analysis.noise import NOISY_MARK, noisy
+from neuronexp.analysis.noise import NOISE_WARNING, NOISY_MARK, noisy
 from neuronexp.analysis.roofline import headline
 from neuronexp.formatting import device_word, fmt_pct, fmt_speedup_ci, fmt_us, short_op
 
@@ -39,10 +39,24 @@ def output_differs(cell: Mapping[str, Any]) -> bool:
     return cell.get("output_match") is False or cell.get("output_check") == "FAIL"
 
 
-def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
+def clip_reasons(noise: str, width: int) -> str:
+    """The noise reasons that fit in `width`, whole ("; "-separated), and how many more: never cut mid-word."""
+    reasons = [r for r in noise.split("; ") if r]
+    shown: list[str] = []
+    for i, reason in enumerate(reasons):
+        more = len(reasons) - i - 1
+        tail = f"; +{more} more" if more else ""
+        if shown and len("; ".join([*shown, reason]) + tail) > width:
+            break
+        shown.append(reason)
+    rest = len(reasons) - len(shown)
+    return "; ".join(shown) + (f"; +{rest} more" if rest else "")
+
+
+def cell_lines(cell: Mapping[str, Any] | None, reasons: bool = True) -> list[str]:
     """What one table cell says: latency, profiled time and ops per step, speedup, hotspot, and how far from
-    the limit (% of peak, a failed output check); a noisy cell's latency is marked "~" and its last line says
-    why it is not a finding."""
+    the limit (% of peak, a failed output check); a noisy cell's latency is marked "~" and, with `reasons`, its last
+    line says why it is not a finding (the report says that once, in its findings' noise line, instead)."""
     if cell is None:
         return ["—"]
     if cell["status"] == "error":
@@ -58,8 +72,8 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
         lines.append(" · ".join(limit))
     if cell["status"] == "cached":
         lines.append("(cached)")
-    # A noisy cell is marked (~), not explained: its reasons are said once for all cells, in the findings' noise line
-    # (report.busy), where the reader of the report and of summary.md meets them first.
+    if reasons and noisy(cell):
+        lines.append(f"{NOISE_WARNING}{clip_reasons(str(cell.get('noise') or ''), 40)}")
     return lines
 
 

@@ -76,7 +76,8 @@ SECTIONS: list[Section] = [
     Section("Speedup", "", None, first=True),
     Section("Experiment and environment", "", lambda r: Body(pairs=list(r.environment)), css="env"),
     Section("Cells", "", lambda r: Body(table=summary_table(r)), css="summary"),
-    Section("Variants side by side", "", lambda r: Body(table=grid_table(r.cells)), css="grid"),
+    # A noisy cell marked ~, its reasons left to the findings' one noise line.
+    Section("Variants side by side", "", lambda r: Body(table=grid_table(r.cells, reasons=False)), css="grid"),
     Section(
         "How far from the limit",
         ROOFLINE_NOTE,
