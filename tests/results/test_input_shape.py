@@ -38,7 +38,6 @@ def test_results_written_with_the_old_name_read_back_as_input_shape(tmp_path: Pa
     assert isinstance(cells, pd.DataFrame)
 
 
-
 def test_results_written_before_a_column_was_added_read_back_with_it_null(tmp_path: Path) -> None:
     """Cells columns added on 7 December 2026 (output_nonfinite, compile_backend): a file written without them reads
     back with them null (missing, not zero), not refused as another layout."""
