@@ -7,19 +7,24 @@ NeuronexpError; failed cells are rows, as on the command line."""
 from __future__ import annotations
 
 import os
+import re
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, UNFINISHED, Stopped
 
 if TYPE_CHECKING:
     from neuronexp.engine.context import SweepContext
-    from neuronexp.results import Results
+    from neuronexp.facade import Results
 
 PathLike = str | os.PathLike[str]
+# One invocation at a time in a process: Hydra's state (GlobalHydra) and the invocation's identity in the environment
+# are the process's, so a second thread's call waits for the first to end.
+_ONE_AT_A_TIME = threading.RLock()
 
 
 class NeuronexpError(Exception):
@@ -83,7 +88,7 @@ def _invoke(
     if config_dir is not None and str(Path(config_dir).resolve()) not in sys.path:
         sys.path.insert(0, str(Path(config_dir).resolve()))  # its layers import, as with --config-dir
     try:
-        with _context(overrides, out, config_dir, single) as context:
+        with _ONE_AT_A_TIME, _default_dtype_kept(), _context(overrides, out, config_dir, single) as context:
             if modules[0] is not None:
                 from neuronexp.engine.in_memory import InMemoryModules
 
@@ -96,13 +101,19 @@ def _invoke(
         if line is None:
             raise  # a bug: its traceback
         raise NeuronexpError(line) from None
-    if outcome.stopped is not None and outcome.stopped.code != 1:
+    if outcome.stopped is not None and outcome.stopped.code not in (CELL_FAILED, UNFINISHED):
         raise _stopped_error(outcome.stopped)
     if outcome.stopped is not None and outcome.stopped.message:  # the launcher gave up: what finished is returned
         print(f"neuronexp: {outcome.stopped.message}", file=sys.stderr)
-    from neuronexp.results import load, no_results
+    from neuronexp.facade import Results, load
+    from neuronexp.results import no_results
 
-    return load(outcome.directory) if outcome.directory is not None else no_results()
+    if outcome.directory is None:
+        return Results.of_tables(no_results())
+    results = load(outcome.directory)
+    if outcome.cached:  # as the command line says it: the cell there was complete, and reused
+        return Results(results.cells.assign(status="cached"), results.ops, results.samples, results.modules)
+    return results
 
 
 def _stopped_error(stopped: Stopped) -> BaseException:
@@ -128,9 +139,9 @@ def _context(
     parsed = OverridesParser.create().parse_overrides(overrides)
     fixed = [o.input_line for o in parsed if not o.is_sweep_override() and o.input_line]
     if out is not None:
-        fixed.append(f"hydra.{'run' if single else 'sweep'}.dir={quoted(os.path.abspath(out))}")
+        fixed.append(f"hydra.{'run' if single else 'sweep'}.dir={quoted(_literal(os.path.abspath(out)))}")
     if config_dir is not None:
-        fixed.append(f"hydra.searchpath=[{quoted('file://' + os.path.abspath(config_dir))}]")
+        fixed.append(f"hydra.searchpath=[{quoted('file://' + _literal(os.path.abspath(config_dir)))}]")
     with initialize_config_module(config_module="neuronexp.conf", version_base="1.3", job_name="neuronexp"):
         master = compose("config", overrides=fixed, return_hydra_config=True)
         params = {str(k): str(v) for k, v in (master.hydra.sweeper.get("params") or {}).items()}
@@ -138,6 +149,26 @@ def _context(
             raise NeuronexpError("this config sweeps (hydra.sweeper.params): run it with neuronexp.sweep(...)")
         task = [o.input_line for o in parsed if not o.is_hydra_override() and o.input_line]
         yield SweepContext(master, params, task, GlobalHydra.instance().config_loader(), single=single)
+
+
+def _literal(path: str) -> str:
+    """`path` as OmegaConf reads it back as is: a path is a path, never an interpolation (`${oc.env:...}` escaped as
+    `\\${`, and the backslashes before one doubled)."""
+    return re.sub(r"(\\*)\$\{", lambda m: m.group(1) * 2 + "\\${", path)
+
+
+@contextmanager
+def _default_dtype_kept() -> Iterator[None]:
+    """torch's default dtype as the caller had it: a layer that sets it (torch.set_default_dtype) in a cell run in
+    this process changes it for that cell only."""
+    torch = sys.modules.get("torch")
+    before = torch.get_default_dtype() if torch is not None else None
+    try:
+        yield
+    finally:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_default_dtype(before or torch.float32)
 
 
 def _baseline_override(baseline: str | Mapping[str, Any]) -> str:

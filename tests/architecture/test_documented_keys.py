@@ -56,6 +56,8 @@ OTHER_PROGRAMS = {
     "--ignore-system-profile",
     "--show-profile-schema",
     "--system-trace-filter-neuron-core",
+    "--output-file",  # neuron-explorer view's
+    "--shell-completion",  # Hydra's (hydra#3121, docs/neuron.md)
     "--auto-cast",
 }
 
@@ -142,6 +144,7 @@ COMMAND_FLAGS = {
     "neuronexp-export": _flags(export_cli._parser()),
     "neuronexp-extract": _flags(extract_cli._parser()),
     "scripts/neuron_smoke.py": _script_flags(REPO / "scripts" / "neuron_smoke.py"),
+    "scripts/mutate.py": _script_flags(REPO / "scripts" / "mutate.py"),
 }
 
 

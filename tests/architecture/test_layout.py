@@ -18,7 +18,9 @@ PLUGIN = REPO / "src" / "hydra_plugins"
 # stage -> the stages it may import (itself always allowed)
 ALLOWED = {
     "formatting": set(),
-    "config": set(),
+    # The one version (pyproject.toml reads it too): imports nothing, and anything may read it.
+    "version": set(),
+    "config": {"version"},
     "results": set(),
     "modules": set(),
     # The host probe writes its cache file through results' atomic writes.
@@ -27,15 +29,16 @@ ALLOWED = {
     "analysis": {"results", "formatting"},
     # Time per nn.Module, one feature in one folder: recorded by the cell, read by the report and extract.
     "moduletime": {"analysis", "results", "formatting", "config"},
-    "cell": {"backends", "config", "results", "analysis", "host", "moduletime"},
-    "report": {"analysis", "results", "formatting", "moduletime"},
+    "cell": {"backends", "config", "results", "analysis", "host", "moduletime", "version"},
+    "report": {"analysis", "results", "formatting", "moduletime", "version"},
     "compare": {"analysis", "results", "formatting"},
     # The export stage reads results (and splits overrides with analysis); nothing imports it but its command.
     "export": {"analysis", "results"},
     # Slurm: the cluster's checks and the submitted array (its plugin is the one importer of slurm.jobs).
     "slurm": {"config"},
-    # A cell's process, its supervisor and the fork server (a Slurm task's time limit stops its cell: slurm).
-    "cellprocess": {"cell", "backends", "config", "results", "host", "slurm"},
+    # A cell's process, its supervisor and the fork server (a Slurm task's time limit stops its cell: slurm). The
+    # template imports the built-in layers (modules, a leaf) before its first fork, so no cell pays that import.
+    "cellprocess": {"cell", "backends", "config", "results", "host", "slurm", "modules"},
     # The sweep's orchestration: plan, lock, reuse, launch, watch, aggregate.
     "engine": {
         "cellprocess",
@@ -63,10 +66,13 @@ ALLOWED = {
         "export",
         "formatting",
         "host",
+        "version",
     },
-    # The Python API: the command line's engine, and its one-line errors (cli.oneline).
-    "api": {"engine", "cli", "config", "results"},
-    "__init__": {"results", "api"},
+    # neuronexp.Results: the tables, and the readers' work as its methods (HTA's TraceAnalysis).
+    "facade": {"results", "report", "compare", "analysis", "formatting"},
+    # The Python API: the command line's engine, its one-line errors (cli.oneline), and what it returns (facade).
+    "api": {"engine", "cli", "config", "results", "facade"},
+    "__init__": {"results", "api", "facade", "version"},
     "__main__": {"cli"},
 }
 # Single modules of another stage that a stage may import although it may not import that stage: each torch-free.

@@ -4,9 +4,11 @@ time limit, a vanished supervisor), and the torch-neuronx stand-in loaded as its
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -170,6 +172,30 @@ def test_a_time_limit_kills_the_cell_and_everything_it_started(server: Path, tmp
     assert ended.timed_out and ended.signal == signal.SIGKILL and 1.5 <= time.monotonic() - start < 30
     seen = _seen(tmp_path)
     assert _gone(seen["pid"]) and _gone(seen["grandchild"])
+
+
+def test_a_process_a_cell_started_in_a_session_of_its_own_ends_with_the_cell(server: Path, tmp_path: Path) -> None:
+    """Issue 44: a cell's child that calls setsid left the cell's process group, and so outlived the sweep."""
+    ended = run_forked(_typed(_request(tmp_path, "behave", mode="escape")), timeout_s=60)
+    seen = _seen(tmp_path)
+    try:
+        assert ended.code == 0
+        assert _gone(seen["grandchild"])
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(seen["grandchild"], signal.SIGKILL)
+    assert hello(server)["pid"]  # the template serves on
+
+
+@pytest.mark.parametrize("request_line", [b'{"fork": null}', b'{"fork": 5}', b'{"fork": "!!"}', b"[1]", b'"x"', b"{"])
+def test_an_unreadable_request_is_refused_and_the_template_serves_on(server: Path, request_line: bytes) -> None:
+    """Issue 44: `{"fork": null}` on the template's socket killed the template."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(str(server))
+        sock.sendall(request_line + b"\n")
+        answer = json.loads(sock.makefile().readline())
+    assert answer["refused"].startswith("unreadable request")
+    assert hello(server)["pid"]
 
 
 def test_a_cell_dies_with_its_supervisor(server: Path, tmp_path: Path) -> None:

@@ -124,3 +124,32 @@ def test_a_reference_that_cannot_be_a_measurement_is_treated_as_missing_and_said
     (note,) = [n for n in cmp.notes if "not a measurement" in n]
     assert note.startswith(f"{len(tampered)} host reference figure(s) are not a measurement")
     assert "treated as missing" in note
+
+
+def test_a_reference_moved_beyond_a_hosts_drift_excuses_nothing(sweep: Path) -> None:
+    """Issue 44: the reference figures of B edited ×100 with every latency ×100 hid the ×100 regression. Checked at
+    ×10 (beyond the bound too): ×100 of the 16 MiB workload may pass MAX_REFERENCE_US on a loaded host, and such a
+    figure is treated as missing, not as a move."""
+    a = load(sweep)
+    tampered = compare(a, _scaled(a, 10.0, 10.0))
+    as_measured = compare(a, _scaled(a, 10.0, 10.0), CompareOptions(host_reference=False))
+    assert np.allclose(_interval(tampered), _interval(as_measured))
+    assert list(tampered.cells["verdict"]) == list(as_measured.cells["verdict"])
+    assert np.allclose(tampered.cells["host_dispatch_move"], 10.0)  # the move is still shown
+    (note,) = [n for n in tampered.notes if "beyond ×4" in n]
+    assert note.startswith(f"{len(tampered.cells)} cell(s) have a host reference that moved beyond ×4")
+    assert "up to ×10 either way" in note and not any("the host itself moved" in n for n in tampered.notes)
+    # At the bound it still excuses: a host ×4 slower, every cell ×4.
+    at_bound = compare(a, _scaled(a, 4.0, 4.0))
+    assert (at_bound.cells["verdict"] != "slower").all() and not any("beyond ×4" in n for n in at_bound.notes)
+    faster_host = compare(_scaled(a, 10.0, 10.0), a)  # ÷10 is as far as ×10
+    as_measured = compare(_scaled(a, 10.0, 10.0), a, CompareOptions(host_reference=False))
+    assert np.allclose(_interval(faster_host), _interval(as_measured))
+    assert any("beyond ×4" in n for n in faster_host.notes)
+    # One cell lacking the reference (a side measured before it) and the others beyond: both said.
+    b = _scaled(a, 10.0, 10.0)
+    b.cells.loc[b.cells.index[0], "host_dispatch_us"] = np.nan
+    mixed = compare(a, b)
+    assert any("beyond ×4" in n for n in mixed.notes) and any(
+        "1 cell(s) lack the host reference" in n for n in mixed.notes
+    )

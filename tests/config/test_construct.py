@@ -92,3 +92,101 @@ def test_a_constructor_typo_fails_in_one_line_before_any_file_is_written(cli, tm
         "neuronexp: error: module.expansoin=4: not an argument of NaiveRMSNorm(hidden_size, eps=1e-06)"
     )
     assert not (tmp_path / "outputs").exists()
+
+
+def _hide(init):  # a decorator without functools.wraps, its wrapper not named __init__
+    def wrapper(self, *args, **kwargs):
+        return init(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _hide_with_helper(init):  # the closure holds another function too: not the constructor
+    def helper(hidden: int, anything: int = 0) -> None: ...
+
+    def wrapper(self, *args, **kwargs):
+        helper(1)
+        return init(self, *args, **kwargs)
+
+    return wrapper
+
+
+class TwoWrappers(nn.Module):
+    @_hide
+    @_hide
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+
+
+class FourWrappers(nn.Module):
+    @_hide
+    @_hide
+    @_hide
+    @_hide
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+
+
+class WithHelper(nn.Module):
+    @_hide_with_helper
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+
+
+class OnlyArgs(nn.Module):
+    def __init__(self, *sizes: int) -> None:
+        super().__init__()
+
+
+@pytest.mark.parametrize("layer", ["TwoWrappers", "FourWrappers", "WithHelper"])
+def test_the_init_behind_stacked_wrappers_is_found_and_no_other_function_is_taken_for_it(layer: str) -> None:
+    """Issue 44: the lookup went one decorator deep, took any function of the closure for the constructor, and two
+    stacked wrappers not named __init__ hid it, so a typo passed."""
+    with pytest.raises(ConfigError) as err:
+        check_constructor({"_target_": f"{HERE}.{layer}", "hidden": 8, "espilon": 1e-5})
+    assert f"not an argument of {layer}(hidden, eps=1e-06)" in str(err.value)
+    check_constructor({"_target_": f"{HERE}.{layer}", "hidden": 8, "eps": 1e-5})
+    with pytest.raises(ConfigError, match=r"^module\.hidden=\(missing\)"):
+        check_constructor({"_target_": f"{HERE}.{layer}"})
+
+
+def test_five_wrappers_are_past_the_lookup_and_take_anything() -> None:
+    """Beyond MAX_WRAPPERS the constructor stays hidden: what (*args, **kwargs) takes, anything, is accepted."""
+    from neuronexp.config.targets import MAX_WRAPPERS, hidden_init
+
+    init = FourWrappers.__init__
+    deeper = type("FiveWrappers", (nn.Module,), {"__init__": _hide(init)})
+    assert MAX_WRAPPERS == 4 and hidden_init(FourWrappers) is not None and hidden_init(deeper) is None
+    check_constructor({"_target_": f"{HERE}.Open", "hidden": 8, "anything": 1})
+
+
+def test_a_constructor_with_args_but_no_kwargs_takes_no_key() -> None:
+    with pytest.raises(ConfigError, match=r"^module\.width=8: not an argument of OnlyArgs\(\*sizes\)"):
+        check_constructor({"_target_": f"{HERE}.OnlyArgs", "width": 8})
+    check_constructor({"_target_": f"{HERE}.OnlyArgs", "_args_": [1, 2, 3]})
+
+
+def _hide_as_init(init):  # the wrapper named __init__ too, and a value beside the function in its closure
+    flag = 3
+
+    def __init__(self, *args, **kwargs):  # noqa: N807 - named as transformers' wrappers are
+        assert flag == 3
+        return init(self, *args, **kwargs)
+
+    return __init__
+
+
+def test_wrappers_named_init_are_looked_through_and_the_lookup_stops_at_its_depth() -> None:
+    from neuronexp.config.targets import hidden_init
+
+    def real(self, hidden: int, **options: Any) -> None:
+        nn.Module.__init__(self)
+
+    real.__name__ = "__init__"
+    four, five = real, real
+    for _ in range(4):
+        four = _hide_as_init(four)
+    for _ in range(5):
+        five = _hide_as_init(five)
+    assert hidden_init(type("Four", (nn.Module,), {"__init__": four})) is real  # takes **options: found all the same
+    assert hidden_init(type("Five", (nn.Module,), {"__init__": five})) is None  # past the lookup: not an opaque one

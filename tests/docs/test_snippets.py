@@ -32,6 +32,7 @@ CANNOT = (
     (r"hydra/launcher=slurm\b", "needs a Slurm cluster"),
     (r"(MLFLOW_TRACKING_URI=|--mlflow )https?://", "needs an MLflow tracking server"),
     (r"^python3? bench/", "a benchmark that measures for minutes (its figures are in the docs)"),
+    (r"^python3? scripts/mutate\.py", "mutation testing: tens of minutes a module (docs/development.md measures it)"),
 )
 # What a line needs that an install may lack: the extra that brings it.
 NEEDS = (

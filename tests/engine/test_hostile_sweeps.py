@@ -111,16 +111,24 @@ def test_a_damaged_job_file_makes_that_cell_run_again(cli, tmp_path: Path) -> No
             "input.shape=[1,8,64],[1,8,0]",
             "input.shape=[1,8,0]: must be a non-empty list",
         ),
+        # A job directory outside the sweep directory, or the sweep directory itself (issue 44): refused up front.
+        ("../x${hydra.job.num}", PAIR[0], "hydra.sweep.subdir=../x${hydra.job.num}: a cell's job directory would be"),
+        ("a/../../${hydra.job.num}", PAIR[0], "would be 'a/../../0': it must be a relative path inside"),
+        ("TMP/x${hydra.job.num}", PAIR[0], "a cell's job directory would be 'TMP/x0'"),  # absolute: under tmp_path
+        (".", "input.shape=[1,8,64]", "hydra.sweep.subdir=.: a cell's job directory would be '.'"),
+        # Two cells of one configuration (a value swept twice): refused, not run twice.
+        ("${hydra.job.num}", "input.shape=[1,8,64],[1,8,64]", "cells 0 and 1 are the same configuration"),
     ],
 )
 def test_job_directories_are_checked_before_any_cell_runs(
     cli, tmp_path: Path, subdir: str, values: str, expected: str
 ) -> None:
     sweep = tmp_path / "sweep"
+    subdir, expected = subdir.replace("TMP", str(tmp_path)), expected.replace("TMP", str(tmp_path))
     res = _sweep(cli, sweep, values, f"hydra.sweep.subdir={subdir}")
     assert res.returncode == 2
     assert expected in _one_line(res.stderr, "neuronexp: error: ")
-    assert not sweep.exists()
+    assert not sweep.exists() and not (tmp_path / "x0").exists()
 
 
 @pytest.mark.slow  # 6 s on the 2-core VM
@@ -198,7 +206,7 @@ def test_a_failed_aggregation_is_an_error_not_a_warning(cli, tmp_path: Path) -> 
     mark(sweep, "sweep")  # an earlier sweep's directory (a directory of someone else's files is refused up front)
     (sweep / "results").write_text("a file where results/ goes")
     res = _sweep(cli, sweep, *PAIR)
-    assert res.returncode == 1
+    assert res.returncode == 3  # not finished: results/ was not written (1 means a cell failed)
     line = _one_line(res.stderr, "neuronexp: aggregating ")
     assert "results failed (FileExistsError" in line and f"hydra.sweep.dir={sweep}" in line
     assert (sweep / "results").read_text() == "a file where results/ goes"
@@ -232,4 +240,27 @@ def test_a_mistake_anywhere_stops_the_sweep_before_it_starts(cli, tmp_path: Path
     res = _sweep(cli, sweep, *args)
     assert res.returncode == 2
     assert expected in _one_line(res.stderr, "neuronexp: error: ")
+    assert not sweep.exists()
+
+
+def test_ctrl_c_during_a_sweep_exits_130_with_the_resume_line(cli, tmp_path: Path, monkeypatch) -> None:
+    """In the default run (issue 44; the real signal: the slow test above): KeyboardInterrupt while the cells run."""
+    from neuronexp.engine import sweeper
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweeper, "run_local", interrupted)
+    sweep = tmp_path / "sweep"
+    res = _sweep(cli, sweep, *PAIR)
+    assert res.returncode == 130, res.stderr
+    assert f"hydra.sweep.dir={sweep}" in _one_line(res.stderr, "neuronexp: interrupted; ")
+
+
+def test_a_misspelt_compile_backend_is_refused_before_any_work(cli, tmp_path: Path) -> None:
+    """In the default run (issue 44; the slow table of mistakes in tests/cli/test_hostile.py has it too)."""
+    sweep = tmp_path / "sweep"
+    res = _sweep(cli, sweep, *PAIR, "compile.enabled=true", "compile.backend=inductr")
+    assert res.returncode == 2
+    assert "compile.backend=inductr: one of" in _one_line(res.stderr, "neuronexp: error: ")
     assert not sweep.exists()

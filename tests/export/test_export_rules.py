@@ -297,3 +297,43 @@ def test_the_benchmark_file_replaces_its_own(small: Path, tmp_path: Path) -> Non
     first = _strict(bench)
     assert main([str(small), "--pytorch-benchmark", str(bench)]) == 0
     assert _strict(bench) == first and (bench.stat().st_mode & 0o777) != 0o600  # the user's umask, not mkstemp's
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [("x" * 600, "--experiment='xxxxxxxx"), ("   ", "--experiment='   '"), ("", "--experiment=''")],
+)
+def test_an_experiment_name_mlflow_refuses_is_one_line_before_anything_is_written(
+    small: Path, tmp_path: Path, capsys, name: str, said: str
+) -> None:
+    """Issue 44: 600 characters gave MLflow's 29-line traceback and exit status 1."""
+    db, bench = tmp_path / "mlflow.db", tmp_path / "bench.json"
+    code = main([str(small), "--mlflow", f"sqlite:///{db}", "--experiment", name, "--pytorch-benchmark", str(bench)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"neuronexp-export: error: {said}") and "1 to 500 characters" in err
+    assert not db.exists() and not bench.exists()
+
+
+def test_a_name_of_500_characters_is_mlflows_longest_and_passes() -> None:
+    from neuronexp.export.tracking import experiment_name
+
+    assert experiment_name(None, "y" * 500) == "y" * 500
+    with pytest.raises(ExportError, match="the cells' experiment label="):
+        experiment_name({"experiment": SimpleNamespace(iloc=["z" * 501])}, None)
+
+
+def test_an_infinite_figure_is_no_mlflow_metric_and_its_row_says_so(small: Path) -> None:
+    """Issue 44: an infinite latency reached MLflow as 1.8e308."""
+    found = read_any(small)
+    cells = found.results.cells.copy()
+    cells.loc[cells.index[0], "latency_median_us"] = math.inf
+    cells.loc[cells.index[0], "latency_p90_us"] = -math.inf
+    from neuronexp.export.tracking import logged_metrics, logged_tags
+
+    first, second = cell_exports(cells)[:2]
+    logged = logged_metrics(first)
+    assert "latency_median_us" not in logged and "latency_p90_us" not in logged
+    assert logged_tags(first)["neuronexp.not_finite"] == "latency_median_us=inf; latency_p90_us=-inf"
+    assert math.isfinite(logged["latency_p10_us"]) and first.metrics["latency_median_us"] == math.inf
+    assert "neuronexp.not_finite" not in logged_tags(second) and "latency_median_us" in logged_metrics(second)

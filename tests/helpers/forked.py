@@ -67,6 +67,10 @@ def behave(payload: dict[str, Any]) -> int:
         os.kill(os.getpid(), signal.SIGUSR2)
         time.sleep(0.2)
         os._exit(4)
+    if mode == "escape":  # a process of its own session (setsid), out of the cell's process group; the cell ends
+        escaped = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        _write(payload, {"pid": os.getpid(), "grandchild": escaped.pid})
+        return 0
     if mode == "hang":
         grandchild = subprocess.Popen(["sleep", "300"])
         _write(payload, {"pid": os.getpid(), "grandchild": grandchild.pid})

@@ -70,8 +70,9 @@ def _module(spec: CellSpec) -> nn.Module:
 
 
 def _inputs(spec: CellSpec, module: nn.Module, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    if spec.memory is not None:
-        return tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in spec.memory.inputs), {}
+    if spec.memory is not None:  # the caller's inputs, on a copy per cell: a variant that writes into its input
+        # must change neither the caller's tensor nor another variant's (each YAML cell makes its own)
+        return tuple(_fresh(a).to(device) if isinstance(a, torch.Tensor) else a for a in spec.memory.inputs), {}
     return make_inputs(spec.config.input, module, device)
 
 

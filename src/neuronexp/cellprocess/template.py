@@ -7,16 +7,15 @@ child. cellprocess.forksafety says what must not exist here when it forks."""
 from __future__ import annotations
 
 import gc
-import importlib
 import json
 import os
-import pickle
 import platform
 import selectors
 import signal
 import socket
 import sys
 from contextlib import suppress
+from pathlib import Path
 from typing import Any, NoReturn
 
 from neuronexp.cellprocess.childproc import PASSED_ON, ForkRequest, die_with, enter_cell_process, run_work
@@ -79,8 +78,9 @@ class Server:
                 try:  # {"hello": true}, or {"fork": ForkRequest.encode()}
                     message = json.loads(self.pending.pop(conn))
                     request = message if message.get("hello") else ForkRequest.decode(message["fork"])
-                # never from neuronexp's own client; the server must outlive it
-                except (ValueError, KeyError, AttributeError, pickle.UnpicklingError) as exc:
+                # never from neuronexp's own client (`{"fork": null}`, a list, a pickle of something else): the
+                # server must outlive any request, whatever it raises
+                except Exception as exc:
                     self._send(conn, {"refused": f"unreadable request ({exc})"})
                     return self._close(conn)
                 self._start(conn, request)
@@ -125,7 +125,9 @@ class Server:
         run_work(request)
 
     def _reap(self) -> None:
-        while self.conn_of:
+        """Each child that ended: a cell (its supervisor told how), or a process a cell started that outlived its
+        parent and came here (this process is their subreaper); then what is left of the latter is killed."""
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -138,6 +140,15 @@ class Server:
                 code = os.waitstatus_to_exitcode(status)
                 self._send(conn, {"signal": -code} if code < 0 else {"exit": code})
                 self._close(conn)
+            self._kill_orphans()
+
+    def _kill_orphans(self) -> None:
+        """Kill this process's children that are not cells: processes a cell started in a session or group of their
+        own (setsid, a daemon) whose parent ended; the kernel gave them to this process (PR_SET_CHILD_SUBREAPER)
+        rather than to init, so that none outlives the sweep."""
+        for pid in children(os.getpid()):
+            if pid not in self.conn_of:
+                self._kill(pid)
 
     def _kill(self, pid: int) -> None:
         try:
@@ -159,9 +170,32 @@ class Server:
     def _stop(self) -> None:
         for pid in list(self.conn_of):
             self._kill(pid)
+        self._kill_orphans()
         for pid in list(self.conn_of):
             with suppress(ChildProcessError):
                 os.waitpid(pid, 0)
+
+
+def children(parent: int) -> list[int]:
+    """The processes whose parent is `parent` (from /proc: Linux; none found elsewhere)."""
+    found = []
+    with suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with suppress(OSError, IndexError, ValueError):
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+                        found.append(int(entry))
+    return found
+
+
+def become_subreaper() -> None:
+    """Linux: a process a cell started that outlives its parent comes to this process, not to init (a setsid'd one
+    escapes the cell's process group, which is what a cell's end or time limit kills): Server._kill_orphans."""
+    with suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # 36: PR_SET_CHILD_SUBREAPER
 
 
 def main() -> None:
@@ -173,6 +207,7 @@ def main() -> None:
     # (For `stable` glibc read the same values from the environment at start-up: ForkServer.)
     owner, listen_fd, host_alloc = int(sys.argv[1]), int(sys.argv[2]), allocator.apply(sys.argv[3])
     die_with(owner)
+    become_subreaper()
     # Ctrl-C reaches every process of the terminal's group, and Slurm's scancel (SIGTERM) and time-limit warning
     # (SIGUSR2, submitit's) every process of the task: the supervisors handle them (they drop their cells, or
     # write their rows), and the owner then stops this process. Its cells get the defaults back (childproc).
@@ -193,7 +228,7 @@ def main() -> None:
     # env.json's platform string: its processor field runs `uname -p` once per process (5 ms of every cell's).
     platform.platform()
     # pyarrow's pandas shim imports its version module when a cell makes its first table (7 ms of every cell's).
-    importlib.import_module("pyarrow.vendored.version")
+    import pyarrow.vendored.version  # noqa: F401
 
     line = sys.stdin.buffer.readline()
     if not line:  # the owner stopped before its sweep had a cell to run

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from neuronexp.cli.common import quiet_on_closed_stdout
+from neuronexp.cli.common import add_version, quiet_on_closed_stdout
 from neuronexp.export.cells import ExportError
 from neuronexp.results import DamagedResults, Found, read_any
 
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the PyTorch OSS benchmark JSON records (one per cell and metric) to FILE",
     )
+    add_version(p)
     return p
 
 
@@ -63,8 +64,9 @@ def _export(args: argparse.Namespace, uri: str | None, found: Found) -> None:
         check_target(args.pytorch_benchmark)
     if uri is not None:
         from neuronexp.export.artifacts import artifact_plan
-        from neuronexp.export.tracking import connect
+        from neuronexp.export.tracking import connect, experiment_name
 
+        experiment_name(found.results.cells, args.experiment)  # a name MLflow refuses: one line, nothing written
         plan = artifact_plan(found, args.dir, traces=not args.no_traces)
         client = connect(uri)  # a bad URI or a server that does not answer fails here, before any write
     if args.pytorch_benchmark is not None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
+from neuronexp.cli.common import add_version, positive_int, quiet_on_closed_stdout
 from neuronexp.cli.extract_units import ExtractError
 
 _WRITES = """\
@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="the study's config directory (module/, experiment/)"
     )
+    add_version(p)
     return p
 
 
@@ -66,6 +67,10 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
         raise ExtractError(f"{run_dir}: no modules table; run it again with profiler.modules=true")
     run_id = str(modules["run_id"].iloc[0])
     table = of_run(modules, run_id)
+    if table["total_device_us"].isna().all():
+        raise ExtractError(
+            f"{run_dir}: no module has a device time (no source split the device time per op): none to rank"
+        )
     job_dir = found.job_dir_of[run_id]
     units = plan_units(hot_units(table).head(top), table, job_dir / "modules.parquet")
     check_free(owned, [rel for unit in units for rel in unit.files()])

@@ -64,29 +64,52 @@ def instantiate(node: Any, *args: Any, key: str = "module") -> Any:
     return functools.partial(call, *positional, **kwargs) if node.get("_partial_") else call(*positional, **kwargs)
 
 
+# How many wrappers deep hidden_init looks for the __init__ a decorator calls.
+MAX_WRAPPERS = 4
+
+
 def hidden_init(cls: Any) -> Any:
-    """Where a decorator hides a layer class's __init__ behind (self, *args, **kwargs) without functools.wraps
-    (transformers 5.25 wraps its layers' __init__ so: use_kernelized_func), the __init__ it calls, from its closure, a
-    few decorators deep at most; None where the class's own __init__ shows what it takes."""
+    """Where decorators hide a layer class's __init__ behind (self, *args, **kwargs) without functools.wraps
+    (transformers 5.25 wraps its layers' __init__ so: use_kernelized_func), the __init__ they call, found through
+    their closures, wrapper by wrapper, MAX_WRAPPERS deep at most; None where the class's own __init__ shows what it
+    takes, or where no function named __init__ is found (another function in a closure is not the constructor)."""
     init, found = cls.__init__, None
-    for _ in range(4):
+    for _ in range(MAX_WRAPPERS):
         try:
-            params = list(inspect.signature(init).parameters.values())[1:]  # without self
+            params = _params(init)[1:]  # without self
         except (TypeError, ValueError):
+            return None
+        if not _opaque(params):
             return found
-        inner = _closure_init(init) if all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) else None
-        if inner is None:
-            return found
-        init = found = inner
-    return found
+        init = _wrapped(init)
+        if init is None:
+            return None
+        found = init if init.__name__ == "__init__" else None
+    return found if found is not None and not _opaque(_params(found)[1:]) else None
 
 
-def _closure_init(init: Any) -> Any:
-    for cell in getattr(init, "__closure__", None) or ():
+def _opaque(params: list[inspect.Parameter]) -> bool:
+    """A signature that says nothing of what it takes: *args and **kwargs only."""
+    return bool(params) and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+
+
+def _wrapped(wrapper: Any) -> Any:
+    """What `wrapper` calls, from its closure: the function named __init__ there, else another wrapper there (a
+    function taking *args and **kwargs only, to look into next); None when there is neither."""
+    functions = []
+    for cell in getattr(wrapper, "__closure__", None) or ():
         try:
             inner = cell.cell_contents
         except ValueError:  # a cell not yet filled
             continue
-        if inspect.isfunction(inner) and inner.__name__ == "__init__" and inner is not init:
-            return inner
-    return None
+        if inspect.isfunction(inner) and inner is not wrapper:
+            functions.append(inner)
+    named = [f for f in functions if f.__name__ == "__init__"]
+    if named:
+        return named[0]
+    wrappers = [f for f in functions if _opaque(_params(f)) or _opaque(_params(f)[1:])]  # (self, *args, **kwargs)
+    return wrappers[0] if len(wrappers) == 1 else None
+
+
+def _params(function: Any) -> list[inspect.Parameter]:
+    return list(inspect.signature(function).parameters.values())

@@ -38,3 +38,4 @@ class Outcome:
 
     directory: Path | None
     stopped: Stopped | None = None
+    cached: bool = False  # a single run that reused the complete cell there: its row says `cached`, as printed

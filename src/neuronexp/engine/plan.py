@@ -15,6 +15,7 @@ import math
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -136,7 +137,7 @@ def plan_sweep(master: DictConfig, jobs: list[list[str]], composer: CellComposer
     check_launcher(master)
     varying = _varying_keys(jobs)
     cells = [plan_cell(num, job, composer.compose(job, num), varying) for num, job in enumerate(jobs)]
-    _check_distinct(cells, master)
+    check_distinct(cells, master)
     return cells
 
 
@@ -149,14 +150,16 @@ def check_launcher(master: DictConfig) -> None:
         )
 
 
-def _check_distinct(cells: list[PlannedCell], master: DictConfig) -> None:
+def check_distinct(cells: list[PlannedCell], master: DictConfig) -> None:
+    """ConfigError: a job directory outside the sweep directory, two cells in one, two cells of one configuration."""
     by_dir: dict[str, int] = {}  # job directory → the cell that has it
     by_run: dict[str, int] = {}  # run_id → the cell that has it
     for cell in cells:
+        _check_inside(cell.dir, master)
         if cell.dir in by_dir:
             raise ConfigError(
                 "hydra.sweep.subdir",
-                OmegaConf.select(master, "hydra.sweep.subdir", throw_on_resolution_failure=False),
+                _subdir_as_written(master),
                 f"cells {by_dir[cell.dir]} and {cell.num} would share the job directory {cell.dir!r}; "
                 "keep ${hydra.job.num} in it, or every swept key",
             )
@@ -165,6 +168,26 @@ def _check_distinct(cells: list[PlannedCell], master: DictConfig) -> None:
                 "sweep", cell.label, f"cells {by_run[cell.run_id]} and {cell.num} are the same configuration"
             )
         by_dir[cell.dir], by_run[cell.run_id] = cell.num, cell.num
+
+
+def _subdir_as_written(master: DictConfig) -> Any:
+    """`hydra.sweep.subdir` as given (`../x${hydra.job.num}`), unresolved: the master has no job number to resolve."""
+    sweep = OmegaConf.select(master, "hydra.sweep")
+    written = OmegaConf.to_container(sweep, resolve=False) if OmegaConf.is_dict(sweep) else None
+    return written.get("subdir") if isinstance(written, dict) else None
+
+
+def _check_inside(subdir: str, master: DictConfig) -> None:
+    """A job directory is a relative path down from the sweep directory: never `..`, absolute, or the sweep directory
+    itself, where a cell would write its files outside the sweep or over its `jobs.json` and `results/`."""
+    parts = PurePosixPath(subdir).parts
+    if not parts or subdir.startswith("/") or ".." in parts:
+        raise ConfigError(
+            "hydra.sweep.subdir",
+            _subdir_as_written(master),
+            f"a cell's job directory would be {subdir!r}: it must be a relative path inside hydra.sweep.dir "
+            "(no '..', '.', or leading '/'), such as the default ${hydra.job.num}",
+        )
 
 
 def check_runnable(master: DictConfig, cells: list[PlannedCell], single: bool = False, forked: bool = False) -> None:

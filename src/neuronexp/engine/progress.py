@@ -6,6 +6,7 @@ every job writes atomically (a parallel launcher runs Hydra's `on_job_end` in th
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import shutil
 import threading
@@ -97,6 +98,20 @@ class CellWatcher:
         self.poll()
 
 
+def bar_shown(console: Console) -> bool:
+    """Whether the live bar is drawn: not in a notebook without ipywidgets (rich draws it with them, and without them
+    warns and draws nothing), nor where neuronexp's own log is set above INFO (`neuronexp -q`, or a caller's
+    `logging.getLogger("neuronexp").setLevel(...)`): the bar is progress, as the INFO lines are."""
+    if console.is_jupyter and importlib.util.find_spec("ipywidgets") is None:
+        return False
+    logger: logging.Logger | None = log
+    while logger is not None and logger.name.startswith("neuronexp"):
+        if logger.level != logging.NOTSET:
+            return logger.level <= logging.INFO
+        logger = logger.parent
+    return True
+
+
 def fit(text: str, width: int) -> str:
     """`text` cut to `width` characters, "…" marking the cut."""
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
@@ -139,7 +154,7 @@ class SweepProgress:
         ]
         # Transient, on stderr: the bar is gone when the sweep ends, logs and the table stay.
         self.console = Console(stderr=True)
-        self.bar = Progress(*columns, console=self.console, transient=True)
+        self.bar = Progress(*columns, console=self.console, transient=True, disable=not bar_shown(self.console))
         self.task = self.bar.add_task("", total=self.total, completed=self.done, eta="eta —")
 
     def __enter__(self) -> SweepProgress:

@@ -14,7 +14,7 @@ from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import is_dry_run
 from neuronexp.engine.lock import locked
 from neuronexp.engine.plan import PlannedCell, check_runnable, plan_cell
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, Stopped
 
 if TYPE_CHECKING:
     from neuronexp.results import Results
@@ -25,7 +25,8 @@ log = logging.getLogger("neuronexp.engine")
 def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
     """Plan, check, lock, then reuse or measure the one cell, and print it. Raises ConfigError (nothing has run
     then): a bad value, a directory that holds another cell's results."""
-    cell = plan_cell(0, job, CellComposer(ctx.master, ctx.loader).compose_single(job), set())
+    composed = CellComposer(ctx.master, ctx.loader).compose_single(job)
+    cell = plan_cell(0, job, composed, set())
     cell.dir, cell.isolated = ".", cell.isolated or _timeout_asked(cell.overrides)
     check_runnable(ctx.master, [cell], single=True)
     run_dir = Path(str(ctx.master.hydra.run.dir))
@@ -37,16 +38,24 @@ def run_single(ctx: SweepContext, job: list[str]) -> Outcome:
         return Outcome(None)
     # Imported once the cell is planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.job import reused
+    from neuronexp.engine.user_callbacks import UserCallbacks
     from neuronexp.report.terminal import print_cell
     from neuronexp.results import invocation
 
     _check_owner(run_dir, cell.run_id)  # before the lock: a refused run leaves the directory as it was
+    callbacks = UserCallbacks(ctx.master)  # a single run's on_run_* and on_job_*, as Hydra's own run calls them
+    callbacks.run_start(composed)
     with locked(run_dir, "hydra.run.dir", "run"):
         invocation.begin()  # this run's identity, in every row it writes
-        results = reused(run_dir, cell) or _measure(cell, run_dir, ctx.in_process)
+        callbacks.job_start(cell, composed)
+        found = reused(run_dir, cell)
+        results = found or _measure(cell, run_dir, ctx.in_process)
+        ended = callbacks.job_end(cell, run_dir)
         print_cell(results, run_dir)
+    callbacks.run_end(composed, ended)
     row = results.cells.iloc[0]
-    return Outcome(run_dir, Stopped(1, f"the cell failed: {row['error']}") if row["status"] == "error" else None)
+    failed = Stopped(CELL_FAILED, f"the cell failed: {row['error']}") if row["status"] == "error" else None
+    return Outcome(run_dir, failed, cached=found is not None)
 
 
 def _timeout_asked(overrides: list[str]) -> bool:

@@ -22,7 +22,7 @@ from neuronexp.engine.executor import Executor, executor_for, local_slots, run_l
 from neuronexp.engine.grouping import Unit, plan_units
 from neuronexp.engine.lock import locked
 from neuronexp.engine.plan import PlannedCell, check_runnable, grid, plan_sweep, swept_keys
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, UNFINISHED, Stopped
 from neuronexp.formatting import first_line
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
@@ -100,6 +100,10 @@ def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None 
         todo = [c for c in cells if c.run_id not in reused]
         said = words(rerun)
         log.info("sweep of %d cells into %s%s", len(cells), where, f": {said}" if said else "")
+        for c in cells:  # neuronexp -v
+            log.debug(
+                "cell %s: %s, run_id %s, %s", c.dir, c.label, c.run_id, "reused" if c.run_id in reused else "to run"
+            )
         with SweepProgress(where, cells, reused) as progress:
             stopped = _execute_or_stop(ctx, cells, todo, progress)
         if server is not None:  # this sweep's own (not a caller's): no cell is left to fork
@@ -124,10 +128,10 @@ def _execute_or_stop(
             f"hydra.sweep.dir={where}",
         )
     except OSError as exc:  # this process could not write a job's files (a full disk)
-        return Stopped(1, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
+        return Stopped(UNFINISHED, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
     except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
         return Stopped(
-            1,
+            UNFINISHED,
             f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
             f"rerun with hydra.sweep.dir={where} to resume it",
         )
@@ -138,9 +142,7 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
     """Each cell still to run in its planned directory, by the invocation's executor (engine.executor)."""
     if not todo:
         return
-    from neuronexp.engine.job import prepare
-
-    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
+    baseline = _baseline(ctx.master)
     if executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
         if baseline:
             log.info(
@@ -150,23 +152,41 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
         assert ctx.launcher is not None
         run_launched(ctx.launcher(), [[*c.overrides, subdir_override(c.dir)] for c in todo], progress.watching)
         return
+    _execute_here(ctx, cells, todo, progress)
+
+
+def _execute_here(
+    ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress
+) -> None:
+    """The cells still to run, on this host: in this process, or each unit in a process forked from the template."""
+    from neuronexp.engine.job import prepare
+    from neuronexp.engine.user_callbacks import UserCallbacks
+
+    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
     units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
     for note in notes:
         log.info("%s", note)
+    callbacks = UserCallbacks(ctx.master)  # each cell's on_job_*: it runs on this host, not in Hydra's run_job
+    slots = local_slots(ctx.master)
 
     def start(unit: Unit) -> list[Any]:
+        for cell in unit.cells:
+            callbacks.job_start(cell)
         return [prepare(c, where / c.dir) for c in unit.cells]
 
-    if ctx.in_process:
-        from neuronexp.cellprocess.entry import run_placed
+    def finished(cell: PlannedCell) -> None:
+        progress.finished(cell, where=slots > 1 and not ctx.in_process)
+        callbacks.job_end(cell, where / cell.dir)
+
+    if ctx.in_process:  # modules from memory: this process, under the cells' time limit
+        from neuronexp.engine.in_memory import run_limited
 
         for unit in units:
-            run_placed(start(unit))
+            run_limited(start(unit))
             for cell in unit.cells:
-                progress.finished(cell)
+                finished(cell)
         return
-    slots = local_slots(ctx.master)
-    run_local(units, start, slots, lambda cell: progress.finished(cell, where=slots > 1))
+    run_local(units, start, slots, finished)
 
 
 def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
@@ -189,12 +209,12 @@ def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopp
         if stopped is not None:
             raise Stopped(stopped.code, f"{stopped.message}; {why} too") from exc
         raise Stopped(
-            1,
+            UNFINISHED,
             f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
             f"with hydra.sweep.dir={where} to aggregate again",
         ) from exc
     print_sweep(outcome.cells, baseline, where, not_run=len(outcome.missing), findings=outcome.findings)
-    return stopped or (Stopped(1) if outcome.failed else None)
+    return stopped or (Stopped(CELL_FAILED) if outcome.failed else None)
 
 
 def _cell_processes(ctx: SweepContext) -> AbstractContextManager[Any]:

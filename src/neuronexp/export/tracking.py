@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,8 +19,10 @@ from neuronexp.export.artifacts import Artifact, artifact_plan, log_files
 from neuronexp.export.cells import CUT_TAG, CellExport, ExportError, cell_exports
 from neuronexp.export.spans import Span, cell_spans
 from neuronexp.results import JOBS_MANIFEST, Found, read_regular
+from neuronexp.results.environment import job_environment
 
 KEY_TAG = "neuronexp.export_key"
+NOT_FINITE_TAG = "neuronexp.not_finite"  # the figures left out of a run's metrics: not finite (logged_metrics)
 # MLflow's log_batch limits per call (params and tags 100, metrics 1,000).
 _BATCH = 100
 # The most of a tracking store's error kept in the one line: MLflow's own remedy comes at its end (the file store's
@@ -140,22 +143,48 @@ def _parent(client: Any, sweep: _Sweep, cells: Any) -> str:
     return run_id
 
 
+def logged_metrics(export: CellExport) -> dict[str, float]:
+    """The cell's figures as MLflow metrics: the finite ones. MLflow would store an infinite one as ±1.8e308, a
+    figure nobody measured; it is left out and named in the tag NOT_FINITE_TAG (logged_tags)."""
+    return {k: v for k, v in export.metrics.items() if math.isfinite(v)}
+
+
+def logged_tags(export: CellExport) -> dict[str, str]:
+    left_out = [f"{k}={v}" for k, v in export.metrics.items() if not math.isfinite(v)]
+    return {**export.tags, **({NOT_FINITE_TAG: "; ".join(left_out)} if left_out else {})}
+
+
 def _complete(client: Any, run: Any, cell: CellExport, span: Span) -> None:
     """A finished cell's run exported before aggregation lacks the figures aggregation adds (the speedups): log
     them now, so exporting during and after a sweep gives the runs one export after it gives."""
-    missing = {k: v for k, v in cell.metrics.items() if k not in run.data.metrics}
+    missing = {k: v for k, v in logged_metrics(cell).items() if k not in run.data.metrics}
     if missing:
         _log(client, run.info.run_id, {}, missing, span.start)
 
 
 @dataclass(frozen=True)
 class _Cell:
-    """One cell's run as logged: its export, its span, its files and its parent run."""
+    """One cell's run as logged: its export, its span, its files, its parent run and the commit it ran from."""
 
     export: CellExport
     span: Span
     files: list[Artifact]
     parent: str | None
+    commit: str | None = None
+
+
+# MLflow's own tag for the code a run ran from, which its UI links to (mlflow.utils.mlflow_tags.MLFLOW_GIT_COMMIT).
+GIT_COMMIT_TAG = "mlflow.source.git.commit"
+
+
+def commits(found: Found) -> dict[str, str]:
+    """Each cell's git commit (env.json's `git_commit`: the working tree it was run from), where it had one."""
+    out = {}
+    for run, job_dir in found.job_dir_of.items():
+        env = job_environment(job_dir)
+        if env is not None and isinstance(env.get("git_commit"), str) and env["git_commit"]:
+            out[run] = env["git_commit"]
+    return out
 
 
 def _child(client: Any, exp_id: str, cell: _Cell, root: Path, run: Any = None) -> str:
@@ -163,18 +192,37 @@ def _child(client: Any, exp_id: str, cell: _Cell, root: Path, run: Any = None) -
     is not logged twice; artifacts are the same files, written again over themselves)."""
     export, span = cell.export, cell.span
     if run is None:
-        tags = {**export.tags, KEY_TAG: export.key, "neuronexp.kind": "cell"}
+        tags = {**logged_tags(export), KEY_TAG: export.key, "neuronexp.kind": "cell"}
         if cell.parent is not None:
             tags["mlflow.parentRunId"] = cell.parent
+        if cell.commit is not None:
+            tags[GIT_COMMIT_TAG] = cell.commit
         run = client.create_run(exp_id, start_time=span.start, tags=tags, run_name=export.name)
     run_id, held = run.info.run_id, run.data
     params = {k: v for k, v in export.params.items() if k not in held.params}
-    metrics = {k: v for k, v in export.metrics.items() if k not in held.metrics}
+    metrics = {k: v for k, v in logged_metrics(export).items() if k not in held.metrics}
     _log(client, run_id, params, metrics, span.start)
     log_files(client, run_id, cell.files, root)
     ok = export.tags.get("neuronexp.status") in ("ok", "cached")
     client.set_terminated(run_id, "FINISHED" if ok else "FAILED", end_time=span.end)
     return run_id
+
+
+# MLflow's longest experiment name (mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH).
+MAX_EXPERIMENT_NAME = 500
+
+
+def experiment_name(cells: Any, given: str | None) -> str:
+    """The MLflow experiment the cells go into: `given` (--experiment), else their own `experiment` label. ExportError,
+    before anything is written: a name MLflow would refuse (empty, or longer than it takes)."""
+    name = given if given is not None else str(cells["experiment"].iloc[0])
+    if not name.strip() or len(name) > MAX_EXPERIMENT_NAME:
+        where = "--experiment" if given is not None else "the cells' experiment label"
+        shown = name if len(name) <= 60 else f"{name[:40]}... ({len(name)} characters)"
+        raise ExportError(
+            f"{where}={shown!r}: not an MLflow experiment name (1 to {MAX_EXPERIMENT_NAME} characters, not blank)"
+        )
+    return name
 
 
 def export_mlflow(
@@ -192,15 +240,18 @@ def export_mlflow(
         raise ExportError(f"{root}: the results hold no cells")
     plan = artifact_plan(found, root, traces) if plan is None else plan
     spans = cell_spans(cells, found.results.samples)
-    name = experiment or str(cells["experiment"].iloc[0])
+    name = experiment_name(cells, experiment)
     exp = client.get_experiment_by_name(name)
     exp_id = exp.experiment_id if exp is not None else client.create_experiment(name)
     out = Exported(experiment=name, experiment_id=exp_id)
     existing = _existing(client, exp_id)
+    commit = commits(found)
     if found.kind == "sweep":
         span = Span.around(list(spans.values()))
         sweep = _Sweep(exp_id=exp_id, existing=existing, root=root, files=plan.get(None, []), span=span)
         out.parent_run_id = _parent(client, sweep, cells)
+        if len(set(commit.values())) == 1:  # the sweep's commit, where its cells agree on one
+            client.set_tag(out.parent_run_id, GIT_COMMIT_TAG, next(iter(commit.values())))
     for export, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
         run = existing.get(export.key)
         if CUT_TAG in export.tags:
@@ -209,6 +260,6 @@ def export_mlflow(
             _complete(client, run, export, spans[run_id])
             out.already.append(run.info.run_id)
             continue
-        cell = _Cell(export, spans[run_id], plan.get(run_id, []), out.parent_run_id)
+        cell = _Cell(export, spans[run_id], plan.get(run_id, []), out.parent_run_id, commit.get(run_id))
         out.created.append(_child(client, exp_id, cell, root, run))
     return out
