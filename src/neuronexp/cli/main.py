@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronexp.cli.common import stdout_closed
@@ -86,10 +87,23 @@ def _early_server(routed: list[str]) -> ForkServer | None:
     from neuronexp.cellprocess.forkserver import ForkServer, forget_inherited_server, server_address
 
     forget_inherited_server()
-    sweep = any(a in ("-m", "--multirun") for a in routed) and _SINGLE_ROUTE not in routed
-    if not sweep or _shows(routed) or _HELP_ROUTE in routed or server_address() is not None:
+    if not _sweeps(routed) or _shows(routed) or _HELP_ROUTE in routed or server_address() is not None:
         return None
     return ForkServer(warm=None).start()  # named in the environment only once neuronexp's sweeper adopts it
+
+
+def _sweeps(routed: list[str]) -> bool:
+    """-m, or an experiment named on the command line whose own config sweeps (`hydra.sweeper.params`: the README's
+    `neuronexp +experiment=rmsnorm_sweep`), read as text where Hydra looks for it: a --config-dir, then neuronexp's."""
+    if _SINGLE_ROUTE not in routed:
+        return any(a in ("-m", "--multirun") for a in routed)
+    roots = [Path(d) for d in _importable_dirs(routed)[1:]] + [Path(__file__).resolve().parents[1] / "conf"]
+    for name in (a.split("=", 1)[1] for a in routed if a.lstrip("+").startswith("experiment=")):
+        files = [path for root in roots if (path := root / "experiment" / f"{name}.yaml").is_file()]
+        lines = {ln.split("#", 1)[0].strip() for ln in files[0].read_text().splitlines()} if files else set()
+        if {"sweeper:", "params:"} <= lines:
+            return True
+    return False
 
 
 def _importable_dirs(argv: list[str]) -> list[str]:

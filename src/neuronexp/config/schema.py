@@ -147,6 +147,11 @@ class TimingConfig:
     rounds: int = 20  # each a fresh placement of the inputs (relocate): latency = median of round medians
     round_gap_s: float = 0.0  # a pause before each round after the first
     relocate: bool = True  # host cells: each round, the inputs move to a fresh place in memory (methodology.md)
+    # A comparison group takes rounds until every paired ratio between its cells is known within ±precision (its 95%
+    # interval within a factor 1 + precision of the estimate), at least min_rounds, at most max_seconds a cell.
+    # null: the fixed count above (rounds, iters, min_seconds), the same work every time. A cell alone: the fixed count.
+    precision: float | None = 0.05
+    min_rounds: int = 10
 
 
 @dataclass

@@ -134,6 +134,14 @@ CELL_SCHEMA = pa.schema(
         ("latency_rounds", _I64),
         ("round_spread", _F64),
         ("p90_p10", _F64),
+        # Why the rounds ended (cell.timing.Stopped): count (timing.precision=null: the fixed count) | alone (no other
+        # cell timed with it: the fixed count) | precision (every paired ratio of its group within the target) |
+        # max_seconds (the budget ran out first); precision_target: timing.precision; precision_reached: the relative
+        # half-width of the group's widest paired 95% interval at the stop; precision_met (null: no target).
+        ("timing_stop", _STR),
+        ("precision_target", _F64),
+        ("precision_reached", _F64),
+        ("precision_met", _BOOL),
         # The machine during the timed pass: 1-minute load average at its end, cores' worth of CPU used by other
         # processes, share of CPU time stolen by the hypervisor (null where the kernel does not say).
         ("load_avg_1m", _F64),
