@@ -105,7 +105,7 @@ def _timed(module, x, warmup: int = 10, iters: int = 100, rounds: int = 20) -> f
 
 
 def _paired(modules, x, warmup: int = 10, iters: int = 100, rounds: int = 20) -> list[float]:
-    """neuronexp's timing method by hand (cell.timing, docs/methodology.md "Paired timing" and "Rounds")."""
+    """neuronexp's timing method by hand (cell.timing, docs/timing.md "Paired timing" and "Rounds")."""
     import random
 
     import torch

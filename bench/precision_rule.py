@@ -2,7 +2,7 @@
 threshold settled"), on simulated comparison groups whose true ratio is known (issue 47). No timing: the statistics.
 
 Each group is two calls timed in rounds of 5 pairs; the ratio moves between rounds by exp(N(0, drift)) (each round
-another placement of the inputs, docs/methodology.md "Rounds") and each pair's by exp(N(0, scatter)), t-distributed
+another placement of the inputs, docs/timing.md "Rounds") and each pair's by exp(N(0, scatter)), t-distributed
 with 3 degrees of freedom for --heavy. The rules, each checked after every round from round --min-rounds (10) on, at
 most --max-rounds:
 

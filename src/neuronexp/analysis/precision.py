@@ -1,6 +1,6 @@
 """`timing.precision`: when a comparison group has been timed long enough. Every ratio between two of its cells must be
 known within ±target (its paired bootstrap's 95% interval within a factor 1 + target of the estimate): the rule looks
-at the interval's width, never at where it lies, so stopping cannot pick a side (docs/methodology.md, "Sampling to a
+at the interval's width, never at where it lies, so stopping cannot pick a side (docs/timing.md, "Sampling to a
 precision"). A quick estimate from the round medians says when to ask the bootstrap, which has the last word."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The cells of one comparison group in one process: built and called once each, timed together call by call
 (cell.timing.time_calls), then profiled and written one by one. Why: the host drifts ±50% over seconds, and only
-cells timed in alternation share that drift (docs/methodology.md, "Paired timing"). A group of one is a cell timed
+cells timed in alternation share that drift (docs/timing.md, "Paired timing"). A group of one is a cell timed
 alone. The process state a cell sets (malloc mode, threads) is the group's: the sweep pairs only cells equal in it.
 """
 

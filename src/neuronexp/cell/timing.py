@@ -3,7 +3,7 @@
 A cell's latency is the median of its round medians, not of pooled samples: on a shared host a call's time
 drifts by ±10% over seconds, so samples taken back to back are not independent. Rounds spread over the window
 sample that drift and, each at a new place of the inputs, their placement; the spread between slices of them
-is the cell's noise figure (docs/methodology.md, "Rounds").
+is the cell's noise figure (docs/timing.md, "Rounds").
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class LatencyStats:
 
 
 # The noise figure compares SLICES parts of the timed window, whatever the round count: rounds are many and short
-# (each one a placement of the inputs, docs/methodology.md "Rounds"), and the spread of 20 medians of 5 samples
+# (each one a placement of the inputs, docs/timing.md "Rounds"), and the spread of 20 medians of 5 samples
 # each measures how few samples a round has, not how far the host moved; 5 slices keep noise.round_spread's scale.
 SLICES = 5
 
@@ -167,7 +167,7 @@ def time_calls(
     each call gets the samples and budget it would get alone. With `relocate` (one per call) each round starts with the
     inputs moved (cell.build.Built.relocate). The machine's activity is recorded over the rounds, and each ends with
     the host reference (host.reference); `report` hears how far the precision is after each round of an adaptive pass.
-    How and why: docs/methodology.md, "Paired timing", "Rounds" and "Sampling to a precision".
+    How and why: docs/timing.md, "Paired timing", "Rounds" and "Sampling to a precision".
     """
     n = len(calls)
     warmup_calls, warm_us = _warm_up(calls, backend, cfg)

@@ -1,6 +1,6 @@
 """The fork server's template process: it imports torch and the cell stack once, starts no device runtime and no thread
 pool, and forks one process per cell (cellprocess.forkserver is its client side). Why: a fresh interpreter costs about
-3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md, "Cell processes"); and it is a process of its own,
+3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md); and it is a process of its own,
 single-threaded, because forking a threaded process (the sweep, a launcher worker) can leave a lock held forever in the
 child. cellprocess.forksafety says what must not exist here when it forks."""
 

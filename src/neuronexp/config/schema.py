@@ -156,7 +156,7 @@ class TimingConfig:
 
 @dataclass
 class RooflineConfig:
-    """How far a cell is from the hardware's limits (docs/methodology.md, "Roofline"): the work it needs, what it
+    """How far a cell is from the hardware's limits (docs/profile.md, "Roofline"): the work it needs, what it
     achieved, the peaks it is measured against. Not part of run_id: not what the cell measured."""
 
     # CPU cells: the host's roofs from a short STREAM-like probe (copy, triad) and a GEMM, on the cell's threads.
@@ -170,7 +170,7 @@ class RooflineConfig:
 
 @dataclass
 class CorrectnessConfig:
-    """Each cell's output checked against its baseline cell's output on the same inputs (docs/methodology.md,
+    """Each cell's output checked against its baseline cell's output on the same inputs (docs/profile.md,
     "Output check")."""
 
     # false for layers whose output is random (dropout in training mode, sampling): nothing is saved or compared.

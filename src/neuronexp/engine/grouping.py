@@ -1,6 +1,6 @@
 """Which cells of a sweep run in one process, timed together: the comparison groups of its baseline, planned before
 any cell runs (cell.group times them). Cells are paired only where one process can run them as they would run
-alone; elsewhere they are timed unpaired, and the sweep says why (docs/methodology.md, "Paired timing")."""
+alone; elsewhere they are timed unpaired, and the sweep says why (docs/timing.md, "Paired timing")."""
 
 from __future__ import annotations
 

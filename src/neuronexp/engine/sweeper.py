@@ -147,7 +147,7 @@ def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell
         if baseline:
             log.info(
                 "speedups are unpaired: a Hydra launcher runs each cell in a process of its own "
-                '(docs/methodology.md, "Paired timing")'
+                '(docs/timing.md, "Paired timing")'
             )
         assert ctx.launcher is not None
         run_launched(ctx.launcher(), [[*c.overrides, subdir_override(c.dir)] for c in todo], progress.watching)

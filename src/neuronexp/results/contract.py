@@ -84,7 +84,7 @@ CELL_SCHEMA = pa.schema(
         ("placement_cpus", _STR),
         ("worker_pid", _I64),
         ("host", _STR),
-        # How far from the limit (docs/methodology.md, "Roofline"). bytes_min = bytes_read (inputs, parameters and
+        # How far from the limit (docs/profile.md, "Roofline"). bytes_min = bytes_read (inputs, parameters and
         # buffers the call reads, once) + bytes_written (outputs, once): cell.work. flops: FlopCounterMode's count for
         # one call; flops_note names the operators it has no formula for (counted 0). intensity = flops / bytes_min
         # (FLOP/B); achieved_gbs (1 GB = 1e9 B) and achieved_tflops over latency_median_us; peak_bw_gbs and
