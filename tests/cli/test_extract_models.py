@@ -179,7 +179,9 @@ def test_the_moe_study_runs_the_models_experts_kernel_in_its_cells(tmp_path: Pat
     args = ["--config-dir", str(EXPERIMENTS), "module=tiny_mixtral", "backend=cpu", "profiler.modules=true"]
     made = run_cli([*args, *FAST, "profiler=quick", f"hydra.run.dir={run}"], cwd=tmp_path)
     assert made.returncode == 0, made.stderr[-2000:]
-    result = run_cli([str(run), "--top", "1", "--out", str(out)], cwd=tmp_path, script="neuronexp-extract")
+    # --top 3: the experts' rank against the attention comes from one profiled step and moves under load (CI saw the
+    # attention first); this test is about the experts' study, not the ranking (test_the_hottest_class_... is).
+    result = run_cli([str(run), "--top", "3", "--out", str(out)], cwd=tmp_path, script="neuronexp-extract")
     assert "+experiment=mixtral_experts" in result.stdout, result.stdout
     sweep = tmp_path / "sweep"
     ran = run_cli(
