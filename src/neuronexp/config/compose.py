@@ -14,7 +14,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.fingerprint import code_fingerprint
-from neuronexp.config.measured import drop_unmeasured, measured
+from neuronexp.config.key_roles import drop_unmeasured, measured
 from neuronexp.config.schema import RunConfig
 from neuronexp.config.spec import CellSpec
 from neuronexp.config.validate import check_known_keys, check_shape, validate_code, validate_values
@@ -113,7 +113,7 @@ def spec_from(
     warnings = validate_code(run_cfg) if check_code else []
     experiment, module = labels_from(cfg, choices, task_overrides)
     resolved = _plain(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
-    drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.measured)
+    drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.key_roles)
     # What the cell runs, beside what it is configured with: a changed layer is a new cell (config.fingerprint).
     resolved["code"] = code_fingerprint(run_cfg.module.get("_target_"))
     return CellSpec(
@@ -142,5 +142,5 @@ def task_overrides(task: Any) -> list[str]:
 
 def override_dirname(task_overrides: list[str]) -> str:
     """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree; the keys that are not
-    what a cell measured (config.measured: where it ran, what it is compared with) are left out."""
+    what a cell measured (config.key_roles: where it ran, what it is compared with) are left out."""
     return ",".join(sorted(o for o in task_overrides if measured(o.partition("=")[0])))

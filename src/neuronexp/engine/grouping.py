@@ -10,9 +10,11 @@ from typing import Any
 from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.overrides import override_values
 from neuronexp.backends.table import named_backend
+from neuronexp.config.key_roles import ROLES, SHARED, shared
 
-# Keys whose values are process state or the timing itself: cells differing in them cannot share a timed pass.
-_PROCESS_KEYS = ("threads", "allocator", "backend", "timing", "launcher")
+# The nodes whose values are process state, the timing itself or the placement: cells differing in them cannot share
+# a timed pass (config.key_roles).
+_SHARED_NODES = [key for key, role in ROLES.items() if role in SHARED and "." not in key]
 
 
 @dataclass
@@ -30,12 +32,12 @@ def group_key(overrides: list[str], baseline_keys: set[str]) -> str:
 
 def process_key(config: Any) -> str:
     """What a cell sets in its process: cells timed together must agree on all of it."""
-    return repr([getattr(config, name) for name in _PROCESS_KEYS])
+    return repr([getattr(config, name) for name in _SHARED_NODES])
 
 
 def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
     """Why a group of these planned cells cannot be timed together, or None when it can."""
-    if clash := sorted(k for k in baseline or {} if k.split(".", 1)[0] in _PROCESS_KEYS):
+    if clash := sorted(k for k in baseline or {} if shared(k)):
         return f"the baseline's keys {', '.join(clash)} set process state the cells cannot share"
     for cell in cells:
         info = named_backend(cell.backend)
