@@ -29,6 +29,8 @@ ALLOWED = {
     "moduletime": {"analysis", "results", "formatting", "config"},
     "cell": {"backends", "config", "results", "analysis", "host", "moduletime"},
     "report": {"analysis", "results", "formatting", "moduletime"},
+    # neuronexp-extract's work: a profiled run's hot modules rebuilt alone, checked and written as studies.
+    "extract": {"analysis", "cell", "config", "formatting", "moduletime", "results"},
     "compare": {"analysis", "results", "formatting"},
     # The export stage reads results (and splits overrides with analysis); nothing imports it but its command.
     "export": {"analysis", "results"},
@@ -51,6 +53,7 @@ ALLOWED = {
     },
     "cli": {
         "engine",
+        "extract",
         "moduletime",
         "cellprocess",
         "cell",
