@@ -7,11 +7,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 import neuronexp
-from neuronexp.engine.context import Outcome, SweepContext
-from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.context import Outcome
+from neuronexp.engine.grouping import Unit
+from neuronexp.engine.launched import HydraLauncher
+from neuronexp.engine.planned import PlannedCell
+from neuronexp.engine.planned_invocation import Invocation
 from neuronexp.engine.sweeper import _run
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
@@ -65,10 +66,10 @@ def _sweep(tmp_path: Path, fail: set[str]) -> Outcome:
         PlannedCell(num=i, dir=str(i), overrides=[f"module={m}"], run_id=f"run{i}", backend="cpu", label=m)
         for i, m in enumerate(("naive", "fused"))
     ]
-    master = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}}, "baseline": None})
     writer = RowWriter(sweep_dir, cells, fail)
-    ctx = SweepContext(master=master, params={}, arguments=[], launcher=lambda: writer, loader=None)
-    return _run(ctx, cells)
+    with HydraLauncher(lambda: writer) as executor:
+        units = tuple(Unit((c,)) for c in cells)
+        return _run(Invocation("sweep", sweep_dir, tuple(cells), units, (), None, executor))
 
 
 def test_a_sweep_with_an_error_row_stops_with_exit_status_1_after_writing_results(tmp_path: Path) -> None:

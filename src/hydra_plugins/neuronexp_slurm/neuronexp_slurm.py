@@ -1,6 +1,7 @@
-"""The launcher of `hydra/launcher=slurm`: hydra-submitit-launcher's SlurmLauncher, extended where a sweep needs more
-than submitting and waiting (neuronexp.slurm.jobs, docs/slurm.md). Kept cheap to import (Hydra imports
-every plugin module at start-up); without the `slurm` extra there is nothing to extend and it defines no launcher."""
+"""The launcher of `hydra/launcher=slurm`: hydra-submitit-launcher's SlurmLauncher, its keys fitted to the cluster.
+Under neuronexp's sweeper its keys are read and the engine submits a task per comparison unit itself (engine.launched);
+under another sweeper it launches a job per cell, with job states that work without accounting (neuronexp.slurm.jobs).
+Kept cheap to import (Hydra imports every plugin module at start-up); without the `slurm` extra it defines none."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -23,9 +24,9 @@ if SlurmLauncher is not None:
             self.params.update(fit_cpus_per_task(config))
 
         def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
-            from neuronexp.slurm.jobs import submit_and_wait
+            from neuronexp.slurm.jobs import launch_jobs
 
-            return submit_and_wait(self, job_overrides, initial_job_idx)
+            return launch_jobs(self, job_overrides, initial_job_idx)
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:  # in the Slurm task
             from neuronexp.slurm.jobs import stop_cells_at_time_limit

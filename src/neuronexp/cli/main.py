@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronexp.cli.common import stdout_closed
@@ -83,10 +84,33 @@ def _early_server(routed: list[str]) -> ForkServer | None:
     from neuronexp.cellprocess.forkserver import ForkServer, forget_inherited_server, server_address
 
     forget_inherited_server()
-    sweep = any(a in ("-m", "--multirun") for a in routed) and _SINGLE_ROUTE not in routed
-    if not sweep or _shows(routed) or _HELP_ROUTE in routed or server_address() is not None:
+    if not _runs_as_sweep(routed) or _shows(routed) or _HELP_ROUTE in routed or server_address() is not None:
         return None
     return ForkServer(warm=None).start()  # named in the environment only once neuronexp's sweeper adopts it
+
+
+def _runs_as_sweep(routed: list[str]) -> bool:
+    """Whether the engine will run this command as a sweep (engine.planned_invocation: with -m, or where its config
+    sweeps, `hydra.sweeper.params`), told before Hydra composes anything: from the command line, and from the file of an
+    experiment it names (`+experiment=rmsnorm_sweep`, in --config-dir or neuronexp's configs). A config that sweeps
+    otherwise is found once composed; its sweep then starts its own server."""
+    if _SINGLE_ROUTE not in routed:
+        return any(a in ("-m", "--multirun") for a in routed)
+    if any(a.lstrip("+") in ("hydra.mode=MULTIRUN", "hydra.mode=multirun") for a in routed):
+        return True
+    import yaml
+
+    roots = [*_importable_dirs(routed)[1:], str(Path(__file__).parents[1] / "conf")]
+    for arg in routed:
+        key, eq, name = arg.lstrip("+").partition("=")
+        for found in (Path(r, "experiment", f"{name}.yaml") for r in roots) if key == "experiment" and eq else ():
+            try:
+                hydra = (yaml.safe_load(found.read_text()) or {}).get("hydra") or {}
+            except (OSError, yaml.YAMLError, AttributeError):
+                continue
+            if (hydra.get("sweeper") or {}).get("params") or str(hydra.get("mode", "")).upper() == "MULTIRUN":
+                return True
+    return False
 
 
 def _importable_dirs(argv: list[str]) -> list[str]:
