@@ -1,7 +1,7 @@
-"""The Slurm array of a sweep, submitted and waited for through submitit, by neuronexp's launcher plugin: job states
-that also work without accounting storage (submitit's sacct watcher never learns that a task ended there, and a
-task that ends without its result would keep the sweep waiting forever), every task waited for, and Slurm's
-time-limit warning turned into the running cell's row. Imports submitit: only the Slurm launcher imports it.
+"""The Slurm array of a sweep, submitted and waited for through submitit, by the Slurm executor (engine.launched): job
+states that also work without accounting storage (submitit's sacct watcher never learns that a task ended there, and
+a task that ends without its result would keep the sweep waiting forever), every task waited for, and Slurm's
+time-limit warning turned into the running cell's row. Imports submitit: only the Slurm executor imports it.
 Written against submitit 1.5: it extends SlurmInfoWatcher and SlurmExecutor and uses their bookkeeping."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import submitit
-from hydra.core.singleton import Singleton
 from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from omegaconf import OmegaConf
 from submitit.core.utils import UncompletedJobError
@@ -146,14 +145,6 @@ def submit_and_wait(params: dict[str, Any], sweep: Any, function: Any, args: Seq
     if lost:
         raise SlurmTasksLost(f"{len(lost)} of {len(jobs)} Slurm tasks ended without a result: {', '.join(lost)}")
     return returns
-
-
-def launch_jobs(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Any]:
-    """The Slurm launcher plugin's `launch` under another sweeper (hydra/sweeper=basic): one array task per job."""
-    nums = range(initial_job_idx, initial_job_idx + len(job_overrides))
-    state = Singleton.get_state()
-    args = [(list(o), "hydra.sweep.dir", n, f"job_id_for_{n}", state) for o, n in zip(job_overrides, nums)]
-    return submit_and_wait(launcher.params, launcher.config.hydra.sweep, launcher, args)
 
 
 def stop_cells_at_time_limit(timeout_min: Any) -> None:
