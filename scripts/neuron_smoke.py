@@ -30,6 +30,7 @@ from neuron_smoke_checks import (  # noqa: F401  (they register)
     env_checks,
     explorer_checks,
     profiling_checks,
+    route_checks,
     run_checks,
 )
 
@@ -93,11 +94,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.device != "neuron":  # the stand-in's test: cells in other processes (the fork server's) use it too
         os.environ["NEURON_STANDIN_DEVICE"] = args.device
-    if importlib.util.find_spec("torch_neuronx") is not None:  # found: the NEFF cache first, as a Neuron cell pins it
-        from neuronexp.backends.neuron.process_env import pin_neff_cache
-        from neuronexp.config import NeuronProfilerConfig
+    if (
+        importlib.util.find_spec("torch_neuronx") is not None
+    ):  # found: the NEFF cache and the cores, as a cell sets them
+        from neuronexp.backends.neuron.neff_cache import pin_neff_cache
+        from neuronexp.backends.neuron.process_env import apply_core_env
+        from neuronexp.backends.neuron.sdk import runtime_started
+        from neuronexp.config import NeuronDeviceConfig, NeuronProfilerConfig
 
         pin_neff_cache(NeuronProfilerConfig())  # before anything compiles (C3 checks where the NEFFs went)
+        apply_core_env(NeuronDeviceConfig(), runtime_started())  # one NeuronCore, before the runtime starts (A7)
     problem = torch_neuronx_problem()
     if problem:
         print(problem, file=sys.stderr)
@@ -124,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx.model = lambda: model(ctx.x)
     with torch.no_grad():
         run_checks(ctx, report, ("B", "C"))
-    run_checks(ctx, report, ("D", "E", "F", "G"))
+    run_checks(ctx, report, ("D", "E", "F", "G", "N"))
     text = render(report, ctx.standin) + f"\nArtifacts kept in `{work}`.\n"
     if report.tracebacks:
         (work / "tracebacks.txt").write_text("\n".join(report.tracebacks))

@@ -1,7 +1,7 @@
 """The checks of scripts/neuron_smoke.py, one module per area (A environment, B-C profiling, D Neuron Explorer,
-E-F compile and cells, G whole cells as a user runs them). Each check states the assumption it tests and answers
-PASS, FAIL, INFO (a fact to record) or SKIP; an exception is a FAIL with one line in the report and its traceback
-in the work folder."""
+E-F compile and cells, G whole cells as a user runs them; route_checks: the Python, cores, route, compile metrics and
+the NKI recipe, N). Each check states the assumption it tests and answers PASS, FAIL, INFO (a fact to record) or SKIP;
+an exception is a FAIL with one line in the report and its traceback in the work folder."""
 
 from __future__ import annotations
 

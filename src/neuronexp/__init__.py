@@ -9,16 +9,17 @@ from typing import Any
 # so set before neuronexp (or a caller after it) imports torch. KINETO_LOG_LEVEL=4 brings its errors back.
 os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
-__version__ = "0.1.0"
+from neuronexp.version import __version__
+
 __all__ = ["NeuronexpError", "Results", "__version__", "load", "run", "sweep"]
 
 
 def __getattr__(name: str) -> Any:
     # On first use, not at import: `neuronexp --help` and one-line errors must not pay for pandas and pyarrow.
     if name in ("Results", "load"):
-        from neuronexp import results
+        from neuronexp import facade
 
-        return getattr(results, name)
+        return getattr(facade, name)
     if name in ("run", "sweep", "NeuronexpError"):
         from neuronexp import api
 

@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, UNFINISHED, Stopped
 
 if TYPE_CHECKING:
     from neuronexp.engine.context import SweepContext
-    from neuronexp.results import Results
+    from neuronexp.facade import Results
 
 PathLike = str | os.PathLike[str]
 # One invocation at a time in a process: Hydra's state (GlobalHydra) and the invocation's identity in the environment
@@ -106,17 +106,18 @@ def _invoke(
         if line is None:
             raise  # a bug: its traceback
         raise NeuronexpError(line) from None
-    if outcome.stopped is not None and outcome.stopped.code != 1:
+    if outcome.stopped is not None and outcome.stopped.code not in (CELL_FAILED, UNFINISHED):
         raise _stopped_error(outcome.stopped)
     if outcome.stopped is not None and outcome.stopped.message:  # the launcher gave up: what finished is returned
         print(f"neuronexp: {outcome.stopped.message}", file=sys.stderr)
-    from neuronexp.results import load, no_results
+    from neuronexp.facade import Results, load
+    from neuronexp.results import no_results
 
     if outcome.directory is None:
-        return no_results()
+        return Results.of_tables(no_results())
     results = load(outcome.directory)
     if outcome.cached:  # as the command line says it: the cell there was complete, and reused
-        return results._replace(cells=results.cells.assign(status="cached"))
+        return Results(results.cells.assign(status="cached"), results.ops, results.samples, results.modules)
     return results
 
 

@@ -69,6 +69,13 @@ def fmt_delta(us: float) -> str:
     return ("+" if us >= 0 else "−") + fmt_us(abs(us))
 
 
+def fmt_probability(p: float) -> str:
+    """A share of bootstrap draws (P(B faster)): two decimals, "<0.01" and ">0.99" at the ends, "—" when NaN."""
+    if not math.isfinite(p):
+        return "—"
+    return "<0.01" if p < 0.005 else ">0.99" if p > 0.995 else f"{p:.2f}"
+
+
 def fmt_q(q: float) -> str:
     return "—" if not math.isfinite(q) else f"{q:.2g}" if q >= 1e-3 else "<0.001"
 

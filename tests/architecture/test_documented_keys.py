@@ -56,6 +56,8 @@ OTHER_PROGRAMS = {
     "--ignore-system-profile",
     "--show-profile-schema",
     "--system-trace-filter-neuron-core",
+    "--output-file",  # neuron-explorer view's
+    "--shell-completion",  # Hydra's (hydra#3121, docs/neuron.md)
     "--auto-cast",
 }
 

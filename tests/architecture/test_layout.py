@@ -18,7 +18,9 @@ PLUGIN = REPO / "src" / "hydra_plugins"
 # stage -> the stages it may import (itself always allowed)
 ALLOWED = {
     "formatting": set(),
-    "config": set(),
+    # The one version (pyproject.toml reads it too): imports nothing, and anything may read it.
+    "version": set(),
+    "config": {"version"},
     "results": set(),
     "modules": set(),
     # The host probe writes its cache file through results' atomic writes.
@@ -27,8 +29,8 @@ ALLOWED = {
     "analysis": {"results", "formatting"},
     # Time per nn.Module, one feature in one folder: recorded by the cell, read by the report and extract.
     "moduletime": {"analysis", "results", "formatting", "config"},
-    "cell": {"backends", "config", "results", "analysis", "host", "moduletime"},
-    "report": {"analysis", "results", "formatting", "moduletime"},
+    "cell": {"backends", "config", "results", "analysis", "host", "moduletime", "version"},
+    "report": {"analysis", "results", "formatting", "moduletime", "version"},
     # neuronexp-extract's work: a profiled run's hot modules rebuilt alone, checked and written as studies.
     "extract": {"analysis", "cell", "config", "formatting", "moduletime", "results"},
     "compare": {"analysis", "results", "formatting"},
@@ -66,10 +68,13 @@ ALLOWED = {
         "export",
         "formatting",
         "host",
+        "version",
     },
-    # The Python API: the command line's engine, and its one-line errors (cli.oneline).
-    "api": {"engine", "cli", "config", "results"},
-    "__init__": {"results", "api"},
+    # neuronexp.Results: the tables, and the readers' work as its methods (HTA's TraceAnalysis).
+    "facade": {"results", "report", "compare", "analysis", "formatting"},
+    # The Python API: the command line's engine, its one-line errors (cli.oneline), and what it returns (facade).
+    "api": {"engine", "cli", "config", "results", "facade"},
+    "__init__": {"results", "api", "facade", "version"},
     "__main__": {"cli"},
 }
 # Single modules of another stage that a stage may import although it may not import that stage: each torch-free.

@@ -37,3 +37,14 @@ def test_ci_runs_the_hooks_checks_on_the_same_paths_before_the_tests() -> None:
     first_test = CI.index("python -m pytest")
     for command in (f"ruff check {PATHS}", f"ruff format --check {PATHS}", "mypy src"):
         assert -1 < CI.find(command) < first_test, command
+
+
+def test_requires_python_and_classifiers_say_what_ci_tests() -> None:
+    """Python 3.11 is CI's own; .ci/run adds each other Python it tests with `.ci/other_python X.Y`."""
+    import re
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    tested = {"3.11"} | set(re.findall(r"^\.ci/other_python (3\.\d+)$", CI, re.M))
+    claimed = {c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if re.match(r".*Python :: 3\.\d+$", c)}
+    assert claimed == tested and len(tested) > 1
+    assert project["requires-python"] == ">=" + min(tested, key=lambda v: tuple(map(int, v.split("."))))

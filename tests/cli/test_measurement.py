@@ -138,6 +138,9 @@ def test_a_noisy_cell_is_marked_and_is_not_a_finding(cli, tmp_path: Path) -> Non
     assert report.returncode == 0, report.stderr
     text = (sweep / "report.md").read_text()
     assert "is noisy, no finding" in text  # its own line, naming the cell (it has no baseline)
+    # The report says the reasons once, in the findings' noise line; its grid marks the cell ~ (summary.md, whose
+    # findings have no noise line, keeps them in the cell).
+    assert text.count("rounds spread") == 1 and "noisy: rounds spread" in summary
 
 
 @pytest.mark.slow  # 6 s on the 2-core VM

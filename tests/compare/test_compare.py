@@ -482,13 +482,15 @@ def test_cli_same_sweep_twice_is_no_change_with_markdown_and_csv(sweep: Path, tm
         script="neuronexp-compare",
     )
     assert result.returncode == 0, result.stderr
-    assert "slower" not in result.stdout and "faster" not in result.stdout
+    verdicts = result.stdout.replace("P(B faster)", "")  # the column's header: not a verdict
+    assert "slower" not in verdicts and "faster" not in verdicts and "P(B faster)" in result.stdout
     md = (tmp_path / "cmp.md").read_text()
     # "no change", or "inconclusive" where this machine's drift made the interval too wide to tell.
     assert "rmsnorm_fused · [1,16,128] |" in md and "| 20/20 |" in md and "one timing round" not in md
     csv = pd.read_csv(tmp_path / "cmp.csv")
     assert len(csv) == 4 and csv["verdict"].isin(["no change", "inconclusive"]).all()
     assert (csv["ratio"] == 1.0).all() and (csv["floor_a"] == csv["floor_b"]).all()
+    assert csv["p_faster"].between(0.3, 0.7).all()  # the same samples on both sides: as likely faster as slower
 
 
 @pytest.mark.parametrize("problem", ["missing", "empty", "unmatched"])

@@ -10,6 +10,7 @@ Every cell is marked not noisy, so that the machine's load during the real sweep
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -221,3 +222,74 @@ def test_every_cell_of_b_failed_is_a_regression_exit_1(pair, tmp_path: Path) -> 
     assert gate.stderr.count("\n") == 1
     plain = _compare(a, failed, tmp_path)  # without the gate: nothing to compare, as before
     assert plain.returncode == 2 and "no cell ran in both A and B" in plain.stderr
+
+
+def test_paired_runs_cancel_the_drift_that_falls_on_both_runs_of_a_pair(pair, tmp_path: Path) -> None:
+    """A CI job that interleaves the sides (docs/ci/neuronexp-gate.yml): the host ×1.3 slower for the second pair of
+    runs, both sides alike. Unpaired, each side's runs differ by ×1.3 and compare cannot tell (inconclusive); paired,
+    each pair's ratio is ×1 and the gate passes. B really ×1.5 slower in both pairs: it fails."""
+    a, _ = pair
+    b, a2, b2 = _copy(a, tmp_path / "b"), _copy(a, tmp_path / "a2", 1.3), _copy(a, tmp_path / "b2", 1.3)
+    also = ["--also-a", str(a2), "--also-b", str(b2), "--fail-on-regression", "--fail-on-inconclusive"]
+    unpaired = _compare(a, b, tmp_path, *also, "--csv", str(tmp_path / "u.csv"))
+    assert unpaired.returncode == 3 and set(pd.read_csv(tmp_path / "u.csv")["verdict"]) == {"inconclusive"}
+    paired = _compare(a, b, tmp_path, *also, "--paired", "--csv", str(tmp_path / "p.csv"))
+    assert paired.returncode == 0, paired.stdout + paired.stderr
+    assert "in pairs (the i-th of A next to the i-th of B)" in " ".join(paired.stdout.split())
+    cells = pd.read_csv(tmp_path / "p.csv")
+    assert set(cells["verdict"]) == {"no change"} and (cells["runs_a"] == 2).all() and (cells["ratio"] == 1.0).all()
+    assert cells["ci_low"].between(0.97, 1).all() and cells["ci_high"].between(1, 1.03).all()
+    slow, slow2 = _copy(a, tmp_path / "s1", 1.5), _copy(a, tmp_path / "s2", 1.3 * 1.5)
+    also = ["--also-a", str(a2), "--also-b", str(slow2), "--paired", "--fail-on-regression", "--fail-on-inconclusive"]
+    regressed = _compare(a, slow, tmp_path, *also, "--csv", str(tmp_path / "r.csv"))
+    cells = pd.read_csv(tmp_path / "r.csv")
+    assert regressed.returncode == 1 and set(cells["verdict"]) == {"slower"}, regressed.stdout
+    assert cells["ratio"].round(6).eq(1.5).all() and (cells["p_faster"] == 0).all()
+
+
+def test_paired_needs_as_many_further_runs_of_a_as_of_b(pair, tmp_path: Path) -> None:
+    a, b = pair
+    res = _compare(a, b, tmp_path, "--paired", "--also-a", str(a))
+    assert res.returncode == 2 and "--paired pairs each --also-a with an --also-b: got 1 --also-a and 0" in res.stderr
+
+
+def _machine(root: Path, **cpu: str) -> None:
+    """Every env.json of a copied sweep with its CPU settings changed as `cpu` says."""
+    for path in root.glob("*/env.json"):
+        env = json.loads(path.read_text())
+        env["cpu_settings"] = {**env["cpu_settings"], **cpu}
+        path.write_text(json.dumps(env))
+
+
+def test_compare_names_the_cpu_settings_that_differ_between_the_machines(pair, tmp_path: Path) -> None:
+    """env.json's CPU settings (host.machine): alike on both sides, said once; where B's machine has another governor
+    and a kernel parameter more, each difference is named (a reason for a difference that is not the code's)."""
+    a, b = pair
+    same = _compare(a, b, tmp_path)
+    assert "machine: A and B alike: governor " in " ".join(same.stdout.split()), same.stdout
+    tuned = _copy(b, tmp_path / "tuned")
+    cmdline = json.loads(next(tuned.glob("*/env.json")).read_text())["cpu_settings"]["kernel_cmdline"]
+    _machine(tuned, governor="performance-test", kernel_cmdline=cmdline + " isolcpus=1")
+    res = _compare(a, tuned, tmp_path, "--markdown", str(tmp_path / "cmp.md"))
+    line = "machine differs between A and B: governor "
+    said = " ".join(res.stdout.split())
+    assert res.returncode == 0 and line in said and "vs performance-test" in said, res.stdout
+    assert "kernel command line (B only: isolcpus=1)" in said and "boost" not in said.split(line)[1].split(";")[0]
+    assert "kernel command line (B only: isolcpus=1)" in (tmp_path / "cmp.md").read_text()
+
+
+def test_paired_runs_are_not_widened_by_the_host_reference(pair, tmp_path: Path) -> None:
+    """B's host reference ×1.3 slower in both of its runs, its cells as fast as A's: one run a side, the interval holds
+    the host's move (reaching to 1/1.3); paired runs are as measured (the pairs' spread holds the host's drift, and
+    widening by the reference, noisy on a loaded host, made an unchanged head inconclusive: docs/history.md)."""
+    a, _ = pair
+    moved = {col: (lambda cells, col=col: cells[col] * 1.3) for col in ("host_dispatch_us", "host_memory_us")}
+    b, b2, a2 = _copy(a, tmp_path / "b", **moved), _copy(a, tmp_path / "b2", **moved), _copy(a, tmp_path / "a2")
+    single = _compare(a, b, tmp_path, "--csv", str(tmp_path / "s.csv"))
+    assert single.returncode == 0 and (pd.read_csv(tmp_path / "s.csv")["ci_low"] < 1 / 1.25).all(), single.stdout
+    paired = _compare(
+        a, b, tmp_path, "--also-a", str(a2), "--also-b", str(b2), "--paired", "--csv", str(tmp_path / "p.csv")
+    )
+    cells = pd.read_csv(tmp_path / "p.csv")
+    assert cells["ci_low"].between(0.97, 1).all() and cells["ci_high"].between(1, 1.03).all(), cells
+    assert "the runs are paired, so the pairs' spread holds it" in " ".join(paired.stdout.split())

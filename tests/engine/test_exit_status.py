@@ -14,6 +14,7 @@ from neuronexp.engine.launched import HydraLauncher
 from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.planned_invocation import Invocation
 from neuronexp.engine.sweeper import _run
+from neuronexp.engine.user_callbacks import UserCallbacks
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
 
@@ -69,7 +70,7 @@ def _sweep(tmp_path: Path, fail: set[str]) -> Outcome:
     writer = RowWriter(sweep_dir, cells, fail)
     with HydraLauncher(lambda: writer) as executor:
         units = tuple(Unit((c,)) for c in cells)
-        return _run(Invocation("sweep", sweep_dir, tuple(cells), units, (), None, executor))
+        return _run(Invocation("sweep", sweep_dir, tuple(cells), units, (), None, executor), UserCallbacks(None))
 
 
 def test_a_sweep_with_an_error_row_stops_with_exit_status_1_after_writing_results(tmp_path: Path) -> None:
@@ -83,3 +84,21 @@ def test_a_sweep_with_an_error_row_stops_with_exit_status_1_after_writing_result
 def test_a_sweep_whose_cells_all_ran_ends_normally(tmp_path: Path) -> None:
     assert _sweep(tmp_path, fail=set()).stopped is None
     assert sorted(neuronexp.load(tmp_path / "sweep").cells["status"]) == ["ok", "ok"]
+
+
+def test_each_exit_status_has_one_meaning_and_the_docs_say_it() -> None:
+    """engine.stopped's codes are distinct, and docs/guarantees.md's table gives each one row (with compare's)."""
+    import re
+
+    from helpers import REPO
+    from neuronexp.compare.render import REGRESSION_EXIT, UNDECIDED_EXIT
+    from neuronexp.engine import stopped
+
+    codes = [stopped.CELL_FAILED, stopped.MISTAKE, stopped.UNFINISHED, stopped.INTERRUPTED]
+    assert len(set(codes)) == len(codes) and (stopped.CELL_FAILED, stopped.UNFINISHED) == (
+        REGRESSION_EXIT,
+        UNDECIDED_EXIT,
+    )
+    table = (REPO / "docs" / "guarantees.md").read_text().split("## Exit status", 1)[1].split("\n## ", 1)[0]
+    rows = [int(m) for m in re.findall(r"^\| (\d+) \|", table, re.M)]
+    assert rows == sorted(set(rows)) and set(codes) | {0, 141} == set(rows)

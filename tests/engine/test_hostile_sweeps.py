@@ -206,7 +206,7 @@ def test_a_failed_aggregation_is_an_error_not_a_warning(cli, tmp_path: Path) -> 
     mark(sweep, "sweep")  # an earlier sweep's directory (a directory of someone else's files is refused up front)
     (sweep / "results").write_text("a file where results/ goes")
     res = _sweep(cli, sweep, *PAIR)
-    assert res.returncode == 1
+    assert res.returncode == 3  # not finished: results/ was not written (1 means a cell failed)
     line = _one_line(res.stderr, "neuronexp: aggregating ")
     assert "results failed (FileExistsError" in line and f"hydra.sweep.dir={sweep}" in line
     assert (sweep / "results").read_text() == "a file where results/ goes"

@@ -91,3 +91,29 @@ def test_a_sweep_log_line_per_cell_with_the_estimate(tmp_path: Path) -> None:
     lines = [ln for ln in (result.stdout + result.stderr).splitlines() if "] cell " in ln]
     assert len(lines) == 2 and all(len(ln) <= 100 for ln in lines), lines
     assert "cell 1/2 ok " in lines[0] and " eta " in lines[0] and "cell 2/2 ok " in lines[1] and "eta 0:00" in lines[1]
+
+
+def test_the_bar_is_left_out_in_a_notebook_without_ipywidgets_and_under_quiet(monkeypatch) -> None:
+    """rich draws a notebook's live bar with ipywidgets and, without them, warns and draws nothing; `neuronexp -q` (the
+    neuronexp log above INFO) leaves the progress out, the bar with its lines."""
+    import importlib.util
+    import logging
+
+    from rich.console import Console
+
+    from neuronexp.engine.progress import bar_shown
+
+    terminal, notebook = Console(force_terminal=True), Console(force_jupyter=True)
+    assert bar_shown(terminal)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ipywidgets" else real(name, *a))
+    assert not bar_shown(notebook)
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: object() if name == "ipywidgets" else real(name, *a)
+    )
+    assert bar_shown(notebook)
+    ours = logging.getLogger("neuronexp")
+    monkeypatch.setattr(ours, "level", logging.WARNING)
+    assert not bar_shown(terminal)
+    monkeypatch.setattr(ours, "level", logging.DEBUG)
+    assert bar_shown(terminal)

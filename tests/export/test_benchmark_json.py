@@ -16,11 +16,12 @@ from neuronexp.analysis.variants import cell_labels
 from neuronexp.export.cells import METRICS
 
 # The record as pytorch/pytorch benchmarks/gpt_fast/benchmark.py `output_json` writes it (values elided): the one
-# PyTorch script that fills every field the format names. metric.extra_info is the format's own field for more
-# about a metric (the PyTorch OSS benchmark database wiki; vLLM's benchmarks write it): neuronexp puts the unit there.
+# PyTorch script that fills every field the format names, `model.backend` among them. metric.extra_info is the format's
+# own field for more about a metric (the PyTorch OSS benchmark database wiki; vLLM's benchmarks write it): neuronexp
+# puts the unit there. benchmark.extra_info.arch: the hardware, as PyTorch's scripts name it (get_arch_name).
 REFERENCE = {
     "benchmark": {"name": str, "mode": str, "dtype": str, "extra_info": dict},
-    "model": {"name": str, "type": str, "origins": list},
+    "model": {"name": str, "type": str, "backend": str, "origins": list},
     "metric": {"name": str, "benchmark_values": list, "target_value": (float, type(None))},
 }
 EXTRA = {"metric": {"extra_info"}}
@@ -48,6 +49,17 @@ def test_every_record_has_the_fields_pytorch_benchmarks_write(study: Path, tmp_p
         values = rec["metric"]["benchmark_values"]
         assert len(values) == 1 and isinstance(values[0], float) and math.isfinite(values[0])
         assert rec["metric"]["extra_info"]["unit"]
+        assert rec["benchmark"]["extra_info"]["arch"] == rec["benchmark"]["extra_info"]["device_name"] != ""
+    # How each cell ran: eager, or under the compile backend its row records (inductor here: the study's compiled cell).
+    by_cell = {r["model"]["name"]: r["model"]["backend"] for r in records}
+    cells = neuronexp.load(study).cells
+    compiled = dict(zip(cell_labels(cells), cells["compiled"]))
+    assert sorted(set(by_cell.values())) == ["eager", "inductor"]
+    assert all((backend == "inductor") == compiled[name] for name, backend in by_cell.items())
+    assert (
+        set(cells["compile_backend"].dropna()) == {"inductor"}
+        and cells.loc[~cells["compiled"], "compile_backend"].isna().all()
+    )
 
 
 @pytest.mark.slow

@@ -213,3 +213,22 @@ def test_a_failed_cell_is_a_failed_run_with_its_error_and_no_figures(store, fail
     assert by_status["ok"].info.status == "FINISHED" and "latency_median_us" in by_status["ok"].data.metrics
     records = json.loads(bench.read_text())
     assert records and {r["benchmark"]["extra_info"]["status"] for r in records} == {"ok"}
+
+
+def test_the_git_commit_a_cell_ran_from_is_mlflows_own_tag(store, study: Path, tmp_path: Path) -> None:
+    """env.json's git_commit (the working tree the command ran from) as `mlflow.source.git.commit`, which MLflow's UI
+    links to the code, on each cell's run and on the sweep's when its cells agree; none where the tree was not a
+    repository (the study's own runs: it ran in a temporary directory)."""
+    client, uri, _, _ = store
+    assert all("mlflow.source.git.commit" not in r.data.tags for r in _runs(client, "rmsnorm_sweep"))
+    copy = tmp_path / "committed"
+    shutil.copytree(study, copy)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    for env_file in copy.glob("*/env.json"):
+        env = json.loads(env_file.read_text())
+        env_file.write_text(json.dumps({**env, "git_commit": commit}))
+    res = export(tmp_path, str(copy), "--mlflow", uri, "--experiment", "committed")
+    assert res.returncode == 0, res.stderr[-2000:]
+    runs = _runs(client, "committed")
+    assert len(runs) == len(neuronexp.load(copy).cells) + 1
+    assert {r.data.tags.get("mlflow.source.git.commit") for r in runs} == {commit}

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 from rich.console import Console
 
 from helpers.layers import handed
@@ -16,6 +19,8 @@ from neuronexp.config import (
     CellSpec,
     DType,
     InputConfig,
+    NeuronMode,
+    NeuronProfilerConfig,
     ProfilerConfig,
     RunConfig,
     ScheduleConfig,
@@ -27,12 +32,13 @@ from neuronexp.report.terminal import print_cell
 from neuronexp.results import Results
 
 
-def _cell(tmp_path: Path, module: object, name: str, backend: str = "neuron") -> Results:
+def _cell(tmp_path: Path, module: object, name: str, backend: str = "neuron", modes: list | None = None) -> Results:
+    neuron = NeuronProfilerConfig(modes=modes) if modes else NeuronProfilerConfig()
     cfg = RunConfig(
         module=handed(module),
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
         backend=BackendName(backend),
-        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)),
+        profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1), neuron=neuron),
         timing=TimingConfig(min_seconds=0, warmup=0, iters=1, min_iters=1, max_seconds=1.0, rounds=1),
     )
     out = tmp_path / name
@@ -49,13 +55,17 @@ def test_a_default_run_says_every_source_and_that_nothing_is_missing(
         f"Trainium first contact · torch-neuronx {standin.__version__} (neuronconfig-2.31) · 1 cell(s): what worked, "
         "what is missing"
     )
-    assert lines[1] == (
-        "  device time: from profiler_device_events · sources agree (within 10%) · correlate_device_time passed"
-    )
-    assert lines[2] == "    per step: key_averages() 112 µs · runtime trace 112 µs · Explorer per-op —"
-    assert lines[3] == ("  capture: NEFFs beside the NTFFs yes · window active (profiler_steps) · Neuron Explorer ok")
-    assert lines[4].startswith("  NEFF cache: ") and lines[4].endswith("/neff (neuronexp cache)")
-    assert lines[5:] == [f"  {WHOLE}"]
+    assert lines[1:7] == [
+        "  device time: from profiler_device_events · sources agree (within 10%) · correlate_device_time given and "
+        "taken (device time came through the profiler)",
+        "    per step: key_averages() 112 µs · host rows — · runtime trace 112 µs · Explorer per-op —",
+        "    per op: from profiler_device_events",
+        "  capture: NEFFs beside the NTFFs yes · window active (profiler_steps) · Neuron Explorer ok",
+        "  NeuronCores: NEURON_RT_NUM_CORES=1 (neuronexp's default: one NeuronCore per cell)",
+        lines[6],
+    ]
+    assert lines[6].startswith("  NEFF cache: ") and lines[6].endswith("+standin (neuronexp cache)")
+    assert lines[7:] == [f"  {WHOLE}"]
     # The single run's terminal output carries it, after the op table and the warnings.
     out = io.StringIO()
     print_cell(results, tmp_path / "rmsnorm_naive", Console(file=out, width=200, highlight=False))
@@ -63,16 +73,79 @@ def test_a_default_run_says_every_source_and_that_nothing_is_missing(
 
 
 def test_nothing_to_read_is_said_and_cells_alike_share_a_block(standin, no_explorer: None, tmp_path: Path) -> None:
-    standin.STATE.switches.key_averages_events = False  # no device events, and no Explorer to read the rest
+    standin.STATE.switches.key_averages = "none"  # no device time in key_averages(), and no Explorer for the rest
     cells = pd.concat([_cell(tmp_path, NaiveRMSNorm(64), "a").cells, _cell(tmp_path, FusedRMSNorm(64), "b").cells])
     lines = neuron_screen(cells)
     assert "2 cell(s)" in lines[0] and not any(line.startswith("  2 cell(s): ") for line in lines)  # one block
-    assert lines[1].startswith("  device time: from none · no source · correlate_device_time passed")
-    assert lines[2] == "    per step: key_averages() — · runtime trace — · Explorer per-op —"
+    assert lines[1] == (
+        "  device time: from none · no source · correlate_device_time given but IGNORED (no device time came through "
+        "the profiler)"
+    )
+    assert lines[2] == "    per step: key_averages() — · host rows — · runtime trace — · Explorer per-op —"
+    assert lines[3] == "    per op: from none"
     missing = [line for line in lines if line.startswith("  MISSING: ")]
     assert missing[0].startswith("  MISSING: no device time from any source (profiler_device_events: key_averages()")
-    assert missing[1].startswith("  MISSING: Neuron Explorer not_found: the runtime trace, per-op time")
+    assert missing[1].startswith("  MISSING: per-op split missing: key_averages() had no device time per op")
+    assert missing[2].startswith("  MISSING: Neuron Explorer not_found: the runtime trace, per-op time")
     assert lines[-1] == f"  {ADVICE}"
+
+
+def test_a_capture_without_the_runtime_trace_is_not_called_whole(
+    standin, explorer_in_process: Path, tmp_path: Path
+) -> None:
+    """profiler.neuron.modes without RUNTIME: device time still comes from key_averages(), but nothing checks it."""
+    results = _cell(tmp_path, NaiveRMSNorm(64), "a", modes=[NeuronMode.DEVICE])
+    lines = neuron_screen(results.cells)
+    assert "  MISSING: runtime trace: ProfileMode.RUNTIME not captured" in lines and lines[-1] == f"  {ADVICE}"
+    assert f"  {WHOLE}" not in lines
+
+
+def _row(**changes: object) -> pd.DataFrame:
+    """One Neuron row as the default run writes it (every source whole), with `changes`."""
+    row = {
+        "module": "m",
+        "input_shape": "[1,8,64]",
+        "neuron_api": "neuronconfig-2.31",
+        "neuron_api_version": "2.13.3.0",
+        "device_time_source": "profiler_device_events",
+        "device_time_sources": "profiler_device_events,neuron_runtime",
+        "device_time_check": "agree",
+        "neuron_per_op_source": "profiler_device_events",
+        "neuron_sources_missing": "profiler_host_rows: none; neuron_explorer: no FrameworkInstruction table",
+        "neuron_correlate_device_time": "taken",
+        "neuron_device_time_events_us": 112.0,
+        "neuron_device_time_runtime_us": 112.0,
+        "neuron_capture_window": "active",
+        "neuron_capture_window_method": "profiler_steps",
+        "neuron_neffs_beside_ntffs": True,
+        "neuron_explorer_status": "ok",
+        "neuron_cores": "NEURON_RT_NUM_CORES=1 (neuronexp's default: one NeuronCore per cell)",
+        "neuron_neff_cache_dir": "/c/neff/v",
+        "neuron_neff_cache_source": "neuronexp cache",
+        "warnings": None,
+    }
+    return pd.DataFrame([{**row, **changes}])
+
+
+def test_disagreeing_sources_are_missing_not_whole() -> None:
+    warning = "device time sources disagree by more than 10%: profiler_device_events 112.0 us vs neuron_runtime 224.0"
+    lines = neuron_screen(_row(device_time_check="disagree", neuron_device_time_runtime_us=224.0, warnings=warning))
+    assert f"  MISSING: {warning}" in lines and lines[-1] == f"  {ADVICE}"
+    assert neuron_screen(_row())[-1] == f"  {WHOLE}"  # the same row agreeing is whole
+
+
+@pytest.mark.parametrize("beside", [False, np.bool_(False), 0])
+def test_no_neff_beside_an_ntff_is_no(beside: object) -> None:
+    lines = neuron_screen(_row(neuron_neffs_beside_ntffs=beside))
+    assert any(line.startswith("  capture: NEFFs beside the NTFFs NO ·") for line in lines)
+    assert "  MISSING: no NEFF beside an NTFF: Neuron Explorer cannot process that device profile" in lines
+
+
+def test_a_figure_only_some_cells_had_says_how_many() -> None:
+    cells = pd.concat([_row(), _row(neuron_device_time_runtime_us=math.nan)])
+    assert [line for line in neuron_screen(cells) if line.startswith("    per step:")] == [
+        "    per step: key_averages() 112 µs · host rows — · runtime trace 112 µs (1/2 cells) · Explorer per-op —"
+    ]
 
 
 def test_other_backends_get_no_screen(tmp_path: Path) -> None:

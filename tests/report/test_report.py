@@ -62,6 +62,16 @@ def test_sweep_report_is_self_contained_with_plots_tables_and_links(reported: Pa
     assert "## Fusion view" in text and "| rmsnorm_fused | [1,64,512] |" in text and "[trace](<0/trace.json>)" in text
 
 
+def test_the_environment_says_the_hosts_cpu_settings(sweep: Path) -> None:
+    """From each job's env.json (host.machine): the governor, boost, SMT, isolated and tickless CPUs, as this host has
+    them ("unknown" where its kernel does not say)."""
+    from neuronexp.host.machine import cpu_noise
+
+    env, here = dict(build_report(sweep).environment), cpu_noise()
+    assert (env["CPU governor"], env["turbo/boost"], env["SMT"]) == (here["governor"], here["boost"], here["smt"])
+    assert (env["isolated CPUs"], env["tickless CPUs"]) == (here["isolcpus"], here["nohz_full"])
+
+
 def test_report_model_fusion_view_and_hotspots(sweep: Path) -> None:
     report = build_report(sweep)
     assert report.kind == "sweep" and report.baseline == "rmsnorm_naive"
@@ -178,6 +188,23 @@ def test_op_names_and_labels_are_escaped(tmp_path: Path) -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "evil&lt;/td&gt;&lt;b&gt;" in page
     text = render_markdown(report)
     assert "<script" not in text and "<img" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+
+
+def test_the_page_is_autoescaped_but_for_the_plots_own_svg(tmp_path: Path) -> None:
+    """jinja2's autoescape, spelled as html.escape spells it (the page did not change by a byte when jinja2 came in):
+    a title, a figure's title and caption are text in every context (element, attribute); only the SVG is markup."""
+    import dataclasses
+
+    from neuronexp.report.sections import Plot
+
+    _hostile_run(tmp_path / "job")
+    report = dataclasses.replace(build_report(tmp_path / "job"), title='<i>"t"</i>')
+    plot = Plot(title='a" onload="x', caption="<b>c</b> & 'd'", svg='<svg id="s"></svg>')
+    page = render_html(report, [plot])
+    assert "<title>&lt;i&gt;&quot;t&quot;&lt;/i&gt;</title>" in page and "<h1>&lt;i&gt;" in page
+    assert 'aria-label="a&quot; onload=&quot;x"' in page
+    assert "<figcaption>&lt;b&gt;c&lt;/b&gt; &amp; &#x27;d&#x27;" in page
+    assert '<svg id="s"></svg>' in page and "<i>" not in page
 
 
 def test_trace_and_neuron_profile_links(tmp_path: Path) -> None:
@@ -338,3 +365,48 @@ def test_the_cells_table_stays_within_the_page_at_1400_px(browser: str, reported
     layout = json.loads(re.search(r"NX-LAYOUT (\{.*?\})", line)[1].replace('\\"', '"'))
     assert layout["page"] <= layout["window"] and layout["right"] <= layout["window"], layout
     assert layout["table"] <= layout["box"] + 0.5, layout  # no scrolling needed at this width
+
+
+# Where the answer is on the laid-out page: the findings list's box and the speedup chart's, and the window's height.
+_FIRST_SCREEN_PROBE = """<script>window.addEventListener("load", () => {
+  const box = (el) => { const r = el.getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; };
+  console.log("NX-FIRST " + JSON.stringify({window: window.innerHeight,
+    findings: box(document.querySelector("ul.findings")),
+    chart: box(document.querySelector('figure[aria-label^="Speedup vs"] svg')),
+    environment: box([...document.querySelectorAll("h2")].find((h) => h.textContent.startsWith("Experiment")))}));
+});</script>"""
+
+
+@pytest.mark.browser
+@pytest.mark.slow  # 3 s on the 2-core VM
+@pytest.mark.parametrize("window", ["1400,900", "1280,800"])
+def test_the_first_screen_is_the_findings_and_the_speedup_chart(
+    browser: str, reported: Path, tmp_path: Path, window: str
+) -> None:
+    """Opened, the report shows its answer: the findings and, whole, the speedup chart they state; what was measured
+    and how (environment, tables, the other plots) comes after."""
+    probe = tmp_path / "probe.html"
+    probe.write_text((reported / "report.html").read_text().replace("</body>", _FIRST_SCREEN_PROBE + "</body>"))
+    run = _headless(browser, probe, tmp_path / "profile-first", "--dump-dom", f"--window-size={window}")
+    (line,) = [ln for ln in _console_messages(run.stderr) if "NX-FIRST" in ln]
+    seen = json.loads(re.search(r"NX-FIRST (\{.*\})", line)[1].replace('\\"', '"'))
+    height = seen["window"]
+    assert seen["findings"]["top"] < seen["chart"]["top"] < seen["chart"]["bottom"] <= height, seen
+    assert seen["environment"]["top"] > seen["chart"]["bottom"], seen
+
+
+def test_a_shared_report_names_no_absolute_path(sweep: Path, tmp_path: Path) -> None:
+    """The header names the directory by its name (the report inside it) or the way from the report to it (--out),
+    and the links are relative: the page can be shared, moved or zipped without the machine's paths in it."""
+    for out, shown in ((sweep, sweep.name), (tmp_path / "elsewhere", "../" + sweep.name)):
+        if out != sweep:
+            shutil.copytree(sweep, tmp_path / sweep.name)
+            res = run_cli([sweep.name, "--out", "elsewhere"], cwd=tmp_path, script="neuronexp-report")
+        else:
+            res = run_cli([str(sweep)], cwd=sweep.parent, script="neuronexp-report")
+        assert res.returncode == 0, res.stderr
+        for name in ("report.html", "report.md"):
+            text = (out / name).read_text()
+            assert str(sweep.parent) not in text and str(tmp_path) not in text and "/tmp/" not in text, name
+        assert f"sweep <code>{shown}</code>" in (out / "report.html").read_text()
+        assert f"sweep `{shown}`" in (out / "report.md").read_text()

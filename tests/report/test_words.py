@@ -71,3 +71,12 @@ def test_noise_reasons_are_cut_between_reasons_never_mid_word() -> None:
     assert clip_reasons("rounds spread 55%", 40) == "rounds spread 55%"
     last = cell_lines(_cell(noisy=True, noise=noise))[-1]
     assert last.endswith("+2 more") and "othe" not in last
+
+
+def test_the_report_marks_a_noisy_cell_and_says_its_reasons_once_elsewhere() -> None:
+    """The report's grid marks a noisy cell ~ and leaves its reasons to the findings' one noise line (report.busy):
+    repeated in every cell they filled the report's first screen. The terminal and summary.md, whose findings have no
+    noise line, keep them in the cell."""
+    noise = "rounds spread 55%; p90/p10 3.1; other processes used 1.20 cores; CPU steal 9%"
+    lines = cell_lines(_cell(noisy=True, noise=noise), reasons=False)
+    assert lines[0].startswith("~") and not any("rounds spread" in line or "noisy" in line for line in lines)

@@ -84,3 +84,29 @@ def test_a_link_planted_under_the_temporary_name_is_never_written_through(
     monkeypatch.undo()
     atomic_write_text(target, "new\n")
     assert target.read_text() == "new\n" and victim.read_text() == "theirs\n"
+
+
+def test_the_file_is_synced_before_the_rename_and_the_directory_after(tmp_path: Path, monkeypatch) -> None:
+    """A machine that crashes after the rename reached the disk but not the data (a Slurm node's power) would leave a
+    zero-length cells.parquet: the data is fsynced first, the directory's entry after the rename."""
+    import os
+
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dst) -> None:
+        events.append(("replace", str(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    target = tmp_path / "env.json"
+    write_json(target, {"a": 1})
+    (kind0, first), (kind1, renamed), (kind2, directory) = events
+    assert kind0 == "fsync" and Path(first).parent == tmp_path and Path(first).name.startswith(".env.json.tmp-")
+    assert (kind1, renamed) == ("replace", str(target))
+    assert (kind2, directory) == ("fsync", str(tmp_path)) and target.read_text() == '{\n  "a": 1\n}\n'

@@ -36,3 +36,17 @@ def test_results_written_with_the_old_name_read_back_as_input_shape(tmp_path: Pa
     tables, _ = read_jobs([job])
     assert tables["cells"].column("input_shape").to_pylist() == ["[1,8,64]"]
     assert isinstance(cells, pd.DataFrame)
+
+
+def test_results_written_before_a_column_was_added_read_back_with_it_null(tmp_path: Path) -> None:
+    """Cells columns added on 7 December 2026 (output_nonfinite, compile_backend): a file written without them reads
+    back with them null (missing, not zero), not refused as another layout."""
+    added = ["output_nonfinite", "compile_backend"]
+    job = tmp_path / "0"
+    job.mkdir()
+    rows = {"cells": [dict(run_id="a", input_shape="[1,8,64]", status="ok")], "ops": [], "samples": []}
+    for name, table_rows in rows.items():
+        old = frame(name, table_rows)
+        old.drop(columns=added if name == "cells" else []).to_parquet(job / f"{name}.parquet")
+    cells = neuronexp.load(job).cells
+    assert cells["run_id"].tolist() == ["a"] and cells[added].isna().all().all()

@@ -5,6 +5,7 @@ one run carries a noise floor (analysis.floor): why, and how it was calibrated, 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ class CellStats:
     runs_b: int = 1
     floor_a: float = 0.0  # sd (log scale) of the process-to-process term added to a side (noise_floor): 0 if none
     floor_b: float = 0.0
+    # P(B faster): the share of the bootstrap's ratios below 1, as drawn (before compare takes out the host's move).
+    p_faster: float = math.nan
 
     @property
     def separable(self) -> bool:
@@ -73,8 +76,21 @@ def compare_samples(a, b, seed: int = 0, resamples: int = 2000) -> CellStats:
     if not (len(a) and len(b)):
         return CellStats(**medians, ratio=nan, ci_low=nan, ci_high=nan, p_value=nan)
     rng = np.random.default_rng(seed)
-    low, high = percentile_interval(bootstrap_medians(b, rng, resamples) / bootstrap_medians(a, rng, resamples), 0.95)
-    return CellStats(**medians, ratio=med_b / med_a, ci_low=low, ci_high=high, p_value=mann_whitney_p(a, b))
+    ratios = bootstrap_medians(b, rng, resamples) / bootstrap_medians(a, rng, resamples)
+    low, high = percentile_interval(ratios, 0.95)
+    return CellStats(
+        **medians,
+        ratio=med_b / med_a,
+        ci_low=low,
+        ci_high=high,
+        p_value=mann_whitney_p(a, b),
+        p_faster=faster_share(ratios),
+    )
+
+
+def faster_share(ratios: np.ndarray) -> float:
+    """P(B faster): the share of bootstrap ratios B ÷ A below 1."""
+    return float(np.mean(ratios < 1)) if len(ratios) else math.nan
 
 
 def _round_arrays(x, rounds) -> list[np.ndarray]:
@@ -136,7 +152,14 @@ def _cell_stats(ratios: np.ndarray, level: float, medians: Sequence[float], coun
     (low, high), p = percentile_interval(ratios, level), inverted_p(ratios)
     med_a, med_b = medians
     return CellStats(
-        median_a_us=med_a, median_b_us=med_b, ratio=med_b / med_a, ci_low=low, ci_high=high, p_value=p, **counts
+        median_a_us=med_a,
+        median_b_us=med_b,
+        ratio=med_b / med_a,
+        ci_low=low,
+        ci_high=high,
+        p_value=p,
+        p_faster=faster_share(ratios),
+        **counts,
     )
 
 
@@ -169,6 +192,34 @@ def compare_runs(
     rounds_a, rounds_b = (sum(len(g) for g in runs) for runs in (ga, gb))
     counts = {"n_a": n_a, "n_b": n_b, "rounds_a": rounds_a, "rounds_b": rounds_b, "runs_a": len(ga), "runs_b": len(gb)}
     return _cell_stats(sides[0] / sides[1], level, medians, {**counts, "floor_a": floors[1], "floor_b": floors[0]})
+
+
+def compare_run_pairs(
+    pairs: list[tuple[tuple, tuple]], seed: int = 0, resamples: int = 2000, level: float = 0.95
+) -> CellStats:
+    """B against A over runs made in pairs, (A's run, B's run) each, each run (latencies, their rounds): a CI job that
+    interleaves the sides runs each pair one after the other, so the host's drift falls on both. The ratio is the median
+    over pairs of B's ÷ A's median of round medians; the bootstrap draws the pairs, then each run's rounds and samples.
+    No noise floor: the pairs show the variance between processes. A pair with a side without samples is left out."""
+    kept = [(ga, gb) for ga, gb in ((_round_arrays(*a), _round_arrays(*b)) for a, b in pairs) if ga and gb]
+    if not kept:
+        return compare_rounds(([], None), ([], None), seed=seed)
+    rng = np.random.default_rng(seed)
+    k = len(kept)
+    # Per pair, resamples × k draws of its ratio; each of a draw's k slots takes one pair's draw (_resample_groups).
+    draws = [hierarchical_medians(b, rng, resamples * k) / hierarchical_medians(a, rng, resamples * k) for a, b in kept]
+    counts = {
+        "n_a": sum(len(r) for a, _ in kept for r in a),
+        "n_b": sum(len(r) for _, b in kept for r in b),
+        "rounds_a": sum(len(a) for a, _ in kept),
+        "rounds_b": sum(len(b) for _, b in kept),
+        "runs_a": k,
+        "runs_b": k,
+    }
+    medians = [float(np.median([median_of_rounds(pair[side]) for pair in kept])) for side in (0, 1)]
+    stats = _cell_stats(_resample_groups(draws, rng, resamples), level, medians, counts)
+    ratio = float(np.median([median_of_rounds(b) / median_of_rounds(a) for a, b in kept]))
+    return dataclasses.replace(stats, ratio=ratio)
 
 
 def benjamini_hochberg(p_values) -> np.ndarray:

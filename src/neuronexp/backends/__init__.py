@@ -4,7 +4,7 @@ included; each imports its vendor package (`torch_neuronx`) only inside its fold
 
 from __future__ import annotations
 
-from neuronexp.backends.base import Backend, BackendUnavailable
+from neuronexp.backends.base import Backend, BackendUnavailable, DeviceFill
 from neuronexp.backends.table import BACKENDS, HOST, backend_info, named_backend
 from neuronexp.config import BackendName, ConfigError, RunConfig
 
@@ -12,6 +12,7 @@ __all__ = [
     "BACKENDS",
     "HOST",
     "Backend",
+    "DeviceFill",
     "backend_info",
     "backend_kind",
     "check_available",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,17 @@ if TYPE_CHECKING:
 
 class BackendUnavailable(RuntimeError):
     """The backend cannot run here; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class DeviceFill:
+    """A backend's device time for a profile whose key_averages() device rows cannot say it (Neuron), per profiled
+    cycle (one entry: every cycle). `per_op`: device us per step of each host op, by name (an op left out: NaN, no
+    source split it); None: the op rows' own figures stand. `step`: the step's (device us, executions), NaN where
+    unknown; None: the filled op rows' sums."""
+
+    per_op: list[dict[str, float]] | None = None
+    step: list[tuple[float, float]] | None = None
 
 
 class Backend:
@@ -41,6 +53,9 @@ class Backend:
     default_schedule = ScheduleConfig(wait=1, warmup=1, active=1, repeat=5)
     # Whether timing moves a cell's inputs between rounds (timing.relocate): measured on the host only.
     relocates_inputs = False
+    # Kineto activity types of the device's runtime and driver, which PyTorch types CPU: set apart from host ops
+    # (backends.kineto), never counted as operators or in CPU time.
+    runtime_activities: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         import torch
@@ -98,14 +113,9 @@ class Backend:
         the profiled pass ran."""
         return {}
 
-    def device_op_times(self) -> dict[str, float]:
-        """Device microseconds per profiled step by host op name, from a source other than key_averages() (Neuron
-        Explorer), for a profile whose key_averages() had no device time; empty when there is none."""
-        return {}
-
-    def device_step_time(self) -> tuple[float, float] | None:
-        """(device us, device executions) per profiled step from such a source when it covers the whole step (the
-        Neuron runtime's busy time), for the same profiles; None: the op rows' own sums."""
+    def device_fill(self) -> DeviceFill | None:
+        """Device time from sources other than key_averages()' device rows, once profiling is over (DeviceFill);
+        None: the op rows' own figures are the device time."""
         return None
 
     # What peak_memory_bytes means on this backend (the row's peak_memory_method).

@@ -24,7 +24,8 @@ from neuronexp.cell.rows import Measured
 from neuronexp.cell.work import Work, count_work, listed_work
 from neuronexp.config import CellSpec, ProbeMode
 from neuronexp.config.input_specs import compute_dtype
-from neuronexp.host.probe import default_cache_dir, host_roofs, quiet
+from neuronexp.host.cache_dir import default_cache_dir
+from neuronexp.host.probe import host_roofs, quiet
 from neuronexp.results import JOBS_MANIFEST
 
 

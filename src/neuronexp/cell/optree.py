@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from neuronexp.backends.kineto import is_set_apart
+
 STEP_PREFIX = "ProfilerStep"
 # Host bookkeeping that dispatches no operator: Dynamo's guard check, AOTAutograd's wrappers, the
 # profiler's own frees (profile_memory).
@@ -87,11 +89,14 @@ def _transparent(evt: Any) -> bool:
     return bool(getattr(evt, "is_python_function", False) or getattr(evt, "is_user_annotation", False))
 
 
-def _op_children(evt: Any) -> list[Any]:
-    """Children with Python frames and annotations flattened away."""
+def _op_children(evt: Any, apart: tuple[str, ...] = ()) -> list[Any]:
+    """Children with Python frames and annotations flattened away, and a device runtime's or driver's events left
+    out (`apart`: their Kineto activity types; backends.kineto)."""
     out = []
     for child in evt.cpu_children or []:
-        out.extend(_op_children(child) if _transparent(child) else [child])
+        if is_set_apart(child, apart):
+            continue
+        out.extend(_op_children(child, apart) if _transparent(child) else [child])
     return out
 
 
@@ -100,9 +105,10 @@ def _works(evt: Any, nested: bool) -> bool:
     return not (name in BOOKKEEPING or name in NO_WORK or (nested and name in HELPERS) or name.startswith(STEP_PREFIX))
 
 
-def _visit(evt: Any, nested: bool, tree: StepTree) -> bool:
+def _visit(evt: Any, nested: bool, tree: StepTree, apart: tuple[str, ...]) -> bool:
     """Count `evt`'s subtree; True when some call in it does work (so its ancestors are not leaves)."""
-    inside = any([_visit(c, nested or evt.name.startswith("aten::"), tree) for c in _op_children(evt)])
+    below = nested or evt.name.startswith("aten::")
+    inside = any([_visit(c, below, tree, apart) for c in _op_children(evt, apart)])
     works = _works(evt, nested)
     if inside:
         tree.wrapper_names.add(evt.name)
@@ -111,12 +117,13 @@ def _visit(evt: Any, nested: bool, tree: StepTree) -> bool:
     return inside or works
 
 
-def step_tree(events: Any) -> StepTree:
-    """Walk the CPU call tree of one cycle's events (a profiler's `events()`)."""
+def step_tree(events: Any, apart: tuple[str, ...] = ()) -> StepTree:
+    """Walk the CPU call tree of one cycle's events (a profiler's `events()`); `apart`: the Kineto activity types of
+    the device's runtime and driver, whose host-typed events are no operator calls."""
     tree = StepTree()
     roots = []
     for evt in events:
-        if str(getattr(evt.device_type, "name", evt.device_type)) != "CPU":
+        if str(getattr(evt.device_type, "name", evt.device_type)) != "CPU" or is_set_apart(evt, apart):
             continue
         if getattr(evt, "is_python_function", False):
             tree.python_names.add(evt.name)
@@ -133,7 +140,7 @@ def step_tree(events: Any) -> StepTree:
             roots.append(evt)
             tree.dispatched += evt.name not in BOOKKEEPING
     for root in roots:
-        _visit(root, False, tree)
+        _visit(root, False, tree, apart)
     return tree
 
 

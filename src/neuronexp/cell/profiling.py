@@ -1,6 +1,7 @@
-"""The profiled pass: torch.profiler with a wait/warmup/active schedule, turned into per-step op rows; and device
-time per op from a source other than key_averages() (Neuron Explorer) put where key_averages() left none
-(fill_device_times), so device sums, shares, op counts and the hotspot follow the usual rules."""
+"""The profiled pass: torch.profiler with a wait/warmup/active schedule, turned into per-step op rows (a device
+runtime's host-typed activity set apart); and a backend's device time from sources other than key_averages()' device
+rows put into them (fill_device_times: NaN per op where no source split it), so device sums, shares, op counts and
+the hotspot follow the usual rules."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from typing import Any
 from torch.profiler import profile, schedule
 
 from neuronexp.analysis.ops import normalize_op
-from neuronexp.backends import Backend
+from neuronexp.backends import Backend, DeviceFill
+from neuronexp.backends.kineto import row_key, runtime_rows
 from neuronexp.cell.optree import STEP_PREFIX, StepTree, is_leaf_row, step_tree
 from neuronexp.config import ProfilerConfig, ScheduleConfig
 from neuronexp.moduletime.attribution import MODULE_SPAN, ModuleCycle, ModuleSpans, attribute_cycle
@@ -72,16 +74,23 @@ def steps_needed(s: ScheduleConfig) -> int:
     return (wait + warmup + active) * repeat
 
 
+RUNTIME_ROW = "runtime"  # the device_type of a runtime's or driver's row: set apart from host ops (backends.kineto)
+
+
 def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree: StepTree) -> list[dict[str, Any]]:
     host_only = backend.device_row_type is None
+    apart = runtime_rows(prof.events(), backend.runtime_activities, cfg.record_shapes)
     rows = []
     for evt in prof.key_averages(group_by_input_shape=cfg.record_shapes):
         name = evt.key
         # The step marker, module spans, Python frames (with_stack) and the profiler's frees are not ops.
         if name.startswith((STEP_PREFIX, MODULE_SPAN)) or name in tree.python_names or name == "[memory]":
             continue
-        self_cpu, cpu_total = evt.self_cpu_time_total / active, evt.cpu_time_total / active
-        device_type = evt.device_type.name
+        key = row_key(evt, cfg.record_shapes)
+        # A runtime call nested in an op is that op's host work: PyTorch took it out of the op's self time.
+        self_cpu = (evt.self_cpu_time_total + apart.nested_us.get(key, 0.0)) / active
+        cpu_total = evt.cpu_time_total / active
+        device_type = RUNTIME_ROW if key in apart.keys else evt.device_type.name
         rows.append(
             {
                 "op": normalize_op(name),
@@ -93,7 +102,7 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
                 # On a host-only backend the "device" is the CPU: say so rather than leave zeros.
                 "self_device_us": self_cpu if host_only else evt.self_device_time_total / active,
                 "device_total_us": cpu_total if host_only else evt.device_time_total / active,
-                "leaf": is_leaf_row(name, device_type, tree),
+                "leaf": device_type != RUNTIME_ROW and is_leaf_row(name, device_type, tree),
                 "input_shapes": str(evt.input_shapes) if cfg.record_shapes else None,
                 "flops": float(evt.flops) / active if cfg.with_flops else None,
                 "self_cpu_memory_bytes": evt.self_cpu_memory_usage / active if cfg.profile_memory else None,
@@ -104,9 +113,9 @@ def _op_rows(prof: Any, backend: Backend, cfg: ProfilerConfig, active: int, tree
 
 
 def summarize_cycle(cycle: int, prof: Any, backend: Backend, cfg: ProfilerConfig, active: int) -> CycleProfile:
-    tree = step_tree(prof.events())
+    tree = step_tree(prof.events(), backend.runtime_activities)
     rows = _op_rows(prof, backend, cfg, active, tree)
-    cpu_time = sum(r["self_cpu_us"] for r in rows)
+    cpu_time = sum(r["self_cpu_us"] for r in rows if r["device_type"] != RUNTIME_ROW)
     if backend.device_row_type is None:
         device_time = cpu_time
         executed = tree.executed / active
@@ -176,29 +185,41 @@ def profile_callable(
     return result
 
 
-def fill_device_times(
-    profile: ProfileResult, per_op_us: dict[str, float], step: tuple[float, float] | None = None
-) -> None:
-    """Give each host op row its share of `per_op_us[op]` (device us per step) in cycles without device time, and
-    take the step's device time and executions from `step` when the source covers the whole step (then the rows'
-    shares leave room for the time no op row holds). An op split over several rows (record_shapes groups by input
-    shape) is shared by calls. The same per-step figures go into every cycle: the source covers the whole capture."""
-    if not per_op_us and step is None:
-        return
-    for cycle in profile.cycles:
-        if cycle.device_time_us > 0:
+def _split(cycle: CycleProfile, per_op: dict[str, float]) -> tuple[float, float]:
+    """Each host op row's share of `per_op[op]` (by name as recorded, else as grouped), shared by calls where
+    record_shapes split an op over rows; NaN where no source split the time per op. (device us, calls) matched."""
+    rows = [r for r in cycle.ops if r["device_type"] == "CPU"]
+    key = {id(r): r["op_raw"] if r["op_raw"] in per_op else r["op"] for r in rows}
+    calls: dict[str, float] = {}
+    for r in rows:
+        calls[key[id(r)]] = calls.get(key[id(r)], 0.0) + r["calls"]
+    total = executed = 0.0
+    for r in rows:
+        k = key[id(r)]
+        if k not in per_op:
+            r["self_device_us"] = r["device_total_us"] = math.nan
             continue
-        rows = [r for r in cycle.ops if r["device_type"] == "CPU" and r["op"] in per_op_us]
-        calls: dict[str, float] = {}
-        for r in rows:
-            calls[r["op"]] = calls.get(r["op"], 0.0) + r["calls"]
-        for r in rows:
-            share = r["calls"] / calls[r["op"]] if calls[r["op"]] > 0 else 1.0 / sum(x["op"] == r["op"] for x in rows)
-            r["self_device_us"] = r["device_total_us"] = per_op_us[r["op"]] * share
-        cycle.device_time_us = sum(r["self_device_us"] for r in rows)
-        cycle.device_ops = sum(r["calls"] for r in rows)
+        share = r["calls"] / calls[k] if calls[k] > 0 else 1.0 / sum(key[id(x)] == k for x in rows)
+        r["self_device_us"] = r["device_total_us"] = per_op[k] * share
+        total, executed = total + r["self_device_us"], executed + r["calls"]
+    return total, executed
+
+
+def fill_device_times(profile: ProfileResult, fill: DeviceFill | None) -> None:
+    """Put a backend's device time (backends.DeviceFill) into each cycle: the host op rows' per-op figures (NaN where
+    no source split the time per op, never 0), the step's device time and executions, and every row's share of it.
+    An op's figure is per profiled step; a capture-wide source gives the same one to every cycle."""
+    if fill is None:
+        return
+    for i, cycle in enumerate(profile.cycles):
+        per_op = fill.per_op[min(i, len(fill.per_op) - 1)] if fill.per_op else None
+        step = fill.step[min(i, len(fill.step) - 1)] if fill.step else None
+        split = _split(cycle, per_op) if per_op is not None else None
         if step is not None:
-            cycle.device_time_us = step[0]
-            cycle.device_ops = step[1] if math.isfinite(step[1]) else cycle.device_ops
+            counted = split[1] if split is not None and split[1] > 0 else math.nan
+            cycle.device_time_us, cycle.device_ops = step[0], step[1] if math.isfinite(step[1]) else counted
+        elif split is not None:
+            cycle.device_time_us, cycle.device_ops = split
         for r in cycle.ops:
-            r["device_share"] = r["self_device_us"] / cycle.device_time_us if cycle.device_time_us > 0 else math.nan
+            time = cycle.device_time_us
+            r["device_share"] = r["self_device_us"] / time if math.isfinite(time) and time > 0 else math.nan

@@ -28,9 +28,11 @@ from neuronexp.cell.timing import LatencyStats
 from neuronexp.config import CellSpec, format_units
 from neuronexp.config.fingerprint import package_version
 from neuronexp.host.allocator import preload_environment
+from neuronexp.host.machine import cpu_noise
 from neuronexp.host.threads import host_cpus
 from neuronexp.results import LABEL_COLUMNS, SCHEMAS, TABLES, Results, arrow_table, invocation
 from neuronexp.results.files import write_job_tables
+from neuronexp.version import __version__
 
 
 @dataclass
@@ -70,6 +72,9 @@ class _NotStarted(Backend):
     def device_name(self) -> str:
         return "unknown"
 
+    def compile_backend(self) -> str | None:  # type: ignore[override]  # never started: its default is not known here
+        return None
+
 
 def write_lost_cell(
     spec: CellSpec, out_dir: Path, error: str, backend_name: str, extra: dict[str, Any], started_at: str
@@ -90,6 +95,7 @@ def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
         "experiment": spec.experiment,
         "module": spec.module_name,
         "compiled": bool(cfg.compile.enabled),
+        "compile_backend": (cfg.compile.backend or backend.compile_backend()) if cfg.compile.enabled else None,
         "backend": backend.name,
         "device": str(backend.device),
         "device_name": backend.device_name(),
@@ -211,7 +217,8 @@ def git_state(cwd: Path) -> dict[str, Any]:
 
 
 def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any], threads: int) -> dict[str, Any]:
-    """env.json: versions, host, device, and what the cell's process did to its host (malloc, threads)."""
+    """env.json: versions, host, device, the host's CPU settings and what the cell's process did to its host (malloc,
+    threads)."""
     env = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -224,7 +231,7 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
         "torch_neuronx_version": package_version("torch-neuronx"),
         "neuronx_cc_version": package_version("neuronx-cc"),
         "cuda_runtime": torch.version.cuda,
-        "neuronexp_version": package_version("neuronexp"),
+        "neuronexp_version": __version__,
         "backend": backend,
         "device_name": device_name,
         # Runtime variables, and the compile-time ones that decide whether profiles carry layer names.
@@ -235,6 +242,9 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
             or k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NKI_DEBUG_INFO", "NEURON_FRAMEWORK_DEBUG")
         },
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        # What the kernel does to a CPU's speed (governor, boost, SMT, isolated and tickless CPUs): compare names it
+        # where A's and B's differ.
+        "cpu_settings": cpu_noise(),
     }
     env.update(git_state(Path.cwd().resolve()))
     return env

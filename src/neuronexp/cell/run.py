@@ -136,11 +136,10 @@ class CellRun:
         backend_info(backend.name).clean_up()  # e.g. device memory held by reference cycles, back before the next cell
         extra = backend.after_profile(self.out_dir, measured.profile.schedule) if measured else {}
         if measured:
-            fill_device_times(measured.profile, backend.device_op_times(), backend.device_step_time())
-            if self.inspected:
-                fill_module_device_times(
-                    measured.profile.modules, backend.device_op_times(), measured.profile.active_steps
-                )
+            fill = backend.device_fill()
+            fill_device_times(measured.profile, fill)
+            if self.inspected and fill is not None and fill.per_op and len(fill.per_op) == 1:  # a capture-wide split
+                fill_module_device_times(measured.profile.modules, fill.per_op[0], measured.profile.active_steps)
         extra["warnings"] = join_warnings(extra.get("warnings"), *self._notes(measured))
         extra = {
             **describe_placement(backend.name, backend.device),

@@ -9,6 +9,8 @@ import os
 import sys
 from collections.abc import Callable
 
+from neuronexp.version import __version__
+
 # What a shell reports for a command stopped by a closed pipe (128 + SIGPIPE).
 CLOSED_PIPE_STATUS = 141
 
@@ -32,6 +34,11 @@ def quiet_on_closed_stdout(main: Callable[..., int]) -> Callable[..., int]:
             return stdout_closed()
 
     return wrapper
+
+
+def add_version(parser: argparse.ArgumentParser) -> None:
+    """`--version`: the command's name and neuronexp's one version (neuronexp/version.py)."""
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
 
 
 def positive_int(text: str) -> int:

@@ -14,7 +14,7 @@ import pyarrow as pa
 from rich.console import Console
 
 from neuronexp.analysis.stats import Criteria
-from neuronexp.cli.common import quiet_on_closed_stdout
+from neuronexp.cli.common import add_version, quiet_on_closed_stdout
 from neuronexp.compare import (
     CompareError,
     CompareOptions,
@@ -36,6 +36,17 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit status: 0 compared; 1 a regression (--fail-on-regression); 3 a cell it could not tell, and no "
         "regression (--fail-on-inconclusive); 2 bad input",
     )
+    _sides(p)
+    _decisions(p)
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="also write the per-cell table as CSV")
+    add_version(p)
+    return p
+
+
+def _sides(p: argparse.ArgumentParser) -> None:
+    """What is compared: A and B, their further runs, and the labels not joined on."""
     p.add_argument("a", metavar="A", help="run or sweep directory: the reference")
     p.add_argument("b", metavar="B", help="run or sweep directory: the candidate")
     p.add_argument(
@@ -50,12 +61,23 @@ def _parser() -> argparse.ArgumentParser:
         "--also-b", action="append", default=[], type=Path, metavar="DIR", help="a further run of B's cells (repeat)"
     )
     p.add_argument(
+        "--paired",
+        action="store_true",
+        help="the runs were made in pairs, A then B or B then A, in the order given (A with B, each --also-a with the "
+        "--also-b in the same place): each ratio is the median over the pairs, each interval resamples them (a CI job "
+        "that interleaves the sides: docs/reports.md, 'A CI gate')",
+    )
+    p.add_argument(
         "--ignore",
         action="append",
         default=[],
         metavar="LABEL",
         help="label that differs on purpose (backend, experiment, an override key); repeat or comma-separate",
     )
+
+
+def _decisions(p: argparse.ArgumentParser) -> None:
+    """When a cell is called, and when the exit status says so."""
     p.add_argument(
         "--threshold",
         type=float,
@@ -76,9 +98,6 @@ def _parser() -> argparse.ArgumentParser:
         help="intervals as measured: do not widen them by how far the host's own reference workloads moved",
     )
     p.add_argument("--alpha", type=float, default=0.05, help="false discovery rate across cells (default 0.05)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--markdown", type=Path, metavar="FILE", help="also write the comparison as Markdown")
-    p.add_argument("--csv", type=Path, metavar="FILE", help="also write the per-cell table as CSV")
     p.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when a cell is slower, or ran in A and fails in B"
     )
@@ -88,7 +107,6 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 3 when compare cannot tell a cell (inconclusive: its CI allows a change beyond --inconclusive; n/a: "
         "no samples on a side) and no regression failed it first",
     )
-    return p
 
 
 @quiet_on_closed_stdout
@@ -100,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
             f"--threshold must be in [0, 1), --alpha in (0, 1) and --inconclusive above --threshold; got "
             f"{args.threshold}, {args.alpha} and {args.inconclusive}"
         )
+    if args.paired and len(args.also_a) != len(args.also_b):
+        parser.error(
+            f"--paired pairs each --also-a with an --also-b: got {len(args.also_a)} --also-a and {len(args.also_b)} "
+            "--also-b"
+        )
     ignore = [name.strip() for item in args.ignore for name in item.split(",") if name.strip()]
     try:
         paths = [args.a, args.b, *args.also_a, *args.also_b]
@@ -109,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                 raise CompareError(f"{path}: the results hold no cells")
         a, b, more = results[0], results[1], results[2:]
         criteria = Criteria(threshold=args.threshold, alpha=args.alpha, inconclusive=args.inconclusive)
-        options = CompareOptions(ignore=ignore, criteria=criteria, seed=args.seed, host_reference=args.host_reference)
+        options = CompareOptions(
+            ignore=ignore, criteria=criteria, seed=args.seed, host_reference=args.host_reference, paired=args.paired
+        )
         cmp = compare(a, b, options, more_a=more[: len(args.also_a)], more_b=more[len(args.also_a) :])
         if cmp.cells.empty:  # matched, but no cell ran on both sides: nothing to compare, say why
             why = "no cell ran in both A and B; " + "; ".join(

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from neuronexp.cli.common import quiet_on_closed_stdout
+from neuronexp.cli.common import add_version, quiet_on_closed_stdout
 from neuronexp.export.cells import ExportError
 from neuronexp.results import DamagedResults, Found, read_any
 
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="write the PyTorch OSS benchmark JSON records (one per cell and metric) to FILE",
     )
+    add_version(p)
     return p
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
+from neuronexp.cli.common import add_version, positive_int, quiet_on_closed_stdout
 from neuronexp.extract.hot_units import ExtractError
 
 _WRITES = """\
@@ -44,6 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", type=Path, required=True, metavar="DIR", help="the study's config directory (module/, experiment/)"
     )
+    add_version(p)
     return p
 
 

@@ -1,6 +1,6 @@
 """`neuronexp`: the Hydra entry point. Hydra composes the config and hands every invocation to neuronexp's sweeper
 plugin (a single run is a plan of one: engine.sweeper), which runs it; this module turns the outcome into the exit
-status: 0 every cell ran, 1 a cell failed, 2 a user mistake (one line), 130 interrupted."""
+status: 0 every cell ran, 1 a cell failed, 2 a user mistake (one line), 3 not finished, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuronexp.cli.common import stdout_closed
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import UNFINISHED, Stopped
+from neuronexp.version import __version__
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -72,8 +73,10 @@ def _hydra_main(server: ForkServer | None) -> None:
     import hydra
 
     from neuronexp.config import compose  # noqa: F401  (registers the schema, `base_config`, that conf/ extends)
+    from neuronexp.engine._hydra import hydra_parser_on_python_314
 
-    hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_Job(server))()
+    with hydra_parser_on_python_314():
+        hydra.main(version_base="1.3", config_path=CONFIG_PACKAGE, config_name="config")(_Job(server))()
 
 
 def _early_server(routed: list[str]) -> ForkServer | None:
@@ -220,6 +223,35 @@ def _before_hydra(argv: list[str]) -> str | None:
     return None
 
 
+# -q, -qq: warnings and errors only, errors only (no progress lines, no bar); -v: debug lines too (each cell's
+# directory, labels and run_id). Levels of neuronexp's own log: what it prints as its answer (the table) is not log.
+_LEVELS = {
+    "-qq": logging.ERROR,
+    "-q": logging.WARNING,
+    "--quiet": logging.WARNING,
+    "-v": logging.DEBUG,
+    "--verbose": logging.DEBUG,
+}
+
+
+def log_level(argv: list[str]) -> tuple[list[str], int | None]:
+    """The command line without -q/-v (Hydra does not know them), and the level of neuronexp's log they ask for (the
+    last one given; None: Hydra's logging config decides, INFO)."""
+    level = None
+    for arg in argv:
+        level = _LEVELS.get(arg, level)
+    return [a for a in argv if a not in _LEVELS], level
+
+
+def _own_flags(argv: list[str]) -> tuple[list[str], int | None]:
+    """neuronexp's flags, handled before Hydra sees the command line: --version (Hydra's own would print Hydra's
+    version) printed here, and -q/-v; the rest of the command line, and the log level -q/-v asked for."""
+    if "--version" in argv:
+        print(f"neuronexp {__version__}")
+        sys.exit(0)
+    return log_level(argv)
+
+
 class _DropJobErrorLog(logging.Filter):
     """Hydra logs "Error executing job" before re-raising; main() reports it instead."""
 
@@ -228,10 +260,10 @@ class _DropJobErrorLog(logging.Filter):
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console entry point: exit 0 when every cell succeeded, 1 when a cell failed, 2 for a bad config."""
+    """Console entry point; its exit statuses are engine.stopped's (one meaning each: docs/guarantees.md)."""
     if argv is not None:
         sys.argv = [sys.argv[0], *argv]
-    typed = typed_baseline(sys.argv[1:])
+    typed, level = _own_flags(typed_baseline(sys.argv[1:]))
     dirs = _importable_dirs(typed)
     sys.path[:0] = [d for d in dirs if d not in sys.path]
     # Processes a cell's process starts (compile workers) and Slurm tasks must import user layers the same way.
@@ -248,7 +280,7 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(2)
     sys.argv[1:] = through_the_sweeper(typed)
     try:
-        _run(typed, sys.argv[1:])
+        _run(typed, sys.argv[1:], level)
     except Stopped as stopped:
         if full_error and stopped.__cause__ is not None:
             raise
@@ -265,21 +297,26 @@ def main(argv: list[str] | None = None) -> Any:
     sys.exit(0)
 
 
-def _run(typed: list[str], routed: list[str]) -> None:
+def _run(typed: list[str], routed: list[str], level: int | None) -> None:
     """The help composed once, or Hydra's main with the fork server started before it (stopped here, whatever
-    happened)."""
+    happened), with neuronexp's log at `level` meanwhile (-q/-v; put back after: a caller's process goes on)."""
     if _quick_help(typed, routed):
         return
     server = _early_server(routed)
+    ours = logging.getLogger("neuronexp")
+    before = ours.level
+    ours.setLevel(level if level is not None else before)
     try:
         _hydra_main(server)
     finally:
+        ours.setLevel(before)
         if server is not None:
             server.__exit__(None, None, None)
 
 
 def _exit_for(exc: Exception, full_error: bool, argv: list[str]) -> None:
-    """One line and exit 2 for a user mistake, 1 for a file neuronexp could not write; a bug keeps its traceback."""
+    """One line and exit 2 for a user mistake, 3 for a file neuronexp could not write (the run did not finish); a bug
+    keeps its traceback."""
     from neuronexp.cli.oneline import user_error_line  # here: a run that goes well never needs it
 
     line = None if full_error else user_error_line(exc, argv)
@@ -289,5 +326,5 @@ def _exit_for(exc: Exception, full_error: bool, argv: list[str]) -> None:
     if isinstance(exc, OSError) and not full_error:  # a full or read-only disk mid-run: not a mistake in the command
         where = f": {exc.filename}" if exc.filename else ""
         print(f"neuronexp: error: cannot write the results ({exc.strerror or exc}{where})", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(UNFINISHED)
     raise exc

@@ -13,15 +13,12 @@ import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 
-from neuronexp.cli.common import positive_int, quiet_on_closed_stdout
-from neuronexp.report.html import render_html
-from neuronexp.report.markdown import render_markdown
-from neuronexp.report.model import ReportError, build_report
-from neuronexp.report.plots import figures
+from neuronexp.cli.common import add_version, positive_int, quiet_on_closed_stdout
+from neuronexp.report.model import ReportError
 from neuronexp.report.tables import status_line
 from neuronexp.report.terminal import print_findings
+from neuronexp.report.write import write_report
 from neuronexp.results import DamagedResults
-from neuronexp.results.files import atomic_write_text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
         "(default: the sweep's own baseline)",
     )
     p.add_argument("--top", type=positive_int, default=8, metavar="N", help="ops per hotspot table (default 8)")
+    add_version(p)
     return p
 
 
@@ -49,12 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(highlight=False)
     out_dir = args.out or args.dir
     try:
-        report = build_report(args.dir, out_dir, baseline=args.baseline, top=args.top)
-        figs = figures(report)
-        page, text = render_html(report, figs), render_markdown(report, figs)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out_dir / "report.html", page)
-        atomic_write_text(out_dir / "report.md", text)
+        report = write_report(args.dir, out_dir, baseline=args.baseline, top=args.top)
     except (ReportError, DamagedResults, OSError, pa.ArrowException) as exc:  # ArrowException: a damaged Parquet file
         print(f"neuronexp-report: error: {exc}", file=sys.stderr)
         return 2

@@ -62,8 +62,9 @@ def implausible_notes(sides: list[pd.DataFrame]) -> list[str]:
     ]
 
 
-def host_notes(cells: pd.DataFrame, threshold: float, used: bool) -> list[str]:
-    """What the host reference said: that the host moved (and the intervals hold it), or that a side lacks it."""
+def host_notes(cells: pd.DataFrame, threshold: float, used: bool, paired: bool = False) -> list[str]:
+    """What the host reference said: that the host moved (and the intervals hold it), or that a side lacks it;
+    `paired`: runs in pairs, whose spread holds the host's drift (the reference widens nothing)."""
     moves = cells[list(HOST_COLUMNS.values())] if not cells.empty else pd.DataFrame()
     if moves.empty:
         return []
@@ -89,6 +90,8 @@ def host_notes(cells: pd.DataFrame, threshold: float, used: bool) -> list[str]:
     span = ", ".join(
         f"{col.split('_')[1]} ×{far[col].min():.2f}–×{far[col].max():.2f}" for col in HOST_COLUMNS.values()
     )
+    if paired:
+        return [f"the host itself moved between A and B ({span}); the runs are paired, so the pairs' spread holds it"]
     if not used:
         return [*notes, f"the host itself moved between A and B ({span}); --no-host-reference: intervals as measured"]
     return [

@@ -17,12 +17,21 @@ import pandas as pd
 from neuronexp.analysis.floor import FLOOR_FACTOR, REFERENCED_FLOOR_FACTOR, host_widened
 from neuronexp.analysis.noise import noisy
 from neuronexp.analysis.samples import NO_SAMPLES, samples_by_run
-from neuronexp.analysis.stats import CellStats, Criteria, benjamini_hochberg, ci_within_threshold, compare_runs, verdict
+from neuronexp.analysis.stats import (
+    CellStats,
+    Criteria,
+    benjamini_hochberg,
+    ci_within_threshold,
+    compare_run_pairs,
+    compare_runs,
+    verdict,
+)
 from neuronexp.compare.host import HOST_COLUMNS, excusable, host_moves, host_notes, implausible_notes
 from neuronexp.compare.keys import CompareError, cell_names, differing_labels, expand_ignored, keyed_cells
-from neuronexp.compare.notes import environment_notes, statistics_notes
+from neuronexp.compare.notes import environment_notes, machine_notes, statistics_notes
 from neuronexp.compare.op_changes import op_changes
 from neuronexp.results import Results, usable
+from neuronexp.results.environment import environments
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,7 +39,8 @@ class CompareOptions:
     """How compare joins and decides (neuronexp-compare's flags): `ignore`, labels not joined on; `criteria`, when a
     ratio is a change; `seed`, the bootstrap's; `top_ops`, op changes kept per cell; `floor`, the noise floor's factor
     for a side of one run (None: REFERENCED_FLOOR_FACTOR where both sides have the host reference, FLOOR_FACTOR where
-    not: analysis.floor); `host_reference`, each interval also holds the host's own move between the sides."""
+    not: analysis.floor); `host_reference`, each interval also holds the host's own move between the sides;
+    `paired`, the sides' runs were made in pairs, the i-th of A next to the i-th of B (a CI job interleaving them)."""
 
     ignore: Sequence[str] = ()
     criteria: Criteria = Criteria()
@@ -38,6 +48,7 @@ class CompareOptions:
     top_ops: int = 5
     floor: float | None = None
     host_reference: bool = True
+    paired: bool = False  # A's runs and B's in pairs, by their order (analysis.stats.compare_run_pairs)
 
 
 @dataclass(kw_only=True)
@@ -94,7 +105,13 @@ class _Side:
     def runs_of(self, key: tuple) -> tuple[list[pd.Series], list]:
         """The cell `key` in every run of this side that ran it, and its samples in each."""
         cells = [keyed[key] for keyed, _ in self.runs if key in keyed]
-        return cells, [by_run.get(str(keyed[key]["run_id"]), NO_SAMPLES) for keyed, by_run in self.runs if key in keyed]
+        return cells, [s for s in self.each_run(key) if s is not None]
+
+    def each_run(self, key: tuple) -> list:
+        """The cell `key`'s samples in each run of this side, in order; None for a run that did not run it."""
+        return [
+            by_run.get(str(keyed[key]["run_id"]), NO_SAMPLES) if key in keyed else None for keyed, by_run in self.runs
+        ]
 
 
 def _side(every: dict[tuple, pd.Series], runs: list[Results], ignored: list[str], name: str) -> _Side:
@@ -104,13 +121,18 @@ def _side(every: dict[tuple, pd.Series], runs: list[Results], ignored: list[str]
     return _Side(every, [(cells, samples_by_run(r.samples)) for cells, r in zip(ran, runs)], [r.cells for r in runs])
 
 
-def _interval(samples: tuple[list, list], moves: dict[str, float], options: CompareOptions, seed: int) -> CellStats:
-    """One cell's statistics over every run of each side (`samples`: A's, B's); with the host reference on both
-    sides, the interval also holds how far the host itself moved between them (compare.host)."""
+def _interval(a: _Side, b: _Side, key: tuple, moves: dict[str, float], options: CompareOptions, seed: int) -> CellStats:
+    """One cell's statistics over every run of each side, or over the pairs of runs (`paired`, two pairs or more);
+    with the host reference on both sides, the interval also holds how far the host itself moved between them
+    (compare.host), except over pairs: there the pairs' spread holds the host's drift already, and widening by the
+    reference too (whose own noise is large on a loaded host) made an unchanged head inconclusive (docs/history.md)."""
     referenced = options.host_reference and all(excusable(m) for m in moves.values())
+    pairs = [(x, y) for x, y in zip(a.each_run(key), b.each_run(key)) if x is not None and y is not None]
+    if options.paired and len(pairs) > 1:
+        return compare_run_pairs(pairs, seed=seed)
     floor = options.floor
     factor = floor if floor is not None else REFERENCED_FLOOR_FACTOR if referenced else FLOOR_FACTOR
-    stats = compare_runs(*samples, seed=seed, floor=factor)
+    stats = compare_runs(a.runs_of(key)[1], b.runs_of(key)[1], seed=seed, floor=factor)
     if not referenced:
         return stats
     low, high = host_widened(stats.ci_low, stats.ci_high, list(moves.values()))
@@ -119,9 +141,9 @@ def _interval(samples: tuple[list, list], moves: dict[str, float], options: Comp
 
 def _compared(a: _Side, b: _Side, key: tuple, options: CompareOptions, seed: int) -> tuple[dict, CellStats]:
     """One matched cell's row (its labels, run ids, statistics, host moves, noise and limits) and its statistics."""
-    (cells_a, samples_a), (cells_b, samples_b) = a.runs_of(key), b.runs_of(key)
+    cells_a, cells_b = a.runs_of(key)[0], b.runs_of(key)[0]
     moves = host_moves(cells_a, cells_b)
-    stats = _interval((samples_a, samples_b), moves, options, seed)
+    stats = _interval(a, b, key, moves, options, seed)
     row = {
         **dict(key),
         "run_id_a": cells_a[0]["run_id"],
@@ -173,14 +195,22 @@ def _notes(a: _Side, b: _Side, cells: pd.DataFrame, options: CompareOptions) -> 
     cannot tell, implausible figures and, with further runs, what the intervals resample and the cells they miss."""
     threshold = options.criteria.threshold
     notes = environment_notes(a.tables[0], b.tables[0]) + statistics_notes(cells, threshold)
-    notes += host_notes(cells, threshold, options.host_reference)
+    paired = options.paired and len(a.runs) > 1
+    notes += host_notes(cells, threshold, options.host_reference and not paired, paired)
     notes += implausible_notes([a.tables[0], b.tables[0], *a.tables[1:], *b.tables[1:]])
+    notes += machine_notes(*(environments(pd.concat(side.tables, ignore_index=True)) for side in (a, b)))
     if len(a.runs) == 1 and len(b.runs) == 1:
         return notes
+    together = (
+        "in pairs (the i-th of A next to the i-th of B): each ratio is the median over the pairs of B's ÷ A's, and "
+        "each interval resamples the pairs"
+        if options.paired
+        else "each interval resamples the runs"
+    )
     notes.insert(
         0,
-        f"runs: {len(a.runs)} of A, {len(b.runs)} of B; each interval resamples the runs, "
-        "their rounds and samples, so it holds the process-to-process variance too",
+        f"runs: {len(a.runs)} of A, {len(b.runs)} of B; {together}, their rounds and samples, so it holds the "
+        "process-to-process variance too",
     )
     for side, runs, column in (("A", len(a.runs), "runs_a"), ("B", len(b.runs), "runs_b")):
         short = cells.loc[cells[column] < runs, "cell"] if runs > 1 else []

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from neuronexp.version import __version__
+
 
 def code_fingerprint(target: object) -> str:
     """A short hash of the code behind `module._target_` (what it covers: docs/guarantees.md)."""
@@ -31,7 +33,7 @@ def package_version(name: str) -> str | None:
 
 @lru_cache(maxsize=1)  # installed versions do not change under a running process
 def _versions() -> tuple[str, str]:
-    return package_version("neuronexp") or "?", package_version("torch") or "?"
+    return __version__, package_version("torch") or "?"
 
 
 # Where neuronexp's package is: its built-in layers are followed too.

@@ -109,13 +109,13 @@ class NeuronProfilerConfig:
     """Options of `torch_neuronx.profiling.NeuronConfig`; ignored on other backends."""
 
     modes: list[NeuronMode] = field(default_factory=lambda: [NeuronMode.DEVICE, NeuronMode.RUNTIME])
-    capture_enabled_for_nc: str | None = None  # NeuronCores to capture: "0", "0,1", "0,1,2-5"; null: all
+    capture_enabled_for_nc: str | None = None  # NeuronCores to capture: "0", "0,1", "0,1,2-5"; null: all it holds
     max_events_per_nc: int | None = None
-    # Not a documented NeuronConfig parameter: null never passes it; true/false do where its signature has it.
+    # Not a documented NeuronConfig parameter: null passes True where its signature takes it, false passes False.
     correlate_device_time: bool | None = None
     # NeuronConfig(neff_cache_dir=...): the NEFFs land next to the NTFFs, so Explorer can open the capture.
     copy_neffs: bool = True
-    # null: $TORCH_NEURONX_NEFF_CACHE_DIR, else whichever of /tmp/neff_cache, $TORCH_NEURONX_DEBUG_DIR has NEFFs.
+    # null: $TORCH_NEURONX_NEFF_CACHE_DIR, else neuronexp's cache per user and SDK version (docs/neuron.md).
     neff_cache_dir: str | None = None
     # Post-process the capture with `neuron-explorer view` (when on PATH) into neuron_* Summary columns.
     explorer: bool = True
@@ -196,7 +196,7 @@ class NeuronDeviceConfig:
 
     # One contiguous ascending run: "3", "3-6", "3,4,5,6" or "3-5,6" (Neuron runtime developer guide).
     visible_cores: str | None = None
-    num_cores: int | None = None
+    num_cores: int | None = None  # null: 1 unless visible_cores or NEURON_RT_* in the environment choose
     # Layer names in profiles: XLA_IR_DEBUG, XLA_HLO_DEBUG and NEURON_FRAMEWORK_DEBUG=1 before the first compile,
     # with a fresh NEFF cache (cached NEFFs lack the names); nki_debug_info: NKI_DEBUG_INFO (slower compiles).
     debug_info: bool = False

@@ -2,12 +2,16 @@
 against Hydra's own composition (tests/engine/test_hydra_compat.py): each cell's config as Hydra would compose it for a
 job (CellComposer: once per choice of config groups, plain values applied to a copy, ~60 ms a cell saved; a single
 run's cell is the invocation's own composition), Hydra's override_dirname, the one test of which launcher runs a sweep
-(`launcher_kind`), a launcher made from Python, and a value quoted for Hydra's override grammar."""
+(`launcher_kind`), a launcher made from Python, a value quoted for Hydra's override grammar, and Hydra's parser on
+Python 3.14 (hydra#3121)."""
 
 from __future__ import annotations
 
+import argparse
 import copy
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Any
 
@@ -153,3 +157,27 @@ def _as_job(cfg: DictConfig, task: list[Any], num: int) -> DictConfig:
         cfg.hydra.job.num = num
         cfg.hydra.job.id = str(num)
     return cfg
+
+
+@contextmanager
+def hydra_parser_on_python_314() -> Iterator[None]:
+    """hydra#3121: Python 3.14's argparse checks each argument's help string as the argument is added, and every
+    released Hydra (1.3.8 included) adds --shell-completion with a lazily rendered help object that is no string, so
+    `hydra.main` dies building its parser, before neuronexp can print anything. While it runs, argparse skips that
+    check for help that is not a string only (strings are checked as before); argparse's own method is put back after.
+    Nothing of Hydra is changed. A no-op where argparse has no such check (Python 3.13 and older)."""
+    owner = next((c for c in argparse.ArgumentParser.__mro__ if "_check_help" in vars(c)), None)
+    if owner is None:
+        yield
+        return
+    original = vars(owner)["_check_help"]
+
+    def check_help(self: Any, action: argparse.Action) -> None:
+        if action.help is None or isinstance(action.help, str):
+            original(self, action)
+
+    owner._check_help = check_help  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        owner._check_help = original  # type: ignore[attr-defined]

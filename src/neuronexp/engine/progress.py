@@ -6,6 +6,7 @@ every job writes atomically (a parallel launcher runs Hydra's `on_job_end` in th
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import shutil
 import threading
@@ -97,6 +98,20 @@ class CellWatcher:
         self.poll()
 
 
+def bar_shown(console: Console) -> bool:
+    """Whether the live bar is drawn: not in a notebook without ipywidgets (rich draws it with them, and without them
+    warns and draws nothing), nor where neuronexp's own log is set above INFO (`neuronexp -q`, or a caller's
+    `logging.getLogger("neuronexp").setLevel(...)`): the bar is progress, as the INFO lines are."""
+    if console.is_jupyter and importlib.util.find_spec("ipywidgets") is None:
+        return False
+    logger: logging.Logger | None = log
+    while logger is not None and logger.name.startswith("neuronexp"):
+        if logger.level != logging.NOTSET:
+            return logger.level <= logging.INFO
+        logger = logger.parent
+    return True
+
+
 def fit(text: str, width: int) -> str:
     """`text` cut to `width` characters, "…" marking the cut."""
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
@@ -116,8 +131,15 @@ def eta_text(elapsed_s: float, done: int, left: int) -> str:
 
 
 class SweepProgress:
-    def __init__(self, sweep_dir: Path, cells: list[PlannedCell], reused: set[str], interval_s: float = 0.5) -> None:
-        self.sweep_dir, self.cells = sweep_dir, cells
+    def __init__(
+        self,
+        sweep_dir: Path,
+        cells: list[PlannedCell],
+        reused: set[str],
+        interval_s: float = 0.5,
+        after: Callable[[PlannedCell], Any] | None = None,  # called as each cell is reported (the user's on_job_end)
+    ) -> None:
+        self.sweep_dir, self.cells, self.after = sweep_dir, cells, after
         self.todo = [c for c in cells if c.run_id not in reused]
         self.done, self.total = len(cells) - len(self.todo), len(cells)
         self.done_now = 0  # finished in this invocation: the pace the estimate is based on
@@ -139,7 +161,7 @@ class SweepProgress:
         ]
         # Transient, on stderr: the bar is gone when the sweep ends, logs and the table stay.
         self.console = Console(stderr=True)
-        self.bar = Progress(*columns, console=self.console, transient=True)
+        self.bar = Progress(*columns, console=self.console, transient=True, disable=not bar_shown(self.console))
         self.task = self.bar.add_task("", total=self.total, completed=self.done, eta="eta —")
 
     def __enter__(self) -> SweepProgress:
@@ -213,6 +235,8 @@ class SweepProgress:
             line += f": {detail}" if detail else ""
             log.info("%s", fit(line, shutil.get_terminal_size((80, 24)).columns - _LOG_PREFIX))
             self.bar.update(self.task, completed=self.done, eta=self._eta())
+        if self.after is not None:
+            self.after(cell)
 
 
 def _outcome(row: dict[str, Any] | None) -> tuple[str, str]:

@@ -3,11 +3,18 @@ importing the engine (and torch) on paths that never run a cell: --help, a one-l
 
 from __future__ import annotations
 
+# neuronexp's exit statuses, one meaning each (docs/guarantees.md, "Exit status"); 0: every cell ran and results/ is
+# written. A cell that failed is a result (its row says why); a run that could not finish is not: rerun it.
+CELL_FAILED = 1  # every planned cell has its row, and one or more say status=error
+MISTAKE = 2  # refused before anything ran: a bad value, a directory another run holds
+UNFINISHED = 3  # stopped before every cell had its row or results/ was written (a full disk, a launcher that gave up)
+INTERRUPTED = 130  # Ctrl-C: what finished is gathered; the same command resumes
+
 
 class Stopped(BaseException):
-    """The run or sweep ended with a non-zero exit status: refused before it started (2), cells failed (1), the
-    launcher gave up (1), or it was interrupted (130). `message`, when set, is the one line to print. A
-    BaseException: it must pass Hydra's job runner and callbacks, which catch every Exception and only warn."""
+    """The run or sweep ended with a non-zero exit status (the codes above). `message`, when set, is the one line to
+    print. A BaseException: it must pass Hydra's job runner and callbacks, which catch every Exception and only
+    warn."""
 
     def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message or f"exit status {code}")

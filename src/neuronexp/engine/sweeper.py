@@ -13,11 +13,12 @@ from neuronexp.engine.context import Outcome, SweepContext
 from neuronexp.engine.dryrun import dry_run_lines
 from neuronexp.engine.lock import locked
 from neuronexp.engine.planned_invocation import Invocation, planned
-from neuronexp.engine.stopped import Stopped
+from neuronexp.engine.stopped import CELL_FAILED, INTERRUPTED, UNFINISHED, Stopped
 from neuronexp.formatting import first_line
 
 if TYPE_CHECKING:  # imported at run time only once the cells are planned
     from neuronexp.engine.progress import SweepProgress
+    from neuronexp.engine.user_callbacks import UserCallbacks
 
 log = logging.getLogger("neuronexp.engine")
 
@@ -29,7 +30,11 @@ def run(ctx: SweepContext) -> Outcome:
         if invocation.dry_run:
             print("\n".join(_dry_run(invocation, ctx)))
             return Outcome(None)
-        return _run_one(invocation) if invocation.kind == "run" else _run(invocation)
+        from neuronexp.engine.user_callbacks import UserCallbacks
+
+        # The user's on_job_* (and a run's on_run_*) where Hydra's run_job does not run the cell and call them.
+        callbacks = UserCallbacks(ctx.master if not invocation.executor.hydra_jobs else None)
+        return (_run_one if invocation.kind == "run" else _run)(invocation, callbacks)
 
 
 def _dry_run(invocation: Invocation, ctx: SweepContext) -> list[str]:
@@ -40,14 +45,20 @@ def _dry_run(invocation: Invocation, ctx: SweepContext) -> list[str]:
     return [f"{said} (nothing is run; run it without sweep.dry_run to measure)"]
 
 
-def _start(where: Path) -> Any:
-    """A unit's job directories prepared just before it runs; its cells' specs, placed there."""
+def _start(where: Path, callbacks: UserCallbacks | None = None) -> Any:
+    """A unit's job directories prepared just before it runs (each cell's on_job_start first); its cells' specs,
+    placed there."""
     from neuronexp.engine.planned import prepare
 
-    return lambda unit: [prepare(c, where / c.dir) for c in unit.cells]
+    def start(unit: Any) -> list[Any]:
+        for cell in unit.cells if callbacks is not None else ():
+            callbacks.job_start(cell)  # type: ignore[union-attr]
+        return [prepare(c, where / c.dir) for c in unit.cells]
+
+    return start
 
 
-def _run_one(invocation: Invocation) -> Outcome:
+def _run_one(invocation: Invocation, callbacks: UserCallbacks) -> Outcome:
     """The run's one cell: locked, reused when its directory holds it complete, else measured; printed."""
     from neuronexp.engine.ownership import check_run_dir
     from neuronexp.engine.planned import reused
@@ -56,16 +67,21 @@ def _run_one(invocation: Invocation) -> Outcome:
     from neuronexp.results import read_job
 
     where, cell = invocation.directory, invocation.cells[0]
+    composed = cell.composed  # (let go once its config.yaml is written)
     check_run_dir(where, cell.run_id)  # before the lock: a refused run leaves the directory as it was
+    callbacks.run_start(composed)  # a single run's on_run_*, as Hydra's own run calls them
     with locked(where, "hydra.run.dir", "run"):
         identity.begin()  # this run's identity, in every row it writes
+        callbacks.job_start(cell, composed)
         found = reused(where, cell)
         if found is None:
             invocation.executor.run(list(invocation.units), _start(where), _Quiet())
+        ended = callbacks.job_end(cell, where)
         results = found or read_job(where)
         print_cell(results, where)
+    callbacks.run_end(composed, ended)
     row = results.cells.iloc[0]
-    failed = Stopped(1, f"the cell failed: {row['error']}") if row["status"] == "error" else None
+    failed = Stopped(CELL_FAILED, f"the cell failed: {row['error']}") if row["status"] == "error" else None
     return Outcome(where, failed, cached=found is not None)
 
 
@@ -76,7 +92,7 @@ class _Quiet:
         return None
 
 
-def _run(invocation: Invocation) -> Outcome:
+def _run(invocation: Invocation, callbacks: UserCallbacks) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
     from neuronexp.engine.rerun import assign, compare, words
@@ -93,15 +109,24 @@ def _run(invocation: Invocation) -> Outcome:
         write_json(where / JOBS_MANIFEST, [c.manifest() for c in cells])
         said = words(rerun)
         log.info("sweep of %d cells into %s%s", len(cells), where, f": {said}" if said else "")
-        with SweepProgress(where, cells, reused) as progress:
-            stopped = _execute_or_stop(invocation, {c.run_id for c in cells} - reused, progress)
+        for c in cells:  # neuronexp -v
+            log.debug(
+                "cell %s: %s, run_id %s, %s", c.dir, c.label, c.run_id, "reused" if c.run_id in reused else "to run"
+            )
+        ended = (
+            (lambda cell: callbacks.job_end(cell, where / cell.dir)) if callbacks else None
+        )  # each cell's on_job_end
+        with SweepProgress(where, cells, reused, after=ended) as progress:
+            stopped = _execute_or_stop(invocation, {c.run_id for c in cells} - reused, progress, callbacks)
         stopped = _finish(invocation, reused, stopped)
         if said:  # the same, said again under the table, where the sweep ends
             print(f"this sweep: {words(rerun, done=True)}")
     return Outcome(where, stopped)
 
 
-def _execute_or_stop(invocation: Invocation, todo: set[str], progress: SweepProgress) -> Stopped | None:
+def _execute_or_stop(
+    invocation: Invocation, todo: set[str], progress: SweepProgress, callbacks: UserCallbacks
+) -> Stopped | None:
     """Run the cells still to run; how the run stopped early, if it did (the finished cells are aggregated anyway)."""
     from neuronexp.engine.grouping import still_to_run
 
@@ -109,20 +134,23 @@ def _execute_or_stop(invocation: Invocation, todo: set[str], progress: SweepProg
     units, notes = still_to_run(list(invocation.units), todo)
     for note in (*invocation.notes, *notes) if units else ():
         log.info("%s", note)
+    if invocation.executor.remote:  # its cells are prepared on their nodes: each on_job_start as it is submitted
+        for cell in (c for unit in units for c in unit.cells):
+            callbacks.job_start(cell)
     try:
         if units:
-            invocation.executor.run(units, _start(where), progress)
+            invocation.executor.run(units, _start(where, None if invocation.executor.remote else callbacks), progress)
     except KeyboardInterrupt:
         return Stopped(
-            130,
+            INTERRUPTED,
             f"interrupted; the finished cells are in {where}/results. To resume, run the same command with "
             f"hydra.sweep.dir={where}",
         )
     except OSError as exc:  # this process could not write a job's files (a full disk)
-        return Stopped(1, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
+        return Stopped(UNFINISHED, f"{exc}; rerun with hydra.sweep.dir={where} to resume the sweep")
     except Exception as exc:  # a launcher that gave up: a killed worker, a failed Slurm job
         return Stopped(
-            1,
+            UNFINISHED,
             f"the launcher stopped the sweep ({type(exc).__name__}: {first_line(exc, 200)}); "
             f"rerun with hydra.sweep.dir={where} to resume it",
         )
@@ -149,12 +177,12 @@ def _finish(invocation: Invocation, reused: set[str], stopped: Stopped | None) -
         if stopped is not None:
             raise Stopped(stopped.code, f"{stopped.message}; {why} too") from exc
         raise Stopped(
-            1,
+            UNFINISHED,
             f"{why}; the cells' own files are in their job directories; fix the cause and rerun "
             f"with hydra.sweep.dir={where} to aggregate again",
         ) from exc
     print_sweep(outcome.cells, baseline, where, not_run=len(outcome.missing), findings=outcome.findings)
-    return stopped or (Stopped(1) if outcome.failed else None)
+    return stopped or (Stopped(CELL_FAILED) if outcome.failed else None)
 
 
 def _noise_limits(cells: tuple[Any, ...]) -> Any:

@@ -23,10 +23,20 @@ MODEL_TYPE = "micro-benchmark"
 
 
 def _extra_info(cell: CellExport) -> dict[str, Any]:
-    """Everything that tells two records of the same metric apart: labels, the overrides as typed, the tags."""
+    """Everything that tells two records of the same metric apart: labels, the overrides as typed, the tags; and
+    `arch`, the hardware as PyTorch's own benchmark scripts name it there (their get_arch_name: the device's name)."""
     info: dict[str, Any] = {**cell.labels, **{f"override.{k}": v for k, v in cell.overrides.items()}}
     info.update({k.removeprefix("neuronexp."): v for k, v in cell.tags.items()})
+    info["arch"] = cell.tags.get("neuronexp.device_name", "")
     return info
+
+
+def model_backend(cell: CellExport) -> str:
+    """The format's `model.backend`, how the model ran: `eager`, or the torch.compile backend of a compiled cell
+    (`inductor`, `neuron`; `torch.compile` for a cell from before neuronexp recorded which)."""
+    if cell.labels.get("compiled") != "true":
+        return "eager"
+    return cell.tags.get("neuronexp.compile_backend", "torch.compile")
 
 
 def _record(cell: CellExport, metric: str, value: float) -> dict[str, Any]:
@@ -37,7 +47,7 @@ def _record(cell: CellExport, metric: str, value: float) -> dict[str, Any]:
             "dtype": cell.labels.get("dtype", ""),
             "extra_info": _extra_info(cell),
         },
-        "model": {"name": cell.name, "type": MODEL_TYPE, "origins": [BENCHMARK_NAME]},
+        "model": {"name": cell.name, "type": MODEL_TYPE, "backend": model_backend(cell), "origins": [BENCHMARK_NAME]},
         "metric": {
             "name": metric,
             "benchmark_values": [value],

@@ -46,6 +46,7 @@ TAG_COLUMNS = (
     "backend",
     "device",
     "device_name",
+    "compile_backend",
     "timing_method",
     "torch_version",
     "neuronx_version",

@@ -19,6 +19,7 @@ from neuronexp.export.artifacts import Artifact, artifact_plan, log_files
 from neuronexp.export.cells import CUT_TAG, CellExport, ExportError, cell_exports
 from neuronexp.export.spans import Span, cell_spans
 from neuronexp.results import JOBS_MANIFEST, Found, read_regular
+from neuronexp.results.environment import job_environment
 
 KEY_TAG = "neuronexp.export_key"
 NOT_FINITE_TAG = "neuronexp.not_finite"  # the figures left out of a run's metrics: not finite (logged_metrics)
@@ -163,12 +164,27 @@ def _complete(client: Any, run: Any, cell: CellExport, span: Span) -> None:
 
 @dataclass(frozen=True)
 class _Cell:
-    """One cell's run as logged: its export, its span, its files and its parent run."""
+    """One cell's run as logged: its export, its span, its files, its parent run and the commit it ran from."""
 
     export: CellExport
     span: Span
     files: list[Artifact]
     parent: str | None
+    commit: str | None = None
+
+
+# MLflow's own tag for the code a run ran from, which its UI links to (mlflow.utils.mlflow_tags.MLFLOW_GIT_COMMIT).
+GIT_COMMIT_TAG = "mlflow.source.git.commit"
+
+
+def commits(found: Found) -> dict[str, str]:
+    """Each cell's git commit (env.json's `git_commit`: the working tree it was run from), where it had one."""
+    out = {}
+    for run, job_dir in found.job_dir_of.items():
+        env = job_environment(job_dir)
+        if env is not None and isinstance(env.get("git_commit"), str) and env["git_commit"]:
+            out[run] = env["git_commit"]
+    return out
 
 
 def _child(client: Any, exp_id: str, cell: _Cell, root: Path, run: Any = None) -> str:
@@ -179,6 +195,8 @@ def _child(client: Any, exp_id: str, cell: _Cell, root: Path, run: Any = None) -
         tags = {**logged_tags(export), KEY_TAG: export.key, "neuronexp.kind": "cell"}
         if cell.parent is not None:
             tags["mlflow.parentRunId"] = cell.parent
+        if cell.commit is not None:
+            tags[GIT_COMMIT_TAG] = cell.commit
         run = client.create_run(exp_id, start_time=span.start, tags=tags, run_name=export.name)
     run_id, held = run.info.run_id, run.data
     params = {k: v for k, v in export.params.items() if k not in held.params}
@@ -227,10 +245,13 @@ def export_mlflow(
     exp_id = exp.experiment_id if exp is not None else client.create_experiment(name)
     out = Exported(experiment=name, experiment_id=exp_id)
     existing = _existing(client, exp_id)
+    commit = commits(found)
     if found.kind == "sweep":
         span = Span.around(list(spans.values()))
         sweep = _Sweep(exp_id=exp_id, existing=existing, root=root, files=plan.get(None, []), span=span)
         out.parent_run_id = _parent(client, sweep, cells)
+        if len(set(commit.values())) == 1:  # the sweep's commit, where its cells agree on one
+            client.set_tag(out.parent_run_id, GIT_COMMIT_TAG, next(iter(commit.values())))
     for export, run_id in zip(cell_exports(cells), cells["run_id"].astype(str)):
         run = existing.get(export.key)
         if CUT_TAG in export.tags:
@@ -239,6 +260,6 @@ def export_mlflow(
             _complete(client, run, export, spans[run_id])
             out.already.append(run.info.run_id)
             continue
-        cell = _Cell(export, spans[run_id], plan.get(run_id, []), out.parent_run_id)
+        cell = _Cell(export, spans[run_id], plan.get(run_id, []), out.parent_run_id, commit.get(run_id))
         out.created.append(_child(client, exp_id, cell, root, run))
     return out

@@ -35,14 +35,6 @@ CACHE_FILE = "host_roofs.json"
 PROBE_VERSION = 2
 
 
-def default_cache_dir() -> Path:
-    """$NEURONEXP_CACHE_DIR, else $XDG_CACHE_HOME/neuronexp, else ~/.cache/neuronexp."""
-    if os.environ.get("NEURONEXP_CACHE_DIR"):
-        return Path(os.environ["NEURONEXP_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "neuronexp"
-
-
 def _llc_bytes() -> int | None:
     """The largest cache of cpu0 (sysfs), None where the kernel does not say."""
     sizes = []

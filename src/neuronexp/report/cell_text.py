@@ -31,6 +31,14 @@ def composite_words(cell: Mapping[str, Any]) -> str | None:
     return f"dispatched 1 op, executed {executed:g}: not one fused kernel here"
 
 
+OUTPUT_FLAG = "✗ output ≠ baseline"
+
+
+def output_differs(cell: Mapping[str, Any]) -> bool:
+    """The output check failed: the cell's output is beyond tolerance of its baseline's."""
+    return cell.get("output_match") is False or cell.get("output_check") == "FAIL"
+
+
 def clip_reasons(noise: str, width: int) -> str:
     """The noise reasons that fit in `width`, whole ("; "-separated), and how many more: never cut mid-word."""
     reasons = [r for r in noise.split("; ") if r]
@@ -45,18 +53,10 @@ def clip_reasons(noise: str, width: int) -> str:
     return "; ".join(shown) + (f"; +{rest} more" if rest else "")
 
 
-OUTPUT_FLAG = "✗ output ≠ baseline"
-
-
-def output_differs(cell: Mapping[str, Any]) -> bool:
-    """The output check failed: the cell's output is beyond tolerance of its baseline's."""
-    return cell.get("output_match") is False or cell.get("output_check") == "FAIL"
-
-
-def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
+def cell_lines(cell: Mapping[str, Any] | None, reasons: bool = True) -> list[str]:
     """What one table cell says: latency, profiled time and ops per step, speedup, hotspot, and how far from
-    the limit (% of peak, a failed output check); a noisy cell's latency is marked "~" and its last line says
-    why it is not a finding."""
+    the limit (% of peak, a failed output check); a noisy cell's latency is marked "~" and, with `reasons`, its last
+    line says why it is not a finding (the report says that once, in its findings' noise line, instead)."""
     if cell is None:
         return ["—"]
     if cell["status"] == "error":
@@ -72,7 +72,7 @@ def cell_lines(cell: Mapping[str, Any] | None) -> list[str]:
         lines.append(" · ".join(limit))
     if cell["status"] == "cached":
         lines.append("(cached)")
-    if noisy(cell):
+    if reasons and noisy(cell):
         lines.append(f"{NOISE_WARNING}{clip_reasons(str(cell.get('noise') or ''), 40)}")
     return lines
 

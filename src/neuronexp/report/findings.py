@@ -7,6 +7,8 @@ cell within the threshold of the fastest, or not significantly slower, is a tie;
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -114,6 +116,45 @@ def _no_finding(group: list[dict]) -> str:
     return f"{group[0]['_input']}: {who} noisy, no finding"
 
 
+@dataclass(frozen=True)
+class _Decided:
+    """What the findings decide, group by group: the cells (with their names), each group's fastest comparable cell
+    (None: none), the run_ids tied with it, and every cell's speedup interval by run_id."""
+
+    groups: list[list[dict]]
+    bests: list[dict | None]
+    tied: list[set[str]]
+    intervals: dict[str, Any]
+
+
+def _decide(cells: pd.DataFrame, samples: pd.DataFrame) -> _Decided | None:
+    ok = usable_cells(cells)
+    if ok.empty:
+        return None
+    variant, _, rows = names(ok)
+    ok = ok.assign(_variant=variant, _input=rows.agg(" ".join, axis=1))
+    groups = _groups(ok)
+    for group in groups:
+        _mark_paired(group)
+    by_cell = {str(r.run_id): r for r in speedup_intervals(cells).itertuples()}
+    speedups = {run: float(r.speedup) for run, r in by_cell.items()}
+    bests = [_fastest(group, speedups) for group in groups]  # each group's fastest comparable cell, or None
+    return _Decided(groups, bests, _ties(groups, bests, samples), by_cell)
+
+
+def _lines(decided: _Decided, spots: dict[str, pd.DataFrame], ops: dict[str, pd.DataFrame]) -> list[str]:
+    """One line per group, in the groups' order."""
+    lines = []
+    for group, best, ties in zip(decided.groups, decided.bests, decided.tied):
+        if best is None:
+            lines.append(_no_finding(group))
+            continue
+        tie = [c for c in group if str(c["run_id"]) in ties]
+        line = Group(cells=group, best=best, ties=tie, intervals=decided.intervals, ops=ops, threshold=TIE.threshold)
+        lines.append(group_line(line, spots))
+    return lines
+
+
 def findings(
     cells: pd.DataFrame,
     samples: pd.DataFrame,
@@ -126,29 +167,61 @@ def findings(
     operators (report.why, from `all_ops`: every op of each cell as analysis.ops.hotspots gives them; `spots` when
     absent); a cell without a group gets its latency and hotspot only. With `notes`, the noise said once first and
     what it does not touch last (report.busy). The terminal, results/summary.md and the report all print these."""
-    ok = usable_cells(cells)
-    if ok.empty:
+    decided = _decide(cells, samples)
+    if decided is None:
         return []
-    variant, _, rows = names(ok)
-    ok = ok.assign(_variant=variant, _input=rows.agg(" ".join, axis=1))
-    groups = _groups(ok)
-    for group in groups:
-        _mark_paired(group)
-    by_cell = {str(r.run_id): r for r in speedup_intervals(cells).itertuples()}
-    speedups = {run: float(r.speedup) for run, r in by_cell.items()}
-    bests = [_fastest(group, speedups) for group in groups]  # each group's fastest comparable cell, or None
-    tied = _ties(groups, bests, samples)
-    ops = all_ops if all_ops is not None else spots
-    lines = []
-    for group, best, ties in zip(groups, bests, tied):
-        if best is None:
-            lines.append(_no_finding(group))
-            continue
-        tie = [c for c in group if str(c["run_id"]) in ties]
-        line = Group(cells=group, best=best, ties=tie, intervals=by_cell, ops=ops, threshold=TIE.threshold)
-        lines.append(group_line(line, spots))
+    lines = _lines(decided, spots, all_ops if all_ops is not None else spots)
     if not notes:
         return lines
     # The noise once for all cells, first; last, what holds whatever the noise.
-    every = [c for group in groups for c in group]
+    every = [c for group in decided.groups for c in group]
     return [x for x in (noise_line(every),) if x] + lines + [x for x in (concluded_line(every),) if x]
+
+
+FINDING_COLUMNS = [
+    "input",
+    "variant",
+    "run_id",
+    "baseline",
+    "latency_median_us",
+    "speedup",
+    "ci_low",
+    "ci_high",
+    "outcome",
+    "finding",
+]
+
+
+def _outcome(cell: dict, best: dict | None, tied: set[str]) -> str:
+    """How a cell fared in its group: fastest, tie (with the fastest), slower (than it), noisy (left out of the
+    comparison), or no finding (nothing in its group could be compared)."""
+    if left_aside(cell):
+        return "noisy"
+    if best is None:
+        return "no finding"
+    return "fastest" if cell is best else "tie" if str(cell["run_id"]) in tied else "slower"
+
+
+def finding_table(
+    cells: pd.DataFrame,
+    samples: pd.DataFrame,
+    spots: dict[str, pd.DataFrame],
+    all_ops: dict[str, pd.DataFrame] | None = None,
+) -> pd.DataFrame:
+    """The findings as data (neuronexp.Results.findings): one row per usable cell, in the findings' order, with its
+    group's input, its name, whether it is the baseline, its median, its speedup over the baseline with the 95%
+    interval the sentence states, its outcome in the group, and the group's sentence (as `findings` words it)."""
+    decided = _decide(cells, samples)
+    if decided is None:
+        return pd.DataFrame(columns=FINDING_COLUMNS)
+    lines = _lines(decided, spots, all_ops if all_ops is not None else spots)
+    rows = []
+    for group, best, tied, line in zip(decided.groups, decided.bests, decided.tied, lines):
+        for cell in group:
+            interval = decided.intervals.get(str(cell["run_id"]))
+            figures = (interval.speedup, interval.ci_low, interval.ci_high) if interval is not None else (math.nan,) * 3
+            rows.append(
+                [cell["_input"], cell["_variant"], str(cell["run_id"]), is_ref(cell), cell["latency_median_us"]]
+                + [*figures, _outcome(cell, best, tied), line]
+            )
+    return pd.DataFrame(rows, columns=FINDING_COLUMNS)

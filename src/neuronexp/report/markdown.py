@@ -41,10 +41,11 @@ def _body(body: Body) -> list[str]:
 
 
 def render_markdown(report: Report, figures: list[Plot] | None = None) -> str:
+    source = f"{md(report.kind)} `{report.shown_source}`"
     lines = [
         f"# {md(report.title)}",
         "",
-        f"{md(report.kind)} `{report.source}` · {md(status_line(report))} · baseline {md(report.baseline or '—')}",
+        f"{source} · {md(status_line(report))} · baseline {md(report.baseline or '—')}",
         "",
     ]
     for section, body in sections(report):

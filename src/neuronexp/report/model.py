@@ -38,6 +38,14 @@ _ENV_FIELDS = [
     ("git_dirty", "uncommitted changes"),
     ("neuronexp_version", "neuronexp"),
 ]
+# env.json's CPU settings (host.machine), with their labels; the kernel command line stays in env.json.
+_CPU_FIELDS = [
+    ("governor", "CPU governor"),
+    ("boost", "turbo/boost"),
+    ("smt", "SMT"),
+    ("isolcpus", "isolated CPUs"),
+    ("nohz_full", "tickless CPUs"),
+]
 # A cell column naming the Neuron profile folder (the Neuron backend writes neuron_profile_dir, relative to
 # the job directory); a `neuron_profile/` folder in the job directory is the fallback.
 _PROFILE_COLUMN = re.compile(r"^neuron_profile")
@@ -66,6 +74,13 @@ class Report:
     @property
     def cells(self) -> pd.DataFrame:
         return self.results.cells
+
+    @property
+    def shown_source(self) -> str:
+        """The directory reported on as a shared report names it, never by its absolute path: its name where the report
+        is written into it, else the way from the report's directory to it."""
+        way = _relative(self.source, self.out_dir.resolve())
+        return self.source.name if way == "." else way
 
 
 def configured_baseline(job_dirs: list[Path]) -> Baseline | None:
@@ -138,6 +153,8 @@ def environment_rows(cells: pd.DataFrame, job_dirs: list[Path]) -> list[tuple[st
     if len(started):
         rows.append(("started", f"{started.iloc[0]} … {started.iloc[-1]}" if len(started) > 1 else started.iloc[0]))
     rows += [(label, distinct(env.get(key) for env in envs)) for key, label in _ENV_FIELDS]
+    settings: list[dict] = [s if isinstance(s := env.get("cpu_settings"), dict) else {} for env in envs]
+    rows += [(label, distinct(s.get(key) for s in settings)) for key, label in _CPU_FIELDS]
     neuron_env = {k: v for env in envs for k, v in (env.get("neuron_env") or {}).items()}
     rows += [(k, str(v)) for k, v in sorted(neuron_env.items())]
     return [(k, v) for k, v in rows if v]

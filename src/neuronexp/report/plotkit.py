@@ -16,9 +16,17 @@ DPI = 100
 MAX_BARS = 36
 
 
+class Chart(Figure):
+    """A report figure that a notebook shows as the report does, as its SVG (`neuronexp.Results.plot`), with or without
+    matplotlib's inline backend."""
+
+    def _repr_svg_(self) -> str:
+        return svg(self)
+
+
 def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
     """A figure of that size (inches) and its one set of axes."""
-    fig = Figure(figsize=(width, height))
+    fig = Chart(figsize=(width, height))
     return fig, fig.add_subplot()
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
 from neuronexp.analysis.variants import comparison_grid
@@ -74,6 +75,14 @@ def latency_plot(cells: pd.DataFrame, samples: pd.DataFrame, colours: dict[str, 
 def speedup_plot(
     cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame
 ) -> str | None:
+    """The speedup figure as SVG (speedup_figure), None where there is nothing to draw."""
+    fig = speedup_figure(cells, baseline, colours, intervals)
+    return svg(fig) if fig is not None else None
+
+
+def speedup_figure(
+    cells: pd.DataFrame, baseline: str | None, colours: dict[str, str], intervals: pd.DataFrame
+) -> Figure | None:
     """Speedup of every cell over its baseline cell per input, in the variant's colour: bars above 1 are faster;
     whiskers are the 95% bootstrap interval the findings state (findings.speedup_intervals)."""
     cells = usable_cells(cells)
@@ -113,7 +122,7 @@ def speedup_plot(
     ax.margins(y=0.15)
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", alpha=0.3)
-    return svg(fig)
+    return fig
 
 
 def report_colours(report) -> dict[str, str]:
@@ -127,6 +136,7 @@ class _Figure:
     caption: str
     draw: Callable[[Any, dict[str, str]], str | None]  # (report, colours) → SVG, None: nothing to draw
     wide: bool = False
+    first: bool = False  # the answer's picture, under the findings (Plot.first)
 
 
 # Every figure the report can hold, in reading order; each is drawn where the report's data supports it.
@@ -141,6 +151,7 @@ _FIGURES = [
         "Baseline median latency ÷ variant median latency, same input; "
         "whiskers: the 95% bootstrap interval stated in the findings.",
         lambda r, colours: speedup_plot(r.cells, r.baseline, colours, r.intervals),
+        first=True,
     ),
     _Figure(
         "Samples by timing round",
@@ -182,7 +193,7 @@ def figures(report) -> list[Plot]:
     colours = report_colours(report)
     drawn = [(figure, figure.draw(report, colours)) for figure in _FIGURES]
     return [
-        Plot(figure.title.format(baseline=report.baseline), figure.caption, svg, figure.wide)
+        Plot(figure.title.format(baseline=report.baseline), figure.caption, svg, figure.wide, figure.first)
         for figure, svg in drawn
         if svg
     ]

@@ -51,6 +51,7 @@ class Plot:  # a figure of the Plots section (report.plots draws them)
     caption: str
     svg: str  # an <svg> element, inline in the page
     wide: bool = False  # gets the page's full width (a bar per cell needs it)
+    first: bool = False  # the answer's picture: shown right under the findings, on the page's first screen
 
 
 @dataclass(frozen=True)
@@ -61,15 +62,22 @@ class Section:
     build: Callable[[Report], Body] | None
     css: str = ""  # the HTML class of its table or list
     optional: bool = False  # left out when it has nothing to show
+    # On the page's first screen, side by side with the other such sections (the answer: the findings and their chart);
+    # a plot section shows the first-screen plots (Plot.first) then, else the others.
+    first: bool = False
 
 
 # Said in results/summary.md too (report.summary), with the sweep's findings.
-FINDINGS = Section("Findings", "", lambda r: Body(items=list(r.findings)), css="findings", optional=True)
+FINDINGS = Section("Findings", "", lambda r: Body(items=list(r.findings)), css="findings", optional=True, first=True)
+# The answer first: the findings, then the speedup chart they state (both on the first screen of the page), then
+# what was measured and how.
 SECTIONS: list[Section] = [
     FINDINGS,
+    Section("Speedup", "", None, first=True),
     Section("Experiment and environment", "", lambda r: Body(pairs=list(r.environment)), css="env"),
     Section("Cells", "", lambda r: Body(table=summary_table(r)), css="summary"),
-    Section("Variants side by side", "", lambda r: Body(table=grid_table(r.cells)), css="grid"),
+    # A noisy cell marked ~, its reasons left to the findings' one noise line.
+    Section("Variants side by side", "", lambda r: Body(table=grid_table(r.cells, reasons=False)), css="grid"),
     Section(
         "How far from the limit",
         ROOFLINE_NOTE,

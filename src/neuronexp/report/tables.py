@@ -157,11 +157,14 @@ def roof_notes(report: Report) -> list[str]:
     return notes
 
 
-def grid_table(cells: pd.DataFrame, baseline: Baseline | None = None) -> TextTable:
+def grid_table(cells: pd.DataFrame, baseline: Baseline | None = None, reasons: bool = True) -> TextTable:
     """Per input, the variants side by side, lines joined by newlines: the report's section, the sweep's table in the
-    terminal and in summary.md (`baseline` finds the reference variants where the cells do not say them)."""
+    terminal and in summary.md (`baseline` finds the reference variants where the cells do not say them). `reasons`:
+    a noisy cell's reasons in it (not in the report, whose findings say them once for every cell)."""
     axes, variants, grid = comparison_grid(cells, baseline)
-    rows = [[*map(str, key), *("\n".join(cell_lines(by.get(v))) for v in variants)] for key, by in grid.items()]
+    rows = [
+        [*map(str, key), *("\n".join(cell_lines(by.get(v), reasons)) for v in variants)] for key, by in grid.items()
+    ]
     return TextTable([*axes, *variants], rows, labels=len(axes))
 
 

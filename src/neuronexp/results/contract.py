@@ -27,6 +27,9 @@ CELL_SCHEMA = pa.schema(
         ("experiment", _STR),
         ("module", _STR),
         ("compiled", _BOOL),
+        # The torch.compile backend a compiled cell ran under (the config's compile.backend, else its device's default:
+        # inductor, neuron); null for an eager cell, and for a cell that never started.
+        ("compile_backend", _STR),
         ("backend", _STR),
         ("device", _STR),
         ("device_name", _STR),

@@ -28,17 +28,30 @@ from neuronexp.results.contract import OPTIONAL_TABLES, SCHEMAS, TABLES, to_arro
 from neuronexp.results.regular import read_regular
 
 
+def _synced(path: Path, flags: int = os.O_RDONLY | os.O_NOFOLLOW) -> None:
+    """`path`'s data (a file's, or a directory's entries) on the disk before this returns: fsync."""
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary name next to `path` to write to; renamed onto `path` when the block succeeds, removed
-    when it fails (a full or read-only disk leaves no temporary behind). A reader never sees half a file."""
+    when it fails (a full or read-only disk leaves no temporary behind). A reader never sees half a file, and after a
+    crash of the machine (a Slurm node's) never an empty one: the file is synced before the rename and the directory
+    after it (their cost: docs/history.md)."""
     # Created here, exclusively and not through a link: a name planted beforehand (a link to a file elsewhere, a
     # stale temporary) is never written through nor replaced; the random part makes that a fresh name.
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
     try:
         yield tmp
+        _synced(tmp)  # the data first: a rename that reaches the disk before it leaves a zero-length file
         os.replace(tmp, path)
+        _synced(path.parent, os.O_RDONLY | os.O_DIRECTORY)  # the rename itself
     finally:
         tmp.unlink(missing_ok=True)
         # Writers that stage through a temporary of their own next to the name given them (Kineto's trace

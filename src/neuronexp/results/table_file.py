@@ -18,7 +18,7 @@ RENAMED = {"shape": "input_shape"}
 # (missing, not zero: each reader says what it lacks), rather than refused as another layout.
 ADDED = {
     "modules": ("cycles", "total_device_us_low", "total_device_us_median", "total_device_us_high"),
-    "cells": ("output_nonfinite",),
+    "cells": ("output_nonfinite", "compile_backend"),
 }
 
 

@@ -91,11 +91,13 @@ def test_neuron_config_is_built_from_profiler_neuron_keys(
     assert made["modes"] == [P.DEVICE, P.CPU_UTIL]
     assert made["capture_enabled_for_nc"] == "0,1,2-5" and made["max_events_per_nc"] == 250_000
     assert made["profile_output_dir"] == str((tmp_path / "neuron_profile").resolve())
-    # Nothing names a cache: neuronexp's per-user one ($NEURONEXP_CACHE_DIR/neff here), pinned for the process.
-    assert made["neff_cache_dir"] == str(probe_cache / "neff") == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
+    # Nothing names a cache: neuronexp's per-user one for this SDK ($NEURONEXP_CACHE_DIR/neff/<version> here), pinned
+    # for the process.
+    pinned = str(probe_cache / "neff" / f"torch-neuronx-{standin.__version__}")
+    assert made["neff_cache_dir"] == pinned == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
     assert backend.neff_cache.source == "neuronexp cache"
     # The study's own configuration, wherever the installed NeuronConfig takes it.
-    assert made["correlate_device_time"] is True and backend.correlate == neuron_sdk.PASSED
+    assert made["correlate_device_time"] is True and backend.correlate == neuron_sdk.GIVEN
     # The framework trace is saved by NeuronProfiler(<the same config>).export_trace, given the profiler itself.
     calls = []
     monkeypatch.setattr(

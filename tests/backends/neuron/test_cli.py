@@ -68,3 +68,17 @@ def test_pypis_placeholder_is_named_as_such_in_one_line(cli, tmp_path: Path, mon
     ), line
     assert "--extra-index-url https://pip.repos.neuron.amazonaws.com" in line
     assert not (tmp_path / "outputs").exists()
+
+
+def test_a_neff_cache_another_user_can_write_stops_the_run_in_one_line(cli, standin, tmp_path: Path) -> None:
+    """The NEFF cache's ownership rule (docs/guarantees.md): a `<cache>/neff` left world-writable by someone else, with
+    a planted file, stops the command before any work, naming the folder."""
+    root = tmp_path / "shared-cache"
+    (root / "neff").mkdir(parents=True)
+    (root / "neff" / "planted.neff").write_bytes(b"not yours")
+    (root / "neff").chmod(0o777)
+    res = cli("backend=neuron", env={"NEURONEXP_CACHE_DIR": str(root)})
+    assert res.returncode == 2, res.stderr
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert line.startswith(f"neuronexp: error: NEURONEXP_CACHE_DIR={root / 'neff'}: is writable by others (mode 777)")
+    assert not (tmp_path / "outputs").exists() and sorted(p.name for p in (root / "neff").iterdir()) == ["planted.neff"]

@@ -157,14 +157,27 @@ def test_nki_debug_info_alone(standin, clean_debug_env: None) -> None:
     Path(backend.debug.neff_cache).rmdir()
 
 
-def test_debug_info_after_the_runtime_started_says_so(standin, clean_debug_env: None) -> None:
-    standin.device_count()  # an earlier cell of this process used the device
-    backend = resolve_backend("neuron", neuron_config(NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig()))
-    assert any(
-        n.startswith("neuron.debug_info set after the Neuron runtime started in this process") for n in backend.notes
+def test_a_debug_setting_other_than_the_process_firsts_is_refused_in_one_line(standin, clean_debug_env: None) -> None:
+    """TorchNeuron reads its NEFF cache once per process: the first Neuron cell of a process fixes whether NEFFs carry
+    debug names, so a later cell of that process asking otherwise is refused (its error row), not run nameless."""
+    first = resolve_backend("neuron", neuron_config(NeuronDeviceConfig(), NeuronProfilerConfig()))
+    first.finish()
+    with pytest.raises(ConfigError) as refused:
+        resolve_backend("neuron", neuron_config(NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig()))
+    assert str(refused.value) == (
+        "neuron.debug_info=neuron.debug_info=True,neuron.nki_debug_info=False: this process's first Neuron cell ran "
+        "with neuron.debug_info=False,neuron.nki_debug_info=False, and TorchNeuron reads its NEFF cache and the debug "
+        "variables once per process: run the cell in a process of its own (a sweep runs each cell or comparison group "
+        "in one; from Python, a new interpreter)"
     )
-    backend.finish()
-    Path(backend.debug.neff_cache).rmdir()
+    assert not any(k in os.environ for k in DEBUG_VARS[:4])  # none of the refused cell's variables was set
+    again = resolve_backend("neuron", neuron_config(NeuronDeviceConfig(), NeuronProfilerConfig()))  # as the first
+    assert again.debug.label == "off"
+    os.environ["NEURONEXP_NEURON_DEBUG"] = "1:" + os.environ["NEURONEXP_NEURON_DEBUG"].split(":", 1)[1]
+    other = resolve_backend("neuron", neuron_config(NeuronDeviceConfig(debug_info=True), NeuronProfilerConfig()))
+    assert other.debug.label.startswith("XLA_IR_DEBUG=1")  # another process's mark (a forked cell's parent) binds none
+    other.finish()
+    Path(other.debug.neff_cache).rmdir()
 
 
 @pytest.mark.parametrize("standin", ["none"], indirect=True)

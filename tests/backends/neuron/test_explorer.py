@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
 
-from neuronexp.backends.neuron.explorer import capture_filters, dropped_events, process_capture
+from neuronexp.backends.neuron.explorer import _run, capture_filters, dropped_events, process_capture
 
 
 def test_dropped_event_counts_are_read_from_the_tool_output() -> None:
@@ -149,3 +150,29 @@ def test_a_tool_past_its_timeout_is_given_up_with_a_note(
         "neuron-explorer view ran past 1.5 s (profiler.neuron.explorer_timeout_s); Summary columns are empty"
     ]
     assert math.isnan(result.columns["neuron_total_time_us"])
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (no /proc entry, or a zombie waiting for its new parent to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.mark.timeout(30)
+def test_a_timeout_kills_the_tools_whole_process_group(tmp_path: Path) -> None:
+    """A stand-in `neuron-explorer` that starts a child of its own (as a server or worker would) and waits: past the
+    timeout, neither it nor its child is left running, and neuronexp does not wait for the child's end either."""
+    pid_file = tmp_path / "grandchild.pid"
+    tool = tmp_path / "neuron-explorer"
+    tool.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pid_file}\nwait\n")
+    tool.chmod(0o755)
+    started = time.monotonic()
+    assert _run([str(tool)], 1.0) == (None, "")
+    assert time.monotonic() - started < 10  # not the grandchild's 60 s
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(grandchild)

@@ -74,7 +74,7 @@ def test_device_events_reach_each_module_through_its_ops(standin, no_explorer: N
 def test_neuron_explorer_per_op_time_is_shared_by_each_module_s_calls(
     standin, fake_explorer: Path, tmp_path: Path
 ) -> None:
-    standin.STATE.switches.key_averages_events = False  # the runtime gives the step's total, Explorer the ops
+    standin.STATE.switches.key_averages = "none"  # the runtime gives the step's total, Explorer the ops
     results = run_cell(_spec(active=1, debug_info=True), tmp_path)
     cell = results.cells.iloc[0]
     assert cell["status"] == "ok", cell["error"]

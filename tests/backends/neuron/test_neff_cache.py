@@ -4,16 +4,20 @@ the variable names when it first sees the NEFF."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from helpers.layers import handed
 from helpers.neuron_standin.fixture import _drop_standin, neuron_config
 from neuronexp.backends import resolve_backend
 from neuronexp.backends.neuron.neuron_backend import NeuronBackend
-from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
+from neuronexp.backends.neuron.options import check_options as neuron_options
+from neuronexp.config import BackendName, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig
 
 VAR = "TORCH_NEURONX_NEFF_CACHE_DIR"
 
@@ -24,11 +28,13 @@ def _backend(**profiler: object) -> NeuronBackend:
     return backend
 
 
-def test_by_default_one_per_user_cache_serves_every_cell(standin, probe_cache: Path, tmp_path: Path) -> None:
+def test_by_default_one_per_user_cache_per_sdk_version_serves_every_cell(standin, probe_cache: Path, tmp_path: Path):
     first, second = _backend(), _backend()  # two cells of one process (a comparison group, a sweep's fork)
-    assert first.neff_cache.path == second.neff_cache.path == str(probe_cache / "neff") == os.environ[VAR]
+    version = probe_cache / "neff" / f"torch-neuronx-{standin.__version__}"  # a new SDK does not read older NEFFs
+    assert first.neff_cache.path == second.neff_cache.path == str(version) == os.environ[VAR]
     assert first.neff_cache.source == second.neff_cache.source == "neuronexp cache"  # the second's is still ours
-    assert (probe_cache / "neff").is_dir() and oct((probe_cache / "neff").stat().st_mode & 0o777) == "0o700"
+    for made in (probe_cache / "neff", version):
+        assert made.is_dir() and oct(made.stat().st_mode & 0o777) == "0o700"
     first.profiler_kwargs(tmp_path)
     assert standin.STATE.configs[-1]["neff_cache_dir"] == first.neff_cache.path  # the same path to NeuronConfig
 
@@ -57,21 +63,78 @@ def test_it_is_pinned_before_neuronexp_imports_torch_neuronx(standin) -> None:
     assert backend.neff_cache.imported_before is False
 
 
-def test_a_linked_default_cache_is_not_used(standin, probe_cache: Path, tmp_path: Path) -> None:
-    (tmp_path / "elsewhere").mkdir()
-    link = probe_cache / "neff"
-    moved = probe_cache / "neff.kept"
-    if link.exists():
-        link.rename(moved)
-    link.symlink_to(tmp_path / "elsewhere")
-    try:
-        backend = _backend()
-        assert backend.neff_cache.path != str(link) and Path(backend.neff_cache.path).is_dir()
-        assert backend.notes == [f"{link} is a symbolic link: NEFFs compiled into a new folder instead"]
-    finally:
-        link.unlink()
-        if moved.exists():
-            moved.rename(link)
+OTHER_UID = 54321  # a user that is not this one (the tests run as root here, which may chown)
+
+
+def _planted(folder: Path, mode: int, uid: int | None = None) -> Path:
+    """`folder` as another user could leave it: a planted NEFF inside, the given mode and owner."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "planted.neff").write_bytes(b"NEFF from someone else")
+    folder.chmod(mode)
+    if uid is not None:
+        os.chown(folder, uid, -1)
+    return folder
+
+
+@pytest.fixture
+def own_cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """neuronexp's cache root for one test, in a shared place (as NEURONEXP_CACHE_DIR under /tmp would be)."""
+    root = tmp_path / "shared" / "neuronexp"
+    monkeypatch.setenv("NEURONEXP_CACHE_DIR", str(root))
+    return root
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda root: _planted(root / "neff", 0o777, OTHER_UID), "is owned by uid 54321, not by this user"),
+        (lambda root: _planted(root / "neff", 0o700, OTHER_UID), "is owned by uid 54321, not by this user"),
+        (lambda root: _planted(root / "neff", 0o770), "is writable by its group (mode 770)"),
+        (lambda root: _planted(root, 0o757), "is writable by others (mode 757)"),
+    ],
+    ids=["another-users-0777", "another-users-0700", "group-writable", "root-world-writable"],
+)
+def test_a_cache_folder_someone_else_can_write_is_refused_in_one_line(standin, own_cache_root: Path, make, problem):
+    bad = make(own_cache_root)
+    with pytest.raises(ConfigError) as refused:
+        _backend()
+    assert str(refused.value).startswith(f"NEURONEXP_CACHE_DIR={bad}: {problem}") and "\n" not in str(refused.value)
+    assert VAR not in os.environ and standin.STATE.compiled == {}  # nothing compiled into it, nothing pinned
+    cfg = neuron_config()
+    cfg.backend = BackendName.neuron
+    with pytest.raises(ConfigError, match=re.escape(f"NEURONEXP_CACHE_DIR={bad}: {problem}")):
+        neuron_options(cfg)  # up front, when a run or sweep is planned: before any work
+
+
+@pytest.mark.parametrize("linked", ["root", "neff"])
+def test_a_link_anywhere_on_the_path_neuronexp_creates_is_refused(standin, own_cache_root: Path, linked: str):
+    elsewhere = _planted(own_cache_root.parent / "elsewhere", 0o700)
+    link = own_cache_root if linked == "root" else own_cache_root / "neff"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(elsewhere)
+    with pytest.raises(ConfigError, match=f"NEURONEXP_CACHE_DIR={link}: is a symbolic link"):
+        _backend()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["planted.neff"]  # nothing made through the link
+
+
+def test_the_keys_folder_follows_the_same_rule(standin, tmp_path: Path) -> None:
+    bad = _planted(tmp_path / "team-cache", 0o777)
+    cfg = neuron_config(profiler=NeuronProfilerConfig(neff_cache_dir=str(bad)))
+    cfg.backend = BackendName.neuron
+    with pytest.raises(ConfigError, match=f"profiler.neuron.neff_cache_dir={bad}: is writable by others"):
+        neuron_options(cfg)  # up front
+    with pytest.raises(ConfigError, match=f"profiler.neuron.neff_cache_dir={bad}: is writable by others"):
+        _backend(neff_cache_dir=str(bad))
+    with pytest.raises(ConfigError, match="profiler.neuron.neff_cache_dir=.*: is writable by others"):
+        _backend(neff_cache_dir=str(bad), copy_neffs=True)
+    bad.chmod(0o700)
+    assert _backend(neff_cache_dir=str(bad)).neff_cache.path == str(bad)  # its own and private: used as it is
+
+
+def test_the_users_own_variable_is_left_as_torchneuron_would_use_it(standin, monkeypatch, tmp_path: Path) -> None:
+    shared = _planted(tmp_path / "theirs", 0o777, OTHER_UID)
+    monkeypatch.setenv(VAR, str(shared))
+    assert _backend().neff_cache.path == str(shared)  # neuronexp chose nothing: docs/neuron.md says so
 
 
 @pytest.mark.parametrize("standin", ["none"], indirect=True)
@@ -79,3 +142,26 @@ def test_a_backend_that_cannot_start_leaves_the_variable_as_it_was(standin, tmp_
     with pytest.raises(ConfigError):
         _backend(neff_cache_dir=str(tmp_path / "new"))
     assert VAR not in os.environ and not (tmp_path / "new").exists()
+
+
+def test_a_capture_holding_other_cells_neffs_is_said(standin, explorer_in_process: Path, tmp_path: Path) -> None:
+    """Two cells of one process share the NEFF cache; a runtime that copied the whole cache into the second cell's
+    capture would bring the first cell's NEFFs: counted against the NEFFs the capture's executions ran."""
+    from tests.backends.neuron.test_open_questions import _spec
+
+    from neuronexp.cell.group import run_cell
+    from neuronexp.modules import FusedRMSNorm
+
+    (tmp_path / "a").mkdir()
+    first = run_cell(_spec(), tmp_path / "a").cells.iloc[0]
+    assert first["neuron_neffs_not_run"] == 0  # the capture holds its own four
+    standin.STATE.switches.neff_copy = "cache"
+    spec = _spec()
+    config = dataclasses.replace(spec.config, module=handed(FusedRMSNorm(64)))
+    fused = dataclasses.replace(spec, config=config, run_id="fused", module_name="rmsnorm_fused")
+    (tmp_path / "b").mkdir()
+    second = run_cell(fused, tmp_path / "b").cells.iloc[0]
+    assert second["neuron_neff_files"] == 5 and second["neuron_neffs_not_run"] == 4  # naive's 4 beside its own 1
+    assert (
+        "4 NEFF(s) in the capture ran in no execution of it (1001, 1002, 1003): not this cell's" in second["warnings"]
+    )

@@ -53,7 +53,7 @@ def test_smoke_script_reports_every_check_and_flags_the_stand_in(tmp_path: Path,
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # a loaded 2-core VM takes minutes
         env=env,
         cwd=tmp_path,
     )
@@ -64,12 +64,19 @@ def test_smoke_script_reports_every_check_and_flags_the_stand_in(tmp_path: Path,
     assert set(rows) == {
         *("A1", "A2", "A3", "A4", "A5", "B1", "B2", "C1", "C2", "C3", "D1", "D2", "D3", "E1", "E2", "F1"),
         *("G1", "G2", "G3", "G4"),  # issue 31: the default schedule, a compiled cell, a sweep, the sources compared
+        *("A6", "A7", "C4", "E3", "E4", "N1"),  # issue 42: Python, cores, route, compile metrics, the NKI recipe
     }
     # What the stand-in can answer it answers as it is switched (its default answers: device events reach
-    # key_averages(), the runtime writes at the profiler's exit); what it cannot (autoload, core lists) stays open.
+    # key_averages(), the runtime writes at the profiler's exit, it reserves every one of its 8 cores unless told
+    # otherwise, its torch.backends entry point autoloads it); it runs on this Python, which TorchNeuron may not ship
+    # for (A6); --skip-compile leaves the compile checks out.
     passed = {k for k, v in rows.items() if v == "PASS"}
-    assert passed == {"A5", "B1", "B2", "C1", "C2", "C3", "D1", "D2", "D3", "F1", "G1", "G3", "G4"}, text
-    assert rows["A4"] == rows["E1"] == rows["E2"] == rows["G2"] == "SKIP"  # G2: --skip-compile
+    assert passed == {
+        *("A2", "A3", "A4", "A5", "A7", "B1", "B2", "C1", "C2", "C3", "C4", "D1", "D2", "D3", "E3", "F1"),
+        *("G1", "G3", "G4", "N1"),
+    } | ({"A6"} if sys.version_info[:2] >= (3, 12) else set()), text
+    assert rows["E1"] == rows["E2"] == rows["E4"] == rows["G2"] == "SKIP"  # --skip-compile
+    assert rows["A6"] == ("SKIP" if sys.version_info[:2] < (3, 12) else "PASS")
     assert "runtime files written at the profiler's exit" in text
     assert '"device_time_check": "agree"' in text and "forked: True" in text
     assert "Traceback" not in text and not (tmp_path / "work" / "tracebacks.txt").exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from neuronexp.backends import DeviceFill
 from neuronexp.backends.neuron.runtime import RuntimeFigures, RuntimeTrace, figures
 from neuronexp.backends.neuron.sources import TOLERANCE, Evidence, check, reconcile
 from neuronexp.backends.neuron.window import ASSUMED, BY_COUNT, BY_EXPLORER, BY_STEPS, capture_window
@@ -61,21 +62,68 @@ def test_sources_agree_within_the_tolerance_and_disagree_beyond_it() -> None:
     ]
 
 
-def test_the_order_takes_key_averages_then_the_runtime_then_explorer() -> None:
-    run = RuntimeFigures(12, 224.0, 112.0, 6.0)  # 12 executions, 6 in the one profiled step: 2 steps captured
+def test_the_order_takes_key_averages_then_host_rows_then_the_runtime_then_explorer() -> None:
+    # 12 executions, 6 in the one profiled step: 2 steps captured. The capture's busy time (300 us) covers a slower
+    # warm-up step too; the profiled step's own busy time (112) is the runtime's per-step figure, not 300 / 2.
+    run = RuntimeFigures(12, 300.0, 112.0, 6.0)
     explorer = {"aten::mul": 90.0, "aten::add_": 4.0}
     ev = Evidence(SCHEDULE, {"aten::mul"}, events_us=110.0, events_kernels=6.0, runtime=run, explorer_ops=explorer)
-    first = reconcile(ev, "passed")
-    assert first.chosen == "profiler_device_events" and first.fill_ops == {} and first.step_total is None
+    ev.host_us, ev.host_executions, ev.host_cycles = 111.0, 6.0, [(111.0, 6.0)]
+    first = reconcile(ev, "given")
+    assert first.chosen == "profiler_device_events" and first.per_op == first.chosen and first.fill is None
+    assert first.columns["neuron_correlate_device_time"] == "taken"
     ev.events_us = None
-    second = reconcile(ev, "not_passed")
-    assert second.chosen == "neuron_runtime" and second.step_total == (112.0, 6.0)
-    assert second.fill_ops == {"aten::mul": 45.0}  # the capture covered 2 steps (profiler_steps): halved
-    assert second.columns["device_time_source"] == "neuron_runtime" and second.columns["neuron_capture_steps"] == 2
+    second = reconcile(ev, "given")
+    assert second.chosen == "profiler_host_rows" and second.per_op == second.chosen
+    assert second.fill == DeviceFill(per_op=None, step=[(111.0, 6.0)])  # the rows keep their own time
+    assert second.columns["neuron_correlate_device_time"] == "taken"  # device time came through the profiler
+    ev.host_us = None
+    third = reconcile(ev, "given")
+    assert third.chosen == "neuron_runtime" and third.per_step["neuron_runtime"] == 112.0
+    assert third.fill == DeviceFill(per_op=[{"aten::mul": 45.0}], step=[(112.0, 6.0)])  # 2 steps captured: halved
+    assert third.columns["device_time_source"] == "neuron_runtime" and third.columns["neuron_capture_steps"] == 2
+    assert third.columns["neuron_correlate_device_time"] == "ignored"  # given, and nothing came through the profiler
     ev.runtime = None
-    third = reconcile(ev, "not_passed")
-    assert third.chosen == "neuron_explorer" and third.step_total == (94.0, third.step_total[1])
-    assert math.isnan(third.step_total[1]) and third.columns["neuron_capture_window"] == "unverified"
+    fourth = reconcile(ev, "not_passed")
+    assert fourth.chosen == "neuron_explorer" and fourth.fill is not None and fourth.fill.step is not None
+    assert fourth.fill.step[0][0] == 94.0 and math.isnan(fourth.fill.step[0][1])
+    assert fourth.columns["neuron_capture_window"] == "unverified"
+    assert fourth.columns["neuron_correlate_device_time"] == "not_passed"
+
+
+def test_no_per_op_split_is_nan_and_said_with_what_to_do() -> None:
+    ev = Evidence(SCHEDULE, {"aten::mul"}, runtime=RuntimeFigures(6, 112.0, 112.0, 6.0))
+    ev.missing = {"neuron_explorer": "no FrameworkInstruction table (layer names need neuron.debug_info=true)"}
+    found = reconcile(ev, "ignored")
+    assert found.per_op == "none" and found.fill == DeviceFill(per_op=[{}], step=[(112.0, 6.0)])
+    assert (
+        "per-op split missing: key_averages() had no device time per op and Neuron Explorer gave none (no "
+        "FrameworkInstruction table (layer names need neuron.debug_info=true)); the op table's device columns are NaN "
+        "(enable neuron.debug_info for Explorer's per-op names)"
+    ) in found.warnings
+    assert found.columns["neuron_per_op_source"] == "none"
+
+
+def test_the_tolerance_is_ten_percent_of_the_larger_figure_each_way() -> None:
+    for low, high, verdict in ((100.0, 111.0, "agree"), (100.0, 111.2, "disagree"), (111.2, 100.0, "disagree")):
+        assert check({"neuron_runtime": low, "profiler_device_events": high})[0] == verdict, (low, high)
+    # 20% apart disagrees whichever source is larger (22% was once reported as agreeing)
+    assert check({"neuron_explorer": 100.0, "profiler_device_events": 80.0})[0] == "disagree"
+
+
+def test_a_capture_shorter_than_the_active_steps_is_no_window() -> None:
+    two = ScheduleConfig(wait=1, warmup=1, active=2, repeat=1)
+    for covered in (RuntimeFigures(3, 50.0, 50.0, 3.0), RuntimeFigures(2, 50.0, 50.0, 4.0)):  # 1 and 0.5 steps
+        found = capture_window(two, covered, None, {}, {})
+        assert (found.steps, found.label, found.method) == (2.0, "unverified", ASSUMED)
+    assert capture_window(two, RuntimeFigures(6, 50.0, 50.0, 3.0), None, {}, {}).label == "active"
+
+
+def test_explorers_window_is_the_median_of_its_per_op_ratios() -> None:
+    explorer = {"aten::mul": 180.0, "aten::mean": 24.0, "aten::add": 12.0}  # ratios 2, 2, 3
+    events = {"aten::mul": 90.0, "aten::mean": 12.0, "aten::add": 4.0}
+    found = capture_window(SCHEDULE, None, None, explorer, events)
+    assert (found.steps, found.label, found.method) == (2.0, "warmup+active", BY_EXPLORER)
 
 
 def test_a_planted_disagreement_is_a_warning_not_a_silent_pick(standin, explorer_in_process: Path, tmp_path: Path):

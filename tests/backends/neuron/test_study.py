@@ -30,14 +30,14 @@ def test_the_study_on_the_stand_in_gives_device_time_on_every_cell(
     cells = neuronexp.load(tmp_path / "s").cells.set_index("module")
     assert sorted(cells.index) == ["rmsnorm_compiled", "rmsnorm_fused", "rmsnorm_naive"]
     assert (cells["status"] == "ok").all(), cells["error"].to_dict()
-    assert (cells["neuron_correlate_device_time"] == "passed").all()
+    assert (cells["neuron_correlate_device_time"] == "taken").all()
     # planted: naive 112 us per step (three aten::mul of 30), fused 20, the compiled graph one NEFF of 18.
     planted = {"rmsnorm_naive": 112, "rmsnorm_fused": 20, "rmsnorm_compiled": 18}
     assert cells["device_time_us"].to_dict() == pytest.approx(planted)
     assert (cells["device_time_check"] == "agree").all()  # key_averages() and the runtime trace
     assert cells.loc["rmsnorm_naive", "top_op"] == "aten::mul"
-    cache = str(tmp_path / "cache" / "neff")
-    assert set(cells["neuron_neff_cache_dir"]) == {cache}  # one per-user cache shared by the sweep's cells
+    (cache,) = set(cells["neuron_neff_cache_dir"])  # one per-user cache shared by the sweep's cells, for this SDK
+    assert Path(cache).parent == tmp_path / "cache" / "neff" and Path(cache).name.startswith("torch-neuronx-")
     for job in (tmp_path / "s").glob("[0-9]*"):  # ... pinned in each cell's own process
         assert json.loads((job / "env.json").read_text())["neuron_env"]["TORCH_NEURONX_NEFF_CACHE_DIR"] == cache
     assert "Trainium first contact" in res.stdout and "3 cell(s)" in res.stdout

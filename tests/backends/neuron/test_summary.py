@@ -101,6 +101,30 @@ def test_a_unit_that_does_not_fit_the_field_is_nan_and_said(tmp_path: Path) -> N
     ]
 
 
+def test_values_no_capture_can_hold_are_nan_and_named(tmp_path: Path) -> None:
+    """NaN, negative, 1e300, and a percent past 100, as a corrupt or misread table could hold them (issue 44)."""
+    values = {
+        "total_time": 403e-6,  # seconds, as 7.4.0 writes: 403 us, kept
+        "total_exec_time": -1.0,
+        "hbm_read_bytes": 1e300,
+        "model_flops": float("nan"),
+        "mbu_estimated_percent": 250.0,
+        "dma_transfer_count": 256,
+    }
+    pq.write_table(pa.Table.from_pylist([values]), tmp_path / "Summary.parquet")
+    pq.write_table(pa.Table.from_pylist([{"profile_schema_version": "7.4.0"}]), tmp_path / "Metadata.parquet")
+    cols, warnings, schema, _, _ = read_output(tmp_path)  # no SchemaFields: the documented units
+    assert cols["neuron_total_time_us"] == pytest.approx(403.0) and cols["neuron_dma_transfer_count"] == 256
+    for column in ("total_exec_time_us", "hbm_read_bytes", "model_flops", "mbu_estimated_percent"):
+        assert math.isnan(cols[f"neuron_{column}"]), column
+    assert warnings == [
+        "neuron-explorer Summary values no capture can hold, left NaN: total_exec_time = -1e+06 (negative), "
+        "model_flops = nan (not a number), mbu_estimated_percent = 250 (beyond 100.5), "
+        "hbm_read_bytes = 1e+300 (beyond 1e+18)"
+    ]
+    assert len(schema["implausible"]) == 4
+
+
 @pytest.mark.parametrize(
     ("unit", "factor"), [("seconds", 1e6), ("milliseconds", 1e3), ("microseconds", 1.0), ("nanoseconds", 1e-3)]
 )

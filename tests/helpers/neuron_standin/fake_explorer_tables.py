@@ -157,8 +157,9 @@ def system_rows(capture: Path) -> list[dict[str, Any]]:
         spans = {s["step"]: (s["start_ns"], s["end_ns"]) for s in trace.get("steps", [])}
         for i, run in enumerate(trace.get("executions", [])):
             extra = json.dumps({"model_id": run["neff"], "model_name": f"neff_{run['neff']}"})
-            rows.append(_event("nrt_execute", run["start_ns"] - 300, run["start_ns"] - 100, "neuron_rt", i, extra))
-            rows.append(_event("nc_exec_running", run["start_ns"], run["end_ns"], "neuron_hw", i, extra))
+            flow = run.get("flow", str(i))  # the stand-in runtime's flow id (switches.flow_ids): None is absent
+            rows.append(_event("nrt_execute", run["start_ns"] - 300, run["start_ns"] - 100, "neuron_rt", flow, extra))
+            rows.append(_event("nc_exec_running", run["start_ns"], run["end_ns"], "neuron_hw", flow, extra))
         framework = _json(session / "trace.json").get("traceEvents", [])
         for e in framework:
             name = str(e.get("name", ""))
@@ -168,7 +169,7 @@ def system_rows(capture: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _event(name: str, start: int, end: int, source: str, flow: int | None, extra: str | None) -> dict[str, Any]:
+def _event(name: str, start: int, end: int, source: str, flow: str | None, extra: str | None) -> dict[str, Any]:
     return {
         "name": name,
         "start_ts": start,
@@ -178,7 +179,7 @@ def _event(name: str, start: int, end: int, source: str, flow: int | None, extra
         "instance_id": "i-0standin00000000",
         "process_id": 1,
         "thread_id": 1,
-        "nc_idx": 0 if source != "framework" else None,
+        "nc_idx": 0 if source == "neuron_hw" else None,
         "flow_id": [str(flow)] if flow is not None else None,
         "extra_attributes_json": extra,
     }

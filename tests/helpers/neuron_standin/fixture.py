@@ -26,6 +26,8 @@ CORE_ENV = (
     "NEURON_RT_INSPECT_ENABLE",
     "TORCH_NEURONX_NEFF_CACHE_DIR",
     "NEURONEXP_NEFF_CACHE_PINNED",
+    "NEURONEXP_NEURON_DEBUG",
+    "NEURONEXP_NEURON_CORES_DEFAULT",
 )
 
 
@@ -63,7 +65,8 @@ def standin(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(NeuronBackend, "device_type", "cpu")
     monkeypatch.setenv("PATH", os.environ.get("PATH", ""))  # explorer fixtures prepend to it
     tnx = importlib.import_module("torch_neuronx")
-    tnx.profiling.select_api(getattr(request, "param", "documented"))
+    tnx.STATE.switches.api = getattr(request, "param", "documented")
+    tnx.profiling.select_api(tnx.STATE.switches.api)
     try:
         yield tnx
     finally:

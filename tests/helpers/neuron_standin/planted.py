@@ -21,6 +21,7 @@ DEVICE_US = {
     "aten::rsqrt": 6.0,
     "aten::_fused_rms_norm": 20.0,
     COMPILED_REGION: 18.0,
+    "nki::tensor_add": 3.0,  # the NKI recipe's kernel (the stand-in nki package's range); aten::add above: 4
 }
 # Host op -> the NEFF it runs as (eager: one NEFF per op; compiled: one per graph).
 NEFFS = {
@@ -30,6 +31,7 @@ NEFFS = {
     "aten::rsqrt": "1004",
     "aten::_fused_rms_norm": "1005",
     COMPILED_REGION: "2001",
+    "nki::tensor_add": "3001",
 }
 # NEFF -> the framework name its debug info carries (Explorer's FrameworkInstruction.framework_name); None: none.
 # Deliberately not derived from the framework trace: some NEFFs cannot be named, one name is no key_averages() op.
@@ -40,6 +42,7 @@ NEFF_NAMES: dict[str, str | None] = {
     "1004": None,  # rsqrt's NEFF has no framework name: Explorer cannot map it to an op
     "1005": "FusedRMSNorm[0]/function[1]/aten._fused_rms_norm",
     "2001": None,  # a compiled graph: no single framework op
+    "3001": "NkiKernel[0]/nki.tensor_add",
 }
 
 

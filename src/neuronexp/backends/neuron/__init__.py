@@ -4,15 +4,14 @@ beside it the backend (neuron_backend), its options' checks (options), the profi
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from glob import glob
 from typing import Any
 
 from neuronexp.backends.base import Backend
 from neuronexp.backends.info import BackendInfo, collect_cycles
 from neuronexp.backends.neuron.options import check_options
-from neuronexp.backends.neuron.sdk import check_installed, runtime_started
+from neuronexp.backends.neuron.process_env import inspect_conflict
+from neuronexp.backends.neuron.sdk import check_installed, neuron_present, runtime_started
 from neuronexp.config import RunConfig, parse_units
 
 
@@ -22,15 +21,8 @@ def _build(cfg: RunConfig) -> Backend:
     return NeuronBackend(cfg.neuron, cfg.profiler.neuron)
 
 
-def _present() -> bool:
-    # Assumed where torch-neuronx is installed and /dev/neuron* exists: asking the runtime would start it.
-    return importlib.util.find_spec("torch_neuronx") is not None and bool(glob("/dev/neuron*"))
-
-
 def _check() -> None:
     check_installed()
-    from neuronexp.backends.neuron.process_env import inspect_conflict  # its cache directory's module imports torch
-
     if (conflict := inspect_conflict()) is not None:
         raise conflict
 
@@ -57,7 +49,7 @@ INFO = BackendInfo(
     name="neuron",
     unit="NeuronCores",
     build=_build,
-    present=_present,
+    present=neuron_present,
     check=_check,
     check_options=check_options,
     count_units=lambda: None,

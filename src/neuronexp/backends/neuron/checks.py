@@ -25,28 +25,43 @@ def fallback_ops(tnx: ModuleType, warnings: list[str]) -> str:
     return ",".join(ops)
 
 
-def _memory_fn(tnx: ModuleType, name: str) -> Any:
-    return getattr(getattr(torch, "neuron", None), name, None) or getattr(tnx, name, None)
+def _memory_fn(tnx: ModuleType, name: str) -> tuple[Any, str]:
+    """A memory function and where it came from: torch.accelerator's where the current accelerator is this device
+    (standard PyTorch; SDK 2.34 says they work on Neuron), else torch.neuron's, else torch_neuronx's."""
+    accelerator = getattr(torch, "accelerator", None)
+    with suppress(Exception):  # no accelerator API, or no accelerator at all
+        current = accelerator.current_accelerator() if accelerator is not None else None
+        if current is not None and current.type == "neuron" and hasattr(accelerator, name):
+            return getattr(accelerator, name), "torch.accelerator"
+    for where, owner in (("torch.neuron", getattr(torch, "neuron", None)), ("torch_neuronx", tnx)):
+        if (fn := getattr(owner, name, None)) is not None:
+            return fn, where
+    return None, "none"
 
 
 def reset_peak_memory(tnx: ModuleType) -> None:
-    if (reset := _memory_fn(tnx, "reset_peak_memory_stats")) is not None:
+    if (reset := _memory_fn(tnx, "reset_peak_memory_stats")[0]) is not None:
         with suppress(Exception):  # a version without per-device stats; the columns then cover the process
             reset()
 
 
-def memory_columns(tnx: ModuleType) -> dict[str, float]:
-    """Peak device memory of the cell, in bytes (PyTorch's convention; TorchNeuron's unit is unconfirmed). The
-    memory-profiling guide: the allocator is asynchronous, so synchronize before reading any statistic."""
-    cols = {"neuron_max_memory_allocated_bytes": math.nan, "neuron_max_memory_reserved_bytes": math.nan}
+def memory_columns(tnx: ModuleType) -> dict[str, Any]:
+    """Peak device memory of the cell, in bytes (PyTorch's convention; TorchNeuron's unit is unconfirmed), and which
+    API said it. The memory-profiling guide: the allocator is asynchronous, so synchronize before reading."""
+    cols: dict[str, Any] = {
+        "neuron_max_memory_allocated_bytes": math.nan,
+        "neuron_max_memory_reserved_bytes": math.nan,
+        "neuron_memory_source": "none",
+    }
     try:
         torch.neuron.synchronize()  # type: ignore[attr-defined]  # registered by torch-neuronx
     except Exception:
         return cols
     for name in ("max_memory_allocated", "max_memory_reserved"):
-        fn = _memory_fn(tnx, name)
+        fn, where = _memory_fn(tnx, name)
         with suppress(Exception):  # memory queries differ between versions: a missing figure stays NaN
             cols[f"neuron_{name}_bytes"] = float(fn()) if fn is not None else math.nan
+            cols["neuron_memory_source"] = where if fn is not None else cols["neuron_memory_source"]
     return cols
 
 
@@ -55,7 +70,7 @@ def hbm_note(tnx: ModuleType, modes: list[str], warnings: list[str]) -> None:
     if "DEVICE" not in modes:
         return
     neuron = getattr(torch, "neuron", None)
-    peak_fn = getattr(tnx, "max_memory_reserved", None) or getattr(neuron, "max_memory_reserved", None)
+    peak_fn = _memory_fn(tnx, "max_memory_reserved")[0]
     try:
         total = int(neuron.get_device_properties(0).total_memory)  # type: ignore[union-attr]  # None: caught below
         peak = int(peak_fn()) if peak_fn is not None else None

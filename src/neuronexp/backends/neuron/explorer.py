@@ -4,9 +4,12 @@ session folder. What is read: tables.py, summary.py, insights.py, device_ops.py.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,11 +129,17 @@ def read_output(output_dir: Path) -> tuple[dict[str, Any], list[str], dict[str, 
 
 
 def _run(cmd: list[str], timeout_s: float) -> tuple[int | None, str]:
+    """The tool's exit status and output; None past `timeout_s`. It runs in a process group of its own, and the whole
+    group is killed on a timeout: the tool's own children (a server, a worker) must not outlive the cell."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()  # reaped; a grandchild holding the pipes open is gone with its group
         return None, ""
-    return proc.returncode, (proc.stdout or "") + "\n" + (proc.stderr or "")
+    return proc.returncode, (out or "") + "\n" + (err or "")
 
 
 def process_capture(

@@ -62,6 +62,11 @@ DOCUMENTED_UNIT = {
     "ratio": "",
 }
 _WEIGHTED = ("percent", "ratio", "mean_bytes")  # not additive across device profiles: weighted by total_time
+# The largest figure of each kind a capture can plausibly hold, in neuronexp's units (a percent's scale; four months
+# in us; a zettaFLOP; else 1e18: an exabyte, 22 years of cycles); beyond it, or negative, or NaN, a Summary value is
+# not stored but named in the row's warnings (a corrupt or misread table must not pass as a measurement).
+PLAUSIBLE = {"percent": 100.5, "time": 1e13, "flops": 1e21}
+PLAUSIBLE_ELSE = 1e18
 
 
 def column_name(name: str) -> str:
@@ -79,6 +84,7 @@ class SummaryRead:
     unit_problems: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     extra_fields: list[str] = field(default_factory=list)
+    implausible: list[str] = field(default_factory=list)  # "field = value (why)", left NaN
 
 
 def _factor(kind: str, unit: str, maximum: float | None) -> float | None:
@@ -104,8 +110,28 @@ def convert_summary(summary: pd.DataFrame, units: Units) -> SummaryRead:
         if factor is None:
             read.unit_problems.append(f"{name} ({unit or 'no unit'})")
             continue
-        out[name] = pd.to_numeric(summary[name], errors="coerce") * factor
+        out[name] = _plausible(name, kind, pd.to_numeric(summary[name], errors="coerce") * factor, read)
     return read
+
+
+def _plausible(name: str, kind: str, values: pd.Series, read: SummaryRead) -> pd.Series:
+    """`values` with those no capture can hold (NaN, infinite, negative, beyond PLAUSIBLE) made NaN, each named."""
+    limit = PLAUSIBLE.get(kind, PLAUSIBLE_ELSE)
+    for value in values:
+        why = (
+            "not a number"
+            if math.isnan(value)
+            else "infinite"
+            if math.isinf(value)
+            else "negative"
+            if value < 0
+            else f"beyond {limit:g}"
+            if value > limit
+            else None
+        )
+        if why:
+            read.implausible.append(f"{name} = {value:g} ({why})")
+    return values.where(values.between(0, limit))
 
 
 def combine(reads: list[SummaryRead]) -> dict[str, float]:
@@ -139,6 +165,9 @@ def summary_notes(reads: list[SummaryRead]) -> tuple[list[str], dict[str, Any]]:
         if problems
         else []
     )
+    if implausible := list(dict.fromkeys(p for r in reads for p in r.implausible)):
+        warnings.append(f"neuron-explorer Summary values no capture can hold, left NaN: {', '.join(implausible)}")
     missing = sorted(set.intersection(*[set(r.missing) for r in reads])) if reads else []
     extra = sorted({f for r in reads for f in r.extra_fields})
-    return warnings, {"missing_fields": missing, "unread_fields": extra, "unit_problems": problems}
+    account = {"missing_fields": missing, "unread_fields": extra, "unit_problems": problems}
+    return warnings, account | {"implausible": [p for r in reads for p in r.implausible]}

@@ -20,12 +20,19 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity
 
 import neuronexp.backends.neuron.sdk as neuron_sdk
-from neuronexp.backends.base import Backend, BackendUnavailable
+from neuronexp.backends.base import Backend, BackendUnavailable, DeviceFill
 from neuronexp.backends.neuron.capture import latest_framework_trace
 from neuronexp.backends.neuron.checks import dynamo_counts, memory_columns, reset_peak_memory
+from neuronexp.backends.neuron.compile_metrics import CompileMetrics
+from neuronexp.backends.neuron.neff_cache import pin_neff_cache
 from neuronexp.backends.neuron.options import check_neuron_compile
 from neuronexp.backends.neuron.outcome import Observed, profile_columns
-from neuronexp.backends.neuron.process_env import apply_core_env, apply_debug_info, inspect_conflict, pin_neff_cache
+from neuronexp.backends.neuron.process_env import (
+    apply_core_env,
+    apply_debug_info,
+    check_process_debug,
+    inspect_conflict,
+)
 from neuronexp.backends.neuron.sources import DeviceTime
 from neuronexp.config import CompileConfig, ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, ScheduleConfig
 from neuronexp.results.files import atomic_path
@@ -42,6 +49,8 @@ class NeuronBackend(Backend):
     device_time_source = "profiler_device_events"
     # The troubleshooting guide: warm up 3+ iterations or the profile shows compilation, not execution.
     min_warmup_calls = 3
+    # The runtime's and driver's activities, which PyTorch types CPU: no operators (backends.kineto).
+    runtime_activities = ("privateuse1_runtime", "privateuse1_driver")
     # Every profiled step is a device capture here (expensive): the profiling guide's 2/1/1/1.
     default_schedule = ScheduleConfig(wait=2, warmup=1, active=1, repeat=1)
     # The tensor device. The tests run this class over a stand-in torch_neuronx with CPU tensors by
@@ -53,19 +62,21 @@ class NeuronBackend(Backend):
         # Before the import and the first device query or compile: read once, when the runtime starts / compiles.
         started = neuron_sdk.runtime_started()
         neuron_sdk.check_installed()
-        self.notes: list[str] = apply_core_env(device_cfg, started)
+        check_process_debug(device_cfg)  # a debug setting the process's NEFF cache can no longer honour: refused
+        self.notes, self.cores = apply_core_env(device_cfg, started)
         self.neff_cache = pin_neff_cache(profiler_cfg)  # before the first compile, and before neuronexp imports it
         self.notes += [self.neff_cache.note] if self.neff_cache.note else []
-        self.debug = apply_debug_info(device_cfg, profiler_cfg, started)
+        self.debug = apply_debug_info(device_cfg, profiler_cfg)
         self.notes += self.debug.notes
         self.tnx, self.api = self._start()
         self.device = torch.device(self.device_type)
         self._config: Any = None
         self._root = Path()  # the capture root, set with the NeuronConfig
         self.correlate = neuron_sdk.NOT_PASSED  # what became of correlate_device_time (set with the NeuronConfig)
-        self.observed = Observed()
+        self.observed = Observed(self.runtime_activities)
         self.found: DeviceTime | None = None  # device time from every source, once profiling is over
         self.compile_counts: dict[str, int] | None = None
+        self.compile_metrics = CompileMetrics(self.tnx)
 
     def _start(self) -> tuple[ModuleType, neuron_sdk.NeuronApi]:
         """torch-neuronx, imported under the environment just set, and its profiling API; else the reason raised."""
@@ -100,6 +111,7 @@ class NeuronBackend(Backend):
         if (clear := getattr(self.tnx, "clear_op_tracking", None)) is not None:
             clear()  # fallback ops are counted per process; count this cell's only
         reset_peak_memory(self.tnx)
+        self.compile_metrics.start()  # the cell's compiles counted from here: its first call compiles
 
     def finish(self) -> None:
         self.debug.restore()  # the next cell of this process compiles without this one's debug variables
@@ -204,11 +216,8 @@ class NeuronBackend(Backend):
                 shutil.copyfile(landed, tmp)
         return path is not None
 
-    def device_op_times(self) -> dict[str, float]:
-        return dict(self.found.fill_ops) if self.found else {}
-
-    def device_step_time(self) -> tuple[float, float] | None:
-        return self.found.step_total if self.found else None
+    def device_fill(self) -> DeviceFill | None:
+        return self.found.fill if self.found else None
 
     def after_profile(self, out_dir: Path, schedule: ScheduleConfig | None = None) -> dict[str, Any]:
         columns, self.found = profile_columns(self, out_dir, schedule or self.default_schedule)

@@ -4,6 +4,8 @@ torch.compile backend reference (SDK 2.33); docs/neuron.md quotes them."""
 
 from __future__ import annotations
 
+from neuronexp.backends.neuron.neff_cache import check_cache
+from neuronexp.backends.neuron.sdk import neuron_present
 from neuronexp.config import BackendName, CompileConfig, ConfigError, RunConfig, parse_units, validate_units
 
 
@@ -62,3 +64,5 @@ def check_options(cfg: RunConfig) -> None:
         check_neuron_compile(cfg.compile)
     if cfg.neuron.num_cores is not None and cfg.neuron.num_cores < 0:
         raise ConfigError("neuron.num_cores", cfg.neuron.num_cores, "must be an integer >= 0")
+    if cfg.backend == BackendName.neuron or (cfg.backend == BackendName.auto and neuron_present()):
+        check_cache(nprof)  # the NEFF cache's folders: this user's, written by no one else, reached through no link

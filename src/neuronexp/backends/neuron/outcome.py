@@ -12,11 +12,12 @@ from typing import Any, Protocol
 from torch.autograd import DeviceType
 
 import neuronexp.backends.neuron.sdk as neuron_sdk
+from neuronexp.backends.kineto import correlated_us, host_device_time, runtime_rows
 from neuronexp.backends.neuron.capture import CaptureIndex, artifact_columns, index_capture, place_framework_trace
 from neuronexp.backends.neuron.checks import compile_columns, fallback_ops, hbm_note, memory_columns
 from neuronexp.backends.neuron.explorer import ExplorerResult, capture_filters, process_capture
 from neuronexp.backends.neuron.runtime import figures
-from neuronexp.backends.neuron.sources import EVENTS, EXPLORER, RUNTIME, DeviceTime, Evidence, reconcile
+from neuronexp.backends.neuron.sources import EVENTS, EXPLORER, HOST_ROWS, RUNTIME, DeviceTime, Evidence, reconcile
 from neuronexp.config import NeuronProfilerConfig, ScheduleConfig, parse_units
 from neuronexp.results.files import write_json
 
@@ -26,30 +27,43 @@ _STEP = "ProfilerStep"
 
 @dataclass
 class Observed:
-    """What key_averages() showed at each cycle end: host ops, profiled steps, and its device events per step."""
+    """What key_averages() and its events showed at each cycle end, per profiled step: host ops, the device rows'
+    time and kernels, each host op's correlated kernels, and device time torch's stubs put on the host ops."""
 
+    activities: tuple[str, ...] = ()  # the runtime's and driver's Kineto activity types (set apart)
     host_ops: set[str] = field(default_factory=set)
     events_us: list[float] = field(default_factory=list)  # per cycle: PrivateUse1 self time per step
     kernels: list[float] = field(default_factory=list)  # per cycle: PrivateUse1 kernels per step
     ops_us: list[dict[str, float]] = field(default_factory=list)  # per cycle: host op -> its kernels' us per step
+    host: list[tuple[float, float]] = field(default_factory=list)  # per cycle: stub us, stub executions per step
+    host_ops_us: list[dict[str, float]] = field(default_factory=list)  # per cycle: host op -> stub self us per step
 
     def record(self, prof: Any) -> None:
-        rows = prof.key_averages()
+        rows, events = prof.key_averages(), prof.events()
         # The profiled (active) steps: one row, "ProfilerStep*", counts the ProfilerStep#n events.
         steps = max(sum(e.count for e in rows if e.key.startswith(_STEP)), 1)
+        apart = {key[0] for key in runtime_rows(events, self.activities, False).keys}
         host = [e for e in rows if e.device_type == DeviceType.CPU and not e.key.startswith(_STEP)]
-        self.host_ops.update(e.key for e in host)
+        self.host_ops.update(e.key for e in host if e.key not in apart)
         device = [e for e in rows if e.device_type == DeviceType.PrivateUse1 and e.self_device_time_total > 0]
         self.events_us.append(sum(e.self_device_time_total for e in device) / steps)
         self.kernels.append(sum(e.count for e in device) / steps)
-        self.ops_us.append({e.key: e.self_device_time_total / steps for e in host if e.self_device_time_total > 0})
+        self.ops_us.append({op: us / steps for op, us in correlated_us(events).items()})
+        stub = host_device_time(events, self.activities)
+        self.host.append((stub.total_us / steps, stub.executions / steps))
+        self.host_ops_us.append({op: us / steps for op, us in stub.per_op.items()})
 
     def evidence(self, schedule: ScheduleConfig) -> Evidence:
         """The key_averages() part of the evidence: medians over cycles, as the row's own figures are."""
         ev = Evidence(schedule, set(self.host_ops))
+        middle = len(self.events_us) // 2
         if any(us > 0 for us in self.events_us):
             ev.events_us, ev.events_kernels = statistics.median(self.events_us), statistics.median(self.kernels)
-            ev.events_ops = self.ops_us[len(self.ops_us) // 2] if self.ops_us else {}
+            ev.events_ops = self.ops_us[middle]
+        if any(us > 0 for us, _ in self.host):
+            ev.host_us = statistics.median(us for us, _ in self.host)
+            ev.host_executions = statistics.median(n for _, n in self.host)
+            ev.host_ops_us, ev.host_cycles = self.host_ops_us[middle], list(self.host)
         return ev
 
 
@@ -60,6 +74,7 @@ def _missing(cfg: NeuronProfilerConfig, explorer: ExplorerResult, state: str) ->
     modes = [getattr(m, "value", str(m)) for m in cfg.modes]
     return {
         EVENTS: f"key_averages() had no device events (correlate_device_time: {state})",
+        HOST_ROWS: "no device time on key_averages()' host rows (profiler stubs)",
         RUNTIME: "ProfileMode.RUNTIME not captured"
         if "RUNTIME" not in modes
         else f"Neuron Explorer {explorer.status}"
@@ -98,8 +113,10 @@ class Captured(Protocol):
     tnx: Any  # the torch_neuronx module
     observed: Observed
     compile_counts: dict[str, int] | None
+    compile_metrics: Any  # compile_metrics.CompileMetrics
     min_warmup_calls: int
-    correlate: str  # what became of correlate_device_time (neuron_sdk.PASSED, ...)
+    cores: str  # the NeuronCore selection in words (process_env.apply_core_env)
+    correlate: str  # what became of correlate_device_time when it was given (neuron_sdk.GIVEN, ...)
 
     def profile_root(self, out_dir: Path) -> Path: ...
 
@@ -130,10 +147,11 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
     explorer = _explore(backend, out_dir, index, modes)
     warnings += explorer.warnings
     found = device_time(backend.observed, explorer, cfg, schedule, backend.correlate)
+    not_run = _neffs_not_run(index, explorer, warnings)
     cols: dict[str, Any] = {
         "neuron_api": api.kind,
         "neuron_api_version": api.version,
-        "neuron_correlate_device_time": backend.correlate,
+        "neuron_cores": backend.cores,
         "neuron_min_warmup_calls": backend.min_warmup_calls,
         "neuron_debug_info": backend.debug.label,
         "neuron_neff_cache_dir": cache,
@@ -141,6 +159,7 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
         if backend.debug.neff_cache
         else backend.neff_cache.source,
         **artifact_columns(index, out_dir),
+        "neuron_neffs_not_run": not_run,
         "neuron_explorer_status": explorer.status,
         **explorer.columns,
         "neuron_fallback_ops": fallback_ops(backend.tnx, warnings),
@@ -148,12 +167,28 @@ def profile_columns(backend: Captured, out_dir: Path, schedule: ScheduleConfig) 
         **found.columns,
         **memory_columns(backend.tnx),
         **compile_columns(backend.compile_counts),
+        **backend.compile_metrics.columns(compiled=backend.compile_counts is not None),
     }
     warnings += found.warnings
     hbm_note(backend.tnx, modes, warnings)
     cols["warnings"] = " | ".join(dict.fromkeys(warnings)) or None
     _manifest(backend, out_dir, index, explorer, copied, cols)
     return cols, found
+
+
+def _neffs_not_run(index: CaptureIndex, explorer: ExplorerResult, warnings: list[str]) -> float:
+    """NEFFs in the capture that no execution of it ran (the capture should hold its cell's own only: a shared cache
+    copied whole would bring every cell's), counted, and named in `warnings`; NaN where the runtime trace names none."""
+    ran = explorer.runtime.neffs if explorer.runtime is not None else set()
+    if not ran:
+        return math.nan
+    extra = sorted({n["hash"] for n in index.neffs} - ran)
+    if extra:
+        warnings.append(
+            f"{len(extra)} NEFF(s) in the capture ran in no execution of it ({', '.join(extra[:3])}): not this cell's "
+            "(copied from the shared NEFF cache?); Neuron Explorer reads only those the NTFFs name"
+        )
+    return float(len(extra))
 
 
 def _manifest(

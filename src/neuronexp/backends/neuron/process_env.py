@@ -6,75 +6,19 @@ first compile, or the capture's NTFFs come without their NEFFs and Neuron Explor
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuronexp.backends.neuron.neff_cache import NEFF_CACHE_VAR, private_dirs, restore_env
 from neuronexp.config import ConfigError, NeuronDeviceConfig, NeuronProfilerConfig, unit_set
-from neuronexp.host.probe import default_cache_dir
 
 INSPECT_ENABLE = "NEURON_RT_INSPECT_ENABLE"
 # NEURON_FRAMEWORK_DEBUG is in the 2.31-2.33.0 "Source code and debug info" table, not in 2.33.1's short list.
 NAME_VARS = ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "NEURON_FRAMEWORK_DEBUG")
 NKI_VAR = "NKI_DEBUG_INFO"
 COMPILE_TIME_VARS = (*NAME_VARS, NKI_VAR)
-NEFF_CACHE_VAR = "TORCH_NEURONX_NEFF_CACHE_DIR"
-PINNED_MARK = "NEURONEXP_NEFF_CACHE_PINNED"  # the value neuronexp itself set (a later cell of the process re-pins)
-# How the NEFF cache was chosen (the row's neuron_neff_cache_source).
-FROM_ENV, FROM_KEY, FROM_DEFAULT = "TORCH_NEURONX_NEFF_CACHE_DIR", "profiler.neuron.neff_cache_dir", "neuronexp cache"
-
-
-def _restore(saved: dict[str, str | None]) -> None:
-    """The variables as they were before this process set them (None: unset)."""
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
-
-@dataclass(frozen=True)
-class NeffCache:
-    """The NEFF cache pinned for the cell's process: the path, how it was chosen, whether torch_neuronx was already
-    imported then (TorchNeuron's autoload), a note for the row, and what it replaced (for a backend that gives up)."""
-
-    path: str
-    source: str
-    imported_before: bool
-    note: str | None = None
-    saved: dict[str, str | None] = field(default_factory=dict)
-    created: bool = False  # the folder did not exist before
-
-    def unpin(self) -> None:
-        """Undo the pin of a backend that could not start: the variables as they were, the folder if made empty."""
-        _restore(self.saved)
-        if self.created and Path(self.path).is_dir() and not any(Path(self.path).iterdir()):
-            os.rmdir(self.path)
-
-
-def pin_neff_cache(cfg: NeuronProfilerConfig) -> NeffCache:
-    """Set TORCH_NEURONX_NEFF_CACHE_DIR before the first compile: the user's own value, else profiler.neuron.
-    neff_cache_dir, else neuronexp's per-user cache (<cache dir>/neff, shared by every run and sweep of the user)."""
-    env, ours = os.environ.get(NEFF_CACHE_VAR), os.environ.get(PINNED_MARK)
-    imported = "torch_neuronx" in sys.modules
-    note = None
-    if env and env != ours:
-        path, source = env, FROM_ENV
-        if cfg.neff_cache_dir and os.path.abspath(os.path.expanduser(cfg.neff_cache_dir)) != os.path.abspath(env):
-            note = f"profiler.neuron.neff_cache_dir={cfg.neff_cache_dir} not used: {NEFF_CACHE_VAR}={env} is set"
-    elif cfg.neff_cache_dir:
-        path, source = str(Path(cfg.neff_cache_dir).expanduser().absolute()), FROM_KEY
-    else:
-        path, source = str(default_cache_dir().expanduser().absolute() / "neff"), FROM_DEFAULT
-        if Path(path).is_symlink():  # never a cache reached through a link: a fresh folder of this process's own
-            note = f"{path} is a symbolic link: NEFFs compiled into a new folder instead"
-            path = tempfile.mkdtemp(prefix="neuronexp-neff-")
-    created = not Path(path).exists()
-    Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
-    saved = {k: os.environ.get(k) for k in (NEFF_CACHE_VAR, PINNED_MARK)}
-    os.environ[NEFF_CACHE_VAR] = os.environ[PINNED_MARK] = path
-    return NeffCache(path, source, imported, note, saved, created)
+PROCESS_DEBUG = "NEURONEXP_NEURON_DEBUG"  # the debug setting of this process's first Neuron cell
 
 
 def inspect_conflict(environ: dict[str, str] | os._Environ[str] = os.environ) -> ConfigError | None:
@@ -100,9 +44,29 @@ def _within(current: str | None, wanted: str) -> bool:
         return False
 
 
-def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> list[str]:
-    """Export neuron.visible_cores / neuron.num_cores; notes for values the started runtime can no longer see."""
+CORE_VARS = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES")
+DEFAULT_CORES = "1"  # one NeuronCore per cell unless asked otherwise (the runtime would reserve every one)
+CORES_MARK = "NEURONEXP_NEURON_CORES_DEFAULT"  # set beside neuronexp's own default, so a later cell knows it
+
+
+def _set_core_env(key: str, env: str, value: str, runtime_started: bool) -> list[str]:
     notes = []
+    if runtime_started and os.environ.get(env) != value:
+        notes.append(
+            f"{key}={value} not applied: the Neuron runtime already started in this process with "
+            f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead"
+        )
+    os.environ[env] = value
+    return notes
+
+
+def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> tuple[list[str], str]:
+    """Export neuron.visible_cores / neuron.num_cores, or, where neither they nor the environment choose, one
+    NeuronCore (NEURON_RT_NUM_CORES=1: by default the runtime reserves, and the capture records, every core of the
+    host). Notes for values the started runtime can no longer see, and the selection in words (the row's
+    neuron_cores)."""
+    notes: list[str] = []
+    chosen = []
     for key, env, value in (
         ("neuron.visible_cores", "NEURON_RT_VISIBLE_CORES", device_cfg.visible_cores),
         ("neuron.num_cores", "NEURON_RT_NUM_CORES", device_cfg.num_cores),
@@ -110,15 +74,20 @@ def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> lis
         if value is None:
             continue
         value = str(value).replace(" ", "")
+        chosen.append(f"{env}={os.environ.get(env) or value} ({key})")
         if env == "NEURON_RT_VISIBLE_CORES" and _within(os.environ.get(env), value):
+            chosen[-1] = f"{env}={os.environ[env]} (a launcher slot within {key}={value})"
             continue  # already narrowed to part of these cores (a launcher slot, or the user): keep it
-        if runtime_started and os.environ.get(env) != value:
-            notes.append(
-                f"{key}={value} not applied: the Neuron runtime already started in this process with "
-                f"{env}={os.environ.get(env) or 'unset'}; set {env} in the shell instead"
-            )
-        os.environ[env] = value
-    return notes
+        notes += _set_core_env(key, env, value, runtime_started)
+    default = f"NEURON_RT_NUM_CORES={DEFAULT_CORES} (neuronexp's default: one NeuronCore per cell)"
+    if chosen:
+        return notes, ", ".join(chosen)
+    given = [f"{env}={os.environ[env]}" for env in CORE_VARS if os.environ.get(env)]
+    if given and given != [os.environ.get(CORES_MARK)]:
+        return notes, ", ".join(given) + " (the environment)"  # a launcher's slot, or the user's shell
+    notes += _set_core_env("neuron.num_cores (default)", "NEURON_RT_NUM_CORES", DEFAULT_CORES, runtime_started)
+    os.environ[CORES_MARK] = f"NEURON_RT_NUM_CORES={DEFAULT_CORES}"
+    return notes, default
 
 
 @dataclass
@@ -138,13 +107,11 @@ class DebugInfo:
         return self.values.get(NEFF_CACHE_VAR)
 
     def restore(self) -> None:
-        _restore(self.saved)
+        restore_env(self.saved)
         self.saved = {}
 
 
-def apply_debug_info(
-    device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig, runtime_started: bool
-) -> DebugInfo:
+def apply_debug_info(device_cfg: NeuronDeviceConfig, profiler_cfg: NeuronProfilerConfig) -> DebugInfo:
     """Set the compile-time debug variables and point the NEFF cache at a fresh folder, before any compile. The folder
     is new (made here, under profiler.neuron.neff_cache_dir when set), so no NEFF compiled without the names can be
     reused from it; TORCH_NEURONX_DEBUG_DIR moves into it too, since TorchNeuron keeps its compilation artifacts
@@ -157,17 +124,29 @@ def apply_debug_info(
     if device_cfg.nki_debug_info:
         info.values[NKI_VAR] = "True"  # the spelling the docs use
     parent = profiler_cfg.neff_cache_dir
-    if parent:
-        Path(parent).mkdir(parents=True, exist_ok=True)
+    if parent:  # the key's folder passes the NEFF cache's rule (mkdtemp makes the fresh folder 0700, this user's)
+        parent = str(private_dirs(Path(parent).expanduser().absolute(), (), "profiler.neuron.neff_cache_dir"))
     fresh = Path(tempfile.mkdtemp(prefix="neuronexp-neff-", dir=parent or None))
     info.values[NEFF_CACHE_VAR] = str(fresh)
     info.values["TORCH_NEURONX_DEBUG_DIR"] = str(fresh / "debug")
     info.saved = {k: os.environ.get(k) for k in info.values}
     os.environ.update(info.values)
-    if runtime_started:
-        info.notes.append(
-            "neuron.debug_info set after the Neuron runtime started in this process: graphs an earlier "
-            "cell compiled may run again without layer names; run each cell in a fresh process "
-            "(launcher.isolate=true)"
-        )
     return info
+
+
+def check_process_debug(device_cfg: NeuronDeviceConfig) -> None:
+    """TorchNeuron reads the NEFF cache variable once per process, so the process's first Neuron cell fixes whether
+    its NEFFs carry debug names: a later cell of the same process that asks otherwise is refused (ConfigError), not
+    run with names it would not get. Recorded as "<pid>:<setting>", so a process forked or started from this one
+    (a sweep's cell) starts afresh."""
+    wanted = f"neuron.debug_info={device_cfg.debug_info},neuron.nki_debug_info={device_cfg.nki_debug_info}"
+    pid, _, first = os.environ.get(PROCESS_DEBUG, "").partition(":")
+    if pid == str(os.getpid()) and first != wanted:
+        raise ConfigError(
+            "neuron.debug_info",
+            wanted,
+            f"this process's first Neuron cell ran with {first}, and TorchNeuron reads its NEFF cache and the debug "
+            "variables once per process: run the cell in a process of its own (a sweep runs each cell or comparison "
+            "group in one; from Python, a new interpreter)",
+        )
+    os.environ[PROCESS_DEBUG] = f"{os.getpid()}:{wanted}"

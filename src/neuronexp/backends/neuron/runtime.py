@@ -5,6 +5,7 @@ covered, which is how the capture window is found (docs/neuron.md, "Device time:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,28 +15,67 @@ from neuronexp.backends.neuron.explorer_tables import TO_US, Profile, read_units
 
 EXECUTION = "nc_exec_running"  # the runtime's hardware event: a NEFF running on a NeuronCore
 STEP_PREFIX = "ProfilerStep#"  # torch.profiler's step ranges, in the framework trace Explorer joins in
-_COLUMNS = ["name", "start_ts", "end_ts", "trace_event_source", "flow_id", "nc_idx"]
+_COLUMNS = ["name", "start_ts", "end_ts", "trace_event_source", "flow_id", "nc_idx", "extra_attributes_json"]
 
 
 @dataclass
 class RuntimeTrace:
-    """Executions and profiled-step spans, in microseconds of the system trace's clock."""
+    """Executions and profiled-step spans, in microseconds of the system trace's clock; `cores`: the NeuronCores
+    (nc_idx) that ran an execution."""
 
     executions: list[tuple[float, float]] = field(default_factory=list)
     steps: list[tuple[float, float]] = field(default_factory=list)
+    cores: set[str] = field(default_factory=set)
+    neffs: set[str] = field(default_factory=set)  # the NEFFs (hashes) the executions ran, where the trace names them
 
 
-def _flow(value: Any, index: int) -> tuple[str, ...]:
-    """The execution's flow ids (schema: an array of strings); a row without any is an execution of its own."""
-    if value is None or isinstance(value, float):  # null, or NaN once pandas has read it
-        return ("row", str(index))
-    items = (value,) if isinstance(value, str) else tuple(str(v) for v in value)
-    return items or ("row", str(index))
+def _neff(extra: Any) -> str | None:
+    """The NEFF an execution ran, from its extra attributes ({"model_name": "neff_<hash>"}, or "model_id"); None
+    where they name none."""
+    try:
+        attrs = json.loads(extra) if isinstance(extra, str) else {}
+    except ValueError:
+        return None
+    name = str(attrs.get("model_name") or attrs.get("model_id") or "") if isinstance(attrs, dict) else ""
+    return name.removeprefix("neff_") or None
+
+
+def _flows(value: Any) -> frozenset[str]:
+    """The row's flow ids (schema: an array of strings); none for a null (NaN once pandas has read it)."""
+    if value is None or isinstance(value, float):
+        return frozenset()
+    return frozenset((value,) if isinstance(value, str) else (str(v) for v in value))
+
+
+@dataclass
+class _Execution:
+    start: float
+    end: float
+    cores: set[str]
+    flows: set[str]
+
+
+def executions(rows: list[tuple[float, float, str, frozenset[str]]]) -> list[tuple[float, float]]:
+    """(start, end, core, flow ids) rows -> executions. Rows are one execution only when they overlap in time and share
+    a core (several physical cores reported as one) or a flow id (one logical core's physical cores): a flow id may
+    be shared by many executions one after another, so it never joins rows apart in time. An execution's span is
+    its rows' union (they overlap), so the executions' union is the rows' own."""
+    out: list[_Execution] = []
+    running: list[_Execution] = []  # those a later row can still overlap (rows come in start order)
+    for start, end, core, flows in sorted(rows):
+        running = [x for x in running if x.end > start]
+        hit = next((x for x in running if core in x.cores or flows & x.flows), None)
+        if hit is None:
+            out.append(hit := _Execution(start, end, {core}, set(flows)))
+            running.append(hit)
+        else:
+            hit.end, hit.cores, hit.flows = max(hit.end, end), hit.cores | {core}, hit.flows | flows
+    return [(x.start, x.end) for x in out]
 
 
 def read_trace(profiles: list[Profile]) -> RuntimeTrace | None:
-    """The executions (one per flow: with several physical cores per logical core each runs the same flow, merged
-    into its first start and last end) and the ProfilerStep spans; None when Explorer wrote no SystemProfileEvents."""
+    """The executions (executions() above) and the ProfilerStep spans; None when Explorer wrote no
+    SystemProfileEvents."""
     frames = []
     for profile in (p for p in profiles if p.has("SystemProfileEvents")):
         factor = TO_US.get(read_units(profile).unit("SystemProfileEvents", "start_ts") or "nanoseconds", 1e-3)
@@ -47,15 +87,15 @@ def read_trace(profiles: list[Profile]) -> RuntimeTrace | None:
     start, end = df["start_ts"].astype(float) * df["_factor"], df["end_ts"].astype(float) * df["_factor"]
     runs = df["name"] == EXECUTION
     ids = df.loc[runs, "flow_id"] if "flow_id" in df else pd.Series(None, index=df.index[runs], dtype=object)
-    merged: dict[tuple[str, ...], list[float]] = {}
-    for key, s, e in zip((_flow(v, i) for i, v in ids.items()), start[runs], end[runs]):
-        span = merged.setdefault(key, [s, e])
-        span[0], span[1] = min(span[0], s), max(span[1], e)
+    cores = df.loc[runs, "nc_idx"] if "nc_idx" in df else pd.Series(None, index=df.index[runs], dtype=object)
+    core_names = ["?" if pd.isna(c) else str(int(c)) if isinstance(c, float) else str(c) for c in cores]
+    rows = list(zip(start[runs], end[runs], core_names, map(_flows, ids)))
+    extras = df.loc[runs, "extra_attributes_json"] if "extra_attributes_json" in df else []
+    neffs = {n for n in map(_neff, extras) if n}
     source = df["trace_event_source"] if "trace_event_source" in df else pd.Series("framework", index=df.index)
     steps = df["name"].astype(str).str.startswith(STEP_PREFIX) & (source.fillna("framework") == "framework")
-    return RuntimeTrace(
-        sorted((s, e) for s, e in merged.values()), sorted(zip(start[steps].tolist(), end[steps].tolist()))
-    )
+    spans = sorted(zip(start[steps].tolist(), end[steps].tolist()))
+    return RuntimeTrace(executions(rows), spans, set(core_names) - {"?"}, neffs)
 
 
 def busy_us(spans: list[tuple[float, float]]) -> float:
@@ -77,6 +117,7 @@ class RuntimeFigures:
     busy_us: float
     step_busy_us: float | None = None
     step_executions: float | None = None
+    cores: int = 0  # NeuronCores with an execution in the capture
 
     @property
     def steps_covered(self) -> float | None:
@@ -85,7 +126,7 @@ class RuntimeFigures:
 
 
 def figures(trace: RuntimeTrace) -> RuntimeFigures:
-    out = RuntimeFigures(len(trace.executions), busy_us(trace.executions))
+    out = RuntimeFigures(len(trace.executions), busy_us(trace.executions), cores=len(trace.cores))
     if not trace.steps or not trace.executions:
         return out
     inside = [run for run in trace.executions if any(s <= run[0] <= e for s, e in trace.steps)]

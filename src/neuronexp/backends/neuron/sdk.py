@@ -15,6 +15,7 @@ import inspect
 import re
 import sys
 from dataclasses import dataclass
+from glob import glob
 from types import ModuleType
 from typing import Any
 
@@ -25,10 +26,12 @@ DOCUMENTED = "neuronconfig-2.31"
 LEGACY = "neuronprofiler-2026-04"
 LEGACY_PARAMS = ("pytorch_activities", "neuron_output_dir")
 CORRELATE = "correlate_device_time"
-# What the row's neuron_correlate_device_time says: True given and taken; False given (profiler.neuron.
+# What the row's neuron_correlate_device_time says: True given (GIVEN), then, once profiled, TAKEN when device time
+# appeared through the profiler and IGNORED when none did (sources.correlate_outcome); False given (profiler.neuron.
 # correlate_device_time=false); not given (the installed NeuronConfig has no such parameter, or the April-2026 API);
 # given where the signature could not be read, rejected with a TypeError, and the config built again without it.
-PASSED, OFF, NOT_PASSED, REFUSED = "passed", "off", "not_passed", "refused"
+GIVEN, TAKEN, IGNORED = "given", "taken", "ignored"
+OFF, NOT_PASSED, REFUSED = "off", "not_passed", "refused"
 # PyPI's torch-neuronx is a 2022 placeholder whose import raises this; the real package is on the Neuron repository.
 PLACEHOLDER_TEXT = "WRONG PACKAGE"
 INSTALL_HINT = (
@@ -126,6 +129,11 @@ def detect(tnx: ModuleType) -> NeuronApi:
     )
 
 
+def neuron_present() -> bool:
+    """Whether torch-neuronx is installed and a Neuron device file exists (asking the runtime would start it)."""
+    return importlib.util.find_spec("torch_neuronx") is not None and bool(glob("/dev/neuron*"))
+
+
 def runtime_started() -> bool:
     """Whether the Neuron runtime started in this process. `import torch` may have loaded torch-neuronx (its
     `torch.backends` entry point); the runtime starts lazily (first device use), so the environment still applies."""
@@ -197,11 +205,11 @@ def neuron_config_kwargs(
 def build_neuron_config(
     api: NeuronApi, cfg: NeuronProfilerConfig, output_dir: str, neff_cache: str | None
 ) -> tuple[Any, str]:
-    """`NeuronConfig(**kwargs)` for the documented API, and what became of `correlate_device_time` (PASSED, OFF,
+    """`NeuronConfig(**kwargs)` for the documented API, and what became of `correlate_device_time` (GIVEN, OFF,
     NOT_PASSED or REFUSED). Raises ConfigError where the installed NeuronConfig rejects correlate_device_time=true
     that the user asked for."""
     kwargs = neuron_config_kwargs(api, cfg, output_dir, neff_cache)
-    state = NOT_PASSED if CORRELATE not in kwargs else PASSED if kwargs[CORRELATE] else OFF
+    state = NOT_PASSED if CORRELATE not in kwargs else GIVEN if kwargs[CORRELATE] else OFF
     try:
         return api.module.NeuronConfig(**kwargs), state
     except TypeError as exc:

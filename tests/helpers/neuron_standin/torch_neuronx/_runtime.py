@@ -23,7 +23,7 @@ from typing import Any
 
 import torch.profiler.profiler as torch_profiler
 from planted import device_key, executions, neff_of
-from torch_neuronx import STATE
+from torch_neuronx import STATE, metrics
 
 INSTANCE_ID = "i-0standin00000000"
 CLOCK_BASE_NS = 1_767_225_600_000_000_000  # the emulated host clock of the system trace (ns since the epoch)
@@ -96,19 +96,32 @@ def _layout(capture: Capture, scale: float = 1.0) -> tuple[list[dict[str, Any]],
         t = start + GAP_NS
         for op, us in capture.work.get(step, first):
             ns = int(round(us * 1000 * scale))
-            runs.append({"step": step, "op": op, "neff": neff_of(op), "start_ns": t, "end_ns": t + ns})
+            runs.append({"step": step, "op": op, "neff": neff_of(op), "start_ns": t, "end_ns": t + ns, "nc": 0})
             t += ns + GAP_NS
+    for i, run in enumerate(runs):  # the flow ids the system trace gives each execution (switches.flow_ids)
+        run["flow"] = {"per_execution": f"{capture.index}.{i}", "shared": "1"}.get(STATE.switches.flow_ids)
     return spans, runs
 
 
 def _compile(neffs: set[str]) -> None:
-    """The emulated compiler writes each NEFF once, into $TORCH_NEURONX_NEFF_CACHE_DIR as it is at that moment."""
-    for neff in sorted(neffs - set(STATE.compiled)):
+    """The emulated compiler writes each NEFF once, into $TORCH_NEURONX_NEFF_CACHE_DIR as it is at that moment, and
+    counts it: a NEFF this process compiled is an in-memory hit; one on disk from an earlier process, a persistent
+    hit; else a miss and a compilation (torch_neuronx.metrics)."""
+    for neff in sorted(neffs):
         cache = os.environ.get("TORCH_NEURONX_NEFF_CACHE_DIR")
+        path = Path(cache) / f"standin_{neff}" / "model.neff" if cache else None
+        if neff in STATE.compiled:
+            metrics.count("CompilationCache.InMemoryHits")
+            continue
         STATE.compiled[neff] = cache
-        if cache:
-            (Path(cache) / f"standin_{neff}").mkdir(parents=True, exist_ok=True)
-            (Path(cache) / f"standin_{neff}" / "model.neff").write_bytes(b"NEFF" + neff.encode())
+        if path is not None and path.is_file():
+            metrics.count("CompilationCache.PersistentHits")
+            continue
+        for name in ("InMemoryMisses", "PersistentMisses", "TotalCompilations"):
+            metrics.count(f"CompilationCache.{name}")
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"NEFF" + neff.encode())
 
 
 def write(capture: Capture) -> None:
@@ -129,11 +142,13 @@ def write(capture: Capture) -> None:
         (folder / "cpu_util.pb").write_bytes(b"\x08\x03" * 8)
     if "host_memory" in capture.modes:
         (folder / "host_mem.pb").write_bytes(b"\x08\x04" * 8)
-    if "device_profile" in capture.modes:
-        for nc, size in STATE.ntff_bytes.items():
-            body = json.dumps({"executions": runs}).encode() if size and nc == 0 else b"\x00" * size
+    if "device_profile" in capture.modes:  # one NTFF per reserved core: the work ran on core 0, the rest are empty
+        for nc in STATE.reserved or [0]:
+            body = json.dumps({"executions": runs}).encode() if nc == 0 else b""
             (folder / f"profile_nc_{nc}_session_0.ntff").write_bytes(body)
-        for neff in sorted({r["neff"] for r in runs}) if capture.neff_cache else []:
+        every = {n for n, cache in STATE.compiled.items() if cache == capture.neff_cache}
+        copied = every if STATE.switches.neff_copy == "cache" else {r["neff"] for r in runs}
+        for neff in sorted(copied) if capture.neff_cache else []:
             cached = Path(capture.neff_cache) / f"standin_{neff}" / "model.neff"
             if cached.is_file():  # copied at stop from the cache NeuronConfig names, as the capture guide says
                 shutil.copyfile(cached, folder / f"neff_{neff}_vnc_0.neff")

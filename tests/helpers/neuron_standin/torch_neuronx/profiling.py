@@ -4,6 +4,8 @@
   capture guide, with `correlate_device_time` (seen only in a third-party script; with it set, the device
   events of STATE.device_us reach key_averages(), see _device_events).
 - "no_correlate": the same, with NeuronConfig's documented parameters only.
+- "kwargs_drop": `NeuronConfig(**kwargs)` that keeps the documented parameters and silently drops any other
+  (correlate_device_time included): a signature that "takes" every keyword.
 - "legacy": the April-2026 `NeuronProfiler(pytorch_activities=..., neuron_output_dir=...)` context manager.
 - "none": no profiling API at all (e.g. the PyTorch/XLA-era torch-neuronx).
 
@@ -84,6 +86,14 @@ class NeuronConfigWithoutCorrelate(NeuronConfig):
         del self.kwargs["correlate_device_time"]
 
 
+class NeuronConfigDroppingUnknown(NeuronConfig):
+    DOCUMENTED = ("modes", "max_events_per_nc", "capture_enabled_for_nc", "profile_output_dir", "neff_cache_dir")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{k: v for k, v in kwargs.items() if k in self.DOCUMENTED})
+        del self.kwargs["correlate_device_time"]
+
+
 class NeuronProfiler:
     """Documented API: `on_trace_ready=NeuronProfiler(config).export_trace`."""
 
@@ -148,8 +158,8 @@ def select_api(variant: str) -> None:
     g = globals()
     if variant == "documented":
         return
-    if variant == "no_correlate":
-        g["NeuronConfig"] = NeuronConfigWithoutCorrelate
+    if variant in ("no_correlate", "kwargs_drop"):
+        g["NeuronConfig"] = NeuronConfigWithoutCorrelate if variant == "no_correlate" else NeuronConfigDroppingUnknown
         return
     for name in ("NeuronConfig", "ProfileMode"):
         g.pop(name, None)
@@ -159,3 +169,6 @@ def select_api(variant: str) -> None:
         g.pop("NeuronProfiler", None)
     else:
         raise ValueError(f"unknown stand-in API variant {variant!r}")
+
+
+select_api(STATE.switches.api)  # NEURON_STANDIN_SWITCHES="api=..." from outside; the test fixture selects its own

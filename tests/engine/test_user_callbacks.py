@@ -1,0 +1,56 @@
+"""A user's Hydra callbacks (hydra.callbacks) fire as Hydra's own run and launchers fire them: a single run gets
+on_run_start/end around on_job_start/end, each cell of a local sweep its on_job_start/end, with the cell's composed
+config and a JobReturn holding its row (FAILED with its error for a failed cell). Every invocation goes through
+Hydra's multirun (cli.main), so Hydra's on_multirun_start/end come around a single run too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import FAST, run_cli
+from helpers.layers import FAILING_LAYER
+
+
+def _recorded(tmp_path: Path, *args: str) -> tuple[list[list[str]], int]:
+    log = tmp_path / "calls.txt"
+    hooks = ["+hydra.callbacks.rec._target_=helpers.callbacks.Recorder", f"+hydra.callbacks.rec.path={log}"]
+    fast = [a for a in FAST if not (a.startswith("input.shape=") and any(b.startswith("input.shape=") for b in args))]
+    res = run_cli([*args, *fast, "roofline.probe=off", *hooks], cwd=tmp_path)
+    return [line.split() for line in log.read_text().splitlines()], res.returncode
+
+
+def test_a_single_run_fires_the_run_and_job_callbacks(tmp_path: Path) -> None:
+    calls, status = _recorded(tmp_path, "module=rmsnorm_fused", "hydra.run.dir=run")
+    assert status == 0
+    assert [c[0] for c in calls] == ["multirun_start", "run_start", "job_start", "job_end", "run_end", "multirun_end"]
+    assert calls[1] == ["run_start", "[1,8,64]"] and calls[2] == ["job_start", "FusedRMSNorm", "[1,8,64]"]
+    assert calls[3] == ["job_end", "FusedRMSNorm", "COMPLETED", "run", "ok"] and calls[4] == ["run_end", "COMPLETED"]
+
+
+def test_each_cell_of_a_local_sweep_fires_the_job_callbacks(tmp_path: Path) -> None:
+    shapes = "input.shape=[1,8,64],[1,8,128]"
+    calls, status = _recorded(tmp_path, "-m", "module=rmsnorm_naive,rmsnorm_fused", shapes, "hydra.sweep.dir=s")
+    assert status == 0 and calls[0] == ["multirun_start"] and calls[-1] == ["multirun_end"]
+    started = sorted(" ".join(c[1:]) for c in calls if c[0] == "job_start")
+    assert started == sorted(f"{m}RMSNorm [1,8,{w}]" for m in ("Naive", "Fused") for w in (64, 128))
+    ended = [c for c in calls if c[0] == "job_end"]
+    assert len(ended) == 4 and all(c[2] == "COMPLETED" and c[4] == "ok" for c in ended)
+    assert sorted(c[3] for c in ended) == ["0", "1", "2", "3"]  # each in its own job directory
+    assert not any(c[0].startswith("run_") for c in calls)
+
+
+def test_a_failed_cell_ends_its_job_failed_with_its_error(tmp_path: Path) -> None:
+    (tmp_path / "failing.py").write_text(FAILING_LAYER)
+    calls, status = _recorded(
+        tmp_path,
+        "-m",
+        "module._target_=failing.FailsOnWideInputs",
+        "~module.hidden_size",
+        "~module.eps",
+        "input.shape=[1,8,32],[1,8,128]",
+        "hydra.sweep.dir=s",
+    )
+    assert status == 1
+    ended = {c[3]: c for c in calls if c[0] == "job_end"}
+    assert ended["0"][2] == "COMPLETED" and ended["0"][4] == "ok"
+    assert ended["1"][2] == "FAILED" and "unsupported width 128" in " ".join(ended["1"][4:])

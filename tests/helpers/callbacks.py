@@ -1,0 +1,44 @@
+"""A user's Hydra callback writing down each hook it gets and what it was given (tests/engine/test_user_callbacks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+
+def _shape(config: DictConfig) -> str:
+    return "[" + ",".join(str(d) for d in OmegaConf.select(config, "input.shape")) + "]"
+
+
+class Recorder(Callback):
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+
+    def _note(self, *words: object) -> None:
+        with self.path.open("a") as f:
+            f.write(" ".join(map(str, words)) + "\n")
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._note("multirun_start")
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        self._note("multirun_end")
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._note("run_start", _shape(config))
+
+    def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
+        ret = kwargs.get("job_return")
+        self._note("run_end", ret.status.name if ret is not None else None)
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self._note("job_start", config.module._target_.rsplit(".", 1)[-1], _shape(config))
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        ret = job_return
+        value = ret.return_value["status"] if ret.status.name == "COMPLETED" else ret._return_value
+        target = config.module._target_.rsplit(".", 1)[-1]
+        self._note("job_end", target, ret.status.name, Path(ret.working_dir).name, value)
