@@ -4,6 +4,7 @@ terminal tree, and the table through a run's and a sweep's files."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -175,3 +176,23 @@ def test_the_median_cycle_of_an_even_count_is_the_lower_middle() -> None:
 
     assert median_cycle([4.0, 1.0, 3.0, 2.0]) == 3  # step times sorted 1, 2, 3, 4: the cycle of 2.0
     assert median_cycle([5.0, 1.0, 3.0]) == 2 and median_cycle([7.0]) == 0
+
+
+def test_a_module_time_unknown_in_one_cycle_leaves_its_band_unknown() -> None:
+    # min/max/median over values holding a NaN answer by position (min(5, nan) is 5, min(nan, 5) NaN): a band that
+    # is not known in every cycle is not known.
+    from torch import nn
+
+    from neuronexp.moduletime.attribution import ModuleCycle
+    from neuronexp.moduletime.module_rows import module_rows
+
+    model = nn.Sequential(nn.Linear(2, 2))
+    known, unknown = ModuleCycle(), ModuleCycle()
+    known.self_device_us["0"] = 5.0
+    unknown.self_device_us["0"] = float("nan")  # type: ignore[assignment]
+    for cycles in ([known, unknown], [unknown, known]):
+        rows = {r["module_path"]: r for r in module_rows(model, cycles, 1, [10.0, 10.0], {}, {})}
+        for band in ("total_device_us_low", "total_device_us_median", "total_device_us_high"):
+            assert math.isnan(rows["0"][band]) and math.isnan(rows[""][band]), (band, rows["0"])
+    rows = {r["module_path"]: r for r in module_rows(model, [known, known], 1, [10.0, 10.0], {}, {})}
+    assert rows["0"]["total_device_us_low"] == rows[""]["total_device_us_high"] == 5.0

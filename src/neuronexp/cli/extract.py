@@ -67,6 +67,10 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
         raise ExtractError(f"{run_dir}: no modules table; run it again with profiler.modules=true")
     run_id = str(modules["run_id"].iloc[0])
     table = of_run(modules, run_id)
+    if table["total_device_us"].isna().all():
+        raise ExtractError(
+            f"{run_dir}: no module has a device time (no source split the device time per op): none to rank"
+        )
     job_dir = found.job_dir_of[run_id]
     units = plan_units(hot_units(table).head(top), table, job_dir / "modules.parquet")
     check_free(owned, [rel for unit in units for rel in unit.files()])

@@ -6,6 +6,7 @@ time goes to the nearest span around it, so the times are the op table's (docs/c
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,9 +124,8 @@ def attribute_cycle(events: Any, host_only: bool) -> ModuleCycle:
 
 def fill_module_device_times(cycles: list[ModuleCycle], per_op_us: dict[str, float], active: int) -> None:
     """Device time per op from another source (Neuron Explorer; cell.profiling.fill_device_times, the same for ops):
-    each module gets an op's per-step device time in proportion to the calls of that op it made."""
-    if not per_op_us:
-        return
+    each module gets an op's per-step device time in proportion to the calls of that op it made. A module none of whose
+    ops the source names gets NaN, not 0 (its share of the step is unknown: the runtime trace alone names no op)."""
     for cycle in cycles:
         if sum(cycle.self_device_us.values()) > 0:
             continue
@@ -133,7 +133,6 @@ def fill_module_device_times(cycles: list[ModuleCycle], per_op_us: dict[str, flo
         for ops in cycle.op_calls.values():
             totals.update(ops)
         for path, ops in cycle.op_calls.items():
-            share: float = sum(
-                per_op_us[op] * active * n / totals[op] for op, n in ops.items() if op in per_op_us and totals[op]
-            )
+            named = [(op, n) for op, n in ops.items() if op in per_op_us and totals[op]]
+            share = sum(per_op_us[op] * active * n / totals[op] for op, n in named) if named else math.nan
             cycle.self_device_us[path] = share  # type: ignore[assignment]  # µs; Counter's stub holds only ints

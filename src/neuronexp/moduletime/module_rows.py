@@ -7,6 +7,7 @@ outputs written once, per call) and the inputs it was called with, as shapes, dt
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from typing import Any
 
@@ -202,7 +203,9 @@ def module_rows(
         return getattr(cycles[pick], field)[path] / active if pick is not None else float("nan")
 
     def band(path: str, pick_: Any) -> float:
-        return pick_(t[path] for t in per_cycle) / active if per_cycle else float("nan")
+        values = [t[path] for t in per_cycle]
+        known = values and not any(math.isnan(v) for v in values)  # min/max/median of a NaN is whatever came first
+        return pick_(values) / active if known else float("nan")
 
     rows = {
         p: {

@@ -25,6 +25,13 @@ MAX_CHILDREN = 3  # and so are all but the top three (32 decoder layers are one 
 FIGURES = 28  # the right-hand columns: calls, total, share, self share
 
 
+# Said where no module has a device time: the device time came whole (the runtime's trace), with no op named.
+UNSPLIT = (
+    "No module has a device time: no source split the device time per op (the cell's device_time_source says where "
+    "the step's came from; docs/neuron.md). Each module's host time is in its self_cpu_us."
+)
+
+
 def _line(name: str, calls: Any, total: float | str, share: float, self_share: float, width: int) -> str:
     """`total` a figure, or one already written (marked `~`)."""
     room = max(width - FIGURES, 20)
@@ -77,6 +84,8 @@ def module_lines(modules: pd.DataFrame, device: str, width: int = 80) -> list[st
         return []
     width = max(width, 60)
     head = f"Time per module (self {device} time of its ops per step; share of the step)"
+    if table["total_device_us"].isna().all():  # a step's time known, not its split: ranking by 0s would mislead
+        return [head[:width], *textwrap.wrap(UNSPLIT, width)]
     lines = [head[:width], f"{'module':<{max(width - FIGURES, 20)}}{'calls':>5}{'total':>10}{'share':>7}{'self':>6}"]
     lines += tree_lines(table, width)
     lines.append("Summed by type (a module inside one of its own type counted once)")

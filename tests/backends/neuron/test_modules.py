@@ -4,6 +4,7 @@ attached to their launching op (correlate_device_time), or Neuron Explorer's per
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,41 @@ def test_neuron_explorer_per_op_time_is_shared_by_each_module_s_calls(
     )
     assert rows[""]["total_device_us"] == pytest.approx(204)
     assert rows["second"]["share"] == pytest.approx(102 / 224)  # of the runtime's whole step
+
+
+def test_without_a_per_op_split_no_module_has_a_device_time(
+    standin, fake_explorer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The runtime's trace gives the step's device time but names no op (issue 42: the likely case on TorchNeuron):
+    # a module's share of it is unknown, so its device time is NaN, never the 0.0 a host op's empty device field
+    # holds, and the module block says why instead of ranking modules by zeros.
+    from neuronexp.moduletime.terminal_lines import module_lines
+
+    standin.STATE.switches.__dict__.update(key_averages="none", runtime_events=True)
+    monkeypatch.setenv("FAKE_EXPLORER_FRAMEWORK", "off")  # Explorer's tables name no framework op
+    results = run_cell(_spec(active=1, debug_info=True), tmp_path)
+    cell = results.cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["device_time_source"] == "neuron_runtime" and cell["device_time_us"] > 0
+    rows = _by_path(results)
+    for path in ("", "first", "second"):
+        assert math.isnan(rows[path]["total_device_us"]) and math.isnan(rows[path]["share"]), rows[path]
+        assert math.isnan(rows[path]["total_device_us_median"])
+    assert rows["first"]["self_cpu_us"] > 0 and rows["first"]["calls"] == 1  # the host side is still measured
+    lines = module_lines(results.modules, "neuron")
+    assert any("no source split the device time per op" in line for line in lines), lines
+    assert not any(line.startswith("Hotspots") for line in lines)
+    _ranked_by_extract_refused(results, tmp_path)
+
+
+def _ranked_by_extract_refused(results, run: Path) -> None:  # noqa: ANN001
+    from omegaconf import OmegaConf
+
+    from neuronexp.cli.extract import ExtractError, extract
+    from neuronexp.engine.ownership import mark
+
+    (run / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create({"module": {"_target_": "x.Y"}})))
+    mark(run, "run")
+    with pytest.raises(ExtractError, match="no module has a device time"):
+        extract(run, 3, run.parent / "studies")
+    assert not (run.parent / "studies").exists()
