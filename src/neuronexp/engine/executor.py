@@ -28,7 +28,6 @@ class Executor:
     unpaired: str | None = None  # why no comparison group is timed together here (None: groups are)
     remote = False  # cells run on other machines: this host's memory and device slots are not theirs
     forks = False  # the cells' code is checked in a process forked from this host's fork server
-    hydra_jobs = False  # each cell is a job of Hydra's run_job, which calls the user's on_job_* callbacks itself
 
     def slotted(self, cell: PlannedCell) -> bool:
         """Whether the cell runs on a device slot of its own (its locks taken), rather than with its supervisor's

@@ -25,7 +25,6 @@ class HydraLauncher(Executor):
     """A Hydra launcher's jobs, one cell each, on a device slot of their own wherever they land."""
 
     unpaired = "a Hydra launcher runs each cell in a process of its own"
-    hydra_jobs = True
 
     def __init__(self, make: Any) -> None:
         self.make, self.launcher = make, None  # made and set up before the plan: it may fit the config first

@@ -32,8 +32,8 @@ def run(ctx: SweepContext) -> Outcome:
             return Outcome(None)
         from neuronexp.engine.user_callbacks import UserCallbacks
 
-        # The user's on_job_* (and a run's on_run_*) where Hydra's run_job does not run the cell and call them.
-        callbacks = UserCallbacks(ctx.master if not invocation.executor.hydra_jobs else None)
+        # The user's on_run_* and on_job_* for cells started here (a Hydra launcher's jobs: its run_job calls them).
+        callbacks = UserCallbacks(ctx.master)
         return (_run_one if invocation.kind == "run" else _run)(invocation, callbacks)
 
 
