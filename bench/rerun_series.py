@@ -1,4 +1,4 @@
-"""Do a study's speedups survive reruns, and where they do not, did the host move? (docs/methodology.md,
+"""Do a study's speedups survive reruns, and where they do not, did the host move? (docs/history.md,
 "Measured: paired timing"). Reads N sweeps of the same study, run back to back in fresh processes:
 
     for i in 1 2 3 4 5 6 7 8 9; do neuronexp +experiment=rmsnorm_sweep hydra.sweep.dir=DIR/run$i; done

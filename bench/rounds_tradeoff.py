@@ -1,4 +1,4 @@
-"""How should a paired timing pass split its samples: few long rounds or many short ones? (docs/methodology.md,
+"""How should a paired timing pass split its samples: few long rounds or many short ones? (docs/timing.md,
 "Rounds"). Each round is another placement of the inputs, and the paired ratio moves with the placement, so this
 replays what a study could afford from long runs of the same comparison groups in fresh processes.
 

@@ -36,7 +36,7 @@ def fmt_pct(value: float | None) -> str:
 UNPAIRED_MARK = "†"  # after a speedup timed apart from its baseline (analysis.paired)
 UNPAIRED_LEGEND = f"{UNPAIRED_MARK} unpaired: timed apart from its baseline, so drift between the two is in it"
 # Under every table of speedups with intervals: an interval holds this run's drift, not the host's change between runs
-# (one run's interval held a rerun's figure 37% of the time on a shared VM: docs/methodology.md, "Measured").
+# (one run's interval held a rerun's figure 37% of the time on a shared VM: docs/history.md, "Measured").
 INTERVAL_LEGEND = "(lo–hi): this run's 95% interval; on a changing host a rerun can land outside it"
 
 

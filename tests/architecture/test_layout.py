@@ -38,8 +38,9 @@ ALLOWED = {
     "export": {"analysis", "results"},
     # Slurm: the cluster's checks and the submitted array (its plugin is the one importer of slurm.jobs).
     "slurm": {"config"},
-    # A cell's process, its supervisor and the fork server (a Slurm task's time limit stops its cell: slurm).
-    "cellprocess": {"cell", "backends", "config", "results", "host", "slurm"},
+    # A cell's process, its supervisor and the fork server (a Slurm task's time limit stops its cell: slurm). The
+    # template imports the built-in layers (modules, a leaf) before its first fork, so no cell pays that import.
+    "cellprocess": {"cell", "backends", "config", "results", "host", "slurm", "modules"},
     # The sweep's orchestration: plan, lock, reuse, launch, watch, aggregate.
     "engine": {
         "cellprocess",

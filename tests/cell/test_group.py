@@ -3,9 +3,14 @@ and the cases that fall back to timing a cell alone, each said in its row."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from neuronexp.cell.group import run_cells
+import pyarrow.parquet as pq
+import pytest
+
+import neuronexp.cell.group as group
+from neuronexp.cell.group import run_cells, write_cells
 from neuronexp.config import CellSpec
 from neuronexp.config.schema import (
     BackendName,
@@ -18,6 +23,7 @@ from neuronexp.config.schema import (
     ScheduleConfig,
     TimingConfig,
 )
+from neuronexp.results import Results
 
 RMSNORM = {"_target_": "neuronexp.modules.NaiveRMSNorm", "hidden_size": 64}
 GREEDY = {"_target_": "helpers.layers.Greedy"}
@@ -30,7 +36,7 @@ def _spec(name: str, module: dict[str, object]) -> CellSpec:
         backend=BackendName.cpu,
         correctness=CorrectnessConfig(enabled=False),
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)),
-        timing=TimingConfig(min_seconds=0, warmup=1, iters=10, min_iters=10, rounds=2, round_gap_s=0.0),
+        timing=TimingConfig(min_seconds=0, warmup=1, iters=10, min_iters=10, rounds=2, round_gap_s=0.0, precision=None),
     )
     return CellSpec(config=cfg, run_id=name, experiment="group", module_name=name)
 
@@ -44,6 +50,43 @@ def test_a_group_gives_every_cell_its_own_rows_with_pair_indices(tmp_path: Path)
     assert a.cells["timing_group"].iloc[0] == b.cells["timing_group"].iloc[0] and a.cells["timing_group"].iloc[0]
     assert list(a.samples["pair"]) == list(b.samples["pair"]) == list(range(10))
     assert all((d / "cells.parquet").is_file() and (d / "trace.json").is_file() for d in dirs)
+
+
+def test_a_group_timed_to_a_precision_says_in_each_row_how_long_and_why_it_stopped(tmp_path: Path) -> None:
+    specs = [_spec("a", RMSNORM), _spec("b", RMSNORM)]
+    for spec in specs:  # the default rule, on a budget of 0.5 s a cell
+        spec.config.timing = TimingConfig(min_seconds=0, warmup=1, max_seconds=0.5)
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    rows = [r.cells.iloc[0] for r in run_cells(specs, dirs)]
+    for row in rows:
+        assert row["precision_target"] == 0.05 and row["latency_rounds"] >= 10
+        assert row["timing_stop"] in ("precision", "max_seconds") and 0 < row["precision_reached"] < 1
+        met = bool(row["precision_reached"] <= 0.05)
+        assert bool(row["precision_met"]) is (row["timing_stop"] == "precision") is met
+    assert rows[0]["precision_reached"] == rows[1]["precision_reached"]  # one rule for the group
+
+
+def test_a_cell_process_writes_its_files_without_making_pandas_tables_and_asks_git_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[Path] = []
+    monkeypatch.setattr(group, "git_state", lambda cwd: asked.append(cwd) or {"git_commit": "c0", "git_dirty": False})
+
+    def refused(*_: object) -> None:
+        raise AssertionError("a cell's own process made pandas tables it never reads")
+
+    monkeypatch.setattr(Results, "from_arrow", classmethod(refused))
+    specs = [_spec(name, RMSNORM) for name in "abc"]
+    dirs = [tmp_path / name for name in "abc"]
+    for d in dirs:
+        d.mkdir()
+    write_cells(specs, dirs)  # what cellprocess.entry.run_cell_process runs
+    assert len(asked) == 1  # once for the group's process, not once a cell
+    for d in dirs:
+        assert json.loads((d / "env.json").read_text())["git_commit"] == "c0"
+        assert pq.read_table(d / "cells.parquet").column("status").to_pylist() == ["ok"]
 
 
 def test_a_cell_that_fails_before_timing_leaves_the_others_timed_and_said(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """The noise thresholds pinned from both sides, so neither a stricter nor a looser rule passes unnoticed
-(docs/methodology.md, "Noise": a quiet 2-core VM's rounds spread 3-12%, another process on the cores 30%+)."""
+(docs/timing.md, "Noise": a quiet 2-core VM's rounds spread 3-12%, another process on the cores 30%+)."""
 
 from __future__ import annotations
 

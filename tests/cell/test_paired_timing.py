@@ -33,6 +33,7 @@ def _cfg(**kw) -> TimingConfig:
             "rounds": 3,
             "round_gap_s": 0.0,
             "max_seconds": 60,
+            "precision": None,  # the fixed count: these tests count samples (the adaptive stop: test_precision.py)
             **kw,
         }
     )

@@ -32,7 +32,9 @@ def _spec(name: str, module: dict[str, object], warmup: int = 1) -> CellSpec:
         backend=BackendName.cpu,
         correctness=CorrectnessConfig(enabled=False),
         profiler=ProfilerConfig(schedule=ScheduleConfig(wait=0, warmup=1, active=1, repeat=1)),
-        timing=TimingConfig(min_seconds=0, warmup=warmup, iters=10, min_iters=10, rounds=2, round_gap_s=0.0),
+        timing=TimingConfig(
+            min_seconds=0, warmup=warmup, iters=10, min_iters=10, rounds=2, round_gap_s=0.0, precision=None
+        ),
     )
     return CellSpec(config=cfg, run_id=name, experiment="t", module_name=name)
 

@@ -80,6 +80,18 @@ def test_the_template_is_one_thread_with_no_device_runtime(server: Path) -> None
     assert state["runtimes_started"] == []
 
 
+def test_a_forked_cell_finds_its_layers_imported_and_starts_no_process_for_its_platform_string(
+    server: Path, tmp_path: Path
+) -> None:
+    # What every cell would pay afresh (docs/performance.md, "Sampling to a precision": a cell that does nothing): the
+    # built-in layers' import (14 ms), pyarrow's version module (7 ms, its pandas shim), `uname -p` (5 ms).
+    modules = ["neuronexp.modules", "neuronexp.modules.rmsnorm", "pyarrow.vendored.version"]
+    ended = run_forked(_typed(_request(tmp_path, "inherited", modules=modules)), timeout_s=60)
+    assert ended.code == 0, (tmp_path / "cell.log").read_text()
+    seen = _seen(tmp_path)
+    assert seen["missing"] == [] and seen["spawned"] == [] and seen["platform"].startswith("Linux-")
+
+
 def test_cells_are_forked_with_their_own_malloc_mode_from_the_start(server: Path, tmp_path: Path) -> None:
     """The template applies the sweep's mode before torch allocates; a cell of another mode gets a template of its
     own. Seen in the child's page faults: an 8 MiB block freed and taken again faults under glibc's defaults."""

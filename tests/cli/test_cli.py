@@ -130,6 +130,9 @@ BAD_INPUTS = [
     (["module._target_=collections.OrderedDict"], "not a torch.nn.Module"),
     (['profiler.neuron.capture_enabled_for_nc="0,x"'], "profiler.neuron.capture_enabled_for_nc=0,x"),
     (["timing.iters=0"], "timing.iters=0"),
+    (["timing.precision=2"], "timing.precision=2.0: must be a fraction between 0 and 1 (0.02: each speedup"),
+    (["timing.precision=0"], "timing.precision=0.0: must be a fraction"),
+    (["timing.min_rounds=1"], "timing.min_rounds=1: must be an integer >= 2"),
     (["inptu.shape=[1,2]"], "inptu.shape"),
 ]
 

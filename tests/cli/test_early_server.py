@@ -41,6 +41,22 @@ def test_a_sweep_starts_its_fork_server_before_hydra_named_only_once_adopted(no_
     assert server.proc.returncode is not None and server_address() is None
 
 
+def test_an_experiment_whose_own_config_sweeps_starts_one_without_m(no_server: None, tmp_path: Path) -> None:
+    # The README's first command, `neuronexp +experiment=rmsnorm_sweep`, is a sweep by its experiment's config.
+    server = _early_server(through_the_sweeper(["+experiment=rmsnorm_sweep", "input.shape=[1,8,64]"]))
+    assert server is not None and server.proc is not None
+    server.__exit__(None, None, None)
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "one.yaml").write_text("# @package _global_\n# sweeper: params: in a comment\nx: 1\n")
+    (tmp_path / "experiment" / "mine.yaml").write_text("hydra:\n  sweeper:\n    params:\n      module: a,b\n")
+    for name, sweeps in (("one", False), ("mine", True), ("nowhere", False)):
+        argv = ["--config-dir", str(tmp_path), f"+experiment={name}"]
+        server = _early_server(through_the_sweeper(argv))
+        assert (server is not None) is sweeps, name
+        if server is not None:
+            server.__exit__(None, None, None)
+
+
 @pytest.mark.parametrize(
     "argv",
     [["module=rmsnorm_naive"], ["-m", "--help"], ["--cfg", "job"], ["-m", "--hydra-help"], ["--info"]],

@@ -225,6 +225,8 @@ def test_schema_keys_are_known_inside_neuronexps_nodes_only() -> None:
         "rounds",
         "round_gap_s",
         "relocate",
+        "precision",
+        "min_rounds",
     ]
     assert "kv_heads" in (schema_keys("dims") or [])
     assert "schedule" in (schema_keys("profiler") or [])

@@ -58,6 +58,21 @@ def test_the_list_says_which_cells_are_cached_and_estimates_the_rest(tmp_path: P
     assert estimate_s(cells, 5.0) == 2 * (5 + OVERHEAD_S) + COMPILE_S
 
 
+def test_with_a_precision_the_estimate_runs_from_the_least_a_group_takes_up_to_its_budget(tmp_path: Path) -> None:
+    timing = {"max_seconds": 3.0, "min_seconds": 0.5, "precision": 0.02, "min_rounds": 10, "rounds": 20}
+    cells = [c for c in _cells() if not c.compiled]
+    line = dry_run_lines(cells, tmp_path, OmegaConf.create({"timing": timing, "baseline": "rmsnorm_naive"}))[-1]
+    least, most = 0.5 * 10 / 20 + OVERHEAD_S, 3 + OVERHEAD_S
+    assert line.startswith(
+        f"1 to run, 0 cached · estimate: {least:.0f} s up to {most:.0f} s: each comparison group is "
+    )
+    assert "known within ±2% (timing.precision), up to 3 s of timing a cell (timing.max_seconds)" in line
+    alone = dry_run_lines(cells, tmp_path, OmegaConf.create({"timing": timing}))[-1]  # no baseline: no groups
+    assert alone.startswith(f"1 to run, 0 cached · estimate: about {most:.0f} s (up to 3 s of timing a cell")
+    fixed = dry_run_lines(cells, tmp_path, OmegaConf.create({"timing": {**timing, "precision": None}, "baseline": "x"}))
+    assert "about 5 s (up to 3 s" in fixed[-1] and "precision" not in fixed[-1]
+
+
 @pytest.mark.slow  # two commands, about 8 s on the 2-core VM
 def test_a_dry_run_sweep_lists_its_cells_and_writes_nothing(cli, tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"

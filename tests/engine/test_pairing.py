@@ -86,7 +86,7 @@ def test_an_executor_that_runs_a_cell_a_process_pairs_nothing_and_says_why_once(
     cells = _grid()
     units, notes = plan_units(cells, parse_baseline({"module": "rmsnorm_naive"}), {c.run_id for c in cells}, "why")
     assert [len(u.cells) for u in units] == [1] * 6 and notes == [
-        'speedups are unpaired: why (docs/methodology.md, "Paired timing")'
+        'speedups are unpaired: why (docs/timing.md, "Paired timing")'
     ]
     assert plan_units(cells, None, {c.run_id for c in cells}, "why")[1] == []  # no baseline: nothing to pair
 

@@ -74,6 +74,21 @@ def test_a_finished_cells_line_has_the_outcome_and_estimate_and_fits_the_termina
     assert second.startswith("cell 3/4 error · ") and second.endswith("module=m1 input.shape=[1,1]: RuntimeError: boom")
 
 
+def test_a_finished_cells_line_says_how_long_its_group_sampled_to_a_precision(tmp_path: Path, caplog) -> None:
+    cells = _cells(3)
+    progress = SweepProgress(tmp_path, cells, reused=set())
+    met = {"status": "ok", "latency_median_us": 12.0, "timing_stop": "precision", "precision_reached": 0.0412}
+    spent = {**met, "timing_stop": "max_seconds", "precision_reached": 0.083, "latency_rounds": 134}
+    fixed = {"status": "ok", "latency_median_us": 12.0, "timing_stop": "count", "latency_rounds": 20}
+    with caplog.at_level(logging.INFO, logger="neuronexp.engine"):
+        for cell, row in zip(cells, ({**met, "latency_rounds": 12}, spent, fixed)):
+            progress._report(cell, row)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines[0].startswith("cell 1/3 ok 12 µs · ±4.1% in 12 rounds · eta ")
+    assert lines[1].startswith("cell 2/3 ok 12 µs · ±8.3% in 134 rounds (max_seconds) · eta ")
+    assert lines[2].startswith("cell 3/3 ok 12 µs · eta ")  # a fixed count: nothing to say
+
+
 @pytest.mark.slow  # 5 s on the 2-core VM
 def test_a_cell_records_its_phases_in_its_job_directory(tmp_path: Path) -> None:
     result = run_cli(["module=rmsnorm_fused", *FAST], cwd=tmp_path)

@@ -152,3 +152,22 @@ def cell_then_modules(payload: dict[str, Any]) -> int:
     code = run_cell_process((payload["spec"],))
     _write(payload, {"code": code, "hydra": sorted(m for m in sys.modules if m == "hydra" or m.startswith("hydra."))})
     return 0
+
+
+def inherited(payload: dict[str, Any]) -> int:
+    """What a cell would otherwise do afresh in each process: modules it imports (those of `payload["modules"]` not
+    loaded yet) and the processes env.json's platform string starts (`uname -p`, unless the template asked first)."""
+    import platform
+
+    missing = [name for name in payload["modules"] if name not in sys.modules]
+
+    spawned: list[list[str]] = []
+    real = subprocess.Popen.__init__
+
+    def recording(self: subprocess.Popen, args: Any, *rest: Any, **kw: Any) -> None:
+        spawned.append(list(args) if isinstance(args, (list, tuple)) else [str(args)])
+        real(self, args, *rest, **kw)
+
+    subprocess.Popen.__init__ = recording  # type: ignore[method-assign]
+    _write(payload, {"platform": platform.platform(), "spawned": spawned, "missing": missing})
+    return 0

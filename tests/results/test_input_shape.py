@@ -39,9 +39,17 @@ def test_results_written_with_the_old_name_read_back_as_input_shape(tmp_path: Pa
 
 
 def test_results_written_before_a_column_was_added_read_back_with_it_null(tmp_path: Path) -> None:
-    """Cells columns added on 7 December 2026 (output_nonfinite, compile_backend): a file written without them reads
-    back with them null (missing, not zero), not refused as another layout."""
-    added = ["output_nonfinite", "compile_backend"]
+    """Cells columns added on 7 December 2026 (output_nonfinite, compile_backend, and issue 47's timing_stop and
+    precision columns): a file written without them reads back with them null (missing, not zero), not refused as
+    another layout."""
+    added = [
+        "output_nonfinite",
+        "compile_backend",
+        "timing_stop",
+        "precision_target",
+        "precision_reached",
+        "precision_met",
+    ]
     job = tmp_path / "0"
     job.mkdir()
     rows = {"cells": [dict(run_id="a", input_shape="[1,8,64]", status="ok")], "ops": [], "samples": []}

@@ -1,6 +1,6 @@
 """The output check: each cell's output against its baseline cell's, from the files the cells saved (they ran in
 other processes). The rule, the tolerances by dtype, the float32 evaluation that keeps a more accurate variant from
-failing, and when outputs are not compared at all: docs/methodology.md, "Output check"."""
+failing, and when outputs are not compared at all: docs/profile.md, "Output check"."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from neuronexp.results.outputs import FLOAT32_OUTPUT_FILE, OUTPUT_FILE, OutputLe
 # What two correct implementations of a layer (another summation order, a fused kernel, an upcast or not) may
 # differ by. 16-bit outputs: four units of their last place (machine epsilon: bfloat16 2^-7, float16 2^-10), the
 # output's own rounding dominating. float32: 1e-5 (about 80 epsilons), the rounding accumulated over reductions of
-# thousands of elements dominating; float64 likewise. Measured in docs/methodology.md, "Output check".
+# thousands of elements dominating; float64 likewise. Measured in docs/profile.md, "Output check".
 DEFAULT_RTOL = {"float64": 1e-9, "float32": 1e-5, "bfloat16": 2.0**-5, "float16": 2.0**-8}
 ACCURACY_FACTOR = 2.0
 WARNING_PREFIX = "output differs from the baseline's"
@@ -73,7 +73,7 @@ def nonfinite_words(variant: list[OutputLeaf], baseline: list[OutputLeaf]) -> tu
 def compare_outputs(
     variant: list[OutputLeaf], baseline: list[OutputLeaf], rtol: float, atol: float | None
 ) -> dict[str, Any]:
-    """The check's columns for one cell (docs/methodology.md, "Output check"); `atol` None: rtol × the
+    """The check's columns for one cell (docs/profile.md, "Output check"); `atol` None: rtol × the
     baseline's RMS."""
     if len(variant) != len(baseline):
         kind = "no tensor" if not variant else f"{len(variant)} tensor(s)"
@@ -113,7 +113,7 @@ def as_accurate(
     variant: list[OutputLeaf], baseline: list[OutputLeaf], wide: list[OutputLeaf], check: dict[str, Any]
 ) -> dict[str, Any]:
     """`check` (a FAIL of the elementwise rule) turned into a pass when the variant is no less accurate than the
-    baseline against the baseline's float32 evaluation `wide`, up to ACCURACY_FACTOR (docs/methodology.md,
+    baseline against the baseline's float32 evaluation `wide`, up to ACCURACY_FACTOR (docs/profile.md,
     "Output check")."""
     if check["max_abs_err"] is None or len(wide) != len(baseline):
         return check

@@ -2,7 +2,7 @@
 
 One run cannot see what differs from one process to the next, but its drift over its own rounds shows what the machine
 was doing; a factor × that drift is added to its bootstrap draws as a log-normal process term, so noise widens the
-interval instead of vetoing the call (docs/methodology.md, "compare with one run a side")."""
+interval instead of vetoing the call (docs/history.md, "compare with one run a side")."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from neuronexp.analysis.bootstrap import bootstrap_medians
 # process measures about itself predicts (only several runs a side do).
 FLOOR_FACTOR = 2.0
 # With the host reference on both sides (host.reference; compare widens by its move, host_widened), the floor need
-# only hold what the reference cannot see: in 13 runs of the main study on 2 December (docs/methodology.md, "The
-# host reference"), 0.5 with the reference called 4 of 936 A/A cells and 97% of ×2 regressions across runs, where
+# only hold what the reference cannot see: in 13 runs of the main study on 2 December (docs/history.md, "paired
+# timing measured"), 0.5 with the reference called 4 of 936 A/A cells and 97% of ×2 regressions across runs, where
 # 2 without it called 20 and 64% (1 with it: 2 and 86%). Checked again with 20 rounds a cell (9 runs, another VM):
 # 0 of 432 A/A cells called, 98.3% of ×2 regressions.
 REFERENCED_FLOOR_FACTOR = 0.5

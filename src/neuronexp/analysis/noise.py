@@ -3,7 +3,7 @@
 The sweep table, summary.md, the report, the findings and compare share this definition, so a cell is never a finding in
 one view and noisy in another. The cell judges itself when it runs (cell.noise_columns); a sweep judges its cells again
 when it gathers them, with its own `noise.*` thresholds, so a threshold changed on a rerun applies to reused cells too
-(docs/methodology.md, "Noise")."""
+(docs/timing.md, "Noise")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Speedups over the baseline with their intervals: paired where the cell and its baseline were timed together
 (the median per-pair ratio, which cancels the host's drift), unpaired otherwise (the ratio of medians, whose
-row says so); which in `speedup_method`. The estimators and their intervals: docs/methodology.md, "Paired timing"."""
+row says so); which in `speedup_method`. The estimators and their intervals: docs/timing.md, "Paired timing"."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The roofline of one cell: what its work and median latency achieved, as a share of the device's roofs
-(achieved GB/s and TFLOP/s, intensity, the bound, % of each peak; docs/methodology.md, "How far from the limit").
+(achieved GB/s and TFLOP/s, intensity, the bound, % of each peak; docs/profile.md, "How far from the limit").
 bytes_min is a lower bound on traffic, so achieved GB/s is too: above 100% means a cache held the data."""
 
 from __future__ import annotations

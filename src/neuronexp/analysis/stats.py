@@ -1,6 +1,6 @@
 """A/B statistics on latency samples taken in rounds: ratio of medians of round medians, a hierarchical bootstrap
 CI and p-value, Benjamini–Hochberg across cells. Rounds, not samples, are the unit of repetition, and a side of
-one run carries a noise floor (analysis.floor): why, and how it was calibrated, in docs/methodology.md,
+one run carries a noise floor (analysis.floor): why, and how it was calibrated, in docs/timing.md,
 "Comparing runs: intervals over rounds". numpy only and vectorised: a few ms a cell."""
 
 from __future__ import annotations

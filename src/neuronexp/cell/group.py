@@ -1,6 +1,6 @@
 """The cells of one comparison group in one process: built and called once each, timed together call by call
 (cell.timing.time_calls), then profiled and written one by one. Why: the host drifts ±50% over seconds, and only
-cells timed in alternation share that drift (docs/methodology.md, "Paired timing"). A group of one is a cell timed
+cells timed in alternation share that drift (docs/timing.md, "Paired timing"). A group of one is a cell timed
 alone. The process state a cell sets (malloc mode, threads) is the group's: the sweep pairs only cells equal in it.
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import torch
 
 from neuronexp.cell.build import timing_config
+from neuronexp.cell.rows import git_state
 from neuronexp.cell.run import CellRun
 from neuronexp.cell.timing import CallFailed, LatencyStats, time_calls
 from neuronexp.config import CellSpec
@@ -27,6 +29,16 @@ from neuronexp.results.files import write_phase
 def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | None = None) -> list[Results]:
     """Run the cells (one, or a comparison group), timed together; each cell's tables, in order. `unpaired_note`:
     why cells that were asked to run together were not timed paired (said in their rows)."""
+    return [run.results for run in _run(specs, out_dirs, unpaired_note) if run.results is not None]
+
+
+def write_cells(specs: list[CellSpec], out_dirs: list[Path]) -> None:
+    """run_cells in a cell's own process, whose only output is its cells' files: the tables are not made again as
+    pandas (a few ms a cell, and the threads pyarrow starts for it)."""
+    _run(specs, out_dirs, None)
+
+
+def _run(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | None) -> list[CellRun]:
     # Before the backend, the module or its inputs allocate anything (a fresh cell process applied it even
     # earlier, before importing torch: cellprocess.launch).
     host_alloc = allocator.apply(specs[0].config.allocator.value)
@@ -34,7 +46,8 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
     # a Python caller's) must start from it, not from these cells' `threads`.
     process_threads = torch.get_num_threads()
     threads = specs[0].config.threads or default_threads(process_threads)  # validated: never 0
-    runs = [CellRun(spec, out_dir, host_alloc) for spec, out_dir in zip(specs, out_dirs)]
+    git = git_state(Path.cwd().resolve())  # once for the cells of one process (two git commands)
+    runs = [CellRun(spec, out_dir, host_alloc, git) for spec, out_dir in zip(specs, out_dirs)]
     try:
         if threads is not None:
             torch.set_num_threads(threads)
@@ -51,7 +64,7 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
             gc.collect()  # what the failed attempt's traceback kept alive, too
         for i, run in enumerate(runs):  # out of memory beside its group: alone now, its speedup unpaired
             if run.deferred:
-                alone = runs[i] = CellRun(run.spec, run.out_dir, host_alloc)
+                alone = runs[i] = CellRun(run.spec, run.out_dir, host_alloc, git)
                 if (call := alone.start()) is not None:
                     alone.notes.append(
                         "timed alone: it ran out of memory while the other cells of its group were loaded"
@@ -59,7 +72,7 @@ def run_cells(specs: list[CellSpec], out_dirs: list[Path], unpaired_note: str | 
                     _time_and_finish([(alone, call)], 1, None)
     finally:
         torch.set_num_threads(process_threads)
-    return [run.results for run in runs if run.results is not None]
+    return runs
 
 
 def run_cell(spec: CellSpec, out_dir: Path) -> Results:
@@ -120,7 +133,23 @@ def _timed_pass(live: list[tuple[CellRun, Callable[[], object]]]) -> list[Latenc
     # Moving inputs between rounds is measured on the host only (cell.build.Built.relocate); a device keeps its own.
     moves = [run.built.relocate for run, _ in live if run.built is not None] if backend.relocates_inputs else None
     with grad:
-        return time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves)
+        return time_calls(calls, backend, timing_config(first.spec, backend), relocate=moves, report=_Progress(live))
+
+
+class _Progress:
+    """An adaptive pass's status after each round, in its cells' phase files (what the sweep's progress line shows
+    and a lost cell's error names), at most every REPORT_S: a file written each round of a fast group costs."""
+
+    REPORT_S = 0.5
+
+    def __init__(self, live: list[tuple[CellRun, Callable[[], object]]]) -> None:
+        self.dirs, self.last = [run.out_dir for run, _ in live], time.perf_counter()
+
+    def __call__(self, status: str) -> None:
+        if time.perf_counter() - self.last >= self.REPORT_S:
+            self.last = time.perf_counter()
+            for out_dir in self.dirs:
+                write_phase(out_dir, status)
 
 
 def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:
@@ -131,4 +160,4 @@ def _in_grad(run: CellRun, call: Callable[[], object]) -> Callable[[], object]:
     return timed
 
 
-__all__ = ["run_cell", "run_cells"]
+__all__ = ["run_cell", "run_cells", "write_cells"]

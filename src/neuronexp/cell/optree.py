@@ -1,6 +1,6 @@
 """The profiled step as a tree of operator calls, read from `prof.events()` (each call with its parent and
 children), never from names alone: what the module dispatched, what executed (leaf work, not wrappers), and which
-op names are leaves the hotspot may be chosen among (docs/methodology.md, "The profile").
+op names are leaves the hotspot may be chosen among (docs/profile.md, "The profile").
 Python frames and user annotations are transparent."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The cell's output, saved for the output check (results.outputs describes the file and the sample), and for a
 16-bit cell its module evaluated once more in float32, on the CPU, with the same parameters and inputs widened
 exactly: what the check judges accuracy against, since two correct 16-bit implementations can differ by more than a
-few roundings and the difference alone cannot say which is right (docs/methodology.md, "Output check")."""
+few roundings and the difference alone cannot say which is right (docs/profile.md, "Output check")."""
 
 from __future__ import annotations
 

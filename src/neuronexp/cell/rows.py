@@ -24,7 +24,7 @@ from neuronexp.analysis.overrides import argument_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_warning
 from neuronexp.cell.profiling import ProfileResult
-from neuronexp.cell.timing import LatencyStats
+from neuronexp.cell.timing import LatencyStats, Stopped
 from neuronexp.config import CellSpec, format_units
 from neuronexp.config.fingerprint import package_version
 from neuronexp.host.allocator import preload_environment
@@ -195,14 +195,24 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
         threads=m.threads,
         host_dispatch_us=host_dispatch,
         host_memory_us=host_memory,
+        **_stop_columns(m.latency.stop),
         warnings=join_warnings(noise["noise"] and f"{NOISE_WARNING}{noise['noise']} ({hint})", profile_warning(ratio)),
         **noise,
     )
 
 
+def _stop_columns(stop: Stopped | None) -> dict[str, Any]:
+    """Why the timed pass ended and the precision it reached (cell.timing.Stopped)."""
+    if stop is None:
+        return {}
+    met, target, reached = stop.met, stop.target, stop.reached
+    return dict(timing_stop=stop.why, precision_target=target, precision_reached=reached, precision_met=met)
+
+
 def git_state(cwd: Path) -> dict[str, Any]:
     """Commit and dirtiness of the working tree the user runs from (None outside a repository), asked afresh for
-    every cell: a Python caller's process runs many invocations, between which the tree may change."""
+    every group of cells (cell.group): a Python caller's process runs many invocations, between which the tree may
+    change."""
 
     def git(*args: str) -> str | None:
         try:
@@ -216,9 +226,11 @@ def git_state(cwd: Path) -> dict[str, Any]:
     return {"git_commit": commit, "git_dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
-def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any], threads: int) -> dict[str, Any]:
-    """env.json: versions, host, device, the host's CPU settings and what the cell's process did to its host (malloc,
-    threads)."""
+def environment_record(
+    device_name: str, backend: str, host_alloc: dict[str, Any], threads: int, git: dict[str, Any]
+) -> dict[str, Any]:
+    """env.json: versions, host, device, the host's CPU settings, what the cell's process did to its host (malloc,
+    threads), and `git`, the working tree's state (git_state)."""
     env = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
@@ -246,7 +258,7 @@ def environment_record(device_name: str, backend: str, host_alloc: dict[str, Any
         # where A's and B's differ.
         "cpu_settings": cpu_noise(),
     }
-    env.update(git_state(Path.cwd().resolve()))
+    env.update(git)
     return env
 
 

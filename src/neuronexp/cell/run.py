@@ -7,7 +7,7 @@ import contextlib
 import logging
 import math
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -57,14 +57,15 @@ class CellRun:
     are data: a backend that cannot start, a layer that raises or calls sys.exit, a compile error all become the
     `error` row, never an exception."""
 
-    def __init__(self, spec: CellSpec, out_dir: Path, host_alloc: dict[str, Any]) -> None:
-        self.spec, self.out_dir, self.host_alloc = spec, out_dir, host_alloc
+    def __init__(self, spec: CellSpec, out_dir: Path, host_alloc: dict[str, Any], git: dict[str, Any]) -> None:
+        self.spec, self.out_dir, self.host_alloc, self.git = spec, out_dir, host_alloc, git
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         self.backend: Backend | None = None
         self.built: Built | None = None
         self.first_call_s = math.nan
         self.error: str | None = None
-        self.results: Results | None = None  # set once its files are written
+        self.tables: Mapping[str, pa.Table] | None = None  # set once its files are written
+        self._results: Results | None = None
         self.notes: list[str] = []  # said in the row's warnings (how it was timed)
         self.timing_group: str | None = None  # shared by the cells timed together with it (cell.group)
         self.out_of_memory = self.deferred = False
@@ -72,6 +73,13 @@ class CellRun:
         self.limits = Limits({})
         self.inspected: dict[str, Any] = {}
         self.module_tree: Any = None
+
+    @property
+    def results(self) -> Results | None:
+        """Its tables, as pandas once asked for: a cell's own process writes its files and asks for nothing."""
+        if self._results is None and self.tables is not None:
+            self._results = Results.from_arrow(self.tables)
+        return self._results
 
     @property
     def alloc_columns(self) -> dict[str, Any]:
@@ -90,7 +98,7 @@ class CellRun:
             self.backend = resolve_backend(cfg.backend, cfg)
         except ConfigError as exc:
             where = {**describe_placement(HOST.name, None), **self.alloc_columns}  # no device was started
-            self.results = write_lost_cell(
+            self._results = write_lost_cell(
                 self.spec, self.out_dir, str(exc), backend_kind(cfg.backend), where, self.started_at
             )
             return None
@@ -128,8 +136,8 @@ class CellRun:
         # The same traceback in the job's log only (cell.joblog), so the terminal keeps the one-line error.
         trace_log.error("cell %s failed: %s", self.spec.run_id, self.error, exc_info=exc)
 
-    def finish(self, latency: LatencyStats | None) -> Results:
-        """Profile, measure the limits, write the rows and files; the cell's tables."""
+    def finish(self, latency: LatencyStats | None) -> None:
+        """Profile, measure the limits, write the rows and files (and keep the tables: `results`)."""
         backend, measured = self.backend, self._measure(latency)
         assert backend is not None
         self.built = None
@@ -165,8 +173,7 @@ class CellRun:
         self.module_tree = None  # the module itself: freed before the files are written
         self._write(tables, labels, measured)
         backend.finish()
-        self.results = Results.from_arrow(tables)
-        return self.results
+        self.tables = tables
 
     def _measure(self, latency: LatencyStats | None) -> Measured | None:
         """The profiled pass, then the limits (self.limits) and, with profiler.modules, what one more call tells
@@ -214,7 +221,7 @@ class CellRun:
         backend = self.backend
         assert backend is not None
         threads = measured.threads if measured else self.spec.config.threads or torch.get_num_threads()
-        env = environment_record(labels["device_name"], backend.name, self.host_alloc, threads)
+        env = environment_record(labels["device_name"], backend.name, self.host_alloc, threads, self.git)
         if self.limits.host_roofs is not None:
             env["host_roofs"] = self.limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache file
         write_json(self.out_dir / "env.json", env)

@@ -3,7 +3,7 @@
 A cell's latency is the median of its round medians, not of pooled samples: on a shared host a call's time
 drifts by ±10% over seconds, so samples taken back to back are not independent. Rounds spread over the window
 sample that drift and, each at a new place of the inputs, their placement; the spread between slices of them
-is the cell's noise figure (docs/methodology.md, "Rounds").
+is the cell's noise figure (docs/timing.md, "Rounds").
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronexp.analysis.precision import PrecisionRule
 from neuronexp.backends import Backend
 from neuronexp.config import TimingConfig
 from neuronexp.host.activity import Activity, snapshot, window
@@ -37,6 +38,7 @@ class LatencyStats:
     pairs: list[int] | None = None  # each sample's pair index when timed paired with its group (time_calls)
     block: int = 1  # calls per sample: short paired calls are timed in blocks (BLOCK_US)
     host: ReferenceTimes | None = None  # the host reference workloads, each round (host.reference)
+    stop: Stopped | None = None  # why the rounds ended, and the precision reached (time_calls' stop hook)
 
     @property
     def round_spread(self) -> float:
@@ -48,7 +50,7 @@ class LatencyStats:
 
 
 # The noise figure compares SLICES parts of the timed window, whatever the round count: rounds are many and short
-# (each one a placement of the inputs, docs/methodology.md "Rounds"), and the spread of 20 medians of 5 samples
+# (each one a placement of the inputs, docs/timing.md "Rounds"), and the spread of 20 medians of 5 samples
 # each measures how few samples a round has, not how far the host moved; 5 slices keep noise.round_spread's scale.
 SLICES = 5
 
@@ -91,6 +93,21 @@ def summarize_samples(
         pairs=pairs,
         block=block,
     )
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """Why a timed pass took the rounds it took (the row's timing_stop and precision_* columns): `count`, the fixed
+    count (timing.precision=null); `alone`, a cell with no other to compare (the fixed count too); `precision`, every
+    paired ratio of the group known within the target; `max_seconds`, the budget spent before the target was met."""
+
+    why: str
+    target: float = math.nan  # timing.precision, NaN for a fixed count
+    reached: float = math.nan  # the widest paired ratio's 95% interval, relative half-width (analysis.precision)
+
+    @property
+    def met(self) -> bool | None:
+        return None if math.isnan(self.target) else self.why == "precision"
 
 
 # Paired calls shorter than this are timed in blocks of ceil(BLOCK_US / call) calls, one sample a block: the
@@ -143,32 +160,88 @@ def time_calls(
     cfg: TimingConfig,
     seed: int | None = None,
     relocate: Sequence[Callable[[int], None]] | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> list[LatencyStats]:
-    """Warm up, then take `rounds` rounds `round_gap_s` apart; several calls (the cells of one comparison group)
-    alternate call by call in a fresh random order each pair, each sample keeping its pair index, and each call
-    gets the samples and budget it would get alone. With `relocate` (one per call) each round starts with the
+    """Warm up, then take rounds `round_gap_s` apart until the stop hook says enough; several calls (the cells of one
+    comparison group) alternate call by call in a fresh random order each pair, each sample keeping its pair index, and
+    each call gets the samples and budget it would get alone. With `relocate` (one per call) each round starts with the
     inputs moved (cell.build.Built.relocate). The machine's activity is recorded over the rounds, and each ends with
-    the host reference (host.reference). How and why: docs/methodology.md, "Paired timing" and "Rounds".
+    the host reference (host.reference); `report` hears how far the precision is after each round of an adaptive pass.
+    How and why: docs/timing.md, "Paired timing", "Rounds" and "Sampling to a precision".
     """
     n = len(calls)
     warmup_calls, warm_us = _warm_up(calls, backend, cfg)
     blocks = [_block_size(us) if n > 1 else 1 for us in warm_us]
     timed = _TimedPass(calls, backend, cfg, np.random.default_rng(seed), relocate, blocks)
+    stop = stop_hook(cfg, n)
     reference = HostReference()
     before = snapshot()
     with _collector_off():
-        for r in range(timed.rounds):
-            timed.start_round(r)
-            timed.take_round(r)
+        while not stop(timed):
+            if report is not None and stop.status:
+                report(stop.status)  # why it goes on
+            timed.start_round()
+            timed.take_round()
             reference.measure()  # after the round's samples, so that it never stands between a warm call and them
-    activity = window(before, snapshot())
+    activity, stopped = window(before, snapshot()), stop.outcome(timed)
     out = []
     for j in range(n):
         pairs = timed.pairs[j] if n > 1 else None
         stats = summarize_samples(timed.samples[j], timed.labels[j], warmup_calls, pairs, timed.blocks[j])
-        stats.activity, stats.host = activity, reference.times
+        stats.activity, stats.host, stats.stop = activity, reference.times, stopped
         out.append(stats)
     return out
+
+
+class FixedCount:
+    """The stop hook of `timing.precision=null`, and of a cell with no other to compare: the configured rounds, as
+    torch.utils.benchmark's blocked_autorange stops at its fixed budget."""
+
+    status = ""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def __call__(self, timed: _TimedPass) -> bool:
+        return timed.round >= timed.rounds
+
+    def outcome(self, timed: _TimedPass) -> Stopped:
+        return Stopped(self.why)
+
+
+class ToPrecision:
+    """The stop hook of `timing.precision` (adaptive_autorange's, on the paired ratios): after each round, whether every
+    ratio between two of the group's cells is known within the target (analysis.precision); at least
+    `timing.min_rounds`, at most `timing.max_seconds` of rounds a cell. The rounds are the fixed count's rounds."""
+
+    def __init__(self, cfg: TimingConfig, calls: int) -> None:
+        assert cfg.precision is not None
+        self.rule = PrecisionRule(cfg.precision, cfg.min_rounds, calls)
+        self.budget_s = cfg.max_seconds * calls
+        self.why = self.status = ""
+
+    def __call__(self, timed: _TimedPass) -> bool:
+        if timed.round:
+            self.rule.add_round(timed.last_round())
+            reached, target = math.expm1(self.rule.quick()), self.rule.target
+            self.status = f"timing · round {timed.round}, ±{reached:.1%} of ±{target:.1%}"
+        if self.rule.met(timed.samples, timed.labels[0]):
+            self.why = "precision"
+        elif timed.round >= self.rule.min_rounds and timed.elapsed_s() >= self.budget_s:
+            self.why = "max_seconds"
+        return bool(self.why)
+
+    def outcome(self, timed: _TimedPass) -> Stopped:
+        if self.why != "precision":  # the bootstrap has not seen the last rounds: the precision reached, for the row
+            self.rule.measure(timed.samples, timed.labels[0])
+        return Stopped(self.why, self.rule.target, self.rule.reached)
+
+
+def stop_hook(cfg: TimingConfig, calls: int) -> FixedCount | ToPrecision:
+    """The one difference between a fixed count and sampling until the answer is known."""
+    if cfg.precision is None:
+        return FixedCount("count")
+    return ToPrecision(cfg, calls) if calls > 1 else FixedCount("alone")
 
 
 @contextmanager
@@ -202,10 +275,20 @@ class _TimedPass:
         self.labels: list[list[int]] = [[] for _ in self.calls]
         self.pairs: list[list[int]] = [[] for _ in self.calls]
         self.pair = 0
+        self.round = 0  # rounds taken
+        self.round_start = 0  # the index of the current round's first sample
+        self.started = time.perf_counter()
 
-    def start_round(self, r: int) -> None:
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    def last_round(self) -> list[list[float]]:
+        """Each call's samples of the round just taken, aligned by pair."""
+        return [s[self.round_start :] for s in self.samples]
+
+    def start_round(self) -> None:
         """The pause between rounds, the inputs moved (timing.relocate), and one warm call of each after either."""
-        moved = bool(self.relocate) and self.cfg.relocate
+        r, moved = self.round, bool(self.relocate) and self.cfg.relocate
         if r and self.cfg.round_gap_s > 0:
             time.sleep(self.cfg.round_gap_s)
         if moved:
@@ -218,10 +301,11 @@ class _TimedPass:
                     fn()
             self.backend.synchronize()
 
-    def take_round(self, r: int) -> None:
-        """Round r's samples: its share of iters, on until its share of min_seconds, cut at its share of
+    def take_round(self) -> None:
+        """The next round's samples: its share of iters, on until its share of min_seconds, cut at its share of
         max_seconds once it has `minimum`."""
-        cfg, n = self.cfg, len(self.calls)
+        cfg, n, r = self.cfg, len(self.calls), self.round
+        self.round_start = len(self.samples[0])
         started = time.perf_counter()
         deadline = started + cfg.max_seconds * n / self.rounds
         long_enough = started + min(cfg.min_seconds, cfg.max_seconds) * n / self.rounds
@@ -237,6 +321,7 @@ class _TimedPass:
             taken += 1
             if taken >= self.minimum and time.perf_counter() > deadline:
                 break
+        self.round += 1
 
 
 def _warm_up(calls: list[Callable[[], Any]], backend: Backend, cfg: TimingConfig) -> tuple[int, list[float]]:

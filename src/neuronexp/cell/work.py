@@ -1,6 +1,6 @@
 """The work one call of a cell needs: the fewest bytes it must move (from its real tensors, intermediates counting
 nothing: they are what a fused kernel avoids) and the FLOPs it does (FlopCounterMode's count; operators without a
-formula count 0, and the note names them). The rules: docs/methodology.md, "How far from the limit"."""
+formula count 0, and the note names them). The rules: docs/profile.md, "How far from the limit"."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def listed_work(
 
 
 def count_work(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Work:
-    """bytes_min and FLOPs of one eager call `module(*args, **kwargs)` (the rules: docs/methodology.md, "How far
+    """bytes_min and FLOPs of one eager call `module(*args, **kwargs)` (the rules: docs/profile.md, "How far
     from the limit")."""
     counter = FlopCounterMode(display=False, custom_mapping=_custom_formulas())
     reads = _Reads(counter)

@@ -79,6 +79,12 @@ def run_placed(cells: Sequence[CellSpec]) -> list[Results]:
 
 
 def run_cell_process(cells: tuple[CellSpec, ...]) -> int:
-    """A cell process's entry: its cells run, exit status 0."""
-    run_placed(cells)
+    """A cell process's entry: its cells run and write their files (its supervisor and the sweep read them), exit
+    status 0."""
+    from neuronexp.cell.group import write_cells
+    from neuronexp.cell.joblog import job_log
+
+    dirs = [Path(spec.out_dir) for spec in cells]
+    with job_log(dirs):
+        write_cells(list(cells), dirs)
     return 0

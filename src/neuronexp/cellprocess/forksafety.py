@@ -2,7 +2,7 @@
 runtimes. The checks (`template_state`, `refusal`) and the compile warm-up the template runs. A thread alive at the fork
 leaves its locks held forever in the child, and a device runtime started in the template would hand every child its
 device selection; so the template's environment keeps the libraries' pools off (forkserver.TEMPLATE_ENV) and a runtime
-found started refuses its cells (docs/performance.md, "Cell processes")."""
+found started refuses its cells (docs/performance.md, "A cell's process")."""
 
 from __future__ import annotations
 

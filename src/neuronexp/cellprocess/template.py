@@ -1,6 +1,6 @@
 """The fork server's template process: it imports torch and the cell stack once, starts no device runtime and no thread
 pool, and forks one process per cell (cellprocess.forkserver is its client side). Why: a fresh interpreter costs about
-3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md, "Cell processes"); and it is a process of its own,
+3 s a cell on a 2-core VM, a fork milliseconds (docs/performance.md); and it is a process of its own,
 single-threaded, because forking a threaded process (the sweep, a launcher worker) can leave a lock held forever in the
 child. cellprocess.forksafety says what must not exist here when it forks."""
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import platform
 import selectors
 import signal
 import socket
@@ -219,10 +220,15 @@ def main() -> None:
     import neuronexp.backends.neuron.neuron_backend  # noqa: F401  (backend=auto builds it first: torch only, 40 ms)
     import neuronexp.cell.group  # noqa: F401  (the cell stack every cell runs)
     import neuronexp.cellprocess.entry  # noqa: F401  (the cells' entry point)
+    import neuronexp.modules  # noqa: F401  (the built-in layers: 14 ms of every cell that builds one)
 
     # torch.profiler's first start asks `hasattr(torch, "_inductor")`, which imports Inductor and Dynamo: 1.8 s
     # of every cell on a 2-core VM unless done here (thread-free: checked by forksafety.template_state).
     hasattr(torch, "_inductor")
+    # env.json's platform string: its processor field runs `uname -p` once per process (5 ms of every cell's).
+    platform.platform()
+    # pyarrow's pandas shim imports its version module when a cell makes its first table (7 ms of every cell's).
+    import pyarrow.vendored.version  # noqa: F401
 
     line = sys.stdin.buffer.readline()
     if not line:  # the owner stopped before its sweep had a cell to run

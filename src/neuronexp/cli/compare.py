@@ -1,7 +1,7 @@
 """`neuronexp-compare A B`: is B faster or slower than A, cell by cell, and is the difference real?
 
 Intervals carry the variance between processes (several runs a side, or a noise floor from one), so a cell too
-noisy to tell is "inconclusive" (docs/reports.md). Exit status: 0 compared; 1 with --fail-on-regression, a
+noisy to tell is "inconclusive" (docs/compare.md). Exit status: 0 compared; 1 with --fail-on-regression, a
 regression; 3 with --fail-on-inconclusive, a cell it could not tell (and no regression); 2 bad input."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _sides(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the runs were made in pairs, A then B or B then A, in the order given (A with B, each --also-a with the "
         "--also-b in the same place): each ratio is the median over the pairs, each interval resamples them (a CI job "
-        "that interleaves the sides: docs/reports.md, 'A CI gate')",
+        "that interleaves the sides: docs/compare.md, 'A CI gate')",
     )
     p.add_argument(
         "--ignore",

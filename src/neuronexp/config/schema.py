@@ -147,11 +147,16 @@ class TimingConfig:
     rounds: int = 20  # each a fresh placement of the inputs (relocate): latency = median of round medians
     round_gap_s: float = 0.0  # a pause before each round after the first
     relocate: bool = True  # host cells: each round, the inputs move to a fresh place in memory (methodology.md)
+    # A comparison group takes rounds until every paired ratio between its cells is known within ±precision (its 95%
+    # interval within a factor 1 + precision of the estimate), at least min_rounds, at most max_seconds a cell.
+    # null: the fixed count above (rounds, iters, min_seconds), the same work every time. A cell alone: the fixed count.
+    precision: float | None = 0.05
+    min_rounds: int = 10
 
 
 @dataclass
 class RooflineConfig:
-    """How far a cell is from the hardware's limits (docs/methodology.md, "Roofline"): the work it needs, what it
+    """How far a cell is from the hardware's limits (docs/profile.md, "Roofline"): the work it needs, what it
     achieved, the peaks it is measured against. Not part of run_id: not what the cell measured."""
 
     # CPU cells: the host's roofs from a short STREAM-like probe (copy, triad) and a GEMM, on the cell's threads.
@@ -165,7 +170,7 @@ class RooflineConfig:
 
 @dataclass
 class CorrectnessConfig:
-    """Each cell's output checked against its baseline cell's output on the same inputs (docs/methodology.md,
+    """Each cell's output checked against its baseline cell's output on the same inputs (docs/profile.md,
     "Output check")."""
 
     # false for layers whose output is random (dropout in training mode, sampling): nothing is saved or compared.

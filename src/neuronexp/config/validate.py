@@ -140,8 +140,17 @@ def _check_passes(cfg: RunConfig) -> None:
     _positive("timing.rounds", cfg.timing.rounds)
     if cfg.timing.round_gap_s < 0:
         raise ConfigError("timing.round_gap_s", cfg.timing.round_gap_s, "must be >= 0 seconds")
+    _check_precision(cfg.timing.precision, cfg.timing.min_rounds)
     if cfg.threads is not None:
         _positive("threads", cfg.threads)
+
+
+def _check_precision(precision: float | None, min_rounds: int) -> None:
+    """timing.precision, a fraction (0.02, not 2), and the rounds before it may stop."""
+    if precision is not None and not 0 < precision < 1:
+        why = "must be a fraction between 0 and 1 (0.02: each speedup within ±2%), or null for a fixed count"
+        raise ConfigError("timing.precision", precision, why)
+    _positive("timing.min_rounds", min_rounds, 2)
 
 
 def _check_launcher(cfg: RunConfig) -> None:

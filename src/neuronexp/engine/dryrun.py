@@ -45,12 +45,29 @@ def dry_run_lines(cells: list[PlannedCell], sweep_dir: Path, master: Any) -> lis
     for c in planned:
         lines.append(f"{c.dir:<{width}}  {c.run_id:<16}  {'cached' if c.run_id in cached else 'to run':<6}  {c.label}")
     todo = [c for c in planned if c.run_id not in cached]
-    max_seconds = float(OmegaConf.select(master, "timing.max_seconds", default=5.0) or 5.0)
+    return [*lines, _estimate_line(todo, len(cached), master)]
+
+
+def _estimate_line(todo: list[PlannedCell], cached: int, master: Any) -> str:
+    """The counts and the estimate: with timing.precision and a baseline, from the least a group may take (its
+    min_rounds) up to its max_seconds; else up to max_seconds a cell."""
+    timing = OmegaConf.select(master, "timing", default=None) or {}
+    max_seconds = float(timing.get("max_seconds", 5.0) or 5.0)
+    precision = timing.get("precision") if OmegaConf.select(master, "baseline", default=None) else None
     compiled = sum(c.compiled for c in todo)
-    lines.append(
-        f"{len(todo)} to run, {len(cached)} cached · estimate: about {_duration(estimate_s(todo, max_seconds))} "
-        f"(up to {max_seconds:g} s of timing a cell (timing.max_seconds) and ~{OVERHEAD_S:g} s for the rest"
-        + (f"; {compiled} compiled cell(s), ~{COMPILE_S:g} s each to compile" if compiled else "")
-        + "); run it without sweep.dry_run to measure"
+    rest = f"~{OVERHEAD_S:g} s a cell for the rest" + (
+        f"; {compiled} compiled cell(s), ~{COMPILE_S:g} s each to compile" if compiled else ""
     )
-    return lines
+    upper = _duration(estimate_s(todo, max_seconds))
+    if precision is None:
+        estimate = f"about {upper} (up to {max_seconds:g} s of timing a cell (timing.max_seconds) and {rest})"
+    else:
+        # The least: min_rounds rounds, each its share of min_seconds (a fast cell's; a slow one's rounds are longer).
+        share = min(1.0, float(timing.get("min_rounds", 10)) / float(timing.get("rounds", 20)))
+        least = _duration(estimate_s(todo, float(timing.get("min_seconds", 0.5)) * share))
+        estimate = (
+            f"{least} up to {upper}: each comparison group is timed until its speedups are known within "
+            f"±{float(precision) * 100:g}% (timing.precision), up to {max_seconds:g} s of timing a cell "
+            f"(timing.max_seconds); {rest}"
+        )
+    return f"{len(todo)} to run, {cached} cached · estimate: {estimate}; run it without sweep.dry_run to measure"

@@ -1,7 +1,7 @@
 """Which cells of an invocation run in one process, timed together: the comparison groups of its baseline, planned
 with the cells (cell.group times them). Cells are paired only where one process can run them as they would run
 alone, and where the executor runs a group in one process; elsewhere they are timed unpaired, and the invocation
-says why (docs/methodology.md, "Paired timing")."""
+says why (docs/timing.md, "Paired timing")."""
 
 from __future__ import annotations
 
@@ -59,9 +59,7 @@ def comparison_units(cells: list[Any], baseline: Baseline | None, unpaired: str 
     if not keys:
         return [Unit((c,)) for c in cells], []
     if unpaired is not None:
-        return [Unit((c,)) for c in cells], [
-            f'speedups are unpaired: {unpaired} (docs/methodology.md, "Paired timing")'
-        ]
+        return [Unit((c,)) for c in cells], [f'speedups are unpaired: {unpaired} (docs/timing.md, "Paired timing")']
     groups: dict[str, list[Any]] = {}
     for cell in cells:
         groups.setdefault(group_key(cell.overrides, keys), []).append(cell)

@@ -34,7 +34,7 @@ _LOG_PREFIX = 11
 _BAR_FIXED = 44
 
 # What the progress line says of a finished cell.
-_COLUMNS = ["status", "error", "latency_median_us", "placement"]
+_COLUMNS = ["status", "error", "latency_median_us", "placement", "latency_rounds", "timing_stop", "precision_reached"]
 
 
 def stamp(path: Path) -> int | None:
@@ -246,4 +246,13 @@ def _outcome(row: dict[str, Any] | None) -> tuple[str, str]:
     if row.get("status") == "error":
         return "error", str(row.get("error"))
     median = row.get("latency_median_us")
-    return (f"{row.get('status')} {fmt_us(median)}" if median is not None else str(row.get("status"))), ""
+    outcome = f"{row.get('status')} {fmt_us(median)}" if median is not None else str(row.get("status"))
+    return outcome + _sampling(row), ""
+
+
+def _sampling(row: dict[str, Any]) -> str:
+    """How long a group timed to a precision sampled, and why it stopped (timing.precision)."""
+    why, reached, rounds = row.get("timing_stop"), row.get("precision_reached"), row.get("latency_rounds")
+    if why not in ("precision", "max_seconds") or reached is None:
+        return ""
+    return f" · ±{reached:.1%} in {rounds} rounds" + (" (max_seconds)" if why == "max_seconds" else "")

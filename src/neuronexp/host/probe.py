@@ -2,7 +2,7 @@
 is published for a CPU, so a CPU cell is held against what this host sustained, measured once per host, thread
 count and torch version and cached under a file lock (roofline.cache_dir). Each figure records the load it was
 measured under; a disturbed one is measured again and the higher kept, since disturbance only lowers a roof
-(docs/methodology.md, "How far from the limit", has the method).
+(docs/profile.md, "How far from the limit", has the method).
 """
 
 from __future__ import annotations

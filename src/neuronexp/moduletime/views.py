@@ -146,7 +146,7 @@ def _cycles(table: pd.DataFrame) -> int:
 
 def ranked(hot: pd.DataFrame, cycles: int) -> pd.DataFrame:
     """`hot` with `cycles` and `noise`: why an entry's place could change, empty where it could not (docs/
-    methodology.md, "Noise": its spread over the profile's cycles beyond noise.round_spread; or its band over the
+    timing.md, "Noise": its spread over the profile's cycles beyond noise.round_spread; or its band over the
     cycles meeting a neighbour's, so that some cycle could have ranked the two the other way; or one profiled cycle,
     which cannot say)."""
     low, high, mid = (

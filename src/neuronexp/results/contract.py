@@ -84,7 +84,7 @@ CELL_SCHEMA = pa.schema(
         ("placement_cpus", _STR),
         ("worker_pid", _I64),
         ("host", _STR),
-        # How far from the limit (docs/methodology.md, "Roofline"). bytes_min = bytes_read (inputs, parameters and
+        # How far from the limit (docs/profile.md, "Roofline"). bytes_min = bytes_read (inputs, parameters and
         # buffers the call reads, once) + bytes_written (outputs, once): cell.work. flops: FlopCounterMode's count for
         # one call; flops_note names the operators it has no formula for (counted 0). intensity = flops / bytes_min
         # (FLOP/B); achieved_gbs (1 GB = 1e9 B) and achieved_tflops over latency_median_us; peak_bw_gbs and
@@ -134,6 +134,14 @@ CELL_SCHEMA = pa.schema(
         ("latency_rounds", _I64),
         ("round_spread", _F64),
         ("p90_p10", _F64),
+        # Why the rounds ended (cell.timing.Stopped): count (timing.precision=null: the fixed count) | alone (no other
+        # cell timed with it: the fixed count) | precision (every paired ratio of its group within the target) |
+        # max_seconds (the budget ran out first); precision_target: timing.precision; precision_reached: the relative
+        # half-width of the group's widest paired 95% interval at the stop; precision_met (null: no target).
+        ("timing_stop", _STR),
+        ("precision_target", _F64),
+        ("precision_reached", _F64),
+        ("precision_met", _BOOL),
         # The machine during the timed pass: 1-minute load average at its end, cores' worth of CPU used by other
         # processes, share of CPU time stolen by the hypervisor (null where the kernel does not say).
         ("load_avg_1m", _F64),

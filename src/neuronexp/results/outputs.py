@@ -1,6 +1,6 @@
 """A cell's output, kept in its job directory for the output check (`output.npz`): numpy only, no torch. Cells run
 in separate processes, so outputs are compared from these files when results are gathered; what is kept and
-why a sample suffices: docs/methodology.md, "Output check" (the file's keys: write_outputs)."""
+why a sample suffices: docs/profile.md, "Output check" (the file's keys: write_outputs)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,14 @@ RENAMED = {"shape": "input_shape"}
 # (missing, not zero: each reader says what it lacks), rather than refused as another layout.
 ADDED = {
     "modules": ("cycles", "total_device_us_low", "total_device_us_median", "total_device_us_high"),
-    "cells": ("output_nonfinite", "compile_backend"),
+    "cells": (
+        "output_nonfinite",
+        "compile_backend",
+        "timing_stop",
+        "precision_target",
+        "precision_reached",
+        "precision_met",
+    ),
 }
 
 
