@@ -62,7 +62,8 @@ def sweep(
             from this process's memory instead of `module=`; they run in this process, and are never reused by a
             later sweep into `out` (their code has no fingerprint).
         baseline: what cells are compared with, as `baseline=` takes it: a module's name, or {key: value}.
-        inputs: with `modules`: the example inputs, a tuple of tensors (or one tensor), or a callable returning one.
+        inputs: with `modules`: the example inputs, a tuple of tensors (or one tensor), or a callable returning one;
+            or a list (any iterable) of such tuples, one swept axis: every module runs on each.
         out: the sweep directory (hydra.sweep.dir); default: the command line's, outputs/sweeps/<time>.
         config_dir: a directory of your own configs and layers (the command line's --config-dir).
 
@@ -72,6 +73,10 @@ def sweep(
     extra = [] if baseline is None else [_baseline_override(baseline)]
     if modules is None and inputs is not None:
         raise NeuronexpError("inputs: given without modules; inputs are the example inputs of modules={name: module}")
+    if modules is not None:  # the caller's modules replace `module`: none of neuronexp's is composed
+        from neuronexp.engine.in_memory import NO_MODULE
+
+        extra.append(NO_MODULE)
     return _invoke([*overrides, *extra], out, config_dir, single=False, modules=(modules, inputs))
 
 
@@ -132,8 +137,9 @@ def _context(
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from neuronexp.cli.main import _Job
     from neuronexp.config import compose as _schema  # noqa: F401  (registers the schema conf/ extends)
-    from neuronexp.engine._hydra import quoted
+    from neuronexp.engine._hydra import launcher_maker, quoted
     from neuronexp.engine.context import SweepContext
 
     parsed = OverridesParser.create().parse_overrides(overrides)
@@ -148,7 +154,11 @@ def _context(
         if single and params:
             raise NeuronexpError("this config sweeps (hydra.sweeper.params): run it with neuronexp.sweep(...)")
         task = [o.input_line for o in parsed if not o.is_hydra_override() and o.input_line]
-        yield SweepContext(master, params, task, GlobalHydra.instance().config_loader(), single=single)
+        loader = GlobalHydra.instance().config_loader()
+        # A Hydra launcher named here (hydra/launcher=submitit_local) runs its jobs on cli.main's task function.
+        yield SweepContext(
+            master, params, task, loader, single=single, launcher=launcher_maker(master, loader, _Job(None))
+        )
 
 
 def _literal(path: str) -> str:

@@ -110,10 +110,8 @@ def test_the_main_study_runs_from_python(tmp_path: Path) -> None:
 def test_a_sweep_lets_its_own_fork_server_go_before_it_aggregates(tmp_path: Path, monkeypatch) -> None:
     """Its template's memory is freed while the results are gathered, not after; a server the caller started (this
     session's, which forks these cells) is never the sweep's to stop."""
-    from contextlib import nullcontext
-
     import neuronexp.engine.aggregate as aggregate_module
-    from neuronexp.engine import sweeper
+    from neuronexp.engine.executor import Local
 
     events: list[str] = []
 
@@ -126,10 +124,15 @@ def test_a_sweep_lets_its_own_fork_server_go_before_it_aggregates(tmp_path: Path
 
     aggregate = aggregate_module.aggregate
     monkeypatch.setattr(aggregate_module, "aggregate", lambda *a, **k: events.append("aggregate") or aggregate(*a, **k))
-    monkeypatch.setattr(sweeper, "_cell_processes", lambda ctx: nullcontext(Own()))
+
+    def with_own(executor: Local) -> Local:
+        executor.server = Own()
+        return executor
+
+    monkeypatch.setattr(Local, "__enter__", with_own)
     neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", *CPU, out=tmp_path / "own")
     assert events == ["serve", "release", "aggregate"]
     events.clear()
-    monkeypatch.setattr(sweeper, "_cell_processes", lambda ctx: nullcontext())  # the caller's server only
+    monkeypatch.setattr(Local, "__enter__", lambda executor: executor)  # the caller's server only
     neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", *CPU, out=tmp_path / "theirs")
     assert events == ["aggregate"]

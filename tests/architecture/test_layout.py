@@ -31,6 +31,8 @@ ALLOWED = {
     "moduletime": {"analysis", "results", "formatting", "config"},
     "cell": {"backends", "config", "results", "analysis", "host", "moduletime", "version"},
     "report": {"analysis", "results", "formatting", "moduletime", "version"},
+    # neuronexp-extract's work: a profiled run's hot modules rebuilt alone, checked and written as studies.
+    "extract": {"analysis", "cell", "config", "formatting", "moduletime", "results"},
     "compare": {"analysis", "results", "formatting"},
     # The export stage reads results (and splits overrides with analysis); nothing imports it but its command.
     "export": {"analysis", "results"},
@@ -54,6 +56,7 @@ ALLOWED = {
     },
     "cli": {
         "engine",
+        "extract",
         "moduletime",
         "cellprocess",
         "cell",
@@ -76,8 +79,8 @@ ALLOWED = {
     "__main__": {"cli"},
 }
 # Single modules of another stage that a stage may import although it may not import that stage: each torch-free.
-# analysis reads config's one list of the keys a cell did not measure (config.measured), rather than keep a copy.
-ALLOWED_MODULES = {"analysis": {"neuronexp.config.measured"}}
+# analysis and compare read config's one table of what each key is (config.key_roles), rather than keep a copy.
+ALLOWED_MODULES = {"analysis": {"neuronexp.config.key_roles"}, "compare": {"neuronexp.config.key_roles"}}
 # The budget is on functions (MAX_FUNCTION_LINES here; complexity, arguments and statements: ruff, pyproject.toml);
 # a module's size is a ceiling far above the usual, which never decides where a file splits.
 MAX_LINES = 400

@@ -35,9 +35,9 @@ def test_every_config_group_is_listed_with_its_yaml() -> None:
 
 
 def test_every_typed_package_ships_its_marker() -> None:
-    """neuronexp and both Hydra plugins are typed (PEP 561): each marker exists and is package data, so the
-    wheel carries it and a type checker reads the installed package's annotations."""
-    for package in ("neuronexp", "hydra_plugins.neuronexp_sweeper", "hydra_plugins.neuronexp_slurm"):
+    """neuronexp and its Hydra plugin are typed (PEP 561): each marker exists and is package data, so the wheel
+    carries it and a type checker reads the installed package's annotations."""
+    for package in ("neuronexp", "hydra_plugins.neuronexp_sweeper"):
         assert (REPO / "src" / package.replace(".", "/") / "py.typed").is_file(), package
         assert package in SETUPTOOLS["packages"] and "py.typed" in SETUPTOOLS["package-data"].get(package, []), package
 

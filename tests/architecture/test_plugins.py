@@ -1,7 +1,10 @@
-"""Hydra finds both neuronexp plugins the way it finds any plugin: namespace-package discovery under
-`hydra_plugins` (that each ships `py.typed` is checked with the wheel's contents, test_packaging)."""
+"""Hydra finds neuronexp's sweeper the way it finds any plugin: namespace-package discovery under `hydra_plugins` (that
+it ships `py.typed` is checked with the wheel's contents, test_packaging). `hydra/launcher=slurm` is a preset of
+submitit's own launcher, whose keys neuronexp's Slurm executor reads (engine.launched)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from hydra.core.plugins import Plugins
@@ -17,7 +20,9 @@ def test_hydra_discovers_the_sweeper() -> None:
     assert "hydra_plugins.neuronexp_sweeper.neuronexp_sweeper.NeuronexpSweeper" in _found(Sweeper)
 
 
-def test_hydra_discovers_the_slurm_launcher() -> None:
-    # The launcher extends hydra-submitit-launcher's, so it exists only with the `slurm` extra.
+def test_the_slurm_preset_is_submitits_launcher() -> None:
+    # With the `slurm` extra only.
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher", reason="pip install '.[slurm]'")
-    assert "hydra_plugins.neuronexp_slurm.neuronexp_slurm.NeuronexpSlurmLauncher" in _found(Launcher)
+    assert "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher" in _found(Launcher)
+    text = (Path(__file__).parents[2] / "conf" / "hydra" / "launcher" / "slurm.yaml").read_text()
+    assert "_target_" not in text and "- submitit_slurm" in text

@@ -15,10 +15,10 @@ from torch import nn
 from helpers import EXPERIMENTS, run_cli
 from helpers.layers import HiddenInit, WeightsOnly
 from helpers.user_model import write_user_model
-from neuronexp.cell.extract_fused import fused_alternative
-from neuronexp.cell.extract_inputs import BadSpecs, input_node, read_specs
-from neuronexp.cell.extract_recipe import recipe
 from neuronexp.cli.extract import main
+from neuronexp.extract.fused import fused_alternative
+from neuronexp.extract.recipe import recipe
+from neuronexp.extract.study_inputs import BadSpecs, input_node, read_specs
 
 
 def _same(node: dict) -> dict:

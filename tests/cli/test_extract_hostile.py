@@ -177,7 +177,7 @@ def test_a_class_name_from_a_tampered_table_never_names_a_path(run: Path, tmp_pa
 
 
 def test_names_are_made_safe_or_refused() -> None:
-    from neuronexp.cell.extract_recipe import study_name
+    from neuronexp.extract.recipe import study_name
 
     assert study_name("transformers.models.llama.modeling_llama.LlamaMLP") == "llama_mlp"
     assert study_name("torch.nn.modules.linear./abs/dir/esc") == "abs_dir_esc"
@@ -309,7 +309,7 @@ def test_out_is_checked_before_the_model_is_built(
     def never(*args, **kwargs):
         raise AssertionError("the model was built before --out was checked")
 
-    monkeypatch.setattr("neuronexp.cell.extract_model.build_model", never)
+    monkeypatch.setattr("neuronexp.extract.from_model.build_model", never)
     out = {"a file": tmp_path / "f", "the run directory": run, "inside the run directory": run / "st"}[where]
     if where == "a file":
         out.write_text("mine\n")
@@ -324,7 +324,7 @@ def test_a_unit_that_fails_alone_is_one_line_and_a_failure_at_the_disk_writes_no
 ) -> None:
     import errno
 
-    from neuronexp.cli import extract_one
+    from neuronexp.extract import study as extract_one
     from neuronexp.results import owned
 
     out = tmp_path / "st"
@@ -366,7 +366,7 @@ def test_the_alone_timing_carries_the_noise_mark(run: Path, tmp_path: Path, monk
 
     from torch import nn
 
-    from neuronexp.cli import extract_one
+    from neuronexp.extract import study as extract_one
 
     class Uneven(nn.Module):  # its first timed round sleeps, the others do not: rounds spread far apart
         calls = 0

@@ -23,8 +23,8 @@ from helpers import EXPERIMENTS, run_cli
 from helpers.extract_models import RebuildNet
 from helpers.profiled import profiled_run
 from neuronexp.cli.extract import extract
-from neuronexp.cli.extract_one import Model, unit_study
-from neuronexp.cli.extract_units import Unit
+from neuronexp.extract.hot_units import Unit
+from neuronexp.extract.study import Model, unit_study
 
 FAST = ["timing.warmup=1", "timing.iters=3", "timing.min_iters=1", "timing.min_seconds=0", "timing.rounds=2"]
 PROFILE = ["profiler.schedule.wait=0", "profiler.schedule.warmup=1", "profiler.schedule.active=1"]
@@ -96,9 +96,9 @@ def _hand_hottest(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any
 def _model_and_inputs(run: Path) -> tuple[nn.Module, tuple[Any, ...], dict[str, Any]]:
     from omegaconf import OmegaConf
 
-    from neuronexp.cell.extract_model import build_model, run_config
     from neuronexp.cell.inputs import make_inputs
     from neuronexp.config import InputConfig
+    from neuronexp.extract.from_model import build_model, run_config
 
     cfg = run_config(run)
     model, _ = build_model(cfg, "config.yaml")
@@ -198,8 +198,8 @@ def test_alone_is_timed_on_the_runs_thread_count_and_torchs_is_restored() -> Non
     import pandas as pd
 
     from helpers.layers import ThreadsSeen
-    from neuronexp.cli import extract_one
     from neuronexp.cli.extract import run_threads
+    from neuronexp.extract import study as extract_one
 
     before = torch.get_num_threads()
     asked = 3 if before != 3 else 2  # a count this process would not have by itself

@@ -20,10 +20,10 @@ import torch
 import torch._dynamo  # noqa: F401 - what a dispatch mode's first use imports (3 s here): paid at collection
 from torch import nn
 
-from neuronexp.cell.extract_check import check, run_recorded, state_bytes, study_module
-from neuronexp.cell.extract_fused import fused_alternative, rms_norm_like
-from neuronexp.cell.extract_inputs import input_node, read_specs
-from neuronexp.cell.extract_recipe import recipe
+from neuronexp.extract.check import check, run_recorded, state_bytes, study_module
+from neuronexp.extract.fused import fused_alternative, rms_norm_like
+from neuronexp.extract.recipe import recipe
+from neuronexp.extract.study_inputs import input_node, read_specs
 from neuronexp.moduletime.module_rows import value_spec
 
 transformers = pytest.importorskip("transformers")
@@ -133,7 +133,7 @@ def test_the_moe_study_runs_the_models_experts_kernel_and_a_routers_distinct_cho
     node, _ = input_node(module, *read_specs(json.dumps(specs), "t"))
     assert node["args"][0]["_target_"] == "neuronexp.modules.factories.distinct_ids"
     study = study_module(how.node, state_bytes(module), "float32")
-    from neuronexp.cell.extract_check import study_inputs
+    from neuronexp.extract.check import study_inputs
 
     args, kwargs = study_inputs(study, {**node, "dtype": "float32"})
     ids = args[1]

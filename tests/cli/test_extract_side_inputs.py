@@ -9,9 +9,9 @@ import json
 import torch
 from torch import nn
 
-from neuronexp.cell.extract_inputs import input_node, read_specs
 from neuronexp.cell.inputs import make_inputs
 from neuronexp.config.schema import DType, InputConfig
+from neuronexp.extract.study_inputs import input_node, read_specs
 
 
 class Layer(nn.Module):

@@ -1,5 +1,5 @@
 """neuronexp-extract's plan, before any model is built: each unit's own file names (never another's fused form's),
-its per-call figure in the model, its name as words (issue 43, and issue 44's survivors in cli/extract_units.py)."""
+its per-call figure in the model, its name as words (issue 43, and issue 44's survivors in extract/hot_units.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from neuronexp.cell.extract_recipe import study_name
-from neuronexp.cli.extract_units import plan_units
+from neuronexp.extract.hot_units import plan_units
+from neuronexp.extract.recipe import study_name
 
 SPEC = json.dumps({"args": [{"shape": [1, 8, 16], "dtype": "float32"}], "kwargs": {}})
 

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from helpers import FAST
 from neuronexp.engine.dryrun import COMPILE_S, OVERHEAD_S, dry_run_lines, estimate_s
-from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.planned import PlannedCell
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables
 

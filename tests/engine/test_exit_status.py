@@ -4,59 +4,17 @@ launcher is a stand-in that writes each job's row as a cell process would."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 import neuronexp
-from neuronexp.engine.context import Outcome, SweepContext
-from neuronexp.engine.plan import PlannedCell
+from helpers.row_writer import RowWriter
+from neuronexp.engine.context import Outcome
+from neuronexp.engine.grouping import Unit
+from neuronexp.engine.launched import HydraLauncher
+from neuronexp.engine.planned import PlannedCell
+from neuronexp.engine.planned_invocation import Invocation
 from neuronexp.engine.sweeper import _run
-from neuronexp.results import arrow_table
-from neuronexp.results.files import write_job_tables
-
-
-class RowWriter:
-    """Writes each launched job's row into its job directory (`hydra.sweep.subdir=...`); `fail` names the run_ids
-    whose row is an error row."""
-
-    def __init__(self, sweep_dir: Path, cells: list[PlannedCell], fail: set[str]) -> None:
-        self.sweep_dir, self.by_dir, self.fail = sweep_dir, {c.dir: c for c in cells}, fail
-
-    def launch(self, jobs: list[list[str]], initial_job_idx: int) -> list[None]:
-        for job in jobs:
-            subdir = next(
-                re.fullmatch(r"hydra\.sweep\.subdir='(.*)'", o).group(1)
-                for o in job
-                if o.startswith("hydra.sweep.subdir=")
-            )
-            cell = self.by_dir[subdir]
-            failed = cell.run_id in self.fail
-            row = {
-                "run_id": cell.run_id,
-                "experiment": "adhoc",
-                "module": cell.label,
-                "compiled": False,
-                "backend": "cpu",
-                "device": "cpu",
-                "dtype": "float32",
-                "input_shape": "[1,8]",
-                "overrides": f"module={cell.label}",
-                "status": "error" if failed else "ok",
-                "error": "RuntimeError: boom" if failed else None,
-                "latency_median_us": None if failed else 10.0,
-            }
-            (self.sweep_dir / subdir).mkdir(parents=True, exist_ok=True)
-            write_job_tables(
-                self.sweep_dir / subdir,
-                {
-                    "cells": arrow_table("cells", [row]),
-                    "ops": arrow_table("ops", []),
-                    "samples": arrow_table("samples", []),
-                },
-            )
-        return [None] * len(jobs)
+from neuronexp.engine.user_callbacks import UserCallbacks
 
 
 def _sweep(tmp_path: Path, fail: set[str]) -> Outcome:
@@ -65,10 +23,10 @@ def _sweep(tmp_path: Path, fail: set[str]) -> Outcome:
         PlannedCell(num=i, dir=str(i), overrides=[f"module={m}"], run_id=f"run{i}", backend="cpu", label=m)
         for i, m in enumerate(("naive", "fused"))
     ]
-    master = OmegaConf.create({"hydra": {"sweep": {"dir": str(sweep_dir)}}, "baseline": None})
     writer = RowWriter(sweep_dir, cells, fail)
-    ctx = SweepContext(master=master, params={}, arguments=[], launcher=lambda: writer, loader=None)
-    return _run(ctx, cells)
+    with HydraLauncher(lambda: writer) as executor:
+        units = tuple(Unit((c,)) for c in cells)
+        return _run(Invocation("sweep", sweep_dir, tuple(cells), units, (), None, executor), UserCallbacks(None))
 
 
 def test_a_sweep_with_an_error_row_stops_with_exit_status_1_after_writing_results(tmp_path: Path) -> None:

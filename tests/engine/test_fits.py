@@ -10,7 +10,7 @@ import torch
 
 from helpers import FAST
 from neuronexp.config import BackendName, CellSpec, ConfigError, DType, InMemory, InputConfig, RunConfig, TimingConfig
-from neuronexp.engine.plan import check_fits, input_bytes, least_bytes
+from neuronexp.engine.memory_fit import check_fits, input_bytes, least_bytes
 from neuronexp.host.memory import available_bytes
 
 GiB = 1 << 30

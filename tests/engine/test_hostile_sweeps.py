@@ -245,12 +245,12 @@ def test_a_mistake_anywhere_stops_the_sweep_before_it_starts(cli, tmp_path: Path
 
 def test_ctrl_c_during_a_sweep_exits_130_with_the_resume_line(cli, tmp_path: Path, monkeypatch) -> None:
     """In the default run (issue 44; the real signal: the slow test above): KeyboardInterrupt while the cells run."""
-    from neuronexp.engine import sweeper
+    from neuronexp.engine.executor import Local
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweeper, "run_local", interrupted)
+    monkeypatch.setattr(Local, "run", interrupted)
     sweep = tmp_path / "sweep"
     res = _sweep(cli, sweep, *PAIR)
     assert res.returncode == 130, res.stderr

@@ -12,7 +12,7 @@ import pytest
 import neuronexp
 from helpers import FAST
 from neuronexp.engine.ownership import mark
-from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.rerun import assign
 from neuronexp.results import JOBS_MANIFEST
 

@@ -11,8 +11,8 @@ import pytest
 import neuronexp
 from helpers import FAST, run_cli
 from neuronexp.analysis.baseline import parse_baseline
-from neuronexp.engine.grouping import plan_units, unpaired_reason
-from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.grouping import comparison_units, still_to_run, unpaired_reason
+from neuronexp.engine.planned import PlannedCell
 
 
 def _cell(
@@ -28,6 +28,13 @@ def _cell(
         process_key=process_key,
         isolated=isolated,
     )
+
+
+def plan_units(cells: list[PlannedCell], baseline, todo: set[str], unpaired: str | None = None):
+    """The units still to run, and every note the sweep logs: as engine.sweeper asks engine.grouping."""
+    units, notes = comparison_units(cells, baseline, unpaired)
+    waiting, more = still_to_run(units, todo)
+    return waiting, [*notes, *more]
 
 
 def _grid() -> list[PlannedCell]:
@@ -73,6 +80,15 @@ def test_cells_that_cannot_share_a_process_are_timed_alone_with_the_reason(chang
     units, notes = plan_units(cells, parse_baseline({"module": "rmsnorm_naive"}), {c.run_id for c in cells})
     assert [len(u.cells) for u in units] == [1, 3, 1, 1]
     assert len(notes) == 1 and reason in notes[0]
+
+
+def test_an_executor_that_runs_a_cell_a_process_pairs_nothing_and_says_why_once() -> None:
+    cells = _grid()
+    units, notes = plan_units(cells, parse_baseline({"module": "rmsnorm_naive"}), {c.run_id for c in cells}, "why")
+    assert [len(u.cells) for u in units] == [1] * 6 and notes == [
+        'speedups are unpaired: why (docs/timing.md, "Paired timing")'
+    ]
+    assert plan_units(cells, None, {c.run_id for c in cells}, "why")[1] == []  # no baseline: nothing to pair
 
 
 def test_a_baseline_on_a_process_key_is_never_paired() -> None:

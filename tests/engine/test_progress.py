@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers import FAST, run_cli, run_dirs
-from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.progress import SweepProgress, eta_text, fit
 from neuronexp.results.files import PHASE_FILE, read_phase, write_phase
 

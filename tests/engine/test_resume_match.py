@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.rerun import assign
 from neuronexp.results import arrow_table
 from neuronexp.results.files import write_job_tables

@@ -6,9 +6,19 @@ Hydra's multirun (cli.main), so Hydra's on_multirun_start/end come around a sing
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
 
 from helpers import FAST, run_cli
 from helpers.layers import FAILING_LAYER
+from helpers.row_writer import RowWriter
+from neuronexp.engine.executor import Executor
+from neuronexp.engine.grouping import Unit
+from neuronexp.engine.planned import PlannedCell
+from neuronexp.engine.planned_invocation import Invocation
+from neuronexp.engine.sweeper import _run
+from neuronexp.engine.user_callbacks import UserCallbacks
 
 
 def _recorded(tmp_path: Path, *args: str) -> tuple[list[list[str]], int]:
@@ -54,3 +64,42 @@ def test_a_failed_cell_ends_its_job_failed_with_its_error(tmp_path: Path) -> Non
     ended = {c[3]: c for c in calls if c[0] == "job_end"}
     assert ended["0"][2] == "COMPLETED" and ended["0"][4] == "ok"
     assert ended["1"][2] == "FAILED" and "unsupported width 128" in " ".join(ended["1"][4:])
+
+
+class _OnOtherMachines(Executor):
+    """A stand-in for the Slurm executor: its cells run elsewhere (no `start` here), their rows appearing in the sweep
+    directory while it waits, as a Slurm task's do."""
+
+    remote = True
+
+    def __init__(self, writer: RowWriter) -> None:
+        self.writer = writer
+
+    def run(self, units: list[Unit], start: Any, progress: Any) -> None:
+        with progress.watching():
+            for unit in units:
+                for cell in unit.cells:
+                    (Path(self.writer.sweep_dir) / cell.dir).mkdir(parents=True, exist_ok=True)
+                    self.writer.launch([[f"hydra.sweep.subdir='{cell.dir}'"]], 0)
+
+
+def test_each_cell_a_remote_executor_runs_fires_its_job_callbacks_once_from_here(tmp_path: Path) -> None:
+    log = tmp_path / "calls.txt"
+    recorder = {"_target_": "helpers.callbacks.Recorder", "path": str(log)}
+    master = OmegaConf.create({"hydra": {"callbacks": {"rec": recorder}}})
+    sweep_dir = tmp_path / "sweep"
+    cells = [
+        PlannedCell(
+            num=i, dir=str(i), overrides=[f"module={m}"], run_id=f"run{i}", backend="cpu", label=m,
+            composed=OmegaConf.create({"module": {"_target_": f"x.{m}"}, "input": {"shape": [1, 8]}}),
+        )
+        for i, m in enumerate(("Naive", "Fused"))
+    ]  # fmt: skip
+    executor = _OnOtherMachines(RowWriter(sweep_dir, cells, fail={"run1"}))
+    units = tuple(Unit((c,)) for c in cells)
+    _run(Invocation("sweep", sweep_dir, tuple(cells), units, (), None, executor), UserCallbacks(master))
+    calls = [line.split() for line in log.read_text().splitlines()]
+    # Each on_job_start before anything runs (as submitted), each on_job_end as the cell's row appears here.
+    assert [c[:2] for c in calls[:2]] == [["job_start", "Naive"], ["job_start", "Fused"]]
+    ended = sorted(c[1:4] for c in calls[2:])
+    assert ended == [["Fused", "FAILED", "1"], ["Naive", "COMPLETED", "0"]]

@@ -26,12 +26,19 @@ def _compose(*overrides: str):
 
 def test_parallel_runs_one_unit_per_device_slot_on_the_engines_own_executor() -> None:
     from neuronexp.engine._hydra import LauncherKind, launcher_kind
-    from neuronexp.engine.executor import Executor, executor_for, local_slots
+    from neuronexp.engine.executor import Local
+    from neuronexp.engine.launched import HydraLauncher, Slurm
+    from neuronexp.engine.planned_invocation import for_launcher
 
-    cfg = _compose("hydra/launcher=parallel", "launcher.devices=4")
-    assert launcher_kind(cfg) == LauncherKind.parallel and executor_for(cfg) == Executor.local
-    assert local_slots(cfg) == 4 and local_slots(_compose("launcher.devices=4")) == 1  # the basic launcher: one
-    assert executor_for(_compose("hydra/launcher=slurm")) == Executor.launcher
+    def executor(*overrides: str):
+        cfg = _compose(*overrides)
+        return for_launcher(launcher_kind(cfg), cfg)
+
+    assert launcher_kind(_compose("hydra/launcher=parallel")) == LauncherKind.parallel
+    parallel, basic = executor("hydra/launcher=parallel", "launcher.devices=4"), executor("launcher.devices=4")
+    assert isinstance(parallel, Local) and parallel.slots == 4 and isinstance(basic, Local) and basic.slots == 1
+    assert isinstance(executor("hydra/launcher=slurm"), Slurm)
+    assert isinstance(executor("hydra/launcher=submitit_local"), HydraLauncher)
 
 
 def test_slurm_preset_resources_and_the_sbatch_script(tmp_path: Path) -> None:
@@ -87,7 +94,7 @@ def test_slurm_on_a_machine_without_slurm_fails_in_one_line_before_anything_is_w
     assert res.returncode == 2
     assert res.stderr.strip() == (
         "neuronexp: error: hydra/launcher=slurm: no Slurm here (sbatch is not on PATH); "
-        "hydra/launcher=submitit_local runs the same path on this machine"
+        "hydra/launcher=parallel runs the sweep's units on this machine"
     )
     assert not (tmp_path / "sweep").exists()
 

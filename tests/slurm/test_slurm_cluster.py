@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -102,10 +103,9 @@ def _wait_until_gone(ids: list[str], timeout: float = 120) -> None:
         time.sleep(0.5)
 
 
-def _args(root: Path, layer: str, *extra: str, shapes: str = TWO) -> list[str]:
-    """A sweep of `layer` on one core per task, in `root`/sweep; `extra` overrides replace these."""
-    (root / "mylayer.py").write_text(LAYER)
-    ours = [
+def _on_slurm(root: Path) -> list[str]:
+    """On the cluster, one core per task, into `root`/sweep."""
+    return [
         "hydra/launcher=slurm",
         "hydra.launcher.partition=debug",
         "hydra.launcher.cpus_per_task=1",
@@ -113,6 +113,12 @@ def _args(root: Path, layer: str, *extra: str, shapes: str = TWO) -> list[str]:
         f"launcher.lock_dir={root / 'locks'}",
         "hydra.sweep.dir=sweep",
     ]
+
+
+def _args(root: Path, layer: str, *extra: str, shapes: str = TWO) -> list[str]:
+    """A sweep of `layer` on one core per task, in `root`/sweep; `extra` overrides replace these."""
+    (root / "mylayer.py").write_text(LAYER)
+    ours = _on_slurm(root)
     replaced = {e.split("=", 1)[0] for e in extra}
     return [
         "-m",
@@ -145,7 +151,7 @@ def _binds_tasks() -> bool:
 
 
 def test_a_slurm_sweep_gives_the_basic_tables_and_says_where_each_cell_ran(slurm, tmp_path: Path) -> None:
-    shapes = "[1,8,64]"  # naive and fused: two cells, two tasks at once
+    shapes = "[1,8,64],[1,8,128]"  # naive and fused timed together per input: two tasks at once, two cells each
     root = tmp_path / "slurm"
     root.mkdir()
     (tmp_path / "basic").mkdir()
@@ -178,6 +184,62 @@ def test_a_slurm_sweep_gives_the_basic_tables_and_says_where_each_cell_ran(slurm
     if _binds_tasks() and _node_cpus() >= 2:
         assert cells["placement"].nunique() >= 2
     assert cells["worker_pid"].nunique() == 2 and len(list((sweep / ".submitit").glob("*/*_result.pkl"))) == 2
+    assert (cells.groupby("input_shape")["worker_pid"].nunique() == 1).all()  # a task per comparison group
+
+
+# A user's two variants of one layer with one result, one of them 60 operator calls slower (about ×50 on a host):
+# a winner no load on the node can turn around.
+VARIANTS = """
+import torch
+
+class Doubles(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+class Slow(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(60):
+            x = x + 0.0
+        return x * 2
+"""
+
+
+def test_a_slurm_sweep_times_each_comparison_group_in_one_task_paired_as_the_local_run(slurm, tmp_path: Path) -> None:
+    (tmp_path / "variants.py").write_text(VARIANTS)
+    (tmp_path / "conf" / "module").mkdir(parents=True)
+    for name, cls in (("doubles", "Doubles"), ("slow", "Slow")):
+        (tmp_path / "conf" / "module" / f"{name}.yaml").write_text(f"_target_: variants.{cls}\n")
+    args = ["--config-dir", "conf", "-m", "module=doubles,slow", TWO, "baseline=slow", *QUICK, "timing.iters=20"]
+    local = run_cli([*args, "hydra.sweep.dir=local"], cwd=tmp_path)
+    assert local.returncode == 0, local.stderr[-2000:]
+    on_slurm = run_cli([*args, *_on_slurm(tmp_path)], cwd=tmp_path)
+    assert on_slurm.returncode == 0, on_slurm.stderr[-2000:]
+    # Two array tasks for four cells: one per input, its two variants timed together, pair by pair, in one process.
+    sweep = tmp_path / "sweep"
+    assert len([p for p in (sweep / ".submitit").iterdir() if re.fullmatch(r"\d+_\d+", p.name)]) == 2
+    results = neuronexp.load(sweep)
+    cells = results.cells
+    assert (cells["status"] == "ok").all() and (cells.groupby("input_shape")["worker_pid"].nunique() == 1).all()
+    doubles = cells[cells["module"] == "doubles"]
+    assert len(doubles) == 2 and (doubles["speedup_method"] == "paired").all()
+    assert (
+        (doubles["speedup_ci_low"] <= doubles["speedup_vs_baseline"])
+        & (doubles["speedup_ci_high"] >= doubles["speedup_vs_baseline"])
+    ).all()
+    for _, cell in doubles.iterrows():
+        ref = cells[cells["run_id"] == cell["baseline_run_id"]].iloc[0]
+        assert cell["timing_group"] == ref["timing_group"] and cell["worker_pid"] == ref["worker_pid"]
+        mine, theirs = (results.samples[results.samples["run_id"] == r] for r in (cell["run_id"], ref["run_id"]))
+        assert list(mine["pair"]) == list(theirs["pair"]) == list(range(20))
+    said = on_slurm.stdout + on_slurm.stderr + (sweep / "results" / "summary.md").read_text()
+    assert "unpaired" not in said and "†" not in said
+    assert re.search(r"×\d+\.\d\d \(\d+\.\d\d–\d+\.\d\d\)", on_slurm.stdout)  # the interval is shown
+
+    def winners(findings):
+        return dict(findings.loc[findings["outcome"] == "fastest", ["input", "variant"]].itertuples(index=False))
+
+    assert winners(results.findings) == winners(neuronexp.load(tmp_path / "local").findings)
+    assert set(winners(results.findings)) == {"[1,8,16]", "[1,8,32]"}
 
 
 def test_without_accounting_the_sweep_says_so_once_and_the_preset_fits_the_node(slurm, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import re
 import sys
 from typing import Any
 
-from neuronexp.config.measured import measured
+from neuronexp.config.key_roles import measured
 
 _NEXT_OVERRIDE = re.compile(r"(?:[+~]{0,2}[\w.@/-]+=)|(?:~[\w.@/-]+(?:,|$))")
 
@@ -53,7 +53,7 @@ def normalize(value: Any) -> str:
 
 
 def _is_label(key: str) -> bool:
-    """Part of what the cell measured (config.measured), and not one of Hydra's own keys."""
+    """Part of what the cell measured (config.key_roles), and not one of Hydra's own keys."""
     return not key.startswith("hydra.") and measured(key)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from neuronexp.cli.common import add_version, positive_int, quiet_on_closed_stdout
-from neuronexp.cli.extract_units import ExtractError
+from neuronexp.extract.hot_units import ExtractError
 
 _WRITES = """\
 writes into DIR, for each module class: module/NAME.yaml (the module alone, with the inputs the model called it
@@ -53,9 +53,9 @@ def extract(run_dir: Path, top: int, out: Path) -> list[str]:
     can be checked is checked before the model is built or timed (--out, the table, the names, the files to write);
     the files are written together at the end, or none. Errors: ExtractError, Refused, BadSpecs, ModelRefused (one
     line each)."""
-    from neuronexp.cell.extract_model import build_model, run_config
-    from neuronexp.cli.extract_one import study_files
-    from neuronexp.cli.extract_units import plan_units
+    from neuronexp.extract.from_model import build_model, run_config
+    from neuronexp.extract.hot_units import plan_units
+    from neuronexp.extract.study import study_files
     from neuronexp.moduletime.views import hot_units, of_run
     from neuronexp.results import read_any
     from neuronexp.results.owned import check_free, commit, prepare

@@ -87,22 +87,32 @@ def _early_server(routed: list[str]) -> ForkServer | None:
     from neuronexp.cellprocess.forkserver import ForkServer, forget_inherited_server, server_address
 
     forget_inherited_server()
-    if not _sweeps(routed) or _shows(routed) or _HELP_ROUTE in routed or server_address() is not None:
+    if not _runs_as_sweep(routed) or _shows(routed) or _HELP_ROUTE in routed or server_address() is not None:
         return None
     return ForkServer(warm=None).start()  # named in the environment only once neuronexp's sweeper adopts it
 
 
-def _sweeps(routed: list[str]) -> bool:
-    """-m, or an experiment named on the command line whose own config sweeps (`hydra.sweeper.params`: the README's
-    `neuronexp +experiment=rmsnorm_sweep`), read as text where Hydra looks for it: a --config-dir, then neuronexp's."""
+def _runs_as_sweep(routed: list[str]) -> bool:
+    """Whether the engine will run this command as a sweep (engine.planned_invocation: with -m, or where its config
+    sweeps, `hydra.sweeper.params`), told before Hydra composes anything: from the command line, and from the file of an
+    experiment it names (`+experiment=rmsnorm_sweep`, in --config-dir or neuronexp's configs). A config that sweeps
+    otherwise is found once composed; its sweep then starts its own server."""
     if _SINGLE_ROUTE not in routed:
         return any(a in ("-m", "--multirun") for a in routed)
-    roots = [Path(d) for d in _importable_dirs(routed)[1:]] + [Path(__file__).resolve().parents[1] / "conf"]
-    for name in (a.split("=", 1)[1] for a in routed if a.lstrip("+").startswith("experiment=")):
-        files = [path for root in roots if (path := root / "experiment" / f"{name}.yaml").is_file()]
-        lines = {ln.split("#", 1)[0].strip() for ln in files[0].read_text().splitlines()} if files else set()
-        if {"sweeper:", "params:"} <= lines:
-            return True
+    if any(a.lstrip("+") in ("hydra.mode=MULTIRUN", "hydra.mode=multirun") for a in routed):
+        return True
+    import yaml
+
+    roots = [*_importable_dirs(routed)[1:], str(Path(__file__).parents[1] / "conf")]
+    for arg in routed:
+        key, eq, name = arg.lstrip("+").partition("=")
+        for found in (Path(r, "experiment", f"{name}.yaml") for r in roots) if key == "experiment" and eq else ():
+            try:
+                hydra = (yaml.safe_load(found.read_text()) or {}).get("hydra") or {}
+            except (OSError, yaml.YAMLError, AttributeError):
+                continue
+            if (hydra.get("sweeper") or {}).get("params") or str(hydra.get("mode", "")).upper() == "MULTIRUN":
+                return True
     return False
 
 

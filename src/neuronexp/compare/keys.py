@@ -8,11 +8,12 @@ import pandas as pd
 
 from neuronexp.analysis.overrides import split_overrides
 from neuronexp.analysis.variants import cell_labels
+from neuronexp.config.key_roles import LABELS as LABEL_ROLES
+from neuronexp.config.key_roles import role
 
 LABELS = ["experiment", "module", "compiled", "backend", "device", "device_name", "dtype", "input_shape"]
-# Overrides that repeat a label column above (compared there) or only set how the measurement was taken.
+# Overrides that repeat a label column above (compared there).
 _OVERRIDE_AS_LABEL = {"module", "input.shape", "input.dtype", "backend", "compile.enabled", "experiment"}
-_MEASUREMENT_PREFIXES = ("timing.", "profiler", "hydra.", "baseline")
 # Naming one label ignores the ones derived from it: another backend is another device.
 _IMPLIED = {"backend": ("device", "device_name"), "device": ("device_name",), "module": ("compiled",)}
 
@@ -32,9 +33,14 @@ def join_labels(cell: pd.Series, ignored: list[str]) -> dict[str, str]:
     labels = {c: str(cell[c]) for c in LABELS if c not in ignored}
     for override in split_overrides(cell.get("overrides") or ""):
         key, _, value = override.lstrip("+~").partition("=")
-        if key not in _OVERRIDE_AS_LABEL and not key.startswith(_MEASUREMENT_PREFIXES) and key not in ignored:
+        if key not in _OVERRIDE_AS_LABEL and _joins(key) and key not in ignored:
             labels[key] = value
     return labels
+
+
+def _joins(key: str) -> bool:
+    """A key that says what a cell is (config.key_roles), not how it was measured, nor one of Hydra's own."""
+    return not key.startswith("hydra.") and role(key) in (*LABEL_ROLES, None)
 
 
 def keyed_cells(cells: pd.DataFrame, ignored: list[str], side: str) -> dict[tuple, pd.Series]:

@@ -14,9 +14,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 
 from neuronexp.config.errors import ConfigError
 from neuronexp.config.fingerprint import code_fingerprint
-from neuronexp.config.measured import drop_unmeasured, measured
+from neuronexp.config.key_roles import drop_unmeasured, measured
 from neuronexp.config.schema import RunConfig
-from neuronexp.config.spec import CellSpec
+from neuronexp.config.spec import CellSpec, InMemory
 from neuronexp.config.validate import check_known_keys, check_shape, validate_code, validate_values
 
 # A config node `hidden_size: ${nx.last:${input.shape}}` follows the swept input shape, so module
@@ -43,6 +43,7 @@ OmegaConf.register_new_resolver("nx.typed", typed, replace=True)
 ConfigStore.instance().store(name="base_config", node=RunConfig)
 
 NO_EXPERIMENT = "adhoc"
+FROM_MEMORY = "module from Python's memory (neuronexp.sweep(modules=...)): no code fingerprint, so never reused"
 
 
 def labels_from(cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str]) -> tuple[str, str]:
@@ -104,18 +105,26 @@ def _check_shape_first(cfg: DictConfig) -> None:
 
 
 def spec_from(
-    cfg: DictConfig, choices: dict[str, Any], task_overrides: list[str], override_dirname: str, check_code: bool = True
+    cfg: DictConfig,
+    choices: dict[str, Any],
+    task_overrides: list[str],
+    override_dirname: str,
+    check_code: bool = True,
+    memory: InMemory | None = None,
 ) -> CellSpec:
     """Build and validate the CellSpec of one job (ConfigError: any bad value, before work starts). `check_code`
-    False checks the plain values only, importing no torch: a sweep runs validate_code once every cell's are good."""
+    False checks the plain values only, importing no torch: a sweep runs validate_code once every cell's are good.
+    `memory`: the cell's module is the caller's (its config names its class), labelled with the caller's name."""
     run_cfg = to_run_config(cfg)
     validate_values(run_cfg)
     warnings = validate_code(run_cfg) if check_code else []
     experiment, module = labels_from(cfg, choices, task_overrides)
     resolved = _plain(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
-    drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.measured)
+    drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.key_roles)
     # What the cell runs, beside what it is configured with: a changed layer is a new cell (config.fingerprint).
-    resolved["code"] = code_fingerprint(run_cfg.module.get("_target_"))
+    resolved["code"] = code_fingerprint(run_cfg.module.get("_target_")) if memory is None else memory.invocation
+    if memory is not None:
+        module, warnings = memory.name, [*warnings, FROM_MEMORY]
     return CellSpec(
         config=run_cfg,
         run_id=run_id_for(resolved, experiment, module),
@@ -123,6 +132,7 @@ def spec_from(
         module_name=module,
         overrides=override_dirname,
         warnings=tuple(warnings),
+        memory=memory,
     )
 
 
@@ -142,5 +152,5 @@ def task_overrides(task: Any) -> list[str]:
 
 def override_dirname(task_overrides: list[str]) -> str:
     """Hydra's override_dirname (sorted, comma-joined), recomputed so sweeper and job agree; the keys that are not
-    what a cell measured (config.measured: where it ran, what it is compared with) are left out."""
+    what a cell measured (config.key_roles: where it ran, what it is compared with) are left out."""
     return ",".join(sorted(o for o in task_overrides if measured(o.partition("=")[0])))

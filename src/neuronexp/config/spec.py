@@ -18,6 +18,9 @@ class InMemory:
 
     module: Any  # the nn.Module instance (cell.build works on a copy: the caller's stays as it was)
     inputs: tuple[Any, ...]  # its positional inputs
+    name: str = ""  # the name the caller gave it: the cell's `module` label
+    # The invocation it was handed to: its code has no fingerprint, so its run_id is new in every invocation.
+    invocation: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,8 @@
 against Hydra's own composition (tests/engine/test_hydra_compat.py): each cell's config as Hydra would compose it for a
 job (CellComposer: once per choice of config groups, plain values applied to a copy, ~60 ms a cell saved; a single
 run's cell is the invocation's own composition), Hydra's override_dirname, the one test of which launcher runs a sweep
-(`launcher_kind`), a value quoted for Hydra's override grammar, and Hydra's parser on Python 3.14 (hydra#3121)."""
+(`launcher_kind`), a launcher made from Python, a value quoted for Hydra's override grammar, and Hydra's parser on
+Python 3.14 (hydra#3121)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,19 @@ def launcher_kind(config: Any) -> LauncherKind:
     if target == BASIC_LAUNCHER:
         return LauncherKind.basic
     return LauncherKind.slurm if target.rsplit(".", 1)[-1].endswith("SlurmLauncher") else LauncherKind.other
+
+
+def launcher_maker(master: DictConfig, loader: Any, task_function: Any) -> Any:
+    """What makes the Hydra launcher `master` chose, set up as Hydra's own main sets it up (its callbacks included),
+    for a sweep composed with Hydra's compose API (neuronexp.api), where no Hydra main made a context."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra.core.plugins import Plugins
+    from hydra.types import HydraContext
+
+    context = HydraContext(config_loader=loader, callbacks=Callbacks(master))
+    return lambda: Plugins.instance().instantiate_launcher(
+        hydra_context=context, task_function=task_function, config=master
+    )
 
 
 def apply_value_overrides(cfg: DictConfig, overrides: list[Any]) -> None:

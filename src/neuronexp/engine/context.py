@@ -1,5 +1,5 @@
-"""What an invocation is handed (SweepContext: its composed config, its swept values, Hydra's loader, how it was
-asked for) and what it leaves (Outcome): shared by the sweep and the single run (engine.sweeper, engine.single)."""
+"""How an invocation was asked for (SweepContext: its composed config, its swept values, Hydra's loader, the command
+line's or Python's extras), which engine.planned_invocation reads once, and what it leaves (Outcome)."""
 
 from __future__ import annotations
 
@@ -20,15 +20,11 @@ class SweepContext:
     arguments: list[str]  # the command line's overrides
     loader: Any  # Hydra's config loader (public ConfigLoader interface)
     single: bool = False  # no -m: a run of one cell into hydra.run.dir, unless the config sweeps (params)
-    launcher: Callable[[], Any] | None = None  # the Hydra launcher, made only for the launcher executor
+    launcher: Callable[[], Any] | None = None  # makes the Hydra launcher, for a launcher's executor (engine.launched)
     # Modules from this process's memory (neuronexp.sweep(modules=...), engine.in_memory): their cells run here.
     memory: Any = None
     # The fork server the `neuronexp` command started before Hydra (cli.main), for this invocation to adopt or close.
     fork_server: Any = None
-
-    @property
-    def in_process(self) -> bool:
-        return self.memory is not None
 
 
 @dataclass

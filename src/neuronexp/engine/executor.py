@@ -1,10 +1,7 @@
-"""Who runs the planned cells. One path for every invocation, three executors:
-
-- `inline`: in this process (a single run: the interactive path, where a debugger and the layer's prints work);
-- `local`: this host's fork server, each comparison group (timed paired) or lone cell in a supervised process of its
-  own, as many at once as there are device slots (`hydra/launcher=parallel`: `launcher.devices`; else one);
-- `launcher`: a Hydra launcher's jobs (Slurm tasks, submitit_local, ...), each running its cell where it lands.
-"""
+"""Where an invocation's cells run: an Executor, as pyperf's Manager and Hydra's launchers are, chosen once per
+invocation (engine.planned_invocation.executor_for). A new one overrides `run_unit`, or `run` where it runs units
+otherwise than one after another; `slotted` says which cells hold a device slot of their own. Here: Inline (this
+process) and Local (this host's fork server); engine.launched: the Slurm array and any other Hydra launcher."""
 
 from __future__ import annotations
 
@@ -12,55 +9,144 @@ import logging
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from enum import Enum
 from typing import Any
 
 from neuronexp.config import CellSpec
-from neuronexp.engine._hydra import LauncherKind, launcher_kind
 from neuronexp.engine.grouping import Unit
+from neuronexp.engine.planned import PlannedCell
 
 log = logging.getLogger("neuronexp.engine")
+Start = Callable[[Unit], list[CellSpec]]  # prepares a unit's job directories; its cells, placed there
 
 
-class Executor(str, Enum):
-    inline = "inline"
-    local = "local"
-    launcher = "launcher"
+class Executor:
+    """Runs the planned units (engine.grouping: a comparison group or a lone cell each). `start(unit)` prepares their
+    job directories just before they run; `progress.finished(cell)` is called as each cell ends (or
+    `progress.watching()` sees their files appear). Whatever runs a cell leaves its row, even where its process dies
+    (a supervisor's `write_lost_cell`)."""
+
+    unpaired: str | None = None  # why no comparison group is timed together here (None: groups are)
+    remote = False  # cells run on other machines: this host's memory and device slots are not theirs
+    forks = False  # the cells' code is checked in a process forked from this host's fork server
+
+    def slotted(self, cell: PlannedCell) -> bool:
+        """Whether the cell runs on a device slot of its own (its locks taken), rather than with its supervisor's
+        cores: the one formula the checks and the run both read."""
+        return cell.isolated
+
+    def __enter__(self) -> Executor:  # set up before the cells are planned (a fork server, a cluster's fit)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def planned(self, cells: list[PlannedCell]) -> None:
+        """Told the planned cells, before any runs."""
+
+    def check(self, cells: list[PlannedCell]) -> None:
+        """ConfigError where the cells cannot run here as asked: by default, the device slots this host must give."""
+        from neuronexp.engine.preflight import check_local_slots
+
+        check_local_slots(cells, self.slotted)
+
+    def run(self, units: list[Unit], start: Start, progress: Any) -> None:
+        for unit in units:
+            self.run_unit(start(unit))
+            for cell in unit.cells:
+                progress.finished(cell)
+
+    def run_unit(self, specs: list[CellSpec]) -> None:
+        raise NotImplementedError
 
 
-def executor_for(master: Any) -> Executor:
-    """A sweep's executor: the fork server of this host, unless a Hydra launcher that runs jobs elsewhere (Slurm) or
-    in processes of its own was chosen."""
-    return Executor.local if launcher_kind(master) in (LauncherKind.basic, LauncherKind.parallel) else Executor.launcher
+class Inline(Executor):
+    """In this process. `limited`: under `launcher.cell_timeout_s` (modules from memory: engine.in_memory); a single
+    run has none, so that a debugger may stop in it for as long as it likes."""
+
+    def __init__(self, limited: bool = False) -> None:
+        self.limited = limited
+
+    def slotted(self, cell: PlannedCell) -> bool:
+        return False
+
+    def run_unit(self, specs: list[CellSpec]) -> None:
+        if self.limited:
+            from neuronexp.engine.in_memory import run_limited
+
+            run_limited(specs)
+        else:
+            from neuronexp.cellprocess.entry import run_placed
+
+            run_placed(specs)
 
 
-def local_slots(master: Any) -> int:
-    """How many units the local executor runs at once: `launcher.devices` under hydra/launcher=parallel, else one."""
-    return max(1, int(master.launcher.devices)) if launcher_kind(master) == LauncherKind.parallel else 1
+class Local(Executor):
+    """This host's fork server (cellprocess.forkserver): each unit in a supervised process forked from its warm
+    template, `slots` at a time (launcher.devices under hydra/launcher=parallel, else one). The server is the one the
+    command started before Hydra where its malloc mode is the cells', else one already running for this process (a
+    caller's, e.g. a test session's), else its own. `isolate`: every cell on a slot (a single run given a time limit,
+    which needs a supervisor)."""
 
+    forks = True
 
-def run_local(
-    units: list[Unit], start: Callable[[Unit], list[CellSpec]], slots: int, finished: Callable[[Any], None]
-) -> None:
-    """Each unit in a supervised process of its own (cellprocess.launch), `slots` at a time, each on a device slot
-    when there are several; `start(unit)` prepares its cells' directories just before it runs, `finished(cell)` is
-    called as each of its cells ends, in this thread."""
-    from neuronexp.cellprocess.launch import supervise
+    def __init__(self, slots: int, allocator: str, early: Any = None, isolate: bool = False) -> None:
+        self.slots, self.allocator, self.early, self.isolate = slots, allocator, early, isolate
+        self.server: Any = None  # the server this invocation serves (not a caller's)
+        self.own: Any = None  # ... and stops, when it started it
 
-    def run(unit: Unit) -> Unit:
-        supervise(start(unit), slotted=slots > 1 or any(c.isolated for c in unit.cells))
-        return unit
+    def slotted(self, cell: PlannedCell) -> bool:
+        return self.isolate or self.slots > 1 or cell.isolated
 
-    with _pool(slots) as submit:
-        pending: set[Future[Unit]] = set()
-        queue = list(units)
-        while queue or pending:
-            while queue and len(pending) < slots:
-                pending.add(submit(run, queue.pop(0)))
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                for cell in future.result().cells:
-                    finished(cell)
+    def __enter__(self) -> Local:
+        from neuronexp.cellprocess.forkserver import ForkServer, server_address
+
+        early, self.early = self.early, None
+        if early is not None and early.allocator == self.allocator:
+            early.announce()
+            self.server = early
+            return self
+        if early is not None:  # not this invocation's: its cells need another template
+            early.__exit__(None, None, None)
+        if server_address() is None:
+            self.server = self.own = ForkServer(warm=None, allocator=self.allocator).__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.own is not None:
+            self.own.__exit__(*exc)
+
+    def planned(self, cells: list[PlannedCell]) -> None:
+        if self.server is None:
+            return
+        self.server.serve(warm=["compile"] if any(c.compiled for c in cells) else [])
+        # While it still imports torch (2-3 s; the code checks wait for it), this process imports what placing the
+        # cells and writing their tables need, and what aggregating and printing them needs (0.35 s, then 0.07 s).
+        import neuronexp.cellprocess.launch  # noqa: F401
+        import neuronexp.engine.aggregate  # noqa: F401
+        import neuronexp.engine.progress  # noqa: F401
+        import neuronexp.report.terminal  # noqa: F401
+
+    def run(self, units: list[Unit], start: Start, progress: Any) -> None:
+        from neuronexp.cellprocess.launch import supervise
+
+        def one(unit: Unit) -> Unit:
+            supervise(start(unit), slotted=any(self.slotted(c) for c in unit.cells))
+            return unit
+
+        try:
+            with _pool(self.slots) as submit:
+                pending: set[Future[Unit]] = set()
+                queue = list(units)
+                while queue or pending:
+                    while queue and len(pending) < self.slots:
+                        pending.add(submit(one, queue.pop(0)))
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        for cell in future.result().cells:
+                            progress.finished(cell, where=self.slots > 1)
+        finally:
+            if self.server is not None:  # no cell is left to fork: the kernel frees the template while results gather
+                self.server.release()
 
 
 @contextmanager
@@ -74,11 +160,3 @@ def _pool(slots: int) -> Iterator[Callable[..., Future[Unit]]]:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-
-
-def run_launched(launcher: Any, jobs: list[list[str]], watching: Callable[[], Any]) -> list[Any]:
-    """Hand the jobs (their overrides, each with its planned `hydra.sweep.subdir`) to the Hydra launcher; each job
-    runs its cell where the launcher puts it (cli.main's task function) and writes its files into the sweep
-    directory, where `watching` sees them finish."""
-    with watching():
-        return list(launcher.launch(jobs, initial_job_idx=0))

@@ -1,6 +1,7 @@
-"""Which cells of a sweep run in one process, timed together: the comparison groups of its baseline, planned before
-any cell runs (cell.group times them). Cells are paired only where one process can run them as they would run
-alone; elsewhere they are timed unpaired, and the sweep says why (docs/timing.md, "Paired timing")."""
+"""Which cells of an invocation run in one process, timed together: the comparison groups of its baseline, planned
+with the cells (cell.group times them). Cells are paired only where one process can run them as they would run
+alone, and where the executor runs a group in one process; elsewhere they are timed unpaired, and the invocation
+says why (docs/timing.md, "Paired timing")."""
 
 from __future__ import annotations
 
@@ -10,16 +11,18 @@ from typing import Any
 from neuronexp.analysis.baseline import Baseline
 from neuronexp.analysis.overrides import override_values
 from neuronexp.backends.table import named_backend
+from neuronexp.config.key_roles import ROLES, SHARED, shared
 
-# Keys whose values are process state or the timing itself: cells differing in them cannot share a timed pass.
-_PROCESS_KEYS = ("threads", "allocator", "backend", "timing", "launcher")
+# The nodes whose values are process state, the timing itself or the placement: cells differing in them cannot share
+# a timed pass (config.key_roles).
+_SHARED_NODES = [key for key, role in ROLES.items() if role in SHARED and "." not in key]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Unit:
-    """Cells run in one process: a comparison group's cells still to run, or a single cell."""
+    """Cells run in one process: a comparison group's cells, or a single cell."""
 
-    cells: list[Any]  # PlannedCell
+    cells: tuple[Any, ...]  # PlannedCell
     group: str | None = None  # the group's key, null for a cell run alone
 
 
@@ -30,12 +33,12 @@ def group_key(overrides: list[str], baseline_keys: set[str]) -> str:
 
 def process_key(config: Any) -> str:
     """What a cell sets in its process: cells timed together must agree on all of it."""
-    return repr([getattr(config, name) for name in _PROCESS_KEYS])
+    return repr([getattr(config, name) for name in _SHARED_NODES])
 
 
 def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
     """Why a group of these planned cells cannot be timed together, or None when it can."""
-    if clash := sorted(k for k in baseline or {} if k.split(".", 1)[0] in _PROCESS_KEYS):
+    if clash := sorted(k for k in baseline or {} if shared(k)):
         return f"the baseline's keys {', '.join(clash)} set process state the cells cannot share"
     for cell in cells:
         info = named_backend(cell.backend)
@@ -48,33 +51,42 @@ def unpaired_reason(baseline: Baseline | None, cells: list[Any]) -> str | None:
     return None
 
 
-def plan_units(cells: list[Any], baseline: Baseline | None, todo: set[str]) -> tuple[list[Unit], list[str]]:
-    """The cells still to run (`todo` run_ids) as units in sweep order, each group where its first cell stands;
-    and one line per group that is not paired, saying why (the sweep logs them)."""
+def comparison_units(cells: list[Any], baseline: Baseline | None, unpaired: str | None) -> tuple[list[Unit], list[str]]:
+    """Every cell in a unit, in sweep order: each comparison group that can be timed together as one, where its first
+    cell stands, every other cell alone (`unpaired`: the executor's reason to time none together); and one line per
+    group that is not paired, saying why."""
     keys = set(baseline or {})
     if not keys:
-        return [Unit([c]) for c in cells if c.run_id in todo], []
-    groups: dict[str, list[int]] = {}
-    for i, cell in enumerate(cells):
-        groups.setdefault(group_key(cell.overrides, keys), []).append(i)
-    units, notes, placed = [], [], set()
-    for i, cell in enumerate(cells):
-        if i in placed or cell.run_id not in todo:
+        return [Unit((c,)) for c in cells], []
+    if unpaired is not None:
+        return [Unit((c,)) for c in cells], [f'speedups are unpaired: {unpaired} (docs/timing.md, "Paired timing")']
+    groups: dict[str, list[Any]] = {}
+    for cell in cells:
+        groups.setdefault(group_key(cell.overrides, keys), []).append(cell)
+    units, notes = [], []
+    for key, members in groups.items():
+        reason = unpaired_reason(baseline, members) if len(members) > 1 else None
+        if reason is None:
+            units.append(Unit(tuple(members), key if len(members) > 1 else None))
             continue
-        members = groups[group_key(cell.overrides, keys)]
-        waiting = [j for j in members if cells[j].run_id in todo]
-        reason = unpaired_reason(baseline, [cells[j] for j in members]) if len(members) > 1 else None
-        if len(waiting) > 1 and reason is None:
-            units.append(Unit([cells[j] for j in waiting], group_key(cell.overrides, keys)))
-            placed.update(waiting)
-            if len(waiting) < len(members):
-                notes.append(
-                    f"{cell.label}: {len(members) - len(waiting)} cell(s) of its group are complete already; "
-                    "the rest are timed together, their speedups over a reused baseline unpaired"
-                )
-        else:
-            units.append(Unit([cell]))
-            placed.add(i)
-            if reason is not None and len(members) > 1 and i == members[0]:
-                notes.append(f"{cell.label}: its group is timed unpaired: {reason}")
-    return units, notes
+        units += [Unit((c,)) for c in members]
+        notes.append(f"{members[0].label}: its group is timed unpaired: {reason}")
+    return sorted(units, key=lambda u: u.cells[0].num), notes
+
+
+def still_to_run(units: list[Unit], todo: set[str]) -> tuple[list[Unit], list[str]]:
+    """The units, less the cells already complete (`todo`: the run_ids still to run); a group some of whose cells are
+    complete times the rest together, and a line says so."""
+    out, notes = [], []
+    for unit in units:
+        waiting = tuple(c for c in unit.cells if c.run_id in todo)
+        if len(waiting) > 1 or (waiting and unit.group is None):
+            out.append(Unit(waiting, unit.group))
+        elif waiting:  # the one cell left of a group: timed alone
+            out.append(Unit(waiting))
+        if 1 < len(waiting) < len(unit.cells):
+            notes.append(
+                f"{waiting[0].label}: {len(unit.cells) - len(waiting)} cell(s) of its group are complete already; "
+                "the rest are timed together, their speedups over a reused baseline unpaired"
+            )
+    return sorted(out, key=lambda u: u.cells[0].num), notes

@@ -1,48 +1,51 @@
-"""Cells whose module is an `nn.Module` instance in this process's memory (neuronexp.sweep(modules=...)): each module
-name is a variant of every composed job, its config the job's with the first input's shape and dtype taken from the
-example inputs and the module's class named (never built from it). Such a cell's code has no fingerprint, so its
-run_id is new in every invocation (it is never reused), and it runs in this process only (engine.sweeper)."""
+"""Cells whose module is an `nn.Module` instance in this process's memory (neuronexp.sweep(modules=...)), built from
+the caller's objects: each module name is a variant of every composed job and every set of example inputs (several
+sets: one swept axis), its config the job's with no module of neuronexp's composed, the caller's class named in its
+place and the first input's shape and dtype taken from the tensors. Such a cell's code has no fingerprint, so its
+run_id is new in every invocation (never reused); it runs in this process (engine.executor.Inline), under the cell
+time limit (`run_limited`)."""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import inspect
 import logging
 import signal
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import ValidationError, open_dict
 
 from neuronexp.config import CellSpec, ConfigError, InMemory
 from neuronexp.engine._hydra import CellComposer
-from neuronexp.engine.plan import PlannedCell, check_distinct, plan_cell
+from neuronexp.engine.plan import check_distinct, plan_cell, varying_keys
+from neuronexp.engine.planned import PlannedCell
 
 log = logging.getLogger("neuronexp.engine")
-# The overrides that modules= replaces: given beside it, they would be ignored (or, swept, make cells that differ in
-# nothing but a label), so they are refused.
+# The overrides that modules= and inputs= replace: given beside them, they would be ignored (or, swept, make cells
+# that differ in nothing but a label), so they are refused.
 REPLACED = {
     "module": "modules= names the modules of this sweep",
-    "input.shape": "with modules=, the first input's shape is that of inputs= (call neuronexp.sweep once per shape)",
-    "input.dtype": "with modules=, the first input's dtype is that of inputs= (call neuronexp.sweep once per dtype)",
+    "input.shape": "with modules=, the first input's shape is that of inputs= (a list of input tuples sweeps it)",
+    "input.dtype": "with modules=, the first input's dtype is that of inputs= (a list of input tuples sweeps it)",
 }
-NOTE = "module from Python's memory (neuronexp.sweep(modules=...)): no code fingerprint, so never reused"
+# Composed into every job instead of the default module, which modules= replaces: none of neuronexp's is composed.
+NO_MODULE = "~module"
 
 
 @dataclass(frozen=True)
 class InMemoryModules:
     modules: dict[str, Any]  # name -> nn.Module
-    inputs: tuple[Any, ...]
+    inputs: tuple[tuple[Any, ...], ...]  # one set of example inputs per value of the swept axis
 
     @classmethod
-    def checked(cls, modules: Mapping[str, Any], inputs: tuple[Any, ...] | Callable[[], Any] | Any) -> InMemoryModules:
-        """ConfigError: no modules, a name that is not a plain word, a value that is not an nn.Module, no inputs."""
+    def checked(cls, modules: Mapping[str, Any], inputs: Any) -> InMemoryModules:
+        """ConfigError: no modules, a name that is not a plain word, a value that is not an nn.Module, no inputs, an
+        input set a module's `forward` cannot take, two sets whose first tensors look alike."""
         import torch
 
         if not modules:
@@ -52,15 +55,43 @@ class InMemoryModules:
                 raise ConfigError("modules", repr(name), "names are words (letters, digits, _ and -)")
             if not isinstance(module, torch.nn.Module):
                 raise ConfigError(f"modules[{name!r}]", type(module).__name__, "must be a torch.nn.Module instance")
-        values = inputs() if callable(inputs) else inputs
-        values = (values,) if isinstance(values, torch.Tensor) else tuple(values or ())
-        if not values or not isinstance(values[0], torch.Tensor):
-            raise ConfigError(
-                "inputs", type(inputs).__name__, "a tuple of tensors (the first a tensor), or a callable returning one"
-            )
-        for name, module in modules.items():
-            _check_signature(name, module, values)
-        return cls(dict(modules), values)
+        sets = _input_sets(inputs() if callable(inputs) else inputs)
+        seen: dict[tuple[str, str], int] = {}
+        for i, values in enumerate(sets):
+            for name, module in modules.items():
+                _check_signature(name, module, values)
+            if (first := _first(values)) in seen:
+                raise ConfigError(
+                    "inputs", f"sets {seen[first]} and {i}", f"their first tensors are alike ({' '.join(first)})"
+                )
+            seen[first] = i
+        return cls(dict(modules), sets)
+
+
+def _input_sets(inputs: Any) -> tuple[tuple[Any, ...], ...]:
+    """One input set (a tensor, or a tuple whose first item is one), or several: any other iterable of such."""
+    import torch
+
+    if isinstance(inputs, torch.Tensor) or (isinstance(inputs, tuple) and inputs and torch.is_tensor(inputs[0])):
+        candidates: Iterable[Any] = [inputs]
+    else:
+        candidates = inputs if isinstance(inputs, Iterable) and not isinstance(inputs, (str, bytes)) else [inputs]
+    sets = tuple(
+        (v,) if isinstance(v, torch.Tensor) else tuple(v) if isinstance(v, (tuple, list)) else v for v in candidates
+    )
+    if not sets or not all(isinstance(s, tuple) and s and torch.is_tensor(s[0]) for s in sets):
+        raise ConfigError(
+            "inputs",
+            type(inputs).__name__,
+            "a tuple of tensors (the first a tensor), a callable returning one, or a list of such tuples (swept)",
+        )
+    return sets
+
+
+def _first(inputs: tuple[Any, ...]) -> tuple[str, str]:
+    """The first input's shape and dtype, as the cell's `input.shape` and `input.dtype` take them."""
+    first = inputs[0]
+    return f"[{','.join(str(d) for d in first.shape)}]", str(first.dtype).removeprefix("torch.")
 
 
 def _check_signature(name: str, module: Any, inputs: tuple[Any, ...]) -> None:
@@ -73,54 +104,41 @@ def _check_signature(name: str, module: Any, inputs: tuple[Any, ...]) -> None:
 
 
 def plan_memory_cells(jobs: list[list[str]], composer: CellComposer, memory: InMemoryModules) -> list[PlannedCell]:
-    """One cell per job and module name, its directory numbered in that order. ConfigError: an override that the
-    modules replace (`module`, the first input's `input.shape` and `input.dtype`: they come from `inputs`)."""
+    """One cell per job, input set and module name, its directory numbered in that order (each job composed with
+    NO_MODULE, which the caller's Python door adds). ConfigError: an override that modules= and inputs= replace
+    (`module`, the first input's `input.shape` and `input.dtype`)."""
     for job in jobs:
         for override in job:
             key, _, value = override.lstrip("+~").partition("=")
-            if key in REPLACED:
+            if key in REPLACED and override.partition("=")[0] != NO_MODULE:
                 raise ConfigError(key, value, f"{REPLACED[key]}; leave {key} out with modules=")
-    cells: list[PlannedCell] = []
     invocation = uuid.uuid4().hex
-    varying = {"module"} if len(memory.modules) > 1 else set()
-    first = memory.inputs[0]  # its shape and dtype: the cells' labels and their dtype
-    shape, dtype = ",".join(str(d) for d in first.shape), str(first.dtype).removeprefix("torch.")
-    for job in jobs:
-        composed = [*job, f"input.shape=[{shape}]", f"input.dtype={dtype}"]
-        for name, module in memory.modules.items():
-            num = len(cells)
-            cell = plan_cell(num, composed, composer.compose(composed, num), varying)
-            cells.append(_from_memory(cell, name, module, memory.inputs, invocation))
+    planned = [
+        (job, inputs, name, [*(o for o in job if o.partition("=")[0] != NO_MODULE), *_labels(inputs), f"module={name}"])
+        for job in jobs
+        for inputs in memory.inputs
+        for name in memory.modules
+    ]
+    varying = varying_keys([labels for *_, labels in planned])
+    cells = []
+    for num, (job, inputs, name, labels) in enumerate(planned):
+        module = memory.modules[name]
+        cfg = composer.compose(job, num)
+        shape, dtype = _first(inputs)
+        try:
+            with open_dict(cfg):
+                cfg.module = {"_target_": f"{type(module).__module__}.{type(module).__qualname__}"}
+                cfg.input.shape, cfg.input.dtype = [int(d) for d in inputs[0].shape], dtype
+        except ValidationError:
+            raise ConfigError(f"inputs ({name})", dtype, "not a dtype input.dtype allows") from None
+        cells.append(plan_cell(num, labels, cfg, varying, InMemory(module, inputs, name, invocation)))
     check_distinct(cells, composer.master)
     return cells
 
 
-def _from_memory(cell: PlannedCell, name: str, module: Any, inputs: tuple[Any, ...], invocation: str) -> PlannedCell:
-    assert cell.spec is not None
-    target = f"{type(module).__module__}.{type(module).__qualname__}"
-    config = dataclasses.replace(cell.spec.config, module={"_target_": target})
-    run_id = hashlib.sha256(f"{cell.run_id} {name} {invocation}".encode()).hexdigest()[:16]
-    overrides = ",".join(sorted([*filter(None, cell.spec.overrides.split(",")), f"module={name}"]))
-    spec = dataclasses.replace(
-        cell.spec,
-        config=config,
-        run_id=run_id,
-        module_name=name,
-        overrides=overrides,
-        warnings=(*cell.spec.warnings, NOTE),
-        memory=InMemory(module, inputs),
-    )
-    label = f"module={name} {cell.label}".strip() if cell.label != " ".join(cell.overrides) else f"module={name}"
-    node = OmegaConf.create(cell.yaml())  # its config.yaml names the caller's class, from memory
-    node.module = {"_target_": target, "from_memory": name}
-    return dataclasses.replace(
-        cell,
-        run_id=run_id,
-        overrides=[*cell.overrides, f"module={name}"],
-        label=label,
-        spec=spec,
-        config_yaml=OmegaConf.to_yaml(node),
-    )
+def _labels(inputs: tuple[Any, ...]) -> list[str]:
+    shape, dtype = _first(inputs)
+    return [f"input.shape={shape}", f"input.dtype={dtype}"]
 
 
 class _TimeLimit(BaseException):
@@ -169,8 +187,7 @@ def _run_limited(specs: list[CellSpec]) -> None:
         if callable(previous):
             previous(signum, frame)
 
-    main = threading.main_thread().ident
-    assert main is not None
+    main = int(threading.main_thread().ident or 0)  # (called from the main thread: it has started)
     watcher = threading.Thread(target=_watch, args=(timeout, finished, expired, main), daemon=True)
     signal.signal(signal.SIGALRM, on_alarm)
     watcher.start()

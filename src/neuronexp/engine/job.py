@@ -1,94 +1,52 @@
-"""A cell's job directory: reused when it already holds this exact cell complete, else made this cell's before the cell
-runs (its marker, its config.yaml, its first phase), whichever executor then runs it; and a cell that Hydra runs as a
-job of its own (a Slurm task's), from its job directory to its row."""
+"""A cell that Hydra runs as a job of its own: a Hydra launcher's (submitit_local, joblib, a user's) cell of a
+neuronexp sweep, or a job of another sweeper, from its job directory to its row, checked against what the sweep
+planned there."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from neuronexp.config import CellSpec
-from neuronexp.engine._hydra import LauncherKind, launcher_kind
-from neuronexp.engine.plan import PlannedCell
-from neuronexp.results import Results, read_job
-from neuronexp.results.files import (
-    CELL_MARKER,
-    atomic_write_text,
-    complete_run_id,
-    reset_job_dir,
-    write_json,
-    write_phase,
-)
-
-
-def reused(out_dir: Path, cell: PlannedCell) -> Results | None:
-    """The cell's tables when `out_dir` holds this exact cell complete (status `cached`) and sweep.rerun allows
-    reusing it; else None."""
-    assert cell.spec is not None
-    if cell.spec.config.sweep.rerun == "all" or complete_run_id(out_dir) != cell.run_id:
-        return None
-    found = read_job(out_dir)
-    return found._replace(cells=found.cells.assign(status="cached"))
-
-
-def prepare(cell: PlannedCell, out_dir: Path) -> CellSpec:
-    """Make `out_dir` this cell's: an earlier attempt's row and outputs gone, its marker and config written, its
-    phase `start` (no earlier run's phase may pass for this one's, e.g. for a cell that dies at once). The cell's
-    spec, placed there."""
-    assert cell.spec is not None
-    out_dir.mkdir(parents=True, exist_ok=True)
-    reset_job_dir(out_dir)
-    marker = {
-        "written_by": "neuronexp",
-        "run_id": cell.run_id,
-        "overrides": cell.overrides,
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "pid": os.getpid(),
-        "code": cell.code,  # the files its code fingerprint hashed (engine.rerun compares them)
-    }
-    write_json(out_dir / CELL_MARKER, marker)
-    atomic_write_text(out_dir / "config.yaml", cell.yaml())
-    write_phase(out_dir, "start")
-    return cell.spec.placed(str(out_dir))
+from neuronexp.engine.planned import prepare, reused
+from neuronexp.results import Results
 
 
 def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
-    """A cell Hydra runs as a job of its own, in its job directory: a Slurm task's (or another Hydra launcher's) cell
-    of a neuronexp sweep, or a job of another sweeper. Planned here, checked against what the sweep planned for
-    this directory (a changed layer or config is an error row, never another cell's result), then run supervised,
-    on a device slot of its own under a launcher that runs several at once."""
-    from neuronexp.backends import check_options
+    """A cell Hydra runs as a job of its own, in its job directory: a Hydra launcher's cell of a neuronexp sweep
+    (submitit_local, joblib, a user's), or a job of another sweeper. Planned here as a sweep plans it, checked
+    against what the sweep planned for this directory (a changed layer or config is an error row, never another
+    cell's result), then run supervised, on a device slot where its launcher's executor says so."""
+    import copy
+
+    from omegaconf import open_dict
+
     from neuronexp.cellprocess.launch import run_supervised
-    from neuronexp.config.compose import override_dirname, spec_from, task_overrides
-    from neuronexp.config.fingerprint import code_files
+    from neuronexp.config.compose import task_overrides
+    from neuronexp.config.validate import validate_code
+    from neuronexp.engine._hydra import launcher_kind
+    from neuronexp.engine.plan import plan_cell
+    from neuronexp.engine.planned_invocation import for_launcher
 
     out_dir = Path(str(hydra.runtime.output_dir))
-    task = task_overrides(hydra.overrides.task)
-    spec = spec_from(cfg, dict(hydra.runtime.choices), task, override_dirname(task))
-    check_options(spec.config)
-    cell = PlannedCell(
-        num=int(hydra.job.num or 0),
-        dir=".",
-        overrides=task,
-        run_id=spec.run_id,
-        backend=spec.config.backend.value,
-        label=" ".join(task),
-        code=code_files(spec.config.module.get("_target_")),
-        spec=spec,
-        config_yaml=OmegaConf.to_yaml(cfg, resolve=True),
-        isolated=bool(spec.config.launcher.isolate),
-    )
+    composed = copy.deepcopy(cfg)
+    with open_dict(composed):
+        composed.hydra = hydra
+    cell = plan_cell(int(hydra.job.num or 0), task_overrides(hydra.overrides.task), composed, set())
+    spec = cell.placed_spec()
+    cell.dir, cell.spec = ".", dataclasses.replace(spec, warnings=tuple(validate_code(spec.config)))
     if (found := reused(out_dir, cell)) is not None:
         return found
     placed = prepare(cell, out_dir)
     planned = planned_run_id(Path(str(hydra.sweep.dir)), out_dir)
     if planned not in (None, spec.run_id):
         return _changed_since_planned(placed, planned)
-    return run_supervised([placed], slotted=launcher_kind(hydra) != LauncherKind.basic or cell.isolated)[0]
+    return run_supervised([placed], slotted=for_launcher(launcher_kind(hydra), cfg).slotted(cell))[0]
 
 
 def planned_run_id(sweep_dir: Path, out_dir: Path) -> str | None:

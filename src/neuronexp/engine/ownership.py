@@ -5,6 +5,7 @@ nothing; the marker's content does. Anything else is refused before any work (do
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from neuronexp.config import ConfigError
 
+log = logging.getLogger("neuronexp.engine")
 DIR_MARKER = ".neuronexp-dir.json"
 _WRITTEN_BY = "neuronexp"
 _KINDS = {"run": ("hydra.run.dir", "a single run"), "sweep": ("hydra.sweep.dir", "a sweep")}
@@ -83,4 +85,27 @@ def mark(directory: Path, kind: str) -> None:
     write_json(
         directory / DIR_MARKER,
         {"written_by": _WRITTEN_BY, "kind": kind, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")},
+    )
+
+
+def check_run_dir(run_dir: Path, run_id: str) -> None:
+    """Refuse a directory holding another cell's results; one whose cell ended without any (killed while it ran:
+    out of memory, a signal) is this run's to use, and says so."""
+    from neuronexp.results.files import owner, read_phase
+
+    other = owner(run_dir)
+    if other in (None, run_id) or (other != "unknown" and not (run_dir / "cells.parquet").exists()):
+        if other is not None and not (run_dir / "cells.parquet").exists():
+            phase = read_phase(run_dir)
+            log.warning(
+                "the last run into %s ended without a result%s (killed: out of memory, or a signal); running again",
+                run_dir,
+                f" during {phase}" if phase else "",
+            )
+        return
+    raise ConfigError(
+        "hydra.run.dir",
+        str(run_dir),
+        f"already holds the results of another cell (run_id {other}); neuronexp never overwrites them: "
+        "choose another directory",
     )

@@ -131,8 +131,15 @@ def eta_text(elapsed_s: float, done: int, left: int) -> str:
 
 
 class SweepProgress:
-    def __init__(self, sweep_dir: Path, cells: list[PlannedCell], reused: set[str], interval_s: float = 0.5) -> None:
-        self.sweep_dir, self.cells = sweep_dir, cells
+    def __init__(
+        self,
+        sweep_dir: Path,
+        cells: list[PlannedCell],
+        reused: set[str],
+        interval_s: float = 0.5,
+        after: Callable[[PlannedCell], Any] | None = None,  # called as each cell is reported (the user's on_job_end)
+    ) -> None:
+        self.sweep_dir, self.cells, self.after = sweep_dir, cells, after
         self.todo = [c for c in cells if c.run_id not in reused]
         self.done, self.total = len(cells) - len(self.todo), len(cells)
         self.done_now = 0  # finished in this invocation: the pace the estimate is based on
@@ -228,6 +235,8 @@ class SweepProgress:
             line += f": {detail}" if detail else ""
             log.info("%s", fit(line, shutil.get_terminal_size((80, 24)).columns - _LOG_PREFIX))
             self.bar.update(self.task, completed=self.done, eta=self._eta())
+        if self.after is not None:
+            self.after(cell)
 
 
 def _outcome(row: dict[str, Any] | None) -> tuple[str, str]:

@@ -1,32 +1,24 @@
 """An invocation from start to end, the same for the command line (Hydra's sweeper plugin calls `run`) and for Python
-(neuronexp.api): plan and validate every cell, lock the directory, reuse complete cells, run the rest (engine.executor),
-aggregate `results/`, print. A single run is a plan of one, into hydra.run.dir. The outcome reaches the exit status as
-one exception, Stopped, which only the command line turns into a status."""
+(neuronexp.api): plan and check every cell (engine.planned_invocation), lock the directory, reuse complete cells, run
+the rest on the invocation's executor (engine.executor), then print the run's cell or aggregate the sweep's results/.
+The outcome reaches the exit status as one exception, Stopped, which only the command line turns into a status."""
 
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, OmegaConf
-
-from neuronexp.analysis.baseline import Baseline, parse_baseline
-from neuronexp.cellprocess.forkserver import ForkServer, allocator_mode, server_address
-from neuronexp.config import ConfigError
-from neuronexp.engine._hydra import CellComposer, subdir_override
 from neuronexp.engine.context import Outcome, SweepContext
-from neuronexp.engine.dryrun import dry_run_lines, is_dry_run
-from neuronexp.engine.executor import Executor, executor_for, local_slots, run_launched, run_local
-from neuronexp.engine.grouping import Unit, plan_units
+from neuronexp.engine.dryrun import dry_run_lines
 from neuronexp.engine.lock import locked
-from neuronexp.engine.plan import PlannedCell, check_runnable, grid, plan_sweep, swept_keys
-from neuronexp.engine.stopped import CELL_FAILED, UNFINISHED, Stopped
+from neuronexp.engine.planned_invocation import Invocation, planned
+from neuronexp.engine.stopped import CELL_FAILED, INTERRUPTED, UNFINISHED, Stopped
 from neuronexp.formatting import first_line
 
-if TYPE_CHECKING:  # imported at run time only once the cells are planned (see sweep)
+if TYPE_CHECKING:  # imported at run time only once the cells are planned
     from neuronexp.engine.progress import SweepProgress
+    from neuronexp.engine.user_callbacks import UserCallbacks
 
 log = logging.getLogger("neuronexp.engine")
 
@@ -34,96 +26,123 @@ log = logging.getLogger("neuronexp.engine")
 def run(ctx: SweepContext) -> Outcome:
     """Run the invocation. Raises ConfigError (nothing has run then: a bad value in any cell, a directory another
     invocation holds) or Stopped (the results could not be gathered, a full disk; Ctrl-C before any cell ran)."""
-    jobs = grid(ctx.params, ctx.arguments)
-    if ctx.single and not ctx.params:
-        if swept := swept_keys(ctx.arguments):
-            key, _, value = swept[0].partition("=")
-            raise ConfigError(key, value, "a list of values is a sweep: add -m")
-        from neuronexp.engine.single import run_single
+    with planned(ctx) as invocation:
+        if invocation.dry_run:
+            print("\n".join(_dry_run(invocation, ctx)))
+            return Outcome(None)
+        from neuronexp.engine.user_callbacks import UserCallbacks
 
-        return run_single(ctx, jobs[0])
-    return run_sweep(ctx, jobs)
-
-
-def run_sweep(ctx: SweepContext, jobs: list[list[str]]) -> Outcome:
-    if is_dry_run(ctx.master):  # planned and checked as below, then listed: no cell process, no lock, no file
-        cells = _plan(ctx, jobs)
-        check_runnable(ctx.master, cells)
-        print("\n".join(dry_run_lines(cells, sweep_dir(ctx.master), ctx.master)))
-        return Outcome(None)
-    if ctx.launcher is not None and executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
-        # Set up before the plan: a launcher may fit the config to its cluster first (the Slurm preset's CPUs).
-        launcher = ctx.launcher()
-        ctx.launcher = lambda: launcher
-    with _cell_processes(ctx) as server:  # started first: its `import torch` overlaps the planning
-        cells = _plan(ctx, jobs)
-        if server is not None:  # the template may fork now, after warming up what the cells need
-            server.serve(warm=["compile"] if any(c.compiled for c in cells) else [])
-            # While it still imports torch (2-3 s; the code checks wait for it), this process imports what
-            # placing the cells and writing their tables need, and what aggregating and printing them needs,
-            # which it would otherwise import after (0.35 s, then 0.07 s after the last cell).
-            import neuronexp.cellprocess.launch  # noqa: F401
-            import neuronexp.engine.aggregate  # noqa: F401
-            import neuronexp.engine.progress  # noqa: F401
-            import neuronexp.report.terminal  # noqa: F401
-        forked = server_address() is not None and not ctx.in_process and executor_for(ctx.master) == Executor.local
-        check_runnable(ctx.master, cells, forked=forked)
-        return _run(ctx, cells, server)
+        # The user's on_run_* and on_job_* for cells started here (a Hydra launcher's jobs: its run_job calls them).
+        callbacks = UserCallbacks(ctx.master)
+        return (_run_one if invocation.kind == "run" else _run)(invocation, callbacks)
 
 
-def _plan(ctx: SweepContext, jobs: list[list[str]]) -> list[PlannedCell]:
-    composer = CellComposer(ctx.master, ctx.loader)  # composes once per choice of config groups
-    if ctx.memory is None:
-        return plan_sweep(ctx.master, jobs, composer)
-    from neuronexp.engine.in_memory import plan_memory_cells
-
-    return plan_memory_cells(jobs, composer, ctx.memory)
-
-
-def sweep_dir(master: DictConfig) -> Path:
-    return Path(str(master.hydra.sweep.dir))
+def _dry_run(invocation: Invocation, ctx: SweepContext) -> list[str]:
+    if invocation.kind == "sweep":
+        return dry_run_lines(list(invocation.cells), invocation.directory, ctx.master)
+    cell = invocation.cells[0]  # the one cell, as a sweep's dry run lists it
+    said = f"dry run: 1 cell, run_id {cell.run_id}: {cell.label}".rstrip()
+    return [f"{said} (nothing is run; run it without sweep.dry_run to measure)"]
 
 
-def _run(ctx: SweepContext, cells: list[PlannedCell], server: ForkServer | None = None) -> Outcome:
+def _start(where: Path, callbacks: UserCallbacks | None = None) -> Any:
+    """A unit's job directories prepared just before it runs (each cell's on_job_start first); its cells' specs,
+    placed there."""
+    from neuronexp.engine.planned import prepare
+
+    def start(unit: Any) -> list[Any]:
+        for cell in unit.cells if callbacks is not None else ():
+            callbacks.job_start(cell)  # type: ignore[union-attr]
+        return [prepare(c, where / c.dir) for c in unit.cells]
+
+    return start
+
+
+def _run_one(invocation: Invocation, callbacks: UserCallbacks) -> Outcome:
+    """The run's one cell: locked, reused when its directory holds it complete, else measured; printed."""
+    from neuronexp.engine.ownership import check_run_dir
+    from neuronexp.engine.planned import reused
+    from neuronexp.report.terminal import print_cell
+    from neuronexp.results import invocation as identity
+    from neuronexp.results import read_job
+
+    where, cell = invocation.directory, invocation.cells[0]
+    composed = cell.composed  # (let go once its config.yaml is written)
+    check_run_dir(where, cell.run_id)  # before the lock: a refused run leaves the directory as it was
+    callbacks.run_start(composed)  # a single run's on_run_*, as Hydra's own run calls them
+    with locked(where, "hydra.run.dir", "run"):
+        identity.begin()  # this run's identity, in every row it writes
+        callbacks.job_start(cell, composed)
+        found = reused(where, cell)
+        if found is None:
+            invocation.executor.run(list(invocation.units), _start(where), _Quiet())
+        ended = callbacks.job_end(cell, where)
+        results = found or read_job(where)
+        print_cell(results, where)
+    callbacks.run_end(composed, ended)
+    row = results.cells.iloc[0]
+    failed = Stopped(CELL_FAILED, f"the cell failed: {row['error']}") if row["status"] == "error" else None
+    return Outcome(where, failed, cached=found is not None)
+
+
+class _Quiet:
+    """A run's progress: its one cell is printed when it ends."""
+
+    def finished(self, cell: Any, where: bool = False) -> None:
+        return None
+
+
+def _run(invocation: Invocation, callbacks: UserCallbacks) -> Outcome:
     # Imported once the cells are planned: pandas, pyarrow and rich are not needed to report a bad value.
     from neuronexp.engine.progress import SweepProgress
     from neuronexp.engine.rerun import assign, compare, words
-    from neuronexp.results import JOBS_MANIFEST, invocation
+    from neuronexp.results import JOBS_MANIFEST
+    from neuronexp.results import invocation as identity
     from neuronexp.results.files import write_json
 
-    where = sweep_dir(ctx.master)
+    where, cells = invocation.directory, list(invocation.cells)
     with locked(where, "hydra.sweep.dir", "sweep"):
-        invocation.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
-        reused = assign(cells, where, rerun_all=OmegaConf.select(ctx.master, "sweep.rerun", default="failed") == "all")
+        identity.begin()  # this sweep's identity, in every row its cells write (handed down in the environment)
+        rerun_all = any(c.spec is not None and c.spec.config.sweep.rerun == "all" for c in cells[:1])
+        reused = assign(cells, where, rerun_all=rerun_all)
         rerun = compare(cells, reused, where)  # what the directory held, read before any cell writes into it
         write_json(where / JOBS_MANIFEST, [c.manifest() for c in cells])
-        todo = [c for c in cells if c.run_id not in reused]
         said = words(rerun)
         log.info("sweep of %d cells into %s%s", len(cells), where, f": {said}" if said else "")
         for c in cells:  # neuronexp -v
             log.debug(
                 "cell %s: %s, run_id %s, %s", c.dir, c.label, c.run_id, "reused" if c.run_id in reused else "to run"
             )
-        with SweepProgress(where, cells, reused) as progress:
-            stopped = _execute_or_stop(ctx, cells, todo, progress)
-        if server is not None:  # this sweep's own (not a caller's): no cell is left to fork
-            server.release()
-        stopped = _finish(ctx, cells, reused, stopped)
+        ended = (
+            (lambda cell: callbacks.job_end(cell, where / cell.dir)) if callbacks else None
+        )  # each cell's on_job_end
+        with SweepProgress(where, cells, reused, after=ended) as progress:
+            stopped = _execute_or_stop(invocation, {c.run_id for c in cells} - reused, progress, callbacks)
+        stopped = _finish(invocation, reused, stopped)
         if said:  # the same, said again under the table, where the sweep ends
             print(f"this sweep: {words(rerun, done=True)}")
     return Outcome(where, stopped)
 
 
 def _execute_or_stop(
-    ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress
+    invocation: Invocation, todo: set[str], progress: SweepProgress, callbacks: UserCallbacks
 ) -> Stopped | None:
     """Run the cells still to run; how the run stopped early, if it did (the finished cells are aggregated anyway)."""
-    where = sweep_dir(ctx.master)
+    from neuronexp.engine.grouping import still_to_run
+
+    where = invocation.directory
+    units, notes = still_to_run(list(invocation.units), todo)
+    for note in (*invocation.notes, *notes) if units else ():
+        log.info("%s", note)
+    if invocation.executor.remote:  # its cells are prepared on their nodes: each on_job_start as it is submitted
+        for cell in (c for unit in units for c in unit.cells):
+            callbacks.job_start(cell)
     try:
-        _execute(ctx, cells, todo, progress)
+        if units:
+            invocation.executor.run(units, _start(where, None if invocation.executor.remote else callbacks), progress)
     except KeyboardInterrupt:
         return Stopped(
-            130,
+            INTERRUPTED,
             f"interrupted; the finished cells are in {where}/results. To resume, run the same command with "
             f"hydra.sweep.dir={where}",
         )
@@ -138,70 +157,19 @@ def _execute_or_stop(
     return None
 
 
-def _execute(ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress) -> None:
-    """Each cell still to run in its planned directory, by the invocation's executor (engine.executor)."""
-    if not todo:
-        return
-    baseline = _baseline(ctx.master)
-    if executor_for(ctx.master) == Executor.launcher and not ctx.in_process:
-        if baseline:
-            log.info(
-                "speedups are unpaired: a Hydra launcher runs each cell in a process of its own "
-                '(docs/timing.md, "Paired timing")'
-            )
-        assert ctx.launcher is not None
-        run_launched(ctx.launcher(), [[*c.overrides, subdir_override(c.dir)] for c in todo], progress.watching)
-        return
-    _execute_here(ctx, cells, todo, progress)
-
-
-def _execute_here(
-    ctx: SweepContext, cells: list[PlannedCell], todo: list[PlannedCell], progress: SweepProgress
-) -> None:
-    """The cells still to run, on this host: in this process, or each unit in a process forked from the template."""
-    from neuronexp.engine.job import prepare
-    from neuronexp.engine.user_callbacks import UserCallbacks
-
-    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
-    units, notes = plan_units(cells, baseline, {c.run_id for c in todo})
-    for note in notes:
-        log.info("%s", note)
-    callbacks = UserCallbacks(ctx.master)  # each cell's on_job_*: it runs on this host, not in Hydra's run_job
-    slots = local_slots(ctx.master)
-
-    def start(unit: Unit) -> list[Any]:
-        for cell in unit.cells:
-            callbacks.job_start(cell)
-        return [prepare(c, where / c.dir) for c in unit.cells]
-
-    def finished(cell: PlannedCell) -> None:
-        progress.finished(cell, where=slots > 1 and not ctx.in_process)
-        callbacks.job_end(cell, where / cell.dir)
-
-    if ctx.in_process:  # modules from memory: this process, under the cells' time limit
-        from neuronexp.engine.in_memory import run_limited
-
-        for unit in units:
-            run_limited(start(unit))
-            for cell in unit.cells:
-                finished(cell)
-        return
-    run_local(units, start, slots, finished)
-
-
-def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopped: Stopped | None) -> Stopped | None:
+def _finish(invocation: Invocation, reused: set[str], stopped: Stopped | None) -> Stopped | None:
     """Aggregate results/ and print the comparison; how the sweep ended, if not with every cell ok (Stopped raised:
     results/ could not be written)."""
     from neuronexp.engine.aggregate import aggregate
     from neuronexp.report.terminal import print_sweep
 
-    where, baseline = sweep_dir(ctx.master), _baseline(ctx.master)
+    where, baseline, cells = invocation.directory, invocation.baseline, invocation.cells
     try:
         outcome = aggregate(
             where,
             baseline,
             cached=reused,
-            noise=_noise_limits(ctx.master),
+            noise=_noise_limits(cells),
             tolerances={c.run_id: (c.rtol, c.atol) for c in cells},
         )
     except Exception as exc:  # a full or read-only disk, a job file damaged after its cell was checked
@@ -217,33 +185,9 @@ def _finish(ctx: SweepContext, cells: list[PlannedCell], reused: set[str], stopp
     return stopped or (Stopped(CELL_FAILED) if outcome.failed else None)
 
 
-def _cell_processes(ctx: SweepContext) -> AbstractContextManager[Any]:
-    """The fork server that this host's cell processes are forked from (cellprocess.forkserver): the one the command
-    started before Hydra where its malloc mode is the sweep's, else one already running for this process (a caller's,
-    e.g. a test session's), else one for this sweep; none where no cell process is forked here (Slurm tasks start
-    their own; cells from Python's memory run in this process)."""
-    early, mode = ctx.fork_server, allocator_mode(ctx.master)
-    forked_here = not ctx.in_process and executor_for(ctx.master) != Executor.launcher
-    if early is not None:
-        if forked_here and early.allocator == mode:
-            early.announce()
-            return nullcontext(early)
-        early.__exit__(None, None, None)  # not this sweep's: its cells need another template, or none
-    if not forked_here or server_address() is not None:
-        return nullcontext()
-    return ForkServer(warm=None, allocator=mode)
-
-
-def _baseline(master: DictConfig) -> Baseline | None:
-    """The sweep's `baseline`, parsed once: every stage after this one takes it as it is."""
-    node = OmegaConf.select(master, "baseline", default=None)
-    return parse_baseline(OmegaConf.to_container(node) if OmegaConf.is_config(node) else node)
-
-
-def _noise_limits(master: DictConfig) -> Any:
+def _noise_limits(cells: tuple[Any, ...]) -> Any:
+    """The invocation's noise thresholds (the same in every cell: `noise` is judged later, never swept per cell)."""
     from neuronexp.config.schema import NoiseConfig
 
-    node = OmegaConf.select(master, "noise", default=None)
-    if node is None:
-        return NoiseConfig()
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(NoiseConfig), node))
+    spec = next((c.spec for c in cells if c.spec is not None), None)
+    return spec.config.noise if spec is not None else NoiseConfig()

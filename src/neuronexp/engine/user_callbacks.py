@@ -1,8 +1,9 @@
 """The user's Hydra callbacks (`hydra.callbacks`) where Hydra cannot call them: every invocation is Hydra's multirun,
 so Hydra calls only on_multirun_start/end, and a cell run on this host never passes Hydra's run_job. Here, in Hydra's
 order: on_run_start/end around a single run, on_job_start/end around each such cell, with its composed config and a
-JobReturn holding its row (a Slurm task's cell: run_job calls them there). Instantiated once more for this; a callback
-that raises is warned about, as Hydra does (docs/architecture.md, "Hydra callbacks")."""
+JobReturn holding its row (a Slurm task's cell: on_job_start as it is submitted, on_job_end as its row appears; a Hydra
+launcher's job: Hydra's run_job calls them there). Instantiated once more for this; a callback that raises is warned
+about, as Hydra does (docs/architecture.md, "Hydra callbacks")."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hydra.experimental.callback import Callback
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from neuronexp.engine.plan import PlannedCell
+from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.progress import finished_row
 
 _HOOKS = ("on_run_start", "on_run_end", "on_job_start", "on_job_end")
@@ -23,10 +24,11 @@ _HOOKS = ("on_run_start", "on_run_end", "on_job_start", "on_job_end")
 
 class UserCallbacks:
     """The callbacks of `master` (hydra.callbacks) that define a run or job hook; nothing to do, and nothing composed
-    or read, where none does (neuronexp's own `+hydra/callbacks=mlflow` defines none)."""
+    or read, where none does (neuronexp's own `+hydra/callbacks=mlflow` defines none) or `master` is None (the cells
+    are jobs of Hydra's run_job, which calls them)."""
 
-    def __init__(self, master: DictConfig) -> None:
-        nodes = OmegaConf.select(master, "hydra.callbacks") or {}
+    def __init__(self, master: DictConfig | None) -> None:
+        nodes = (OmegaConf.select(master, "hydra.callbacks") if master is not None else None) or {}
         made = [instantiate(node) for node in nodes.values()] if nodes else []
         self.callbacks = [c for c in made if any(getattr(type(c), h) is not getattr(Callback, h) for h in _HOOKS)]
         self.configs: dict[str, DictConfig] = {}  # each started cell's config, until it ends
@@ -43,11 +45,13 @@ class UserCallbacks:
                     f"Callback {type(callback).__name__}.{hook} raised {type(exc).__name__}: {exc}", stacklevel=2
                 )
 
-    def run_start(self, config: DictConfig) -> None:
-        self._call("on_run_start", False, config=config, config_name="config")
+    def run_start(self, config: DictConfig | None) -> None:
+        if config is not None:
+            self._call("on_run_start", False, config=config, config_name="config")
 
-    def run_end(self, config: DictConfig, job_return: JobReturn | None) -> None:
-        self._call("on_run_end", True, config=config, config_name="config", job_return=job_return)
+    def run_end(self, config: DictConfig | None, job_return: JobReturn | None) -> None:
+        if config is not None:
+            self._call("on_run_end", True, config=config, config_name="config", job_return=job_return)
 
     def job_start(self, cell: PlannedCell, config: DictConfig | None = None) -> None:
         """Before the cell runs (and before its config is written and let go: PlannedCell.yaml)."""

@@ -1,7 +1,7 @@
-"""The Slurm array of a sweep, submitted and waited for through submitit, by neuronexp's launcher plugin: job states
-that also work without accounting storage (submitit's sacct watcher never learns that a task ended there, and a
-task that ends without its result would keep the sweep waiting forever), every task waited for, and Slurm's
-time-limit warning turned into the running cell's row. Imports submitit: only the Slurm launcher imports it.
+"""The Slurm array of a sweep, submitted and waited for through submitit, by the Slurm executor (engine.launched): job
+states that also work without accounting storage (submitit's sacct watcher never learns that a task ended there, and
+a task that ends without its result would keep the sweep waiting forever), every task waited for, and Slurm's
+time-limit warning turned into the running cell's row. Imports submitit: only the Slurm executor imports it.
 Written against submitit 1.5: it extends SlurmInfoWatcher and SlurmExecutor and uses their bookkeeping."""
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import submitit
-from hydra.core.singleton import Singleton
 from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from omegaconf import OmegaConf
 from submitit.core.utils import UncompletedJobError
@@ -115,10 +114,11 @@ class WatchedSlurmExecutor(SlurmExecutor):
         ]
 
 
-def submit_and_wait(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Any]:
-    """hydra-submitit-launcher's `launch` with our executor: one array task per job; every task's JobReturn
-    (SlurmTasksLost: once every task has ended, when some ended without a result)."""
-    params = dict(launcher.params)
+def submit_and_wait(params: dict[str, Any], sweep: Any, function: Any, args: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """hydra-submitit-launcher's `launch` with our executor: `function` over each of `args` as one array task
+    (`params`: the launcher's keys; `sweep`: hydra.sweep, whose directory holds the tasks' folder); every task's
+    result (SlurmTasksLost: once every task has ended, when some ended without a result)."""
+    params = dict(params)
     folder, max_timeouts = params.pop("submitit_folder"), params.pop("max_num_timeout")
     # submitit's AutoExecutor translates the plugin's keys (timeout_min, mem_gb, ...) into sbatch's.
     generic = set(OmegaConf.structured(BaseQueueConf).keys())
@@ -126,23 +126,18 @@ def submit_and_wait(launcher: Any, job_overrides: Sequence[Sequence[str]], initi
     auto.update_parameters(**{k if k in generic else f"slurm_{k}": v for k, v in params.items()})
     executor = WatchedSlurmExecutor(folder, max_num_timeout=max_timeouts)
     executor.update_parameters(**auto.parameters)
-    sweep = launcher.config.hydra.sweep
     Path(str(sweep.dir)).mkdir(parents=True, exist_ok=True)
     if "mode" in sweep:
         os.chmod(str(sweep.dir), mode=int(str(sweep.mode), 8))
-    nums = range(initial_job_idx, initial_job_idx + len(job_overrides))
-    args = [
-        (list(o), "hydra.sweep.dir", n, f"job_id_for_{n}", Singleton.get_state()) for o, n in zip(job_overrides, nums)
-    ]
-    jobs = executor.map_array(launcher, *zip(*args))
+    jobs = executor.map_array(function, *zip(*args))
     array = jobs[0].job_id.split("_")[0]
-    log.info("Slurm job %s, a task per cell: squeue -j %s shows them, scancel %s stops them", array, array, array)
+    log.info("Slurm job %s, a task per unit: squeue -j %s shows them, scancel %s stops them", array, array, array)
     returns, lost = [], []
     try:
         for job in jobs:
             try:
                 returns.append(job.results()[0])
-            except UncompletedJobError:  # no result file (or the task's own Python failed): the cell is missing
+            except UncompletedJobError:  # no result file (or the task's own Python failed): its cells are missing
                 lost.append(f"{job.job_id} ({job.watcher.get_state(job.job_id, mode='cache')})")
     except KeyboardInterrupt:
         log.warning("Slurm job %s keeps running on the cluster: scancel %s stops it", array, array)

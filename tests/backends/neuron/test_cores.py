@@ -7,7 +7,7 @@ import pytest
 
 from neuronexp.cellprocess.launch import _unpinned, check_slots_fit, default_pool
 from neuronexp.config import CellSpec, ConfigError, LauncherConfig, NeuronDeviceConfig, RunConfig
-from neuronexp.engine.plan import _slot_ask
+from neuronexp.engine.preflight import _slot_ask
 
 
 def _cfg(visible_cores: str | None = None, **launcher: object) -> RunConfig:

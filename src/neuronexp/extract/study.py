@@ -1,5 +1,5 @@
 """One unit of neuronexp-extract: its module taken from the rebuilt model and checked against the table, rebuilt alone
-with the model's weights and checked against the module in the model (cell.extract_check), its study's files
+with the model's weights and checked against the module in the model (extract.check), its study's files
 (module, fused form, weights, saved copy, experiment) as bytes, and a standalone timing of the rebuilt module on the
 run's thread count, marked noisy as a cell would be (analysis.noise). A unit that cannot be rebuilt, or computes
 something else alone, is one line; the others are still written."""
@@ -19,11 +19,11 @@ import torch
 from torch import nn
 
 from neuronexp.analysis.noise import NOISY_MARK
-from neuronexp.cell.extract_check import Checked, check, state_bytes, study_inputs, study_module
-from neuronexp.cell.extract_fused import first_output, fused_alternative
-from neuronexp.cell.extract_inputs import input_node, shown
-from neuronexp.cell.extract_recipe import Recipe, recipe
-from neuronexp.cli.extract_units import ExtractError, Unit, experiment_file, yaml_file
+from neuronexp.extract.check import Checked, check, state_bytes, study_inputs, study_module
+from neuronexp.extract.fused import first_output, fused_alternative
+from neuronexp.extract.hot_units import ExtractError, Unit, experiment_file, yaml_file
+from neuronexp.extract.recipe import Recipe, recipe
+from neuronexp.extract.study_inputs import input_node, shown
 from neuronexp.formatting import fmt_pct, fmt_us
 from neuronexp.moduletime.attribution import qualified_type
 from neuronexp.moduletime.views import short_type

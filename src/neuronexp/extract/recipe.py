@@ -1,7 +1,7 @@
 """From a hot module of a profiled model to the config node that rebuilds it alone (neuronexp-extract): its
 constructor's arguments, the Hugging Face config among them (with the implementation it chose: attention, experts)
 and the rest recovered from its attributes, kept only when the node builds the same parameter shapes; else a
-pickled copy checked by its sha256 when loaded. The weights are the model's own (cell.extract_check saves them):
+pickled copy checked by its sha256 when loaded. The weights are the model's own (extract.check saves them):
 a layer's constructor may leave them as `torch.empty` memory (docs/layers.md, "From a model to a layer study")."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from neuronexp.cell.extract_inputs import literal
 from neuronexp.config.targets import hidden_init, locate
+from neuronexp.extract.study_inputs import literal
 
 _HF_DROP = {"transformers_version", "architectures", "_name_or_path", "torch_dtype", "dtype", "use_cache"}
 _ALIASES = {

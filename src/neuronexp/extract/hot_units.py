@@ -16,7 +16,7 @@ class ExtractError(ValueError):
 @dataclass(frozen=True, kw_only=True)
 class Unit:
     rank: int
-    name: str  # the file and config name, safe (cell.extract_recipe.study_name)
+    name: str  # the file and config name, safe (extract.recipe.study_name)
     module_type: str
     paths: list[str]
     share: float  # of the step, the class's instances summed
@@ -48,8 +48,8 @@ def plan_units(hot: Any, table: Any, where: Path) -> list[Unit]:
     """The units of `hot` (moduletime.views.hot_units: one per class), named and with the recorded call of the
     class's hottest form read. ExtractError: a class name that gives no safe file name; BadSpecs: a recorded call
     outside the grammar."""
-    from neuronexp.cell.extract_inputs import read_specs, shown
-    from neuronexp.cell.extract_recipe import study_name
+    from neuronexp.extract.recipe import study_name
+    from neuronexp.extract.study_inputs import read_specs, shown
 
     units: list[Unit] = []
     used: set[str] = set()
@@ -85,7 +85,7 @@ def yaml_file(header: list[str], body: dict[str, Any]) -> bytes:
     emitter writes it."""
     import yaml
 
-    from neuronexp.cell.extract_inputs import shown
+    from neuronexp.extract.study_inputs import shown
 
     comments = "".join(f"# {shown(line)}\n" for line in header)
     return (comments + yaml.safe_dump(body, sort_keys=False, width=110)).encode()

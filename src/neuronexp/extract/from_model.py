@@ -12,9 +12,9 @@ import torch
 import yaml
 from torch import nn
 
-from neuronexp.cell.extract_inputs import shown
 from neuronexp.config.input_specs import DTYPES, floating
 from neuronexp.config.targets import instantiate, locate
+from neuronexp.extract.study_inputs import shown
 from neuronexp.results.regular import read_regular
 
 _CONFIG_CLASSES = ("PretrainedConfig", "PreTrainedConfig")
