@@ -107,6 +107,7 @@ def test_no_per_op_split_is_nan_and_said_with_what_to_do() -> None:
 def test_the_tolerance_is_ten_percent_of_the_larger_figure_each_way() -> None:
     for low, high, verdict in ((100.0, 111.0, "agree"), (100.0, 111.2, "disagree"), (111.2, 100.0, "disagree")):
         assert check({"neuron_runtime": low, "profiler_device_events": high})[0] == verdict, (low, high)
+    assert check({"neuron_runtime": 90.0, "profiler_device_events": 100.0})[0] == "agree"  # exactly 10%: not beyond
     # 20% apart disagrees whichever source is larger (22% was once reported as agreeing)
     assert check({"neuron_explorer": 100.0, "profiler_device_events": 80.0})[0] == "disagree"
 
@@ -124,6 +125,197 @@ def test_explorers_window_is_the_median_of_its_per_op_ratios() -> None:
     events = {"aten::mul": 90.0, "aten::mean": 12.0, "aten::add": 4.0}
     found = capture_window(SCHEDULE, None, None, explorer, events)
     assert (found.steps, found.label, found.method) == (2.0, "warmup+active", BY_EXPLORER)
+
+
+@pytest.mark.parametrize("bad", [0.0, -5.0, math.inf, math.nan])
+def test_a_figure_that_is_not_a_positive_finite_time_is_no_source(bad: float) -> None:
+    # 0, negative, infinite or NaN device time is no figure: the next source in the order stands (here a small one).
+    found = reconcile(Evidence(SCHEDULE, {"aten::mul"}, events_us=bad, host_us=0.5), "not_passed")
+    assert found.per_step == {"profiler_host_rows": 0.5} and found.chosen == "profiler_host_rows"
+    assert math.isnan(found.columns["neuron_device_time_events_us"])
+    assert found.columns["device_time_sources"] == "profiler_host_rows"
+
+
+def test_the_runtimes_capture_wide_busy_time_is_divided_by_the_steps_it_covered() -> None:
+    # No ProfilerStep spans in the trace: 6 executions, 3 device kernels a step, so 2 steps captured; 96 us busy.
+    ev = Evidence(SCHEDULE, {"aten::mul"}, events_kernels=3.0, runtime=RuntimeFigures(6, 96.0))
+    found = reconcile(ev, "not_passed")
+    assert found.per_step == {"neuron_runtime": 48.0} and found.fill == DeviceFill(per_op=[{}], step=[(48.0, 3.0)])
+    assert found.columns["neuron_runtime_executions_per_step"] == 3.0
+
+
+def test_explorers_unnamed_time_counts_in_its_step_figure() -> None:
+    # Explorer: 90 us for aten::mul (45 per step in key_averages(): 2 steps captured) and 30 us it could not name.
+    ev = Evidence(SCHEDULE, {"aten::mul"}, events_ops={"aten::mul": 45.0})
+    ev.explorer_ops, ev.explorer_unnamed_us = {"aten::mul": 90.0}, 30.0
+    found = reconcile(ev, "not_passed")
+    assert found.per_step == {"neuron_explorer": 60.0} and found.window.steps == 2.0
+    assert found.columns["neuron_explorer_unnamed_us"] == 15.0
+
+
+def test_no_per_op_split_without_a_reason_from_explorer_says_none_and_where_to_look() -> None:
+    found = reconcile(
+        Evidence(SCHEDULE, {"aten::mul"}, events_us=None, host_us=None, runtime=RuntimeFigures(1, 5.0)), "not_passed"
+    )
+    assert (
+        "per-op split missing: key_averages() had no device time per op and Neuron Explorer gave none (none); the op "
+        "table's device columns are NaN (see neuron_explorer)"
+    ) in found.warnings
+
+
+def test_no_source_at_all_is_nan_device_time_never_the_empty_op_rows_sum() -> None:
+    ev = Evidence(SCHEDULE, {"aten::mul"}, missing={"neuron_runtime": "no system trace", "neuron_explorer": "no NTFF"})
+    found = reconcile(ev, "not_passed")
+    assert found.chosen == "none" and found.fill is not None and found.fill.per_op == [{}]
+    assert found.fill.step is not None and all(math.isnan(x) for x in found.fill.step[0])  # not the rows' sum, 0
+    assert math.isnan(found.columns["device_time_us"]) and found.columns["device_time_source"] == "none"
+    assert found.warnings[0] == (
+        "no device time from any source (profiler_device_events: none; profiler_host_rows: none; neuron_runtime: no "
+        "system trace; neuron_explorer: no NTFF): device_time_us and device_ops are NaN"
+    )
+
+
+def _same(got: dict, want: dict) -> bool:
+    """Equal, NaN equal to NaN (a figure no source gave)."""
+    nan = {k for k, v in want.items() if isinstance(v, float) and math.isnan(v)}
+    both_nan = all(isinstance(got.get(k), float) and math.isnan(got[k]) for k in nan)
+    return got.keys() == want.keys() and both_nan and all(got[k] == v for k, v in want.items() if k not in nan)
+
+
+def test_a_row_from_the_runtime_and_explorer_says_each_figure_and_why() -> None:
+    # 12 executions on 2 cores, 6 in the profiled step (112 us busy): 2 steps captured. Explorer: aten::mul (a host
+    # op), aten::add_ (none: no op row), 10 us unnamed, over those 2 steps. key_averages() had no device time.
+    run = RuntimeFigures(12, 300.0, 112.0, 6.0, cores=2)
+    ev = Evidence(SCHEDULE, {"aten::mul"}, runtime=run, explorer_ops={"aten::mul": 90.0, "aten::add_": 4.0})
+    ev.explorer_unnamed_us, ev.missing = 10.0, {"profiler_device_events": "no device rows"}
+    found = reconcile(ev, "given")
+    assert _same(
+        found.columns,
+        {
+            "neuron_device_time_events_us": math.nan,
+            "neuron_device_time_host_rows_us": math.nan,
+            "neuron_device_time_runtime_us": 112.0,
+            "neuron_device_time_explorer_us": 52.0,  # (90 + 4 + 10) / 2
+            "device_time_sources": "neuron_runtime,neuron_explorer",
+            "device_time_check": "disagree",
+            "device_time_source": "neuron_runtime",
+            "neuron_per_op_source": "neuron_explorer",
+            "neuron_sources_missing": "profiler_device_events: no device rows; profiler_host_rows: none",
+            "neuron_runtime_executions": 12.0,
+            "neuron_runtime_executions_per_step": 6.0,
+            "neuron_runtime_cores": 2.0,
+            "neuron_capture_steps": 2.0,
+            "neuron_capture_window": "warmup+active",
+            "neuron_capture_window_method": "profiler_steps",
+            "neuron_explorer_ops_matched": 1.0,
+            "neuron_explorer_ops_unmatched_us": 2.0,
+            "neuron_explorer_unnamed_us": 5.0,
+            "neuron_correlate_device_time": "ignored",
+        },
+    ), found.columns
+    assert found.fill == DeviceFill(per_op=[{"aten::mul": 45.0}], step=[(112.0, 6.0)])
+    assert found.warnings == [
+        "device time per step from neuron_runtime (112.0 us): key_averages() had none (correlate_device_time: ignored)",
+        "the runtime capture covered warmup+active (2 steps, found by profiler_steps): capture-wide figures divided by "
+        "2, not by the 1 active step(s)",
+        "device time per op from Neuron Explorer's FrameworkInstruction table (1 ops)",
+        "Neuron Explorer ops without a key_averages() row, in no op row: aten::add_ (2.0 us per step)",
+        "Neuron Explorer named no framework op for 5.0 us per step of device time (NEFFs without debug names): in no "
+        "op row",
+        "device time sources disagree by more than 10%: neuron_runtime 112.0 us vs neuron_explorer 52.0 us per step; "
+        "device_time_us uses neuron_runtime (the documented order)",
+    ]
+
+
+def test_a_runtime_trace_without_executions_is_counted_and_nothing_else_is_figured() -> None:
+    found = reconcile(Evidence(SCHEDULE, {"aten::mul"}, runtime=RuntimeFigures(0, 0.0)), "not_passed")
+    nan = math.nan
+    assert _same(
+        found.columns,
+        {
+            **dict.fromkeys(["neuron_device_time_events_us", "neuron_device_time_host_rows_us"], nan),
+            **dict.fromkeys(["neuron_device_time_runtime_us", "neuron_device_time_explorer_us"], nan),
+            "device_time_sources": "",
+            "device_time_check": "no source",
+            "device_time_source": "none",
+            "device_time_us": nan,
+            "device_ops": nan,
+            "neuron_per_op_source": "none",
+            "neuron_sources_missing": "profiler_device_events: none; profiler_host_rows: none; neuron_runtime: none; "
+            "neuron_explorer: none",
+            "neuron_runtime_executions": 0.0,  # the trace was read: zero executions, not a missing figure
+            "neuron_runtime_executions_per_step": 0.0,
+            "neuron_runtime_cores": nan,
+            "neuron_capture_steps": nan,
+            "neuron_capture_window": "unverified",
+            "neuron_capture_window_method": "schedule",
+            **dict.fromkeys(["neuron_explorer_ops_matched", "neuron_explorer_ops_unmatched_us"], nan),
+            "neuron_explorer_unnamed_us": nan,
+            "neuron_correlate_device_time": "not_passed",
+        },
+    ), found.columns
+
+
+def test_capture_wide_figures_over_an_unverified_window_say_how_wrong_they_could_be() -> None:
+    # Explorer alone (nothing to count its window against): 80 us over the 2 cycles' 4 active steps, 20 a step.
+    ev = Evidence(ScheduleConfig(wait=0, warmup=1, active=2, repeat=2), {"aten::mul"}, explorer_ops={"aten::mul": 80.0})
+    found = reconcile(ev, "not_passed")
+    assert found.per_step == {"neuron_explorer": 20.0}
+    # Explorer named every op: nothing unnamed or unmatched is 0 us, a figure, not a missing one (NaN).
+    cols = found.columns
+    assert (cols["neuron_explorer_ops_matched"], cols["neuron_explorer_ops_unmatched_us"]) == (1.0, 0.0)
+    assert cols["neuron_explorer_unnamed_us"] == 0.0
+    assert found.warnings[1] == (
+        "capture window unverified (no profiled-step spans beside the runtime's executions, no device events in "
+        "key_averages() to count against): capture-wide figures divided by the 4 scheduled active step(s); had the "
+        "capture also covered the warm-up they are 1.5x too high"
+    )
+
+
+def test_the_window_is_said_where_a_capture_wide_figure_is_in_the_row_and_only_there() -> None:
+    # key_averages() has device time; the runtime's capture covered 2 steps: its figure (in the row) is per step.
+    ev = Evidence(
+        SCHEDULE, {"aten::mul"}, events_us=110.0, events_kernels=6.0, runtime=RuntimeFigures(12, 300.0, 112.0, 6.0)
+    )
+    assert reconcile(ev, "given").warnings == [
+        "the runtime capture covered warmup+active (2 steps, found by profiler_steps): capture-wide figures divided by "
+        "2, not by the 1 active step(s)"
+    ]
+    # Explorer's window (2 steps) checks its figure against key_averages()', which stands: nothing to warn about.
+    ev = Evidence(
+        SCHEDULE, {"aten::mul"}, events_us=45.0, events_ops={"aten::mul": 45.0}, explorer_ops={"aten::mul": 90.0}
+    )
+    found = reconcile(ev, "given")
+    assert found.window.steps == 2.0 and found.per_step["neuron_explorer"] == 45.0 and found.warnings == []
+    # The runtime's capture covered exactly the active step: its figure needs no word on the window.
+    found = reconcile(Evidence(SCHEDULE, {"aten::mul"}, runtime=RuntimeFigures(6, 112.0, 112.0, 6.0)), "given")
+    assert found.window.label == "active" and found.warnings == [
+        "device time per step from neuron_runtime (112.0 us): key_averages() had none (correlate_device_time: ignored)",
+        "per-op split missing: key_averages() had no device time per op and Neuron Explorer gave none (none); the op "
+        "table's device columns are NaN (see neuron_explorer)",
+    ]
+
+
+def test_explorer_ops_in_no_op_row_are_named_largest_first_five_at_most() -> None:
+    explorer = {"aten::mul": 10.0, "a": 1.0, "b": 7.0, "c": 3.0, "d": 6.0, "e": 2.0, "f": 5.0, "g": 4.0}
+    ev = Evidence(SCHEDULE, {"aten::mul"}, runtime=RuntimeFigures(6, 112.0, 112.0, 6.0), explorer_ops=explorer)
+    assert "Neuron Explorer ops without a key_averages() row, in no op row: b, d, f, g, c (28.0 us per step)" in (
+        reconcile(ev, "given").warnings
+    )
+    # key_averages()' own device rows stand: their op table is whole, Explorer's other ops are not missing from it.
+    ev.events_us = 112.0
+    assert not [w for w in reconcile(ev, "given").warnings if "in no op row" in w]
+
+
+def test_the_runtimes_busy_time_over_an_unverified_window_says_so_without_a_per_op_split() -> None:
+    # No step spans, no device kernels to count against: the capture's 96 us over the 1 scheduled active step.
+    found = reconcile(Evidence(SCHEDULE, {"aten::mul"}, runtime=RuntimeFigures(6, 96.0)), "not_passed")
+    assert found.per_step == {"neuron_runtime": 96.0} and found.per_op == "none"
+    assert (
+        "capture window unverified (no profiled-step spans beside the runtime's executions, no device events in "
+        "key_averages() to count against): capture-wide figures divided by the 1 scheduled active step(s); had the "
+        "capture also covered the warm-up they are 2x too high"
+    ) in found.warnings
 
 
 def test_a_planted_disagreement_is_a_warning_not_a_silent_pick(standin, explorer_in_process: Path, tmp_path: Path):
