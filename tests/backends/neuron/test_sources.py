@@ -316,6 +316,14 @@ def test_the_runtimes_busy_time_over_an_unverified_window_says_so_without_a_per_
         "key_averages() to count against): capture-wide figures divided by the 1 scheduled active step(s); had the "
         "capture also covered the warm-up they are 2x too high"
     ) in found.warnings
+    # No warm-up: nothing a capture could have covered beside the active steps, so no "1x too high".
+    found = reconcile(
+        Evidence(ScheduleConfig(0, 0, 1, 1), {"aten::mul"}, runtime=RuntimeFigures(6, 96.0)), "not_passed"
+    )
+    assert [w for w in found.warnings if w.startswith("capture window unverified")] == [
+        "capture window unverified (no profiled-step spans beside the runtime's executions, no device events in "
+        "key_averages() to count against): capture-wide figures divided by the 1 scheduled active step(s)"
+    ]
 
 
 def test_a_planted_disagreement_is_a_warning_not_a_silent_pick(standin, explorer_in_process: Path, tmp_path: Path):

@@ -209,10 +209,11 @@ def _window_notes(ev: Evidence, out: DeviceTime) -> list[str]:
     active = (ev.schedule.active or 1) * (ev.schedule.repeat or 1)
     if capture_wide and not w.verified:
         wider = ((ev.schedule.warmup or 0) + (ev.schedule.active or 1)) / (ev.schedule.active or 1)
+        warm_up = f"; had the capture also covered the warm-up they are {wider:g}x too high" if wider > 1 else ""
         return [
             f"capture window unverified (no profiled-step spans beside the runtime's executions, no device events in "
             f"key_averages() to count against): capture-wide figures divided by the {active} scheduled active "
-            f"step(s); had the capture also covered the warm-up they are {wider:g}x too high"
+            f"step(s){warm_up}"
         ]
     if w.verified and abs(w.steps - active) > 1e-9 and (capture_wide or RUNTIME in out.per_step):
         return [
