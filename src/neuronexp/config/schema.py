@@ -150,7 +150,8 @@ class TimingConfig:
     # A comparison group takes rounds until every paired ratio between its cells is known within ±precision (its 95%
     # interval within a factor 1 + precision of the estimate), at least min_rounds, at most max_seconds a cell.
     # null: the fixed count above (rounds, iters, min_seconds), the same work every time. A cell alone: the fixed count.
-    precision: float | None = 0.05
+    # 0.10: the main study's answer in the least time with its reruns within x1.10 (docs/history.md, 7 December 15:34).
+    precision: float | None = 0.10
     min_rounds: int = 10
 
 
