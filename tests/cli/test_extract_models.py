@@ -158,7 +158,9 @@ def test_a_model_from_yaml_gives_its_hottest_class_and_studies_that_compute_what
     offered = re.findall(r"^\d\. (\w+) \(", result.stdout, flags=re.M)
     model, inputs, kwargs = _model_and_inputs(run)
     hottest = _hand_hottest(model, inputs, kwargs)
-    assert hottest == FAMILIES[family] and hottest in offered, (hottest, result.stdout)
+    # The hand check's winner is offered, whichever it is this time (the tiny Llama's attention and MLP are close, and
+    # CI once saw the MLP win), and so is the class the family's issue was about (T5's six attention modules).
+    assert hottest in offered and FAMILIES[family] in offered, (hottest, result.stdout)
     monkeypatch.syspath_prepend(str(out))  # what `neuronexp --config-dir studies` does for the study's files
     names = re.findall(r"\+experiment=(\w+)$", result.stdout, flags=re.M)
     assert len(names) == 3, result.stdout
