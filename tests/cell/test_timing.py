@@ -12,6 +12,7 @@ from neuronexp.cell.noise_columns import noise_columns, profile_warning
 from neuronexp.cell.timing import summarize_samples, time_calls
 from neuronexp.config import TimingConfig
 from neuronexp.host.activity import Activity, Snapshot, window
+from neuronexp.host.reference import EVERY_S
 
 
 class ScriptedBackend(CpuBackend):
@@ -36,11 +37,27 @@ def test_samples_are_taken_in_rounds_and_the_median_is_over_round_medians() -> N
     assert stats.round_medians_us == [10.0, 50.0, 12.0]
     assert stats.median_us == 12.0  # the median of the round medians
     assert stats.round_spread == pytest.approx((50 - 10) / 12)
-    # Warm-up, the samples, and one warm call before rounds 1 and 2: each round ends with the host reference.
+    # Warm-up, the samples, and one warm call before rounds 1 and 2.
     assert len(calls) == 2 + 9 + 2
     assert stats.activity is not None and stats.activity.wall_s > 0
-    assert stats.host is not None and len(stats.host.dispatch_us) == len(stats.host.memory_us) == 3
+    # Rounds of microseconds: one host reference, after the last (host.reference.EVERY_S).
+    assert stats.host is not None and len(stats.host.dispatch_us) == len(stats.host.memory_us) == 1
     assert all(0 < d < m for d, m in zip(stats.host.dispatch_us, stats.host.memory_us))
+
+
+def test_a_round_as_long_as_the_host_reference_interval_ends_with_one() -> None:
+    cfg = TimingConfig(min_seconds=3 * EVERY_S, warmup=0, iters=3, min_iters=1, rounds=3, max_seconds=60)
+    stats = time_calls([lambda: time.sleep(0.001)], CpuBackend(), cfg)[0]
+    assert sorted(set(stats.rounds)) == [0, 1, 2]
+    assert stats.host is not None and len(stats.host.dispatch_us) == len(stats.host.memory_us) == 3
+
+
+def test_short_rounds_share_a_host_reference_every_interval() -> None:
+    cfg = TimingConfig(min_seconds=0.3, warmup=0, iters=30, min_iters=1, rounds=30, max_seconds=60)
+    stats = time_calls([lambda: time.sleep(0.0005)], CpuBackend(), cfg)[0]
+    assert stats.host is not None
+    # 30 rounds of 10 ms: one reference after the round that passes each 25 ms (or so, on a loaded host), and the last.
+    assert 2 <= len(stats.host.memory_us) <= 30 * 10 // 25 + 1
 
 
 def test_rounds_are_separated_by_the_gap_and_restart_warm() -> None:
@@ -58,8 +75,7 @@ def test_there_are_never_more_rounds_than_samples_asked_for() -> None:
     cfg = TimingConfig(min_seconds=0, warmup=0, iters=4, min_iters=4, rounds=20, round_gap_s=0.0, max_seconds=60)
     stats = time_calls([lambda: calls.append(1)], ScriptedBackend([5.0, 6.0, 7.0, 8.0]), cfg)[0]
     assert stats.rounds == [0, 1, 2, 3] and stats.samples_us == [5.0, 6.0, 7.0, 8.0]
-    # Four rounds, not twenty empty ones: four host references, one warm call before each round after the first.
-    assert stats.host is not None and len(stats.host.dispatch_us) == 4
+    # Four rounds, not twenty empty ones: one warm call before each round after the first.
     assert len(calls) == 4 + 3
 
 

@@ -165,9 +165,10 @@ def time_calls(
     """Warm up, then take rounds `round_gap_s` apart until the stop hook says enough; several calls (the cells of one
     comparison group) alternate call by call in a fresh random order each pair, each sample keeping its pair index, and
     each call gets the samples and budget it would get alone. With `relocate` (one per call) each round starts with the
-    inputs moved (cell.build.Built.relocate). The machine's activity is recorded over the rounds, and each ends with
-    the host reference (host.reference); `report` hears how far the precision is after each round of an adaptive pass.
-    How and why: docs/timing.md, "Paired timing", "Rounds" and "Sampling to a precision".
+    inputs moved (cell.build.Built.relocate). The machine's activity is recorded over the rounds, and they end with
+    the host reference (host.reference: after a round at most every EVERY_S, and after the last); `report` hears how
+    far the precision is after each round of an adaptive pass. How and why: docs/timing.md, "Paired timing", "Rounds"
+    and "Sampling to a precision".
     """
     n = len(calls)
     warmup_calls, warm_us = _warm_up(calls, backend, cfg)
@@ -182,7 +183,8 @@ def time_calls(
                 report(stop.status)  # why it goes on
             timed.start_round()
             timed.take_round()
-            reference.measure()  # after the round's samples, so that it never stands between a warm call and them
+            reference.after_round()  # after the samples, so that it never stands between a warm call and them
+        reference.close()
     activity, stopped = window(before, snapshot()), stop.outcome(timed)
     out = []
     for j in range(n):
