@@ -110,3 +110,54 @@ def test_the_file_is_synced_before_the_rename_and_the_directory_after(tmp_path: 
     assert kind0 == "fsync" and Path(first).parent == tmp_path and Path(first).name.startswith(".env.json.tmp-")
     assert (kind1, renamed) == ("replace", str(target))
     assert (kind2, directory) == ("fsync", str(tmp_path)) and target.read_text() == '{\n  "a": 1\n}\n'
+
+
+def _sync_log(monkeypatch) -> list[tuple[str, str]]:
+    """Each fsync (of which path) and each rename (onto which name), in order."""
+    import os
+
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        events.append(("fsync", Path(path).name.split(".tmp-")[0].lstrip(".") if ".tmp-" in path else path))
+        real_fsync(fd)
+
+    def replace(src, dst) -> None:
+        events.append(("replace", Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return events
+
+
+def test_a_jobs_tables_each_sync_their_data_and_the_directory_once_before_and_once_after_cells(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A machine's crash never leaves cells.parquet without the files written before it: every rename before it is
+    on the disk first (one directory sync), each file's data before its own rename."""
+    import pandas as pd
+
+    from neuronexp.results.files import write_job_tables
+
+    tables = {"ops": pd.DataFrame(), "samples": pd.DataFrame(), "cells": pd.DataFrame()}
+    events = _sync_log(monkeypatch)
+    write_job_tables(tmp_path, tables)
+    renamed = [name for kind, name in events if kind == "replace"]
+    assert renamed[-1] == "cells.parquet" and len(renamed) == 2 * len(tables)
+    for i, (kind, name) in enumerate(events):
+        if kind == "replace":
+            assert events[i - 1] == ("fsync", name) or events[i - 2] == ("fsync", name)  # its data, before it
+    directory = [i for i, event in enumerate(events) if event == ("fsync", str(tmp_path))]
+    last = events.index(("replace", "cells.parquet"))
+    assert directory == [last - 2, last + 1]  # after every other rename and cells.parquet's data; after its rename
+
+
+def test_the_phase_is_renamed_into_place_without_a_sync(tmp_path: Path, monkeypatch) -> None:
+    from neuronexp.results.files import read_phase, write_phase
+
+    events = _sync_log(monkeypatch)
+    write_phase(tmp_path, "timing")
+    assert events == [("replace", ".phase")] and read_phase(tmp_path) == "timing"

@@ -224,5 +224,5 @@ class CellRun:
         env = environment_record(labels["device_name"], backend.name, self.host_alloc, threads, self.git)
         if self.limits.host_roofs is not None:
             env["host_roofs"] = self.limits.host_roofs  # the probe behind this cell's roofs: figures, load, cache file
-        write_json(self.out_dir / "env.json", env)
+        write_json(self.out_dir / "env.json", env, "data")  # its rename synced with the tables' (write_job_tables)
         write_job_tables(self.out_dir, tables)

@@ -37,21 +37,31 @@ def _synced(path: Path, flags: int = os.O_RDONLY | os.O_NOFOLLOW) -> None:
         os.close(fd)
 
 
+# What atomic_path syncs to the disk: `rename`, the file's data before its rename and the directory after it; `data`,
+# the data only, the directory left to the caller, who syncs it once after a batch of renames (write_job_tables);
+# `none`, nothing: a note whose loss in a machine's crash costs nothing (the phase). Each sync is a journal commit,
+# ~1-10 ms here: 35 of them were a third of a near-empty cell's cost (issue 47; docs/history.md).
+SYNCS = ("rename", "data", "none")
+
+
 @contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
+def atomic_path(path: Path, sync: str = "rename") -> Iterator[Path]:
     """A temporary name next to `path` to write to; renamed onto `path` when the block succeeds, removed
     when it fails (a full or read-only disk leaves no temporary behind). A reader never sees half a file, and after a
     crash of the machine (a Slurm node's) never an empty one: the file is synced before the rename and the directory
-    after it (their cost: docs/history.md)."""
+    after it, as `sync` says (SYNCS; their cost: docs/history.md)."""
+    assert sync in SYNCS, sync
     # Created here, exclusively and not through a link: a name planted beforehand (a link to a file elsewhere, a
     # stale temporary) is never written through nor replaced; the random part makes that a fresh name.
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}")
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
     try:
         yield tmp
-        _synced(tmp)  # the data first: a rename that reaches the disk before it leaves a zero-length file
+        if sync != "none":
+            _synced(tmp)  # the data first: a rename that reaches the disk before it leaves a zero-length file
         os.replace(tmp, path)
-        _synced(path.parent, os.O_RDONLY | os.O_DIRECTORY)  # the rename itself
+        if sync == "rename":
+            _synced(path.parent, os.O_RDONLY | os.O_DIRECTORY)  # the rename itself
     finally:
         tmp.unlink(missing_ok=True)
         # Writers that stage through a temporary of their own next to the name given them (Kineto's trace
@@ -60,17 +70,17 @@ def atomic_path(path: Path) -> Iterator[Path]:
             staged.unlink(missing_ok=True)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    with atomic_path(path) as tmp:
+def atomic_write_text(path: Path, text: str, sync: str = "rename") -> None:
+    with atomic_path(path, sync) as tmp:
         tmp.write_bytes(text.encode("utf-8"))
 
 
-def write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+def write_json(path: Path, obj: Any, sync: str = "rename") -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n", sync)
 
 
-def write_table(path: Path, table: pa.Table) -> None:
-    with atomic_path(path) as tmp:
+def write_table(path: Path, table: pa.Table, sync: str = "rename") -> None:
+    with atomic_path(path, sync) as tmp:
         pq.write_table(table, tmp)
 
 
@@ -88,9 +98,10 @@ def write_csv(path: Path, table: pa.Table) -> None:
         pacsv.write_csv(_csv_ready(table), tmp)
 
 
-def write_arrow(path: Path, table: pa.Table) -> None:
-    with atomic_path(path) as tmp, pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
+def write_arrow(path: Path, table: pa.Table, sync: str = "rename") -> None:
+    with atomic_path(path, sync) as tmp, pa.OSFile(str(tmp), "wb") as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
 
 
 def read_arrow(path: Path) -> pa.Table:
@@ -100,12 +111,16 @@ def read_arrow(path: Path) -> pa.Table:
 def write_job_tables(out_dir: Path, tables: dict[str, pa.Table | pd.DataFrame]) -> None:
     """ops and samples first, cells last: a job directory with cells.parquet is complete. Each table is also
     written as an Arrow IPC file (`*.arrow`): Parquet is the format to share, but parsing its footer costs ~1 ms a
-    file, which dominates aggregating a sweep of thousands of cells; Arrow IPC reads in a few hundredths of that."""
+    file, which dominates aggregating a sweep of thousands of cells; Arrow IPC reads in a few hundredths of that.
+    Every file's data is synced before its rename; the directory once before cells.parquet's rename (every rename
+    made before it, the files written earlier with sync="data" too, on the disk first) and once after it."""
     for name in ("ops", "samples", *(t for t in OPTIONAL_TABLES if t in tables), "cells"):
         table = tables[name]
         table = table if isinstance(table, pa.Table) else to_arrow(name, table)
-        write_arrow(out_dir / f"{name}.arrow", table)
-        write_table(out_dir / f"{name}.parquet", table)
+        write_arrow(out_dir / f"{name}.arrow", table, "data")
+        if name == "cells":
+            _synced(out_dir, os.O_RDONLY | os.O_DIRECTORY)
+        write_table(out_dir / f"{name}.parquet", table, "rename" if name == "cells" else "data")
 
 
 # The cell's output, for the output check (results.outputs writes and reads it); a 16-bit cell also saves its
@@ -142,7 +157,7 @@ PHASE_FILE = ".phase"
 def write_phase(job_dir: Path, phase: str) -> None:
     """Record the cell's current step; a failure to write it never fails the cell."""
     with contextlib.suppress(OSError):
-        atomic_write_text(job_dir / PHASE_FILE, phase + "\n")
+        atomic_write_text(job_dir / PHASE_FILE, phase + "\n", "none")  # after a machine's crash: no phase (None)
 
 
 def read_phase(job_dir: Path) -> str | None:
