@@ -3,6 +3,7 @@ alternating fresh processes, each figure also recomputed the other method's way.
 
     python bench/timer_gap.py inproc [--reps 8]   # one process, alternating: what differs is the method alone
     python bench/timer_gap.py procs [--runs 5]     # fresh processes, alternating: neuronexp's CLI and a Timer script
+    python bench/timer_gap.py parts [--reps 8]     # one process: neuronexp's pass with each of its parts switched off
 
 The cells: naive and fused RMSNorm, float32 [1,1024,2048], one thread (this VM's default: docs/methodology.md,
 "Threads"), stable malloc in both. `Timer.blocked_autorange` times blocks of `number` back-to-back calls (10 for a
@@ -13,6 +14,14 @@ in order, cut into blocks of Timer's `number` consecutive calls, the median of t
 `inproc` a third method times plain back-to-back calls with no rounds, no input moves and no warm call per round
 (`plain`), summarised both ways, to separate neuronexp's rounds from the statistic. Ratios are taken within each
 repetition (the host moves between them) and their median reported. One JSON file in --out.
+
+`parts` finds which part of neuronexp's pass makes the gap: in each repetition, in a fresh random order, Timer, plain
+calls, neuronexp's pass as it is, and the pass with one part switched off each time — the host reference workloads
+(`no_reference`), the garbage collector kept on (`gc_on`), one round instead of 20 (`one_round`: no warm call between
+rounds), and all three (`bare`: back-to-back calls through time_calls). Then placement: neuronexp's pass with the
+input moved each round as the CLI does (`relocated`: timing.relocate, cell.build.Built.relocate), and Timer at
+PLACEMENTS placements of the input, each behind a random spacer as relocate makes them (`timer_placed`: the median
+over placements; `timer_placed_low`/`_high`: the fastest and slowest placement's figure).
 """
 
 from __future__ import annotations
@@ -106,6 +115,103 @@ def inproc(args: argparse.Namespace) -> dict:
     return out
 
 
+def _pass(module, x, part: str) -> float:
+    """neuronexp's median for one call with `part` of its pass switched off (`parts`)."""
+    import contextlib
+    from unittest import mock
+
+    from neuronexp.backends.cpu.cpu_backend import CpuBackend
+    from neuronexp.cell import timing
+    from neuronexp.config import TimingConfig
+    from neuronexp.host.reference import HostReference
+
+    if part == "relocated":
+        return _relocated(module, x)
+    off = {"no_reference", "bare"} & {part}, {"gc_on", "bare"} & {part}, {"one_round", "bare"} & {part}
+    patches = contextlib.ExitStack()
+    if off[0]:
+        patches.enter_context(mock.patch.object(HostReference, "measure", lambda self: None))
+    if off[1]:
+        patches.enter_context(mock.patch.object(timing, "_collector_off", contextlib.nullcontext))
+    cfg = TimingConfig(precision=None, rounds=1 if off[2] else 20)
+    with patches:
+        (stats,) = timing.time_calls([lambda: module(x)], CpuBackend(), cfg)
+    return stats.median_us
+
+
+def _relocated(module, x) -> float:
+    """neuronexp's pass as the CLI times a host cell: each round, the input copied behind a fresh random spacer."""
+    import torch
+
+    from neuronexp.backends.cpu.cpu_backend import CpuBackend
+    from neuronexp.cell import timing
+    from neuronexp.config import TimingConfig
+
+    held = {"x": x, "spacer": None}
+
+    def move(spacer_bytes: int) -> None:
+        held["spacer"] = None
+        held["spacer"] = torch.empty(spacer_bytes, dtype=torch.uint8)
+        held["x"] = x.clone()
+
+    cfg = TimingConfig(precision=None)
+    (stats,) = timing.time_calls([lambda: module(held["x"])], CpuBackend(), cfg, relocate=[move])
+    return stats.median_us
+
+
+PLACEMENTS = 8
+
+
+def _timer_placed(module, x, rng: np.random.Generator) -> list[float]:
+    """Timer's figure at PLACEMENTS placements of the input, each behind a spacer of 0-2 MiB in 64-byte steps."""
+    import torch
+
+    figures = []
+    for _ in range(PLACEMENTS):
+        spacer = torch.empty(int(rng.integers(2**15)) * 64, dtype=torch.uint8)
+        moved = x.clone()
+        figures.append(_timer(module, moved, 0.1)[0])
+        del moved, spacer
+    return figures
+
+
+PARTS = ["neuronexp", "no_reference", "gc_on", "one_round", "bare", "relocated"]
+
+
+def parts(args: argparse.Namespace) -> dict:
+    import random
+
+    import torch
+
+    from neuronexp.host import allocator
+
+    allocator.apply("stable")
+    torch.set_num_threads(1)
+    out, rng = {}, np.random.default_rng(0)
+    for name in CELLS:
+        module, x = _module(name)
+        reps = []
+        with torch.inference_mode():
+            for _ in range(args.reps):
+                order, rep = ["timer", "timer_placed", "plain", *PARTS], {}
+                random.shuffle(order)
+                for method in order:
+                    if method == "timer":
+                        rep["timer_us"] = _timer(module, x, 0.5)[0]
+                    elif method == "timer_placed":
+                        placed = _timer_placed(module, x, rng)
+                        rep["timer_placed_us"] = float(np.median(placed))
+                        rep["timer_placed_low_us"], rep["timer_placed_high_us"] = min(placed), max(placed)
+                    elif method == "plain":
+                        rep["plain_us"] = float(np.median(_plain(module, x, 0.5)))
+                    else:
+                        rep[f"{method}_us"] = _pass(module, x, method)
+                reps.append(rep)
+        out[name] = {"reps": reps, **_ratios(reps)}
+        print(json.dumps({name: _ratios(reps)}), flush=True)
+    return out
+
+
 def _ratios(reps: list[dict]) -> dict:
     keys = [k for k in reps[0] if k.endswith("_us") and k != "timer_us"]
     return {f"{k.removesuffix('_us')}_over_timer": round(statistics.median(r[k] / r["timer_us"] for r in reps), 4)
@@ -155,7 +261,7 @@ def procs(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["inproc", "procs"])
+    parser.add_argument("mode", choices=["inproc", "procs", "parts"])
     parser.add_argument("--reps", type=int, default=8)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "timer_gap")
