@@ -4,6 +4,7 @@ validated once: what crosses into the job and the cell process after it is that 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 from enum import Enum
@@ -64,11 +65,7 @@ def run_id_for(resolved: dict[str, Any], experiment: str, module: str) -> str:
 
 def to_run_config(cfg: DictConfig) -> RunConfig:
     """Resolve and type the job config; interpolation errors become ConfigErrors."""
-    job_cfg = cfg
-    if "hydra" in cfg:  # the sweeper's configs still carry it; the job never sees it
-        job_cfg = copy.deepcopy(cfg)
-        with read_write(job_cfg), open_dict(job_cfg):
-            del job_cfg["hydra"]
+    job_cfg = without_hydra(cfg)  # the sweeper's configs still carry it; the job never sees it
     check_known_keys(job_cfg)
     _check_shape_first(job_cfg)
     try:
@@ -80,6 +77,32 @@ def to_run_config(cfg: DictConfig) -> RunConfig:
     if not isinstance(run_cfg.module, dict):
         raise ConfigError("module", run_cfg.module, "must be a config node with a _target_ (pick module=<option>)")
     return run_cfg
+
+
+def without_hydra(cfg: DictConfig) -> DictConfig:
+    """A copy of a job's config without Hydra's node (`cfg` itself when it has none). The node is never copied: it is
+    most of a composed config, and copying it twice per cell was a fifth of planning one (issue 47)."""
+    if "hydra" not in cfg:
+        return cfg
+    node = cfg._get_node("hydra")
+    job = copy.deepcopy(cfg, {id(node): node})  # the copy holds the original node, then lets go of it
+    with read_write(job), open_dict(job):
+        del job["hydra"]
+    return job
+
+
+def as_plain(value: Any) -> Any:
+    """A RunConfig (and what it holds) as plain data, enums by name: what OmegaConf.structured then to_container gave
+    (its values are resolved: to_run_config), in 0.1 ms instead of 21 ms, a third of planning a cell (issue 47)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: as_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Enum):
+        return value.name
+    if isinstance(value, dict):
+        return {k: as_plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_plain(v) for v in value]
+    return value
 
 
 def _plain(node: DictConfig, resolve: bool, enum_to_str: bool = False) -> dict[str, Any]:
@@ -119,7 +142,7 @@ def spec_from(
     validate_values(run_cfg)
     warnings = validate_code(run_cfg) if check_code else []
     experiment, module = labels_from(cfg, choices, task_overrides)
-    resolved = _plain(OmegaConf.structured(run_cfg), resolve=True, enum_to_str=True)
+    resolved = as_plain(run_cfg)
     drop_unmeasured(resolved)  # where it runs, what it is compared with, how it is judged (config.key_roles)
     # What the cell runs, beside what it is configured with: a changed layer is a new cell (config.fingerprint).
     resolved["code"] = code_fingerprint(run_cfg.module.get("_target_")) if memory is None else memory.invocation

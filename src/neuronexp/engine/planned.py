@@ -5,16 +5,16 @@ reused when it holds this exact cell complete, else made this cell's just before
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.config import CellSpec
+from neuronexp.config.compose import without_hydra
 
 if TYPE_CHECKING:
     from neuronexp.results import Results
@@ -64,9 +64,7 @@ class PlannedCell:
 
 def job_yaml(cfg: DictConfig) -> str:
     """The job's config as its config.yaml holds it: resolved, without Hydra's node."""
-    job = copy.deepcopy(cfg)
-    with open_dict(job):
-        job.pop("hydra", None)
+    job = without_hydra(cfg)
     try:
         return OmegaConf.to_yaml(job, resolve=True)
     except Exception:  # an interpolation only Hydra's running job could resolve (${hydra:...}): kept as written
