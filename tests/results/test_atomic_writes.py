@@ -121,7 +121,7 @@ def _sync_log(monkeypatch) -> list[tuple[str, str]]:
 
     def fsync(fd: int) -> None:
         path = os.readlink(f"/proc/self/fd/{fd}")
-        events.append(("fsync", Path(path).name.split(".tmp-")[0].lstrip(".") if ".tmp-" in path else path))
+        events.append(("fsync", Path(path).name.split(".tmp-")[0][1:] if ".tmp-" in path else path))  # .NAME.tmp-
         real_fsync(fd)
 
     def replace(src, dst) -> None:
@@ -161,3 +161,24 @@ def test_the_phase_is_renamed_into_place_without_a_sync(tmp_path: Path, monkeypa
     events = _sync_log(monkeypatch)
     write_phase(tmp_path, "timing")
     assert events == [("replace", ".phase")] and read_phase(tmp_path) == "timing"
+
+
+def test_a_single_runs_job_directory_is_synced_file_by_file_and_five_times_as_a_directory(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """What a cell writes (a single run, in this process): every file's data before its rename, the phase note
+    excepted; the directory after its marker, cell.json and config.yaml, then once before cells.parquet and once after
+    (env.json, the outputs and the trace: with the tables)."""
+    from helpers.inproc import run_main
+
+    events = _sync_log(monkeypatch)
+    out = tmp_path / "run"
+    args = ["module=rmsnorm_fused", "input.shape=[1,8,64]", "timing.iters=5", "timing.warmup=1", "profiler=quick"]
+    result = run_main([*args, "timing.min_seconds=0", f"hydra.run.dir={out}"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    renamed = [name for kind, name in events if kind == "replace" and name != ".phase"]
+    assert {"cells.parquet", "output.npz", "env.json", "cell.json", "config.yaml"} <= set(renamed)
+    synced = [name for kind, name in events if kind == "fsync"]
+    assert [n for n in renamed if n not in synced] == []  # each file's data, before it took its name (tested above)
+    assert ".phase" not in synced
+    assert synced.count(str(out)) == 5, synced

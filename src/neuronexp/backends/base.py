@@ -104,7 +104,7 @@ class Backend:
             return False
         from neuronexp.results.files import atomic_path
 
-        with atomic_path(path) as tmp:
+        with atomic_path(path, "data") as tmp:  # a cell's file: its rename synced with its tables' (write_job_tables)
             prof.export_chrome_trace(str(tmp))
         return True
 

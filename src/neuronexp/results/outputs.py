@@ -53,7 +53,7 @@ def write_outputs(path: Path, leaves: list[OutputLeaf]) -> None:
         arrays[f"values{i}"] = leaf.values
         arrays[f"index{i}"] = leaf.index
         arrays[f"stats{i}"] = np.asarray([leaf.stats[k] for k in STATS], dtype=np.float64)
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+    with atomic_path(path, "data") as tmp, open(tmp, "wb") as f:  # its rename synced with the job's tables
         np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy types **kwds as if one could be allow_pickle
 
 
