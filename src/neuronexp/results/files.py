@@ -40,7 +40,7 @@ def _synced(path: Path, flags: int = os.O_RDONLY | os.O_NOFOLLOW) -> None:
 # What atomic_path syncs to the disk: `rename`, the file's data before its rename and the directory after it; `data`,
 # the data only, the directory left to the caller, who syncs it once after a batch of renames (write_job_tables);
 # `none`, nothing: a note whose loss in a machine's crash costs nothing (the phase). Each sync is a journal commit,
-# ~1-10 ms here: 35 of them were a third of a near-empty cell's cost (issue 47; docs/history.md).
+# 0.3-30 ms on this VM's disk; a near-empty cell made 35 of them before (issue 47, strace: docs/history.md).
 SYNCS = ("rename", "data", "none")
 
 
