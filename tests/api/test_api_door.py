@@ -4,8 +4,13 @@ threads take turns; a layer's torch.set_default_dtype stays in its cell; Ctrl-C 
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import threading
 import time
+import types
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -13,6 +18,7 @@ import torch
 
 import neuronexp
 from helpers import FAST
+from neuronexp.results import SCHEMAS
 
 CPU = [*(a for a in FAST if not a.startswith(("input.shape", "input.dtype"))), "backend=cpu", "roofline.probe=off"]
 
@@ -31,8 +37,8 @@ class ZeroesInput(torch.nn.Module):
 
 class Sleeper(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        time.sleep(30)
-        return x
+        time.sleep(10)  # the time limits below (1 s, 1.5 s) end the call long before
+        raise RuntimeError("the cell time limit did not stop this call")
 
 
 class SetsDefaultDtype(torch.nn.Module):
@@ -73,11 +79,39 @@ def test_the_cell_time_limit_applies_to_modules_from_memory(tmp_path: Path) -> N
     res = neuronexp.sweep(
         *CPU, "launcher.cell_timeout_s=1", modules={"slow": Sleeper()}, inputs=(torch.ones(1, 4),), out=tmp_path / "t"
     )
-    assert time.monotonic() - started < 20  # not the 30 s a call of the layer sleeps
+    assert time.monotonic() - started < 20  # ended at the limit, not by the layer's own error
     row = res.cells.iloc[0]
     assert row["status"] == "error"
     assert row["error"].startswith("timed out after 1 s") and row["error"].endswith("(launcher.cell_timeout_s)")
     assert neuronexp.load(tmp_path / "t").cells.iloc[0]["error"] == row["error"]
+
+
+class Broken(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("broken layer")
+
+
+def test_a_group_timed_together_has_its_cells_limits_and_its_timed_out_rows_name_this_process(tmp_path: Path) -> None:
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    neuronexp.sweep(
+        *CPU,
+        "launcher.cell_timeout_s=0.5",
+        modules={"base": Identity(), "broken": Broken(), "slow": Sleeper()},
+        baseline="base",  # the three are one group, timed together: 3 x 0.5 s for the group
+        inputs=(torch.ones(1, 4),),
+        out=tmp_path / "g",
+    )
+    after = datetime.now(timezone.utc)
+    rows = neuronexp.load(tmp_path / "g").cells.set_index("module")
+    assert rows.loc["slow", "error"] == "timed out after 1.5 s during first call (launcher.cell_timeout_s)"
+    assert rows.loc["base", "error"].startswith("timed out after 1.5 s during ")
+    assert rows.loc["broken", "error"] == "RuntimeError: broken layer"  # its own row, written before, is kept
+    for module in ("base", "slow"):  # written by this process, as a supervisor writes a lost cell's row
+        row = rows.loc[module]
+        assert row["worker_pid"] == os.getpid() and row["host"] == socket.gethostname() and row["backend"] == "cpu"
+        assert pd_na(row["placement"]) and pd_na(row["placement_cpus"])
+        assert before <= datetime.fromisoformat(row["started_at"]) <= after
+    assert set(rows.reset_index().columns) == {*SCHEMAS["cells"].names, "source_dir"}  # no column of its own
 
 
 def test_out_is_a_path_never_an_interpolation(tmp_path: Path, monkeypatch) -> None:
@@ -95,6 +129,7 @@ def test_out_is_a_path_never_an_interpolation(tmp_path: Path, monkeypatch) -> No
         (["input.shape=[1,4,8],[1,8,8]"], "input.shape=[1,4,8]: with modules=, the first input's shape is that of"),
         (["input.dtype=float32,bfloat16"], "input.dtype=float32: with modules=, the first input's dtype is that of"),
         (["input.shape=[1,4,8]"], "input.shape=[1,4,8]: with modules="),
+        (["++input.shape=[1,4,8]"], "input.shape=[1,4,8]: with modules="),  # forced, as Hydra's ++ writes it
         (["module=rmsnorm_fused"], "module=rmsnorm_fused: modules= names the modules of this sweep"),
         (["hydra.sweep.subdir=../x"], "hydra.sweep.subdir=../x: a cell's job directory would be '../x'"),
     ],
@@ -112,13 +147,57 @@ def test_what_modules_replaces_is_refused_in_one_line(tmp_path: Path, overrides:
         ({"f": lambda x: x}, "modules['f']=function: must be a torch.nn.Module instance"),
         ({"a/b": Identity()}, "modules='a/b': names are words"),
         ({"": Identity()}, "modules='': names are words"),
-        ({}, "modules={}: give at least one"),
+        ({}, "modules={}: give at least one name: nn.Module instance"),
     ],
 )
 def test_a_module_that_is_not_one_or_a_name_that_is_not_a_word_is_refused(tmp_path: Path, modules, line) -> None:
     with pytest.raises(neuronexp.NeuronexpError) as raised:
         neuronexp.sweep(*CPU, modules=modules, inputs=(torch.ones(1, 4),), out=tmp_path / "o")
     assert str(raised.value).startswith(line), str(raised.value)
+    assert not (tmp_path / "o").exists()
+
+
+TAKES = "a tuple of tensors (the first a tensor), a callable returning one, or a list of such tuples (swept)"
+
+
+@pytest.mark.parametrize(
+    ("modules", "inputs", "line"),
+    [
+        ({"_": Identity()}, (torch.ones(1, 4),), "modules='_': names are words (letters, digits, _ and -)"),
+        ({"-": Identity()}, (torch.ones(1, 4),), "modules='-': names are words (letters, digits, _ and -)"),
+        ({3: Identity()}, (torch.ones(1, 4),), "modules=3: names are words (letters, digits, _ and -)"),
+        # A name of letters, digits, _ and - is a word: what is refused next is the inputs.
+        ({"rms_norm-2": Identity()}, "text", f"inputs=str: {TAKES}"),
+        ({"a": Identity()}, [], f"inputs=list: {TAKES}"),
+        ({"a": Identity()}, None, f"inputs=NoneType: {TAKES}"),
+        ({"a": Identity()}, (3, torch.ones(1, 4)), f"inputs=tuple: {TAKES}"),
+        ({"a": Identity()}, lambda: "text", f"inputs=str: {TAKES}"),  # what the callable returns
+        (
+            {"a": Identity()},
+            (torch.ones(1, 4), torch.ones(1, 4)),
+            "inputs=2 input(s): a.forward cannot take them: too many positional arguments",
+        ),
+        (
+            {"a": Identity()},
+            [torch.ones(1, 4), torch.ones(2, 4), torch.ones(1, 4, dtype=torch.float64), torch.zeros(2, 4)],
+            "inputs=sets 1 and 3: their first tensors are alike ([2,4] float32)",  # a list of tensors: a set each
+        ),
+        (
+            {"a": Identity()},
+            [[torch.ones(1, 4)], [torch.zeros(1, 4)]],  # input sets given as lists, not tuples
+            "inputs=sets 0 and 1: their first tensors are alike ([1,4] float32)",
+        ),
+        (
+            {"a": Identity()},
+            (torch.ones(1, 4, dtype=torch.complex64),),
+            "inputs (a)=complex64: not a dtype input.dtype allows",
+        ),
+    ],
+)
+def test_inputs_modules_cannot_take_are_refused_in_one_line(tmp_path: Path, modules, inputs, line: str) -> None:
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.sweep(*CPU, modules=modules, inputs=inputs, out=tmp_path / "o")
+    assert str(raised.value) == line
     assert not (tmp_path / "o").exists()
 
 
@@ -139,7 +218,60 @@ def test_two_threads_take_turns(tmp_path: Path, caplog) -> None:
         t.join()
     assert not errors, errors
     # Outside the main thread the cell time limit (1800 s by default) cannot apply: a warning says so.
-    assert "launcher.cell_timeout_s does not apply to these cells" in caplog.text
+    assert (
+        caplog.messages.count(
+            "launcher.cell_timeout_s does not apply to these cells: modules from memory run in the caller's process, "
+            "where only the main thread can be interrupted, and neuronexp.sweep was called from another"
+        )
+        == 2
+    )
+
+
+def test_with_no_time_limit_a_sweep_from_another_thread_runs_without_a_word(tmp_path: Path, caplog) -> None:
+    found: list[object] = []
+
+    def one() -> None:
+        try:
+            found.append(
+                neuronexp.sweep(
+                    *CPU,
+                    "launcher.cell_timeout_s=null",
+                    modules={"a": Identity()},
+                    inputs=(torch.ones(1, 4),),
+                    out=tmp_path / "n",
+                ).cells
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported in the test's thread
+            found.append(exc)
+
+    thread = threading.Thread(target=one)
+    thread.start()
+    thread.join()
+    assert list(found[0]["status"]) == ["ok"], found  # type: ignore[index]
+    assert "launcher.cell_timeout_s" not in caplog.text  # no limit asked for: none to warn about
+
+
+class SendsAlarm(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        signal.raise_signal(signal.SIGALRM)  # the caller's own alarm, going off while a cell runs
+        return x * 1.0
+
+
+def test_a_sigalrm_not_the_time_limits_goes_to_the_callers_handler(tmp_path: Path) -> None:
+    seen: list[tuple[int, object]] = []
+
+    def on_alarm(signum: int, frame: object) -> None:
+        seen.append((signum, frame))  # (a sampling profiler driven by SIGALRM reads the frame)
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        res = neuronexp.sweep(*CPU, modules={"alarms": SendsAlarm()}, inputs=(torch.ones(1, 4),), out=tmp_path / "a")
+        assert list(res.cells["status"]) == ["ok"]  # the time limit (1800 s) is not taken to have passed
+        # Each alarm reached the caller's handler, with its number and the frame it interrupted.
+        assert seen and all(n == signal.SIGALRM and isinstance(f, types.FrameType) for n, f in seen)
+        assert signal.getsignal(signal.SIGALRM) is on_alarm  # and the handler is the caller's again after the sweep
+    finally:
+        signal.signal(signal.SIGALRM, previous)
 
 
 class SeesDefaultDtype(torch.nn.Module):

@@ -80,6 +80,8 @@ def test_a_swept_override_beside_modules_is_an_axis_of_its_own(tmp_path: Path) -
         *CPU, "threads=1,2", modules={"doubles": Doubles()}, inputs=(torch.randn(1, 4, 8),), out=tmp_path / "s"
     )
     assert sorted(res.cells["threads"]) == [1, 2] and (res.cells["status"] == "ok").all()
+    for overrides in res.cells["overrides"]:  # the cell's own, as a YAML sweep's: not the door's ~module
+        assert "module=doubles" in overrides.split(",") and "~module" not in overrides
 
 
 def test_modules_from_memory_under_another_launcher_is_one_line_before_anything_runs(tmp_path: Path) -> None:
