@@ -289,3 +289,15 @@ def test_rows_without_neuron_answers_get_no_screen() -> None:
     assert neuron_screen(_row().drop(columns="device_time_sources")) == []
     assert neuron_screen(_row().drop(columns="neuron_api")) == []
     assert neuron_screen(_row(neuron_api=None)) == []
+
+
+def test_cells_whose_ntff_answers_differ_get_a_block_each() -> None:
+    """In a sweep's table a cell without NTFFs makes the column numbers: 1.0, 0.0 and NaN are three answers."""
+    cells = pd.concat([_row(module=m, neuron_neffs_beside_ntffs=v) for m, v in (("a", 1.0), ("b", 0.0), ("c", None))])
+    cells["neuron_neffs_beside_ntffs"] = cells["neuron_neffs_beside_ntffs"].astype(float)
+    captures = [line.split(" · ")[0] for line in neuron_screen(cells) if line.startswith("  capture:")]
+    assert captures == [
+        "  capture: NEFFs beside the NTFFs yes",
+        "  capture: NEFFs beside the NTFFs NO",
+        "  capture: NEFFs beside the NTFFs — (no NTFF)",
+    ]
