@@ -301,3 +301,11 @@ def test_cells_whose_ntff_answers_differ_get_a_block_each() -> None:
         "  capture: NEFFs beside the NTFFs NO",
         "  capture: NEFFs beside the NTFFs — (no NTFF)",
     ]
+
+
+def test_a_check_or_correlate_answer_without_words_is_shown_as_recorded() -> None:
+    """A row from another neuronexp version may hold an answer this one has no words for, or none."""
+    lines = neuron_screen(_row(device_time_check="one source", neuron_correlate_device_time="deferred"))
+    assert lines[1] == "  device time: from profiler_device_events · one source · correlate_device_time deferred"
+    lines = neuron_screen(_row(neuron_correlate_device_time=None))
+    assert lines[1].endswith(" · correlate_device_time —")
