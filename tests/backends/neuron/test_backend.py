@@ -55,6 +55,32 @@ def test_core_selection_after_the_runtime_started_is_reported_not_silently_ignor
     assert "NEURON_RT_VISIBLE_CORES=unset" in note
 
 
+def test_the_row_records_the_cores_the_runtime_reads(standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "4")  # the user's shell; the key overrides it before the runtime starts
+    backend = _backend(NeuronDeviceConfig(visible_cores="0-1", num_cores=2))
+    assert standin.STATE.env_at_start == {"NEURON_RT_VISIBLE_CORES": "0-1", "NEURON_RT_NUM_CORES": "2"}
+    assert (
+        backend.cores == "NEURON_RT_VISIBLE_CORES=0-1 (neuron.visible_cores), NEURON_RT_NUM_CORES=2 (neuron.num_cores)"
+    )
+
+
+def test_after_the_runtime_started_the_row_records_what_it_started_with(standin, monkeypatch) -> None:
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "4")
+    standin.device_count()  # an earlier cell of the process started the runtime: it reads no variable again
+    backend = _backend(NeuronDeviceConfig(visible_cores="3", num_cores=2))
+    assert backend.cores == (
+        "NEURON_RT_VISIBLE_CORES=unset (the runtime started before neuron.visible_cores=3 could apply), "
+        "NEURON_RT_NUM_CORES=4 (the runtime started before neuron.num_cores=2 could apply)"
+    )
+    assert [n.split(";")[0] for n in backend.notes] == [
+        "neuron.visible_cores=3 not applied: the Neuron runtime already started in this process with "
+        "NEURON_RT_VISIBLE_CORES=unset",
+        "neuron.num_cores=2 not applied: the Neuron runtime already started in this process with NEURON_RT_NUM_CORES=4",
+    ]
+    same = _backend(NeuronDeviceConfig(num_cores=2))  # now the variable says 2, as the key: nothing to note
+    assert same.notes == [] and same.cores == "NEURON_RT_NUM_CORES=2 (neuron.num_cores)"
+
+
 def test_unset_core_keys_leave_the_users_environment_alone(standin, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEURON_RT_NUM_CORES", "4")
     _backend()
