@@ -258,3 +258,22 @@ def test_without_metadata_the_loaded_modules_version_names_the_folder(standin, m
     assert Path(_backend().neff_cache.path).name == "torch-neuronx-2.13_rc_1"
     _drop_standin()  # nothing imported and nothing installed: said so, not guessed
     assert Path(_backend().neff_cache.path).name == "torch-neuronx-unknown"
+
+
+def test_a_keys_folder_under_a_shared_folder_is_its_own(standin, tmp_path: Path) -> None:
+    """Folders above the cache are the user's to choose (docs/guarantees.md): a key under /tmp-like 0777 is fine."""
+    shared = tmp_path / "open"
+    shared.mkdir()
+    shared.chmod(0o777)
+    cfg = neuron_config(profiler=NeuronProfilerConfig(neff_cache_dir=str(shared / "me" / "neff")))
+    cfg.backend = BackendName.neuron
+    neuron_options(cfg)  # planned: only the key's own folder is under the rule
+    assert _backend(neff_cache_dir=str(shared / "me" / "neff")).neff_cache.path == str(shared / "me" / "neff")
+
+
+def test_the_users_variable_folder_is_made_private_and_the_autoload_recorded(standin, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv(VAR, str(tmp_path / "a" / "b"))
+    pinned = _backend().neff_cache
+    assert pinned.path == str(tmp_path / "a" / "b") and pinned.imported_before is True  # the stand-in was imported
+    made = tmp_path / "a" / "b"  # its parents as mkdir -p makes them; the cache itself this user's alone
+    assert made.is_dir() and oct(made.stat().st_mode & 0o777) == "0o700"
