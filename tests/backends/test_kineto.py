@@ -113,3 +113,41 @@ def test_correlated_kernels_add_up_over_calls_and_a_stub_alone_is_none() -> None
     device = _evt("gemm", kernels=(("gemm", 7.0),))
     device.device_type = DeviceType.PrivateUse1
     assert correlated_us([mm, again, stub_only, device]) == {"aten::mm": 10.0}
+
+
+def test_user_annotations_and_shapes_key_the_runtime_rows() -> None:
+    mark = _evt("my_region")
+    mark.is_user_annotation = True
+    assert row_key(mark, False) == ("my_region", False, True, "")
+    mul = _evt("aten::mul")
+    mul.input_shapes = [[2, 2]]
+    call = _evt("NeuronRuntime::execute", cpu=4.0, activity="privateuse1_runtime", parent=mul)
+    call.input_shapes = [[8]]
+    found = runtime_rows([mul, call], APART, by_shapes=True)
+    assert found.keys == {("NeuronRuntime::execute", False, False, "[[8]]")}
+    assert found.nested_us == {("aten::mul", False, False, "[[2, 2]]"): 4.0}
+
+
+def test_an_event_without_an_activity_type_is_an_op() -> None:
+    """An event from a torch whose events carry no Kineto activity type: never set apart."""
+    old = SimpleNamespace(**{k: v for k, v in vars(_evt("aten::mul")).items() if k != "activity_type"})
+    assert runtime_rows([old], APART, by_shapes=False).keys == set()
+
+
+def test_runtime_work_deep_inside_an_op_is_not_its_device_time_and_short_stubs_count() -> None:
+    # aten::linear's stub (100 us) spans a runtime call (9 us, set apart) and aten::view (no stub), which holds
+    # aten::addmm (stub 30 us, with a child of its own) and another runtime call: linear's own is 100 - 30.
+    linear = _evt("aten::linear", kernels=(("aten::linear", 100.0),), legacy=True)
+    _evt("rt", kernels=(("rt", 9.0),), legacy=True, activity="privateuse1_runtime", parent=linear)
+    view = _evt("aten::view", parent=linear)
+    addmm = _evt("aten::addmm", kernels=(("aten::addmm", 30.0),), legacy=True, parent=view)
+    _evt("aten::copy_", parent=addmm)
+    _evt("rt", kernels=(("rt", 9.0),), legacy=True, activity="privateuse1_runtime", parent=view)
+    found = host_device_time([linear], APART)
+    assert (found.per_op, found.total_us, found.executions) == ({"aten::linear": 70.0}, 70.0, 0)
+    # A sub-microsecond stub is device time too, and a parent over one is not an execution of its own.
+    outer = _evt("aten::add", kernels=(("aten::add", 2.0),), legacy=True)
+    _evt("aten::add_", kernels=(("aten::add_", 0.5),), legacy=True, parent=outer)
+    short = host_device_time([outer, *outer.cpu_children], APART)
+    assert (short.per_op, short.total_us, short.executions) == ({"aten::add": 1.5, "aten::add_": 0.5}, 2.0, 1)
+    assert correlated_us([_evt("aten::mm", kernels=(("gemm", 0.5),))]) == {"aten::mm": 0.5}
