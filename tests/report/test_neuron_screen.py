@@ -32,8 +32,8 @@ from neuronexp.report.terminal import print_cell
 from neuronexp.results import Results
 
 
-def _cell(tmp_path: Path, module: object, name: str, backend: str = "neuron", modes: list | None = None) -> Results:
-    neuron = NeuronProfilerConfig(modes=modes) if modes else NeuronProfilerConfig()
+def _cell(tmp_path: Path, module: object, name: str, backend: str = "neuron", **neuron_keys: object) -> Results:
+    neuron = NeuronProfilerConfig(**neuron_keys)  # type: ignore[arg-type]
     cfg = RunConfig(
         module=handed(module),
         input=InputConfig(shape=[1, 8, 64], dtype=DType.float32),
@@ -154,3 +154,158 @@ def test_other_backends_get_no_screen(tmp_path: Path) -> None:
         cells["device_time_sources"].iloc[0] == "cpu_self_time" and cells["device_time_check"].iloc[0] == "one source"
     )
     assert neuron_screen(cells) == []
+
+
+def test_a_capture_without_a_neff_cache_is_said_not_a_crash(standin, explorer_in_process: Path, tmp_path: Path) -> None:
+    """profiler.neuron.copy_neffs=false: NeuronConfig is given no NEFF cache, the row's neuron_neff_cache_dir is empty;
+    the screen says so (it raised TypeError on the empty answer, and with it the single run's terminal output)."""
+    results = _cell(tmp_path, NaiveRMSNorm(64), "a", copy_neffs=False)
+    lines = neuron_screen(results.cells)
+    assert "  NEFF cache: not given (neuronexp cache)" in lines
+    out = io.StringIO()
+    print_cell(results, tmp_path / "a", Console(file=out, width=200, highlight=False))
+    assert "  NEFF cache: not given (neuronexp cache)" in out.getvalue()
+
+
+@pytest.mark.parametrize("missing", [None, math.nan, ""], ids=["None", "NaN", "empty"])
+def test_answers_no_cell_gave_are_dashes(missing: object) -> None:
+    """A row read back from a results table holds a missing answer as NaN, a fresh one as None: both are "—"."""
+    lines = neuron_screen(
+        _row(
+            neuron_neffs_beside_ntffs=None if missing == "" else missing,
+            neuron_capture_window=missing,
+            neuron_capture_window_method=missing,
+            neuron_per_op_source=missing,
+            neuron_neff_cache_dir=missing,
+            neuron_neff_cache_source=missing,
+        )
+    )
+    assert "    per op: from —" in lines
+    assert "  capture: NEFFs beside the NTFFs — (no NTFF) · window — (—) · Neuron Explorer ok" in lines
+    assert "  NEFF cache: not given (—)" in lines
+    assert not any("NTFF" in line for line in lines if line.startswith("  MISSING"))  # no NTFF is not a lost NEFF
+
+
+@pytest.mark.parametrize(("beside", "said"), [(1.0, "yes"), (0.0, "NO"), (True, "yes")])
+def test_neffs_beside_as_a_number_read_back_from_a_table(beside: object, said: str) -> None:
+    """Where some cells had no NTFF, a table stores the column as numbers: 1.0 and 0.0 still say yes and NO."""
+    lines = neuron_screen(_row(neuron_neffs_beside_ntffs=beside))
+    assert f"  capture: NEFFs beside the NTFFs {said} · window active (profiler_steps) · Neuron Explorer ok" in lines
+
+
+def test_no_device_time_through_the_profiler_is_missing_with_its_reason() -> None:
+    """Device time from the runtime trace alone: both routes of the profiler are named as one, with the first's reason
+    (a reason may itself hold ': '); a source named missing by the row but not by the screen is not listed."""
+    lines = neuron_screen(
+        _row(
+            device_time_source="neuron_runtime",
+            device_time_sources="neuron_runtime",
+            neuron_sources_missing="profiler_device_events: key_averages() had no device events (correlate: ignored); "
+            "profiler_host_rows: none; neuron_explorer: Neuron Explorer failed: exit 1",
+        )
+    )
+    assert [line for line in lines if line.startswith("  MISSING")] == [
+        "  MISSING: device time through the profiler: key_averages() had no device events (correlate: ignored)"
+    ]
+
+
+def test_one_profiler_route_missing_is_not_missing() -> None:
+    """Device time from key_averages()' host rows: the profiler gave it, so nothing is missing."""
+    lines = neuron_screen(
+        _row(
+            device_time_source="profiler_host_rows",
+            neuron_sources_missing="profiler_device_events: key_averages() had no device events (correlate: taken)",
+        )
+    )
+    assert lines[-1] == f"  {WHOLE}"
+
+
+def test_every_missing_source_is_listed_and_a_row_without_reasons_is_read() -> None:
+    lines = neuron_screen(
+        _row(
+            device_time_source="neuron_explorer",
+            neuron_sources_missing="profiler_device_events: none seen; profiler_host_rows: none; "
+            "neuron_runtime: Neuron Explorer no_summary",
+        )
+    )
+    assert [line for line in lines if line.startswith("  MISSING")] == [
+        "  MISSING: device time through the profiler: none seen",
+        "  MISSING: runtime trace: Neuron Explorer no_summary",
+    ]
+    assert neuron_screen(_row(neuron_sources_missing=math.nan))[-1] == f"  {WHOLE}"  # no reasons recorded: none
+
+
+def test_an_unverified_window_and_a_failed_explorer_are_missing() -> None:
+    warnings = (
+        "capture window unverified: the NTFFs may also hold the warm-up | some other note | "
+        "no device time from neuron_runtime: none"
+    )
+    lines = neuron_screen(_row(warnings=warnings, neuron_explorer_status="failed"))
+    assert [line for line in lines if line.startswith("  MISSING")] == [
+        "  MISSING: capture window unverified: the NTFFs may also hold the warm-up",
+        "  MISSING: no device time from neuron_runtime: none",
+        "  MISSING: Neuron Explorer failed: the runtime trace, per-op time and the Summary columns need it "
+        "(aws-neuronx-tools, neuron-explorer on PATH)",
+    ]
+    assert lines[-1] == f"  {ADVICE}"
+
+
+def test_cells_that_answer_differently_get_a_block_each_named() -> None:
+    cells = pd.concat(
+        [
+            _row(),
+            _row(module="n", input_shape="[1,4,64]"),
+            _row(module="o", neuron_device_time_runtime_us=224.0, device_time_check="disagree"),
+        ]
+    )
+    lines = neuron_screen(cells)
+    assert "3 cell(s): what worked" in lines[0]
+    blocks = [line for line in lines if "cell(s): " in line and line.startswith("  ")]
+    assert blocks == ["  2 cell(s): m [1,8,64], n [1,4,64]", "  1 cell(s): o [1,8,64]"]
+    assert lines[lines.index(blocks[1]) + 1].startswith(
+        "  device time: from profiler_device_events · SOURCES DISAGREE (the figures: warnings) · "
+    )
+
+
+def test_a_figure_that_differs_between_cells_is_a_range() -> None:
+    cells = pd.concat([_row(), _row(neuron_device_time_runtime_us=224.0), _row(neuron_device_time_runtime_us=math.nan)])
+    assert [line for line in neuron_screen(cells) if line.startswith("    per step:")] == [
+        "    per step: key_averages() 112 µs · host rows — · runtime trace 112 µs–224 µs (2/3 cells) · "
+        "Explorer per-op —"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cores", "said"),
+    [([], "—"), ([math.nan], "—"), (["A", "A"], "A"), (["A", "B"], "2 selections (a slot each)")],
+    ids=["no-column", "none-recorded", "one", "two"],
+)
+def test_the_neuroncores_line(cores: list, said: str) -> None:
+    cells = pd.concat([_row(neuron_cores=c) for c in cores] or [_row().drop(columns="neuron_cores")])
+    assert f"  NeuronCores: {said}" in neuron_screen(cells)
+
+
+def test_rows_without_neuron_answers_get_no_screen() -> None:
+    assert neuron_screen(_row().drop(columns="device_time_sources")) == []
+    assert neuron_screen(_row().drop(columns="neuron_api")) == []
+    assert neuron_screen(_row(neuron_api=None)) == []
+
+
+def test_cells_whose_ntff_answers_differ_get_a_block_each() -> None:
+    """In a sweep's table a cell without NTFFs makes the column numbers: 1.0, 0.0 and NaN are three answers."""
+    cells = pd.concat([_row(module=m, neuron_neffs_beside_ntffs=v) for m, v in (("a", 1.0), ("b", 0.0), ("c", None))])
+    cells["neuron_neffs_beside_ntffs"] = cells["neuron_neffs_beside_ntffs"].astype(float)
+    captures = [line.split(" · ")[0] for line in neuron_screen(cells) if line.startswith("  capture:")]
+    assert captures == [
+        "  capture: NEFFs beside the NTFFs yes",
+        "  capture: NEFFs beside the NTFFs NO",
+        "  capture: NEFFs beside the NTFFs — (no NTFF)",
+    ]
+
+
+def test_a_check_or_correlate_answer_without_words_is_shown_as_recorded() -> None:
+    """A row from another neuronexp version may hold an answer this one has no words for, or none."""
+    lines = neuron_screen(_row(device_time_check="one source", neuron_correlate_device_time="deferred"))
+    assert lines[1] == "  device time: from profiler_device_events · one source · correlate_device_time deferred"
+    lines = neuron_screen(_row(neuron_correlate_device_time=None))
+    assert lines[1].endswith(" · correlate_device_time —")

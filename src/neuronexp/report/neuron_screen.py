@@ -99,7 +99,9 @@ def _problems(one: pd.Series) -> list[str]:
 
 
 def _cores(selections: Any) -> str:
-    return str(selections[0]) if len(selections) == 1 else f"{len(selections)} selections (a slot each)" or "—"
+    if len(selections) < 2:  # a row without the column, or with it empty, is a dash, not "0 selections"
+        return str(selections[0]) if len(selections) else "—"
+    return f"{len(selections)} selections (a slot each)"
 
 
 def _block(cells: pd.DataFrame, label: bool) -> list[str]:
@@ -128,7 +130,8 @@ def neuron_screen(cells: pd.DataFrame) -> list[str]:
     rows = cells[cells["neuron_api"].notna()]
     if rows.empty:
         return []
-    keys = rows[[f for f in FACTS if f in rows]].astype(str).agg("|".join, axis=1)
+    # Each answer in words, a missing one (None, NaN, "") as "—": pandas keeps NaN through astype(str).
+    keys = rows[[f for f in FACTS if f in rows]].map(_text).agg("|".join, axis=1)
     first = rows.iloc[0]
     lines = [
         f"Trainium first contact · torch-neuronx {_text(first.get('neuron_api_version'))} "

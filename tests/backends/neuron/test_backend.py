@@ -55,6 +55,71 @@ def test_core_selection_after_the_runtime_started_is_reported_not_silently_ignor
     assert "NEURON_RT_VISIBLE_CORES=unset" in note
 
 
+def test_the_row_records_the_cores_the_runtime_reads(standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "4")  # the user's shell; the key overrides it before the runtime starts
+    backend = _backend(NeuronDeviceConfig(visible_cores="0-1", num_cores=2))
+    assert standin.STATE.env_at_start == {"NEURON_RT_VISIBLE_CORES": "0-1", "NEURON_RT_NUM_CORES": "2"}
+    assert (
+        backend.cores == "NEURON_RT_VISIBLE_CORES=0-1 (neuron.visible_cores), NEURON_RT_NUM_CORES=2 (neuron.num_cores)"
+    )
+
+
+def test_after_the_runtime_started_the_row_records_what_it_started_with(standin, monkeypatch) -> None:
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "4")
+    standin.device_count()  # an earlier cell of the process started the runtime: it reads no variable again
+    backend = _backend(NeuronDeviceConfig(visible_cores="3", num_cores=2))
+    assert backend.cores == (
+        "NEURON_RT_VISIBLE_CORES=unset (the runtime started before neuron.visible_cores=3 could apply), "
+        "NEURON_RT_NUM_CORES=4 (the runtime started before neuron.num_cores=2 could apply)"
+    )
+    assert [n.split(";")[0] for n in backend.notes] == [
+        "neuron.visible_cores=3 not applied: the Neuron runtime already started in this process with "
+        "NEURON_RT_VISIBLE_CORES=unset",
+        "neuron.num_cores=2 not applied: the Neuron runtime already started in this process with NEURON_RT_NUM_CORES=4",
+    ]
+    same = _backend(NeuronDeviceConfig(num_cores=2))  # now the variable says 2, as the key: nothing to note
+    assert same.notes == [] and same.cores == "NEURON_RT_NUM_CORES=2 (neuron.num_cores)"
+
+
+@pytest.mark.parametrize(
+    ("preset", "kept"),
+    [("0-7", "NEURON_RT_VISIBLE_CORES=0-7 (a launcher slot within neuron.visible_cores=0-3,4-7)"), ("all", None)],
+)
+def test_a_core_list_in_the_environment_is_kept_only_within_the_key(standin, preset: str, kept: str | None) -> None:
+    """The key's own list already there is kept as it is; a value the runtime could not read is replaced, and the
+    other key still applies."""
+    os.environ["NEURON_RT_VISIBLE_CORES"] = preset
+    backend = _backend(NeuronDeviceConfig(visible_cores="0-3, 4-7", num_cores=2))
+    assert os.environ["NEURON_RT_VISIBLE_CORES"] == (preset if kept else "0-3,4-7")  # spaces dropped
+    assert os.environ["NEURON_RT_NUM_CORES"] == "2"
+    first = kept or "NEURON_RT_VISIBLE_CORES=0-3,4-7 (neuron.visible_cores)"
+    assert backend.cores == f"{first}, NEURON_RT_NUM_CORES=2 (neuron.num_cores)"
+
+
+DEFAULT_CORES = "NEURON_RT_NUM_CORES=1 (neuronexp's default: one NeuronCore per cell)"
+
+
+def test_one_neuroncore_by_default_for_every_cell_of_the_process(standin) -> None:
+    first = _backend()
+    assert os.environ["NEURON_RT_NUM_CORES"] == "1" and first.cores == DEFAULT_CORES and first.notes == []
+    assert _backend().cores == DEFAULT_CORES  # the next cell: the 1 is neuronexp's own, not the environment's
+
+
+def test_the_default_after_the_runtime_started_is_a_note(standin) -> None:
+    standin.device_count()  # an earlier use of the device in this process started the runtime with every core
+    backend = _backend()
+    assert backend.notes[0].startswith(
+        "neuron.num_cores (default)=1 not applied: the Neuron runtime already started in this process with "
+        "NEURON_RT_NUM_CORES=unset"
+    )
+
+
+def test_cores_the_environment_chose_are_recorded_as_its(standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "2-3")
+    monkeypatch.setenv("NEURON_RT_NUM_CORES", "2")
+    assert _backend().cores == "NEURON_RT_VISIBLE_CORES=2-3, NEURON_RT_NUM_CORES=2 (the environment)"
+
+
 def test_unset_core_keys_leave_the_users_environment_alone(standin, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEURON_RT_NUM_CORES", "4")
     _backend()

@@ -8,13 +8,14 @@ import dataclasses
 import importlib
 import math
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import pytest
 import torch
 from tests.backends.neuron.test_open_questions import _spec
 
 from neuronexp.backends.neuron.checks import memory_columns
+from neuronexp.backends.neuron.compile_metrics import CompileMetrics
 from neuronexp.cell.group import run_cell
 from neuronexp.config import CompileConfig, NeuronProfilerConfig
 
@@ -72,3 +73,81 @@ def test_device_memory_comes_from_torch_accelerator_where_it_is_this_device(stan
         "neuron_max_memory_reserved_bytes": 9.0,
         "neuron_memory_source": "torch.accelerator",
     }
+
+
+def _metrics_from_now(tnx) -> CompileMetrics:
+    metrics = CompileMetrics(tnx)
+    metrics.start()
+    return metrics
+
+
+def test_counters_count_from_the_cells_start_and_hits_from_either_cache(standin) -> None:
+    standin.STATE.counters = {"CompilationCache.TotalCompilations": 5, "CompilationCache.PersistentHits": 2}
+    metrics = _metrics_from_now(standin)
+    assert standin.STATE.metrics_enabled  # off by default: turned on at the cell's start
+    for name in ("TotalCompilations", "InMemoryHits", "PersistentHits", "PersistentHits", "InMemoryMisses"):
+        standin.metrics.count(f"CompilationCache.{name}")
+    cols = metrics.columns(compiled=False)
+    assert (cols["neuron_compilations"], cols["neuron_compile_cache_hits"]) == (1.0, 3.0)
+    assert math.isnan(cols["neuron_compile_s"])  # an eager cell: its compiles are in first_call_s
+
+
+def test_a_counter_this_version_lacks_or_refuses_is_nan(standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = standin.metrics.get_counter_value
+    monkeypatch.setattr(standin.metrics, "get_counter_value", lambda k: None if "Persistent" in k else kept(k))
+    cols = _metrics_from_now(standin).columns(compiled=False)
+    assert cols["neuron_compilations"] == 0.0 and math.isnan(cols["neuron_compile_cache_hits"])
+
+    def refuse(name: str) -> int:
+        raise KeyError(name)  # a binding that refuses a name it does not keep
+
+    monkeypatch.setattr(standin.metrics, "get_counter_value", refuse)
+    cols = _metrics_from_now(standin).columns(compiled=False)
+    assert math.isnan(cols["neuron_compilations"]) and math.isnan(cols["neuron_compile_cache_hits"])
+
+
+def test_a_version_whose_metrics_cannot_say_if_enabled_still_counts(standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    def unknown() -> bool:
+        raise RuntimeError("no such switch in this version")
+
+    monkeypatch.setattr(standin.metrics, "is_enabled", unknown)
+    standin.STATE.metrics_enabled = True
+    metrics = _metrics_from_now(standin)
+    standin.metrics.count("CompilationCache.TotalCompilations")
+    assert metrics.columns(compiled=False)["neuron_compilations"] == 1.0
+
+
+def test_a_package_without_metrics_gives_nan_counters() -> None:
+    cols = _metrics_from_now(ModuleType("not_torch_neuronx")).columns(compiled=True)
+    assert all(math.isnan(v) for v in cols.values())
+
+
+def test_a_compiled_cell_counts_the_graphs_compiled_since_its_start(standin) -> None:
+    """The stand-in's torch.compile backend, called as Dynamo calls it, records a graph's planted compile phases
+    (FX passes 100 us, lowering 400, neuronx-cc 29,500)."""
+    from torch_neuronx._dynamo_backend import neuron_backend
+
+    graph = torch.fx.symbolic_trace(torch.nn.ReLU())
+    neuron_backend(graph, [])  # an earlier cell's graph
+    metrics = _metrics_from_now(standin)
+    assert math.isnan(metrics.columns(compiled=True)["neuron_compile_s"])  # nothing compiled since: not 0
+    neuron_backend(graph, [])
+    neuron_backend(graph, [])
+    standin.STATE.graphs.append(SimpleNamespace(torch_neuronx_lower_us=1000, torch_neuronx_compile_us=None))
+    assert metrics.columns(compiled=True)["neuron_compile_s"] == pytest.approx(0.061)
+    assert math.isnan(metrics.columns(compiled=False)["neuron_compile_s"])
+
+
+def test_graph_records_from_torch_neuronx_when_torch_neuron_has_none(standin, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(standin.neuron, "get_dynamo_metrics")
+    records = [SimpleNamespace(torch_neuronx_compile_us=2e6)]
+    monkeypatch.setattr(standin, "get_dynamo_metrics", lambda: list(records), raising=False)
+    metrics = _metrics_from_now(standin)
+    records.append(SimpleNamespace(torch_neuronx_compile_us=3e6))
+    assert metrics.columns(compiled=True)["neuron_compile_s"] == pytest.approx(3.0)
+
+    def needs_more() -> list:
+        raise RuntimeError("an older helper that needs what this process lacks")
+
+    monkeypatch.setattr(standin, "get_dynamo_metrics", needs_more)
+    assert math.isnan(_metrics_from_now(standin).columns(compiled=True)["neuron_compile_s"])

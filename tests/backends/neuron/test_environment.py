@@ -46,6 +46,15 @@ def test_inspect_enable_with_torch_profiler_is_refused_in_one_line(
         assert "unset it" in line
 
 
+def test_the_inspect_refusal_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", "1")
+    assert str(inspect_conflict()) == (
+        "NEURON_RT_INSPECT_ENABLE=1: conflicts with neuronexp's torch.profiler capture (Neuron Explorer docs: "
+        '"Don\'t combine it with torch.profiler"); unset it, neuronexp captures through NeuronConfig '
+        "(profiler.neuron.*)"
+    )
+
+
 @pytest.mark.parametrize("value", ["0", "false", ""])
 def test_inspect_enable_switched_off_is_fine(standin, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("NEURON_RT_INSPECT_ENABLE", value)
@@ -143,6 +152,7 @@ def test_debug_info_sets_the_compile_time_variables_and_a_fresh_cache_then_resto
     assert second.debug.neff_cache != backend.debug.neff_cache  # every cell compiles afresh
     second.finish()
     backend.finish()
+    backend.finish()  # a cell that ends twice (its error path, then its end) puts nothing back twice
     assert os.environ["TORCH_NEURONX_DEBUG_DIR"] == "/users/own/debug"
     # Back to the cache pinned for the process (profiler.neuron.neff_cache_dir), which the next cell shares.
     assert os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"] == str(tmp_path / "c")

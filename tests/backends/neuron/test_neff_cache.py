@@ -165,3 +165,115 @@ def test_a_capture_holding_other_cells_neffs_is_said(standin, explorer_in_proces
     assert (
         "4 NEFF(s) in the capture ran in no execution of it (1001, 1002, 1003): not this cell's" in second["warnings"]
     )
+
+
+PINNED = "NEURONEXP_NEFF_CACHE_PINNED"
+
+
+@pytest.mark.parametrize("standin", ["none"], indirect=True)
+def test_a_backend_that_cannot_start_puts_the_users_variable_back(standin, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(VAR, str(tmp_path / "mine"))
+    monkeypatch.setenv(PINNED, "an earlier process's")
+    with pytest.raises(ConfigError):
+        _backend()
+    assert os.environ[VAR] == str(tmp_path / "mine") and os.environ[PINNED] == "an earlier process's"
+    assert not (tmp_path / "mine").exists()  # made for this cell, still empty: removed with the pin
+
+
+@pytest.mark.parametrize("standin", ["none"], indirect=True)
+def test_a_backend_that_cannot_start_keeps_a_folder_that_was_there(standin, tmp_path: Path) -> None:
+    (tmp_path / "kept").mkdir(mode=0o700)
+    with pytest.raises(ConfigError):
+        _backend(neff_cache_dir=str(tmp_path / "kept"))
+    assert (tmp_path / "kept").is_dir() and VAR not in os.environ and PINNED not in os.environ
+
+
+def test_a_file_where_a_cache_folder_goes_is_refused(standin, own_cache_root: Path) -> None:
+    own_cache_root.mkdir(parents=True, mode=0o700)
+    (own_cache_root / "neff").write_text("not a folder")
+    with pytest.raises(ConfigError, match=f"^NEURONEXP_CACHE_DIR={own_cache_root / 'neff'}: is not a folder: "):
+        _backend()
+
+
+def test_the_version_folder_follows_the_rule_and_the_refusal_says_what_is_allowed(standin, own_cache_root: Path):
+    bad = _planted(own_cache_root / "neff" / f"torch-neuronx-{standin.__version__}", 0o772)
+    expected = (
+        f"NEURONEXP_CACHE_DIR={bad}: is writable by others (mode 772): a NEFF is code the NeuronCore runs, so "
+        "neuronexp keeps NEFFs only in folders of your own that no one else can write and no link leads to "
+        "(chmod go-w, or choose another folder; docs/neuron.md)"
+    )
+    cfg = neuron_config()
+    cfg.backend = BackendName.neuron
+    for build in (lambda: neuron_options(cfg), _backend):  # planned, then pinned
+        with pytest.raises(ConfigError) as refused:
+            build()
+        assert str(refused.value).startswith(expected)
+
+
+def test_the_keys_missing_folders_are_made_private(standin, tmp_path: Path) -> None:
+    deep = tmp_path / "a" / "b" / "c"
+    assert _backend(neff_cache_dir=str(deep)).neff_cache.path == str(deep) == os.environ[VAR]
+    for made in (tmp_path / "a", tmp_path / "a" / "b", deep):
+        assert made.is_dir() and oct(made.stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_relative_or_home_key_is_made_absolute(standin, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _backend(neff_cache_dir="rel").neff_cache.path == str(tmp_path / "rel")
+    assert _backend(neff_cache_dir="~/neff").neff_cache.path == str(tmp_path / "home" / "neff")
+
+
+def test_the_users_variable_naming_the_keys_folder_needs_no_note(standin, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv(VAR, str(tmp_path / "same"))
+    backend = _backend(neff_cache_dir="~/same")
+    assert backend.neff_cache.source == "TORCH_NEURONX_NEFF_CACHE_DIR" and backend.notes == []
+
+
+def test_the_users_own_variable_is_not_checked_when_planned(standin, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(VAR, str(_planted(tmp_path / "theirs", 0o777, OTHER_UID)))
+    cfg = neuron_config(profiler=NeuronProfilerConfig(neff_cache_dir=str(_planted(tmp_path / "key", 0o777))))
+    cfg.backend = BackendName.neuron
+    neuron_options(cfg)  # the variable wins: the key's folder is not used, so not refused
+
+
+def _installed(site: Path, dist: str, version: str) -> None:
+    """A distribution's metadata as pip leaves it, for importlib.metadata to find."""
+    info = site / f"{dist.replace('-', '_')}-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+
+
+def test_the_version_folder_names_both_installed_versions_in_safe_characters(standin, monkeypatch, tmp_path: Path):
+    _installed(tmp_path / "site", "torch-neuronx", "2.13.3.0+abc")
+    _installed(tmp_path / "site", "neuronx-cc", "2.21.0/../x y")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    expected = "torch-neuronx-2.13.3.0+abc_neuronx-cc-2.21.0_.._x_y"
+    assert Path(_backend().neff_cache.path).name == expected
+
+
+def test_without_metadata_the_loaded_modules_version_names_the_folder(standin, monkeypatch) -> None:
+    monkeypatch.setattr(standin, "__version__", "2.13 rc/1")
+    assert Path(_backend().neff_cache.path).name == "torch-neuronx-2.13_rc_1"
+    _drop_standin()  # nothing imported and nothing installed: said so, not guessed
+    assert Path(_backend().neff_cache.path).name == "torch-neuronx-unknown"
+
+
+def test_a_keys_folder_under_a_shared_folder_is_its_own(standin, tmp_path: Path) -> None:
+    """Folders above the cache are the user's to choose (docs/guarantees.md): a key under /tmp-like 0777 is fine."""
+    shared = tmp_path / "open"
+    shared.mkdir()
+    shared.chmod(0o777)
+    cfg = neuron_config(profiler=NeuronProfilerConfig(neff_cache_dir=str(shared / "me" / "neff")))
+    cfg.backend = BackendName.neuron
+    neuron_options(cfg)  # planned: only the key's own folder is under the rule
+    assert _backend(neff_cache_dir=str(shared / "me" / "neff")).neff_cache.path == str(shared / "me" / "neff")
+
+
+def test_the_users_variable_folder_is_made_private_and_the_autoload_recorded(standin, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv(VAR, str(tmp_path / "a" / "b"))
+    pinned = _backend().neff_cache
+    assert pinned.path == str(tmp_path / "a" / "b") and pinned.imported_before is True  # the stand-in was imported
+    made = tmp_path / "a" / "b"  # its parents as mkdir -p makes them; the cache itself this user's alone
+    assert made.is_dir() and oct(made.stat().st_mode & 0o777) == "0o700"

@@ -60,6 +60,14 @@ def _set_core_env(key: str, env: str, value: str, runtime_started: bool) -> list
     return notes
 
 
+def _in_force(key: str, env: str, value: str, before: str | None, runtime_started: bool) -> str:
+    """The row's words for a core key: the value the runtime reads, which is the one it started with where it had
+    started before the key could apply (the note says so too)."""
+    if runtime_started and before != value:
+        return f"{env}={before or 'unset'} (the runtime started before {key}={value} could apply)"
+    return f"{env}={value} ({key})"
+
+
 def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> tuple[list[str], str]:
     """Export neuron.visible_cores / neuron.num_cores, or, where neither they nor the environment choose, one
     NeuronCore (NEURON_RT_NUM_CORES=1: by default the runtime reserves, and the capture records, every core of the
@@ -73,12 +81,12 @@ def apply_core_env(device_cfg: NeuronDeviceConfig, runtime_started: bool) -> tup
     ):
         if value is None:
             continue
-        value = str(value).replace(" ", "")
-        chosen.append(f"{env}={os.environ.get(env) or value} ({key})")
-        if env == "NEURON_RT_VISIBLE_CORES" and _within(os.environ.get(env), value):
-            chosen[-1] = f"{env}={os.environ[env]} (a launcher slot within {key}={value})"
+        value, before = str(value).replace(" ", ""), os.environ.get(env)
+        if env == "NEURON_RT_VISIBLE_CORES" and _within(before, value):
+            chosen.append(f"{env}={before} (a launcher slot within {key}={value})")
             continue  # already narrowed to part of these cores (a launcher slot, or the user): keep it
         notes += _set_core_env(key, env, value, runtime_started)
+        chosen.append(_in_force(key, env, value, before, runtime_started))
     default = f"NEURON_RT_NUM_CORES={DEFAULT_CORES} (neuronexp's default: one NeuronCore per cell)"
     if chosen:
         return notes, ", ".join(chosen)
