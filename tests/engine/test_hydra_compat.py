@@ -3,6 +3,9 @@ against Hydra's own full composition of every cell, so a Hydra upgrade that chan
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from hydra import compose, initialize_config_module
 from hydra.core.global_hydra import GlobalHydra
@@ -138,3 +141,14 @@ def test_two_cells_in_one_directory_or_of_one_configuration_are_refused_in_one_l
         "hydra.sweep.subdir=x${oc.env:NOWHERE,}: a cell's job directory would be '/abs': it must be a relative path "
         "inside hydra.sweep.dir (no '..', '.', or leading '/'), such as the default ${hydra.job.num}"
     )
+
+
+def test_planning_a_sweep_imports_none_of_its_layers(loader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The code checks run in a process forked from the fork server's template (tests/engine/test_checks_forked.py):
+    # the sweep's own process plans its cells from their plain values and never imports a user's layer.
+    (tmp_path / "planned_layer.py").write_text("raise RuntimeError('imported while planning')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    master = compose("config", return_hydra_config=True)
+    jobs = grid({}, ["module._target_=planned_layer.Scale", "~module.hidden_size", "~module.eps", "timing.iters=5,7"])
+    cells = plan_sweep(master, jobs, CellComposer(master, loader))
+    assert len(cells) == 2 and "planned_layer" not in sys.modules
