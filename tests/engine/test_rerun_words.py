@@ -59,6 +59,13 @@ def test_what_a_rerun_did_with_each_earlier_cell_is_read_from_their_cell_json(tm
     assert compare(cells, set(), tmp_path / "nowhere") == Rerun(planned=6)
 
 
+def test_changed_files_are_named_against_the_latest_earlier_cell_of_the_same_command(tmp_path: Path) -> None:
+    _marker(tmp_path / "0", "old0", ["a=1"], {"a.py": "1", "b.py": "1"})  # the first run
+    _marker(tmp_path / "1", "old1", ["a=1"], {"a.py": "2", "b.py": "1"})  # run again after a.py changed
+    rerun = compare([_planned("new", "2", ["a=1"], {"a.py": "2", "b.py": "2"})], set(), tmp_path)
+    assert rerun.code == ["new"] and rerun.changed_files == {"b.py"}  # since the last run: b.py only
+
+
 def test_the_words_name_four_and_count_the_rest_and_say_nothing_when_nothing_was_there() -> None:
     assert words(Rerun(planned=3)) == ""
     assert words(Rerun(planned=3, reused=3)) == "3 reused"
