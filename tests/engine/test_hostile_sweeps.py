@@ -264,3 +264,12 @@ def test_a_misspelt_compile_backend_is_refused_before_any_work(cli, tmp_path: Pa
     assert res.returncode == 2
     assert "compile.backend=inductr: one of" in _one_line(res.stderr, "neuronexp: error: ")
     assert not sweep.exists()
+
+
+def test_a_list_of_values_without_m_is_refused_before_any_work(cli, tmp_path: Path) -> None:
+    where = tmp_path / "run"
+    res = cli("input.shape=[1,8,64]", "module=rmsnorm_naive,rmsnorm_fused", *QUICK, f"hydra.run.dir={where}")
+    assert res.returncode == 2
+    line = _one_line(res.stderr, "neuronexp: error: ")
+    assert line == "neuronexp: error: module=rmsnorm_naive,rmsnorm_fused: a list of values is a sweep: add -m"
+    assert not where.exists()

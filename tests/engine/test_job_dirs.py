@@ -5,12 +5,15 @@ cell changed since the sweep planned it is an error row, not another cell's resu
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
 
 import neuronexp
 from helpers import FAST
+from neuronexp.engine.job import planned_run_id
 from neuronexp.engine.ownership import mark
 from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.rerun import assign
@@ -70,6 +73,24 @@ def test_a_launchers_job_whose_cell_changed_since_planning_is_an_error_row(cli, 
     row = neuronexp.load(sweep / "0").cells.iloc[0]
     assert row["status"] == "error" and "changed since the sweep planned it" in row["error"], res.stderr
     assert "planned planned0" in row["error"] and neuronexp.load(sweep / "0").samples.empty  # nothing was measured
+    assert row["error"].endswith(
+        "planned planned0): its config or its layer's code was edited while the sweep ran; rerun the sweep to plan it "
+        "again"
+    )
+    # The row is labelled as any other: its backend, and when it started (UTC, to the second: docs/columns.md).
+    assert row["backend"] == "cpu" and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", row["started_at"])
+
+
+def test_the_run_id_a_sweep_planned_is_read_from_its_jobs_json_by_directory(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    assert planned_run_id(sweep, sweep / "0") is None  # no jobs.json: another sweeper's job, nothing to check
+    (sweep / JOBS_MANIFEST).write_text(json.dumps([{"dir": "./0", "run_id": "r0"}, {"dir": "a/1", "run_id": "r1"}]))
+    assert planned_run_id(sweep, sweep / "0") == "r0" and planned_run_id(sweep, sweep / "a" / "1") == "r1"
+    assert planned_run_id(sweep, sweep / "2") is None  # a directory the sweep did not plan: nothing to check
+    for damaged in ("{not json", "[1, 2]", '[{"dir": "0"}]'):
+        (sweep / JOBS_MANIFEST).write_text(damaged)
+        assert planned_run_id(sweep, sweep / "0") is None, damaged
 
 
 @pytest.mark.parametrize("rerun", ["failed", "all"])
@@ -80,3 +101,30 @@ def test_a_launchers_job_reuses_its_complete_cell_unless_rerun_all(cli, tmp_path
     assert cli(*BASIC, f"sweep.rerun={rerun}", f"hydra.sweep.dir={sweep}").returncode == 0
     after = neuronexp.load(sweep / "0").samples["latency_us"]
     assert after.equals(before) is (rerun == "failed")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPU cores: two device slots")
+def test_a_launchers_job_takes_the_device_slot_its_launcher_gives(cli, tmp_path: Path) -> None:
+    # hydra/launcher=parallel with 2 devices under another sweeper: each job's cell holds one slot (one core of two
+    # here), as neuronexp's sweeper would place it; without its slot it would run on every core of the host.
+    sweep, cores = tmp_path / "s", sorted(os.sched_getaffinity(0))
+    slots = ["hydra/launcher=parallel", "launcher.devices=2", f"launcher.lock_dir={tmp_path / 'locks'}"]
+    res = cli(*BASIC, *slots, f"hydra.sweep.dir={sweep}")
+    assert res.returncode == 0, res.stderr
+    cell = neuronexp.load(sweep / "0").cells.iloc[0]
+    assert cell["status"] == "ok" and str(cell["placement_cpus"]) in {str(c) for c in cores}, cell["placement_cpus"]
+
+
+def test_a_launchers_job_keeps_the_warnings_of_its_code_checks(cli, tmp_path: Path) -> None:
+    (tmp_path / "swallows.py").write_text(
+        "import torch\n\n\nclass Swallows(torch.nn.Module):\n"
+        "    def __init__(self, **config):\n        super().__init__()\n\n"
+        "    def forward(self, x, **kwargs):\n        return x * 2\n"
+    )
+    res = cli(
+        *BASIC, "module._target_=swallows.Swallows", "+input.kwargs.scael=2.0", f"hydra.sweep.dir={tmp_path / 's'}"
+    )
+    assert res.returncode == 0, res.stderr
+    cell = neuronexp.load(tmp_path / "s" / "0").cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert "input.kwargs.scael is not a named parameter of Swallows.forward" in cell["warnings"]

@@ -52,3 +52,36 @@ def test_rerun_all_reuses_nothing_and_reruns_each_cell_where_it_sits(tmp_path: P
     assert assign(cells, tmp_path, rerun_all=True) == set()
     assert cells[1].dir == "0" and cells[0].dir == "1"  # bbbb in its own directory; aaaa in the next free name
     assert assign([_cell(0, "aaaa"), _cell(1, "bbbb")], tmp_path) == {"bbbb"}  # without it, bbbb is reused
+
+
+def test_a_taken_name_sends_the_cell_to_the_next_free_one_after_every_name_in_use(tmp_path: Path) -> None:
+    (tmp_path / "0").mkdir()
+    (tmp_path / "0" / "notes.txt").write_text("mine\n")
+    (tmp_path / "3").write_text("a file, not a directory: not free either\n")
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "notes.txt").write_text("mine\n")
+    (tmp_path / "x-2").mkdir()
+    (tmp_path / "x-2" / "notes.txt").write_text("mine\n")
+    (tmp_path / "y").mkdir()
+    (tmp_path / "y" / "notes.txt").write_text("mine\n")
+    cells = [_cell(0, "aaaa"), _cell(1, "bbbb"), _cell(3, "cccc"), _cell(9, "dddd"), _cell(8, "eeee")]
+    cells[3].dir, cells[4].dir = "x", "y"  # named job directories (hydra.sweep.subdir of their overrides)
+    assert assign(cells, tmp_path) == set()
+    # The digits after the highest one in use or given (0 and 3 taken here, 1 given to bbbb); x-3 after x-2; y-2.
+    assert [c.dir for c in cells] == ["4", "1", "5", "x-3", "y-2"]
+    assert (tmp_path / "3").read_text().startswith("a file")
+
+
+def test_a_cell_complete_in_two_directories_keeps_the_first(tmp_path: Path) -> None:
+    _complete(tmp_path / "0", "aaaa")
+    _complete(tmp_path / "5", "aaaa")  # a copy: the one in 0 is the cell's
+    cells = [_cell(0, "bbbb"), _cell(1, "aaaa")]
+    assert assign(cells, tmp_path) == {"aaaa"}
+    assert [c.dir for c in cells] == ["6", "0"]  # bbbb's planned 0 is aaaa's: the name after 5
+
+
+def test_a_complete_cell_is_found_wherever_it_sits_beside_the_aggregated_results(tmp_path: Path) -> None:
+    _complete(tmp_path / "results", "aaaa")  # skipped, and the directories after it still looked at
+    _complete(tmp_path / "x", "bbbb")
+    cells = [_cell(0, "bbbb")]
+    assert assign(cells, tmp_path) == {"bbbb"} and cells[0].dir == "x"

@@ -5,10 +5,12 @@ Hydra's multirun (cli.main), so Hydra's on_multirun_start/end come around a sing
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+import pytest
+from omegaconf import DictConfig, OmegaConf
 
 from helpers import FAST, run_cli
 from helpers.layers import FAILING_LAYER
@@ -19,6 +21,82 @@ from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.planned_invocation import Invocation
 from neuronexp.engine.sweeper import _run
 from neuronexp.engine.user_callbacks import UserCallbacks
+from neuronexp.results import arrow_table
+from neuronexp.results.files import write_job_tables
+
+
+def _row(job: Path, **row: Any) -> None:
+    job.mkdir(parents=True)
+    tables = {"cells": arrow_table("cells", [{"run_id": job.name, **row}])}
+    write_job_tables(job, {**tables, "ops": arrow_table("ops", []), "samples": arrow_table("samples", [])})
+
+
+def _callbacks(log: Path, **more: dict[str, Any]) -> DictConfig:
+    rec = {f"rec_{n}": {"_target_": "helpers.callbacks.Detailed", "path": str(log), "name": n} for n in ("a", "b")}
+    return OmegaConf.create({"hydra": {"callbacks": {**rec, **more}}})
+
+
+def _cell(num: int, composed: DictConfig | None) -> PlannedCell:
+    return PlannedCell(
+        num=num, dir=str(num), overrides=[f"x={num}"], run_id=f"r{num}", backend="cpu", label="", composed=composed
+    )
+
+
+def test_job_hooks_get_the_cells_config_and_a_job_return_as_hydras_run_job_gives_them(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    callbacks = UserCallbacks(_callbacks(log, quiet={"_target_": "helpers.callbacks.OnlyMultirun"}))
+    assert len(callbacks.callbacks) == 2  # the one with no run or job hook: nothing to call it for
+    named = OmegaConf.create({"hydra": {"job": {"name": "mine"}}, "x": 0})
+    cells = [_cell(0, named), _cell(1, OmegaConf.create({"x": 1})), _cell(2, OmegaConf.create({"x": 2}))]
+    _row(tmp_path / "0", status="ok", latency_median_us=12.5)
+    _row(tmp_path / "1", status="error", error="ValueError: boom")
+    for cell in cells:  # cell 2 leaves no row (its process died)
+        callbacks.job_start(cell)
+    returns = [callbacks.job_end(cell, tmp_path / cell.dir) for cell in cells]
+    assert callbacks.job_end(cells[0], tmp_path / "0") is None  # each cell's job ends once
+    notes = [json.loads(line) for line in log.read_text().splitlines()]
+    # Start hooks in the callbacks' order, end hooks in reverse, as Hydra calls them.
+    assert [(n["hook"], n["by"], n["config"]["x"]) for n in notes] == [
+        *((h, by, x) for x in (0, 1, 2) for h, by in (("job_start", "a"), ("job_start", "b"))),
+        *((h, by, x) for x in (0, 1, 2) for h, by in (("job_end", "b"), ("job_end", "a"))),
+    ]
+    ok, failed, lost = (n for n in notes if n["hook"] == "job_end" and n["by"] == "a")
+    assert ok["status"] == "COMPLETED" and ok["value"]["status"] == "ok" and ok["value"]["latency_median_us"] == 12.5
+    assert (ok["task"], ok["overrides"], ok["dir"]) == ("mine", ["x=0"], str(tmp_path / "0"))
+    assert ok["hydra"] == {"job": {"name": "mine"}} and ok["same_cfg"] and failed["hydra"] is None
+    assert failed["status"] == "FAILED" and failed["value"] == "RuntimeError('ValueError: boom')"
+    assert lost["status"] == "FAILED" and lost["value"] == "RuntimeError('no result')" and lost["task"] == "neuronexp"
+    assert [r.status.name for r in returns if r is not None] == ["COMPLETED", "FAILED", "FAILED"]
+
+
+def test_run_hooks_come_around_a_single_run_and_a_raising_callback_is_only_warned_about(tmp_path: Path) -> None:
+    log = tmp_path / "calls.jsonl"
+    callbacks = UserCallbacks(_callbacks(log, bad={"_target_": "helpers.callbacks.Raises"}))
+    callbacks.run_start(None)  # no config (a sweep): no run hooks
+    callbacks.run_end(None, None)
+    config = OmegaConf.create({"x": 7})
+    callbacks.run_start(config)
+    other = OmegaConf.create({"x": 8})
+    with pytest.warns(UserWarning, match=r"^Callback Raises.on_job_start raised RuntimeError: disk full$"):
+        callbacks.job_start(_cell(0, None), config=other)  # the config given wins over the cell's (none here)
+    callbacks.job_start(_cell(1, None))  # neither: nothing to give the hooks
+    callbacks.run_end(config, callbacks.job_end(_cell(0, None), tmp_path / "0"))
+    notes = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(n["hook"], n["by"], n["config"]["x"]) for n in notes] == [
+        ("run_start", "a", 7), ("run_start", "b", 7), ("job_start", "a", 8), ("job_start", "b", 8),
+        ("job_end", "b", 8), ("job_end", "a", 8), ("run_end", "b", 7), ("run_end", "a", 7),
+    ]  # fmt: skip
+    assert notes[-1]["status"] == "FAILED" and notes[-1]["value"] == "RuntimeError('no result')"
+
+
+def test_without_a_run_or_job_hook_nothing_is_called_or_kept(tmp_path: Path) -> None:
+    quiet = UserCallbacks(
+        OmegaConf.create({"hydra": {"callbacks": {"q": {"_target_": "helpers.callbacks.OnlyMultirun"}}}})
+    )
+    for callbacks in (quiet, UserCallbacks(None)):
+        assert not callbacks
+        callbacks.job_start(_cell(0, OmegaConf.create({"x": 0})))
+        assert callbacks.configs == {} and callbacks.job_end(_cell(0, None), tmp_path) is None
 
 
 def _recorded(tmp_path: Path, *args: str) -> tuple[list[list[str]], int]:

@@ -29,8 +29,9 @@ def grid(params: dict[str, str], arguments: list[str]) -> list[list[str]]:
     for o in parser.parse_overrides([f"{k}={v}" for k, v in params.items()] + list(arguments)):
         key = o.get_key_element()
         if o.is_sweep_override():
-            if not o.is_discrete_sweep():
-                raise ConfigError(o.input_line or key, "", "only lists of values can be swept (a,b,c or range())")
+            if not o.is_discrete_sweep():  # interval(), glob(): the value as typed, after its key
+                value = (o.input_line or "").partition("=")[2]
+                raise ConfigError(key, value, "only lists of values can be swept (a,b,c or range())")
             axes[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
         else:
             axes[key] = [f"{key}={o.get_value_element_as_str()}"]
