@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -63,6 +64,22 @@ def test_a_successful_write_replaces_the_file_in_one_step(tmp_path: Path, monkey
     monkeypatch.setattr(files.os, "replace", spy)
     atomic_write_text(target, "new")
     assert target.read_text() == "new" and len(replaced) == 1 and replaced[0][1] == "jobs.json"
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_writers_staging_file_beside_the_temporary_is_removed_and_nothing_else(tmp_path: Path, fails: bool) -> None:
+    # Kineto's trace export stages through `<name it was given>.tmp` and leaves it when the disk fills.
+    neighbours = [tmp_path / ".trace.json.tmp-other", tmp_path / "trace.json.tmp", tmp_path / "keep.json"]
+    for p in neighbours:
+        p.write_text("not this write's")
+    with pytest.raises(OSError) if fails else contextlib.nullcontext():
+        with files.atomic_path(tmp_path / "trace.json") as tmp:
+            Path(f"{tmp}.tmp").write_text("staged")  # the writer's own staging file, left behind
+            tmp.write_text("{}")
+            if fails:
+                raise OSError(28, "No space left on device")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([p.name for p in neighbours] + ([] if fails else ["trace.json"]))
 
 
 def test_a_link_planted_under_the_temporary_name_is_never_written_through(
