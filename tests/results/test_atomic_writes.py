@@ -180,12 +180,12 @@ def test_the_phase_is_renamed_into_place_without_a_sync(tmp_path: Path, monkeypa
     assert events == [("replace", ".phase")] and read_phase(tmp_path) == "timing"
 
 
-def test_a_single_runs_job_directory_is_synced_file_by_file_and_five_times_as_a_directory(
+def test_a_single_runs_job_directory_is_synced_file_by_file_and_four_times_as_a_directory(
     tmp_path: Path, monkeypatch
 ) -> None:
     """What a cell writes (a single run, in this process): every file's data before its rename, the phase note
-    excepted; the directory after its marker, cell.json and config.yaml, then once before cells.parquet and once after
-    (env.json, the outputs and the trace: with the tables)."""
+    excepted; the directory after its marker and cell.json, then once before cells.parquet and once after
+    (config.yaml, env.json, the outputs and the trace: with the tables)."""
     from helpers.inproc import run_main
 
     events = _sync_log(monkeypatch)
@@ -198,4 +198,6 @@ def test_a_single_runs_job_directory_is_synced_file_by_file_and_five_times_as_a_
     synced = [name for kind, name in events if kind == "fsync"]
     assert [n for n in renamed if n not in synced] == []  # each file's data, before it took its name (tested above)
     assert ".phase" not in synced
-    assert synced.count(str(out)) == 5, synced
+    assert synced.count(str(out)) == 4, synced
+    cell_json, config_yaml = events.index(("replace", "cell.json")), events.index(("replace", "config.yaml"))
+    assert ("fsync", str(out)) in events[cell_json:config_yaml]  # whose directory this is, on the disk before the rest
