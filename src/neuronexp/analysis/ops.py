@@ -57,7 +57,7 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
     """run_id, op, cols: each op's median over its cell's profiler cycles, an op absent from a cycle counting 0 there.
     Medians, not means: one slow cycle (the profiler's start-up, another process) cannot move it. `cycles_of` lists
     every (run_id, cycle) profiled, including cycles where none of `rows`' ops ran. Sorted by run_id, then op.
-    In arrays, not groupbys and merges: every cell's process computes its hotspot (18 ms a cell with pandas)."""
+    In arrays, not groupbys and merges: a report ranks every cell's ops of a sweep of thousands at once."""
     runs, cycle_keys, low, width = _cycles(cycles_of)
     op_code, op_names = pd.factorize(rows["op"].to_numpy(), sort=True)
     run = runs.get_indexer(rows["run_id"]) if len(runs) else np.full(len(rows), -1)
