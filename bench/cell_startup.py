@@ -6,6 +6,8 @@ neuronexp's template process, and whether a forked process computes like a fresh
 1. start-up: time from asking for a cell process to the moment its code runs, `python -c` with the imports the
    old per-cell bootstrap made (torch, neuronexp's cell stack) against `run_forked` from a running template;
    A and B alternated, median of --rounds. The template's own boot is a once-per-sweep cost, reported apart.
+   `end_s`: from that code's end (it does nothing more) to its supervisor told the process ended: its exit, a fork's
+   unmapping of what it shares with the template, the reaping (issue 47: what a process per cell costs at its end).
 2. compute: in each kind of process, with the same cores and threads, the first parallel torch ops (this starts
    the OpenMP pool), then a 512x512 matmul and a 4M-element multiply: min and median of 40 calls after 10, and
    page faults per call; alternated, medians over rounds. On a shared 2-core VM the medians follow the load
@@ -110,15 +112,26 @@ def startup_and_compute(rounds: int, work: Path) -> dict[str, Any]:
         hello(server_address())  # answered once the template has imported torch and neuronexp
         boot = time.monotonic() - t
         rows: dict[str, list[Any]] = {"fresh": [], "forked": []}
+        ends: dict[str, list[Any]] = {"fresh": [], "forked": []}  # from the code's end to its process's end reported
         comp: dict[str, list[Any]] = {"fresh": [], "forked": []}
         cpus = sorted(os.sched_getaffinity(0))
         for _ in range(rounds):
             for kind, run in (("fresh", _fresh), ("forked", _forked)):
                 asked = run("started", {"out": str(out)})
-                rows[kind].append(json.loads(out.read_text())["at"] - asked)
+                ended, at = time.monotonic(), json.loads(out.read_text())["at"]
+                rows[kind].append(at - asked)
+                ends[kind].append(ended - at)
                 run("compute", {"out": str(out), "cpus": cpus})
                 comp[kind].append(json.loads(out.read_text()))
-    summary = {k: {"startup_s_median": statistics.median(v), "startup_s": v} for k, v in rows.items()}
+    summary = {
+        k: {
+            "startup_s_median": statistics.median(v),
+            "end_s_median": statistics.median(ends[k]),
+            "startup_s": v,
+            "end_s": ends[k],
+        }
+        for k, v in rows.items()
+    }
     for kind, runs in comp.items():
         # medians over rounds of each process's figures
         summary[kind]["compute"] = {m: statistics.median(r[m] for r in runs) for m in runs[0]}

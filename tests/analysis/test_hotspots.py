@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from neuronexp.analysis.ops import host_ops, hotspots, leaf_ops, median_over_cycles
+from neuronexp.analysis.ops import cell_hotspot, host_ops, hotspots, leaf_ops, median_over_cycles
 
 # Two ops over three cycles whose steps differ (3, 19 and 12 µs). Median times: a 3, b 9; a median of each
 # cycle's share instead would give a 0.526 and b 0.474, ranking b first with the smaller share.
@@ -50,8 +50,6 @@ def test_shares_are_of_the_median_step_and_follow_the_ranking() -> None:
 
 def test_the_hotspot_is_a_leaf_op_never_the_wrapper_that_dispatched_it() -> None:
     """aten::linear's self time (dispatch) exceeds any leaf's here, yet the work is its leaves' (cell.optree)."""
-    from neuronexp.cell.rows import hotspot
-
     rows = [
         {
             "run_id": "r",
@@ -67,7 +65,7 @@ def test_the_hotspot_is_a_leaf_op_never_the_wrapper_that_dispatched_it() -> None
     ]
     spots = hotspots(pd.DataFrame(rows))["r"]
     assert list(spots["op"]) == ["aten::addmm", "aten::t"]
-    assert hotspot(rows) == ("aten::addmm", pytest.approx(5.0 / 20.0))
+    assert cell_hotspot(rows) == ("aten::addmm", pytest.approx(5.0 / 20.0))
 
 
 def _reference_median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -148,3 +146,48 @@ def test_a_row_without_a_cycle_number_is_in_no_cycle() -> None:
         spots = hotspots(ops)["r"]
         assert median_over_cycles(ops[ops["cycle"].isna()], ops[ops["cycle"].isna()], ["calls"]).empty
     assert list(spots["op"]) == ["aten::a"] and list(spots["self_device_us"]) == [1.5]
+
+
+def _as_records(ops: pd.DataFrame) -> list[dict]:
+    """A cell's op rows as its process has them: records, missing values None or NaN."""
+    return [{k: (None if v is pd.NA else v) for k, v in row.items()} for row in ops.to_dict("records")]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_cells_own_hotspot_is_the_tables_rule(seed: int) -> None:
+    """Each cell's process names its hotspot from its records (cell.rows); a report from the whole table
+    (`hotspots`): the same op and share, whatever the cell's rows hold."""
+    rng = np.random.default_rng(seed)
+    ops = _random_ops(rng)
+    run = ops[ops["run_id"] == "run0"].sample(frac=float(rng.uniform(0.3, 1.0)), random_state=seed)
+    if seed % 5 == 1:  # a row of no cycle; missing leaf flags and shares (a share of 0 or NaN gives no step)
+        extra = run.head(2).assign(leaf=[None, math.nan], device_share=[0.0, math.nan], self_device_us=[5.0, 6.0])
+        run = pd.concat([run, extra, run.head(1).assign(cycle=math.nan)])
+    elif seed % 5 == 2:  # ties: every time the same
+        run = run.assign(self_device_us=1.0)
+    elif seed % 5 == 3:  # Inductor's graph counters and hashes: one keyed name for several raw ones
+        names = ["graph_1_cpp_fused_mul_0", "graph_2_cpp_fused_mul_0", "aten::op1"]
+        run = run.assign(op=[names[i % 3] for i in range(len(run))])
+    elif seed % 5 == 4:  # device rows only: no host side to prefer
+        run = run.assign(device_type="neuron")
+    spots = hotspots(run, top=1) if not run.empty else {}
+    table = next(iter(spots.values()), None)
+    expected = (None, None)
+    if table is not None and not table.empty and table["self_device_us"].iloc[0] > 0:
+        expected = (table["op"].iloc[0], table["share"].iloc[0])
+    op, share = cell_hotspot(_as_records(run))
+    assert op == expected[0]
+    if op is None:
+        assert math.isnan(share)
+    else:
+        assert share == pytest.approx(expected[1], nan_ok=True, rel=1e-12)
+
+
+def test_a_cell_with_no_time_above_zero_has_no_hotspot() -> None:
+    rows = [
+        {"run_id": "r", "cycle": 0, "op": "aten::a", "device_type": "CPU", "leaf": True} | t
+        for t in ({"self_device_us": 0.0, "device_share": 0.0}, {"self_device_us": math.nan, "device_share": math.nan})
+    ]
+    op, share = cell_hotspot(rows)
+    assert op is None and math.isnan(share)
+    assert cell_hotspot([]) == (None, pytest.approx(math.nan, nan_ok=True))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -63,6 +64,22 @@ def test_a_successful_write_replaces_the_file_in_one_step(tmp_path: Path, monkey
     monkeypatch.setattr(files.os, "replace", spy)
     atomic_write_text(target, "new")
     assert target.read_text() == "new" and len(replaced) == 1 and replaced[0][1] == "jobs.json"
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_writers_staging_file_beside_the_temporary_is_removed_and_nothing_else(tmp_path: Path, fails: bool) -> None:
+    # Kineto's trace export stages through `<name it was given>.tmp` and leaves it when the disk fills.
+    neighbours = [tmp_path / ".trace.json.tmp-other", tmp_path / "trace.json.tmp", tmp_path / "keep.json"]
+    for p in neighbours:
+        p.write_text("not this write's")
+    with pytest.raises(OSError) if fails else contextlib.nullcontext():
+        with files.atomic_path(tmp_path / "trace.json") as tmp:
+            Path(f"{tmp}.tmp").write_text("staged")  # the writer's own staging file, left behind
+            tmp.write_text("{}")
+            if fails:
+                raise OSError(28, "No space left on device")
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == sorted([p.name for p in neighbours] + ([] if fails else ["trace.json"]))
 
 
 def test_a_link_planted_under_the_temporary_name_is_never_written_through(
@@ -163,12 +180,12 @@ def test_the_phase_is_renamed_into_place_without_a_sync(tmp_path: Path, monkeypa
     assert events == [("replace", ".phase")] and read_phase(tmp_path) == "timing"
 
 
-def test_a_single_runs_job_directory_is_synced_file_by_file_and_five_times_as_a_directory(
+def test_a_single_runs_job_directory_is_synced_file_by_file_and_four_times_as_a_directory(
     tmp_path: Path, monkeypatch
 ) -> None:
     """What a cell writes (a single run, in this process): every file's data before its rename, the phase note
-    excepted; the directory after its marker, cell.json and config.yaml, then once before cells.parquet and once after
-    (env.json, the outputs and the trace: with the tables)."""
+    excepted; the directory after its marker and cell.json, then once before cells.parquet and once after
+    (config.yaml, env.json, the outputs and the trace: with the tables)."""
     from helpers.inproc import run_main
 
     events = _sync_log(monkeypatch)
@@ -181,4 +198,6 @@ def test_a_single_runs_job_directory_is_synced_file_by_file_and_five_times_as_a_
     synced = [name for kind, name in events if kind == "fsync"]
     assert [n for n in renamed if n not in synced] == []  # each file's data, before it took its name (tested above)
     assert ".phase" not in synced
-    assert synced.count(str(out)) == 5, synced
+    assert synced.count(str(out)) == 4, synced
+    cell_json, config_yaml = events.index(("replace", "cell.json")), events.index(("replace", "config.yaml"))
+    assert ("fsync", str(out)) in events[cell_json:config_yaml]  # whose directory this is, on the disk before the rest

@@ -4,7 +4,11 @@ Computed for all cells at once (one groupby, not one per cell): a sweep can hold
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
+import statistics
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,7 +57,7 @@ def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[s
     """run_id, op, cols: each op's median over its cell's profiler cycles, an op absent from a cycle counting 0 there.
     Medians, not means: one slow cycle (the profiler's start-up, another process) cannot move it. `cycles_of` lists
     every (run_id, cycle) profiled, including cycles where none of `rows`' ops ran. Sorted by run_id, then op.
-    In arrays, not groupbys and merges: every cell's process computes its hotspot (18 ms a cell with pandas)."""
+    In arrays, not groupbys and merges: a report ranks every cell's ops of a sweep of thousands at once."""
     runs, cycle_keys, low, width = _cycles(cycles_of)
     op_code, op_names = pd.factorize(rows["op"].to_numpy(), sort=True)
     run = runs.get_indexer(rows["run_id"]) if len(runs) else np.full(len(rows), -1)
@@ -143,6 +147,42 @@ def hotspots(ops: pd.DataFrame, top: int = 8) -> dict[str, pd.DataFrame]:
         str(per_op["run_id"].iat[kept[a]]): ranked.iloc[a:b].reset_index(drop=True)
         for a, b in zip(starts, [*starts[1:], len(kept)])
     }
+
+
+def cell_hotspot(rows: list[dict[str, Any]]) -> tuple[str | None, float]:
+    """One cell's hotspot from its op rows as records: `hotspots(ops, top=1)`'s op and share, (None, NaN) when its
+    time is not above 0. The same rule without pandas, since every cell's process computes it (15-25 ms a cell with
+    the DataFrame's, 0.1 ms so; tests/analysis/test_hotspots.py checks both agree)."""
+    cycles = {r["cycle"] for r in rows if _number(r.get("cycle"))}
+    host = [r for r in rows if r.get("device_type") == "CPU"] or rows
+    sums: dict[str, dict[float, float]] = {}  # keyed op → cycle → its time there
+    for r in host:
+        if r.get("cycle") in cycles and isinstance(r.get("op"), str) and _is_leaf(r.get("leaf")):
+            per_cycle = sums.setdefault(op_key(r["op"], "CPU"), {})
+            per_cycle[r["cycle"]] = per_cycle.get(r["cycle"], 0.0) + _or_zero(r.get("self_device_us"))
+    medians = {op: statistics.median([t.get(c, 0.0) for c in cycles]) for op, t in sums.items()}
+    top = min(sorted(medians), key=lambda op: -medians[op], default=None)  # most time; a tie in op order
+    if top is None or not medians[top] > 0:
+        return None, float("nan")
+    steps: dict[float, list[float]] = {}  # cycle → the step read back from each op's time and share in it
+    for r in rows:
+        us, share = _or_zero(r.get("self_device_us")), _or_zero(r.get("device_share"))  # (NaN: not > 0, left out)
+        if r.get("cycle") in cycles and us > 0 and share > 0:
+            steps.setdefault(r["cycle"], []).append(us / share)
+    step = statistics.median(statistics.median(v) for v in steps.values()) if steps else float("nan")
+    return top, medians[top] / step
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _or_zero(value: Any) -> float:
+    return float(value) if _number(value) else 0.0  # as a groupby's sum: NaN adds 0
+
+
+def _is_leaf(value: Any) -> bool:
+    return True if value is None or (isinstance(value, float) and math.isnan(value)) else bool(value)
 
 
 def _median_step(ops: pd.DataFrame) -> pd.Series:

@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import torch
 
 from neuronexp.analysis.noise import NOISE_WARNING
-from neuronexp.analysis.ops import hotspots
+from neuronexp.analysis.ops import cell_hotspot
 from neuronexp.analysis.overrides import argument_columns
 from neuronexp.backends import Backend, backend_info
 from neuronexp.cell.noise_columns import join_warnings, noise_columns, profile_warning
@@ -105,15 +104,6 @@ def cell_labels(spec: CellSpec, backend: Backend) -> dict[str, Any]:
     }
 
 
-def hotspot(op_rows: list[dict[str, Any]]) -> tuple[str | None, float]:
-    """The op with the most self device time per step and its share (analysis.ops.hotspots, the one rule)."""
-    spots = hotspots(pd.DataFrame(op_rows), top=1) if op_rows else {}
-    top = next(iter(spots.values()), None)
-    if top is None or top.empty or not top["self_device_us"].iloc[0] > 0:
-        return None, float("nan")
-    return str(top["op"].iloc[0]), float(top["share"].iloc[0])
-
-
 def cell_tables(spec: CellSpec, backend: Backend, labels: dict[str, Any], parts: RowParts) -> dict[str, pa.Table]:
     cfg, m, error, extra = spec.config, parts.measured, parts.error, parts.extra
     label_part = {k: labels[k] for k in (*LABEL_COLUMNS, "shape_dims")}
@@ -163,7 +153,7 @@ def measured_columns(m: Measured, op_rows: list[dict[str, Any]], spec: CellSpec 
     cycles = m.profile.cycles
     device_time = _median([c.device_time_us for c in cycles])
     executed = _median([c.device_ops for c in cycles])  # `device_ops` and `ops_executed` are the same figure
-    top_op, top_share = hotspot(op_rows)
+    top_op, top_share = cell_hotspot(op_rows)
     ratio = device_time / m.latency.median_us if m.latency.median_us > 0 else float("nan")
     noise = noise_columns(m.latency, m.threads, format_units(host_cpus()), spec.config.noise if spec else None)
     hint = noise.pop("noise_hint")

@@ -101,6 +101,8 @@ def prepare(cell: PlannedCell, out_dir: Path) -> CellSpec:
         "code": cell.code,  # the files its code fingerprint hashed (engine.rerun compares them)
     }
     write_json(out_dir / CELL_MARKER, marker)
-    atomic_write_text(out_dir / "config.yaml", cell.yaml())
+    # Its rename on the disk with the tables' (results.files.write_job_tables): a job without cells.parquet is not
+    # complete, whatever it holds, and cell.json, synced, already says whose directory this is.
+    atomic_write_text(out_dir / "config.yaml", cell.yaml(), "data")
     write_phase(out_dir, "start")
     return spec.placed(str(out_dir))
