@@ -35,6 +35,13 @@ def test_mann_whitney_is_scipys_asymptotic_test(seed: int) -> None:
         assert mann_whitney_p(a, b) == pytest.approx(expected, rel=1e-9, abs=1e-15), (a, b)
 
 
+def test_mann_whitney_on_one_or_two_samples_a_side_is_scipys_too() -> None:
+    """Where the variance is below 1 but the values differ: a p-value, not the all-equal answer."""
+    for a, b in (([1.0], [2.0, 3.0]), ([2.0, 3.0], [1.0]), ([1.0, 2.0], [3.0, 4.0]), ([1.0], [2.0])):
+        expected = scipy_stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic").pvalue
+        assert mann_whitney_p(np.array(a), np.array(b)) == pytest.approx(expected, rel=1e-9), (a, b)
+
+
 def test_mann_whitney_says_no_difference_when_every_value_is_equal() -> None:
     assert mann_whitney_p(np.full(5, 3.0), np.full(7, 3.0)) == 1.0
 

@@ -9,7 +9,17 @@ import math
 import numpy as np
 import pytest
 
-from neuronexp.analysis.stats import CellStats, Criteria, compare_rounds, compare_samples, mann_whitney_p, verdict
+from neuronexp.analysis.stats import (
+    CellStats,
+    Criteria,
+    ci_within_threshold,
+    compare_rounds,
+    compare_run_pairs,
+    compare_runs,
+    compare_samples,
+    mann_whitney_p,
+    verdict,
+)
 
 
 def interval(ratio: float, low: float, high: float, separable: bool = True) -> CellStats:
@@ -76,3 +86,96 @@ def test_verdict_rules() -> None:
     assert word(1.05, 1e-9, separable=False, ci_low=1.01, ci_high=1.09) == "no change"
     assert word(1.05, 1e-9, separable=False, ci_low=1.03, ci_high=1.07) == "slower"
     assert word(0.9, 1e-9, separable=False, ci_low=0.85, ci_high=0.95) == "faster"
+
+
+def test_pooled_samples_give_the_ratio_of_medians_and_an_interval_holding_each_sides_spread() -> None:
+    """B's samples 185..215 (median 200) against A's steady 100: ratio 2, the interval around it from B's spread
+    (and, the other way round, from A's); a side without samples leaves every figure NaN, not 0 or empty."""
+    steady, spread = np.full(30, 100.0), np.arange(185.0, 216.0)
+    stats = compare_samples(steady, spread)
+    assert (stats.median_a_us, stats.median_b_us, stats.ratio) == (100.0, 200.0, 2.0)
+    assert stats.ci_low < 2.0 < stats.ci_high and (stats.n_a, stats.n_b) == (30, 31)
+    mirror = compare_samples(spread, steady)
+    assert mirror.ratio == 0.5 and mirror.ci_low < 0.5 < mirror.ci_high
+    assert compare_samples([1, 2, 3], [2, 4, 6]).ratio == 2.0  # integer latencies (a clock's ticks) too
+    for one_sided in (compare_samples([], [1.0, np.nan]), compare_samples([1.0], [])):
+        assert all(math.isnan(x) for x in (one_sided.ratio, one_sided.ci_low, one_sided.ci_high, one_sided.p_value))
+    assert compare_samples([], [1.0, np.nan]).median_b_us == compare_samples([1.0], []).median_a_us == 1.0
+
+
+def test_the_edges_themselves_are_not_beyond_them() -> None:
+    """Called only when the interval lies wholly beyond the threshold and q is below alpha; inconclusive only when
+    the interval reaches beyond the band: a bound exactly on an edge is on the inside (docstrings of verdict,
+    Criteria and ci_within_threshold)."""
+    rule = Criteria(threshold=0.02, alpha=0.05, inconclusive=0.25)
+
+    def word(ratio: float, q_value: float, low: float, high: float, separable: bool = True) -> str:
+        return verdict(interval(ratio, low, high, separable), q_value, rule)
+
+    assert word(1.05, 1e-9, 1.02, 1.07, separable=False) == "no change"
+    assert word(0.95, 1e-9, 0.93, 1 / 1.02, separable=False) == "no change"
+    assert word(1.2, 0.05, 1.1, 1.24) == "no change"  # q exactly alpha: not below it
+    assert word(1.2, 0.0499, 1.1, 1.24) == "slower"
+    assert word(1.0, 0.5, 0.8, 1.25) == "no change"  # the band's edges, 1/1.25 and 1.25, are inside it
+    assert word(0.0, 1e-9, 0.0, 0.0) == "n/a"  # B's median 0: no ratio to judge
+    assert not ci_within_threshold(1 / 1.02, 1.0, 0.02) and not ci_within_threshold(1.0, 1.02, 0.02)
+    assert ci_within_threshold(0.99, 1.01, 0.02) and not ci_within_threshold(0.5, 1.01, 0.02)
+    assert not ci_within_threshold(0.99, 1.5, 0.02)
+
+
+def test_two_rounds_a_side_are_rounds_not_pooled_samples() -> None:
+    """One round on a side falls back to the pooled samples (above); two are already the rounds' bootstrap."""
+    a, b = _sides()
+    two = [i % 2 for i in range(30)]
+    stats = compare_rounds((a, two), (b, two))
+    assert stats.separable and (stats.rounds_a, stats.rounds_b) == (2, 2)
+    assert stats.p_value != mann_whitney_p(a, b)
+
+
+def test_runs_in_pairs_are_judged_pair_by_pair_and_a_pair_without_samples_is_left_out() -> None:
+    """Three pairs, B twice A in each, the host 0.7x to 1.4x from pair to pair (a CI runner's drift, alike on both
+    sides of a pair): the ratio is the pairs' median ratio, exactly 2, its interval narrow although the runs' medians
+    spread twofold (unpaired, the same runs give a wide one); a pair with a side without samples counts nowhere."""
+    rng = np.random.default_rng(5)
+    rounds = np.repeat(np.arange(4), 10)
+    pairs = []
+    for host in (0.7, 1.0, 1.4):
+        a = 100 * host * np.exp(0.01 * rng.standard_normal(40))
+        pairs.append(((a, rounds), (2 * a, rounds)))
+    empty = ((np.array([]), None), (np.full(5, 200.0), None))
+    stats = compare_run_pairs([*pairs, empty])
+    assert stats.ratio == 2.0 and 1.95 < stats.ci_low < 2.0 < stats.ci_high < 2.05
+    assert 99 < stats.median_a_us < 101 and stats.median_b_us == 2 * stats.median_a_us  # the middle pair's
+    counts = (stats.runs_a, stats.runs_b, stats.rounds_a, stats.rounds_b, stats.n_a, stats.n_b)
+    assert counts == (3, 3, 12, 12, 120, 120)
+    assert stats.p_faster == 0.0 and stats.p_value < 0.01
+    unpaired = compare_runs([a for a, _ in pairs], [b for _, b in pairs])
+    assert unpaired.ci_high - unpaired.ci_low > 10 * (stats.ci_high - stats.ci_low)
+    counts = (unpaired.runs_a, unpaired.runs_b, unpaired.rounds_a, unpaired.rounds_b, unpaired.n_a, unpaired.n_b)
+    assert counts == (3, 3, 12, 12, 120, 120) and (unpaired.floor_a, unpaired.floor_b) == (0.0, 0.0)
+    assert unpaired.ratio == 2.0 and unpaired.median_a_us == stats.median_a_us  # the medians over runs
+    nothing = compare_run_pairs([empty])
+    assert all(math.isnan(x) for x in (nothing.ratio, nothing.ci_low, nothing.ci_high, nothing.p_value))
+    assert (nothing.n_a, nothing.n_b) == (0, 0)
+
+
+def test_runs_without_samples_on_a_side_give_nan_not_an_error() -> None:
+    some = [(np.full(10, 100.0), None), (np.full(10, 101.0), None)]
+    for runs_a, runs_b in (
+        ([([], None)], some),
+        (some, [([], None), ([np.nan], None)]),
+        ([([], None)], [([], None)] * 2),
+    ):
+        stats = compare_runs(runs_a, runs_b)
+        assert all(math.isnan(x) for x in (stats.ratio, stats.ci_low, stats.ci_high, stats.p_value))
+
+
+def test_the_seed_is_the_bootstraps_with_one_run_a_side_or_more() -> None:
+    """neuronexp-compare --seed: the same seed, the same interval; another seed, another (runs in pairs too)."""
+    a, b = _sides()
+    rounds = [i % 3 for i in range(30)]
+    for n in (1, 2):
+        same, again, other = (compare_runs([(a, rounds)] * n, [(b, rounds)] * n, seed=s) for s in (0, 0, 1))
+        assert (same.ci_low, same.ci_high) == (again.ci_low, again.ci_high) != (other.ci_low, other.ci_high)
+    same, again, other = (compare_run_pairs([((a, rounds), (b, rounds))] * 2, seed=s) for s in (0, 0, 1))  # --paired
+    assert (same.ci_low, same.ci_high) == (again.ci_low, again.ci_high) != (other.ci_low, other.ci_high)

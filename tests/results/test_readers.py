@@ -7,6 +7,7 @@ On one real sweep (naive × fused RMSNorm, shapes given largest first), copied a
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -114,6 +115,58 @@ def test_a_linked_output_file_is_not_read(sweep: Path, tmp_path: Path) -> None:
     _link(copy / "0" / "output.npz", sweep / "0" / "output.npz")
     with pytest.raises(LinkRefused):
         read_outputs(copy / "0" / "output.npz")
+
+
+# -- env.json, what compare reads of each side's machine (constructed directories: the files' presence is what counts)
+
+
+def _job(path: Path, env: str | None) -> Path:
+    path.mkdir(parents=True)
+    (path / "cells.parquet").touch()
+    if env is not None:
+        (path / "env.json").write_text(env)
+    return path
+
+
+def test_the_environment_records_of_a_run_and_of_a_sweeps_jobs_each_once(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from neuronexp.results.environment import environments, job_environment
+
+    run = _job(tmp_path / "run", '{"host": "run"}')
+    sweep = tmp_path / "sweep"
+    _job(sweep / "0", '{"host": "job 0"}')
+    _job(sweep / "1", None)  # a cell from before env.json: nothing to read, not an error
+    _job(sweep / "2", '{"host": "job 2"}')
+    sources = [str(run), str(sweep), str(sweep), None, str(tmp_path / "gone")]
+    records = environments(pd.DataFrame({"source_dir": sources}))
+    assert [r["host"] for r in records] == ["run", "job 0", "job 2"]
+    assert environments(pd.DataFrame({"run_id": ["built in memory"]})) == []
+    assert job_environment(sweep / "0") == {"host": "job 0"} and job_environment(sweep / "1") is None
+
+
+@pytest.mark.parametrize(
+    ("planted", "says"),
+    [("{not json", r"\(Expecting property name"), ("[1, 2]", r"\(a JSON object\)"), (None, r"\(.*a symbolic link")],
+)
+def test_a_damaged_or_linked_env_json_is_refused_naming_it(
+    tmp_path: Path, secret: Path, planted: str | None, says: str
+) -> None:
+    import pandas as pd
+
+    from neuronexp.results.environment import environments
+
+    job = _job(tmp_path / "run", planted)
+    if planted is None:
+        (job / "env.json").symlink_to(secret)
+    message = re.escape(f"{job / 'env.json'}: not the environment record neuronexp writes ") + says
+    with pytest.raises(DamagedResults, match=message) as caught:
+        environments(pd.DataFrame({"source_dir": [str(job)]}))
+    assert "SECRET-TOKEN" not in str(caught.value)
+    (job / "env.json").unlink()
+    (job / "env.json").symlink_to(tmp_path / "nowhere")  # a dangling link is refused too, not taken for no record
+    with pytest.raises(DamagedResults, match="a symbolic link"):
+        environments(pd.DataFrame({"source_dir": [str(job)]}))
 
 
 # -- the report

@@ -117,6 +117,18 @@ def test_a_version_whose_metrics_cannot_say_if_enabled_still_counts(standin, mon
     assert metrics.columns(compiled=False)["neuron_compilations"] == 1.0
 
 
+def test_collection_off_in_a_version_that_cannot_say_if_enabled_is_turned_on(standin, monkeypatch) -> None:
+    """Left off, the counters would not move, and the cell would read 0 compilations for one it compiled."""
+
+    def unknown() -> bool:
+        raise RuntimeError("no such switch in this version")
+
+    monkeypatch.setattr(standin.metrics, "is_enabled", unknown)
+    metrics = _metrics_from_now(standin)
+    standin.metrics.count("CompilationCache.TotalCompilations")
+    assert metrics.columns(compiled=False)["neuron_compilations"] == 1.0
+
+
 def test_a_package_without_metrics_gives_nan_counters() -> None:
     cols = _metrics_from_now(ModuleType("not_torch_neuronx")).columns(compiled=True)
     assert all(math.isnan(v) for v in cols.values())
@@ -144,7 +156,7 @@ def test_graph_records_from_torch_neuronx_when_torch_neuron_has_none(standin, mo
     monkeypatch.setattr(standin, "get_dynamo_metrics", lambda: list(records), raising=False)
     metrics = _metrics_from_now(standin)
     records.append(SimpleNamespace(torch_neuronx_compile_us=3e6))
-    assert metrics.columns(compiled=True)["neuron_compile_s"] == pytest.approx(3.0)
+    assert metrics.columns(compiled=True)["neuron_compile_s"] == 3.0  # microseconds to seconds, exactly
 
     def needs_more() -> list:
         raise RuntimeError("an older helper that needs what this process lacks")

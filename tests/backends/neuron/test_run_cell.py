@@ -23,6 +23,7 @@ from neuronexp.config import (
     DType,
     InputConfig,
     NeuronDeviceConfig,
+    NeuronMode,
     NeuronProfilerConfig,
     ProfilerConfig,
     RunConfig,
@@ -149,6 +150,10 @@ def test_fallback_ops_hbm_and_missing_explorer_are_warnings_in_the_row(
     )
     assert any(w.startswith("neuron-explorer is not on PATH") for w in warnings)
     assert cell["neuron_explorer_status"] == "not_found" and math.isnan(cell["neuron_total_time_us"])
+    assert cell["neuron_sources_missing"] == (
+        "profiler_host_rows: no device time on key_averages()' host rows (profiler stubs); "
+        "neuron_runtime: Neuron Explorer not_found; neuron_explorer: Neuron Explorer not_found"
+    )
 
 
 @pytest.mark.parametrize("standin", ["legacy"], indirect=True)
@@ -246,6 +251,62 @@ def test_explorer_per_op_time_fills_device_time_when_key_averages_has_none(
     assert env["XLA_HLO_DEBUG"] == "1" and env["TORCH_NEURONX_NEFF_CACHE_DIR"] == cell["neuron_neff_cache_dir"]
     assert cell["neuron_debug_info"] == "XLA_IR_DEBUG=1,XLA_HLO_DEBUG=1,NEURON_FRAMEWORK_DEBUG=1"
     assert "XLA_HLO_DEBUG" not in os.environ
+
+
+HOST_ROWS = "profiler_host_rows: no device time on key_averages()' host rows (profiler stubs)"
+NO_TABLE = "neuron_explorer: no FrameworkInstruction table (layer names need neuron.debug_info=true)"
+
+
+NO_EVENTS = "profiler_device_events: key_averages() had no device events (correlate_device_time: given)"
+
+
+@pytest.mark.parametrize(
+    ("switches", "neuron", "source", "missing"),
+    [
+        ({}, {}, "profiler_device_events", f"{HOST_ROWS}; {NO_TABLE}"),
+        ({"key_averages": "host_rows"}, {}, "profiler_host_rows", f"{NO_EVENTS}; {NO_TABLE}"),
+        (
+            {"key_averages": "none"},
+            {"modes": [NeuronMode.DEVICE]},
+            "none",
+            f"{NO_EVENTS}; {HOST_ROWS}; neuron_runtime: ProfileMode.RUNTIME not captured; {NO_TABLE}",
+        ),
+        (
+            {"key_averages": "none", "runtime_events": False},
+            {"debug_info": True},
+            "neuron_explorer",
+            f"{NO_EVENTS}; {HOST_ROWS}; neuron_runtime: no nc_exec_running event in the system trace",
+        ),
+    ],
+)
+def test_each_source_that_gave_no_device_time_says_why_in_the_row(
+    standin, explorer_in_process: Path, tmp_path: Path, switches: dict, neuron: dict, source: str, missing: str
+) -> None:
+    """neuron_sources_missing: a mode left out of the capture, a system trace without executions, a capture compiled
+    without layer names, device time torch did not put on the profile: each named, for the sources that gave none."""
+    for key, value in switches.items():
+        setattr(standin.STATE.switches, key, value)
+    cell = run_cell(_spec(Counting(), **neuron), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["device_time_source"] == source and cell["neuron_sources_missing"] == missing
+
+
+@pytest.mark.parametrize("route", ["events", "host_rows"])
+def test_two_active_steps_give_figures_per_step_and_a_window_explorer_verifies(
+    standin, explorer_in_process: Path, tmp_path: Path, route: str
+) -> None:
+    """No runtime trace: Explorer's per-op totals over the capture against key_averages()' per step (its device
+    events, or the time torch's stubs put on the host rows) tell how many steps it held (2); every source's figure is
+    per step, and a kernel under 1 us still counts (rsqrt's 0.5 us)."""
+    standin.STATE.switches.runtime_events, standin.STATE.switches.key_averages = False, route
+    standin.STATE.device_us = {"aten::mul": 40.0, "aten::mean": 10.0, "aten::add": 5.0, "aten::rsqrt": 0.5}
+    cell = run_cell(_spec(Counting(), active=2, debug_info=True, correlate_device_time=True), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_capture_window"] == "active" and cell["neuron_capture_steps"] == 2
+    assert cell["neuron_capture_window_method"] == "explorer_vs_events"
+    assert cell[f"neuron_device_time_{route}_us"] == pytest.approx(3 * 40 + 10 + 5 + 0.5)
+    assert cell["device_time_us"] == pytest.approx(135.5) and cell["device_ops"] == 6  # per step, not per capture
+    assert cell["neuron_device_time_explorer_us"] == pytest.approx(135.5) and cell["device_time_check"] == "agree"
 
 
 def test_compile_options_neuron_refuses_make_an_error_row(standin, no_explorer: None, tmp_path: Path) -> None:

@@ -65,10 +65,10 @@ class CompileMetrics:
     graphs: int | None = None
 
     def start(self) -> None:
-        metrics = _metrics(self.tnx)
-        with suppress(Exception):  # collection is off by default (TORCH_NEURONX_METRICS_ENABLED); a version without it
-            if metrics is not None and not metrics.is_enabled():
-                metrics.set_enabled(True)
+        # Collection is off by default (TORCH_NEURONX_METRICS_ENABLED): turned on whatever is_enabled() says or fails
+        # to say (on already, set_enabled(True) changes nothing); a version without it gives NaN counters.
+        with suppress(Exception):
+            _metrics(self.tnx).set_enabled(True)
         self.counters = _counters(self.tnx)
         graphs = _graphs(self.tnx)
         self.graphs = len(graphs) if graphs is not None else None
