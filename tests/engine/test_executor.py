@@ -64,6 +64,23 @@ def test_the_fork_server_warms_its_compiler_only_for_a_plan_with_compiled_cells(
     assert server.warmed == [[], ["compile"]]
 
 
+def test_a_server_of_its_own_is_told_what_to_warm_once_from_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its template reads one line before it forks anything (`{"warm": [...]}`): a line sent as the server starts,
+    # before the cells are planned, would leave a compiled plan's compiler cold.
+    from neuronexp.cellprocess.forkserver import ADDRESS_ENV, ForkServer
+
+    told: list[list[str]] = []
+    monkeypatch.delenv(ADDRESS_ENV, raising=False)  # no server of the test session's: the executor starts its own
+    monkeypatch.setattr(ForkServer, "start", lambda server: server)  # no template process here
+    monkeypatch.setattr(ForkServer, "announce", lambda server: None)
+    monkeypatch.setattr(ForkServer, "serve", lambda server, warm=(): told.append(list(warm)))
+    monkeypatch.setattr(ForkServer, "__exit__", lambda server, *exc: None)
+    with Local(1, "stable") as executor:
+        assert executor.server is executor.own
+        executor.planned([_cell(0), _cell(1, compiled=True)])
+    assert told == [["compile"]]
+
+
 @pytest.mark.parametrize("slots", [1, 2])
 def test_the_local_executor_runs_as_many_units_at_once_as_it_has_slots(
     monkeypatch: pytest.MonkeyPatch, slots: int
