@@ -64,6 +64,23 @@ def test_the_fork_server_warms_its_compiler_only_for_a_plan_with_compiled_cells(
     assert server.warmed == [[], ["compile"]]
 
 
+def test_a_server_of_its_own_is_told_what_to_warm_once_from_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its template reads one line before it forks anything (`{"warm": [...]}`): a line sent as the server starts,
+    # before the cells are planned, would leave a compiled plan's compiler cold.
+    from neuronexp.cellprocess.forkserver import ADDRESS_ENV, ForkServer
+
+    told: list[list[str]] = []
+    monkeypatch.delenv(ADDRESS_ENV, raising=False)  # no server of the test session's: the executor starts its own
+    monkeypatch.setattr(ForkServer, "start", lambda server: server)  # no template process here
+    monkeypatch.setattr(ForkServer, "announce", lambda server: None)
+    monkeypatch.setattr(ForkServer, "serve", lambda server, warm=(): told.append(list(warm)))
+    monkeypatch.setattr(ForkServer, "__exit__", lambda server, *exc: None)
+    with Local(1, "stable") as executor:
+        assert executor.server is executor.own
+        executor.planned([_cell(0), _cell(1, compiled=True)])
+    assert told == [["compile"]]
+
+
 @pytest.mark.parametrize("slots", [1, 2])
 def test_the_local_executor_runs_as_many_units_at_once_as_it_has_slots(
     monkeypatch: pytest.MonkeyPatch, slots: int
@@ -123,3 +140,35 @@ def test_an_executor_runs_its_units_in_order_and_reports_each_cell(tmp_path: Pat
     assert ran == [[0, 1], [2]] and progress.ended == [(0, False), (1, False), (2, False)]
     with pytest.raises(NotImplementedError):
         Executor().run_unit([])
+
+
+def test_a_slot_freed_by_a_short_unit_takes_the_next_while_a_long_one_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two slots, three units: the first runs until the third has started, which only the second's free slot allows.
+    third_started = threading.Event()
+
+    def supervise(specs: list[Any], slotted: bool) -> list[None]:
+        if specs == [0]:
+            assert third_started.wait(timeout=10), "the third unit waited for the long one to end"
+        if specs == [2]:
+            third_started.set()
+        return []
+
+    monkeypatch.setattr(launch, "supervise", supervise)
+    executor, progress = Local(2, "stable"), _Progress()
+    executor.run([Unit((_cell(n),)) for n in range(3)], lambda unit: [unit.cells[0].num], progress)
+    assert sorted(progress.ended) == [(0, True), (1, True), (2, True)]
+
+
+def test_on_one_slot_a_unit_starts_only_after_the_one_before_it_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What the terminal shows: each cell's line before the next starts; and a Ctrl-C then leaves no unit queued.
+    monkeypatch.setattr(launch, "supervise", lambda specs, slotted: [])
+    seen: list[str] = []
+
+    class Progress:
+        def finished(self, cell: PlannedCell, where: bool = False) -> None:
+            seen.append(f"end {cell.num}")
+
+    Local(1, "stable").run(
+        [Unit((_cell(n),)) for n in range(3)], lambda unit: seen.append(f"start {unit.cells[0].num}") or [], Progress()
+    )
+    assert seen == ["start 0", "end 0", "start 1", "end 1", "start 2", "end 2"]

@@ -77,3 +77,33 @@ def test_the_invocation_is_a_frozen_value(tmp_path: Path) -> None:
     from neuronexp.engine.planned_invocation import Invocation
 
     assert dataclasses.fields(Invocation) and Invocation.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "isolate", "supervised"),
+    [
+        ([], None, False),  # a single run in this process, so that a debugger may stop in it
+        (["+launcher.cell_timeout_s=5"], None, True),  # a limit given on the command line needs a supervisor
+        (["launcher.cell_timeout_s=5"], None, True),
+        (["launcher.cell_timeout_s_x=5"], None, False),
+        ([], True, True),  # launcher.isolate=true
+        ([], False, False),
+    ],
+)
+def test_a_single_run_is_supervised_only_where_a_time_limit_or_isolate_asks(
+    monkeypatch, arguments: list[str], isolate: bool | None, supervised: bool
+) -> None:
+    from omegaconf import OmegaConf
+
+    from neuronexp.cellprocess.forkserver import ADDRESS_ENV
+    from neuronexp.engine.context import SweepContext
+    from neuronexp.engine.executor import Inline, Local
+    from neuronexp.engine.planned_invocation import executor_for
+
+    monkeypatch.delenv(ADDRESS_ENV, raising=False)
+    hydra = {"launcher": {"_target_": _hydra.BASIC_LAUNCHER}, "runtime": {"choices": {}}}
+    launcher = {"devices": 1, "cell_timeout_s": 1800} | ({} if isolate is None else {"isolate": isolate})
+    master = OmegaConf.create({"allocator": "stable", "launcher": launcher, "hydra": hydra})
+    executor = executor_for(SweepContext(master, {}, arguments, None), single=True)
+    assert isinstance(executor, Local if supervised else Inline)
+    assert not isinstance(executor, Local) or (executor.isolate and executor.slots == 1)  # its cell on a slot

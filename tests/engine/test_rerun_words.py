@@ -66,6 +66,18 @@ def test_changed_files_are_named_against_the_latest_earlier_cell_of_the_same_com
     assert rerun.code == ["new"] and rerun.changed_files == {"b.py"}  # since the last run: b.py only
 
 
+def test_the_changed_files_of_every_cell_run_again_are_named_together(tmp_path: Path) -> None:
+    _marker(tmp_path / "0", "old0", ["a=0"], {"a.py": "1", "b.py": "1"})
+    _marker(tmp_path / "1", "old1", ["a=1"], {"a.py": "1", "b.py": "1"})
+    cells = [
+        _planned("new0", "2", ["a=0"], {"a.py": "2", "b.py": "1"}),  # a.py changed under this one
+        _planned("new1", "3", ["a=1"], {"a.py": "1", "b.py": "2"}),  # b.py under that one
+    ]
+    rerun = compare(cells, set(), tmp_path)
+    assert rerun.code == ["new0", "new1"] and rerun.changed_files == {"a.py", "b.py"}
+    assert words(rerun).startswith("0 reused; 2 run again because their code changed (a.py, b.py); ")
+
+
 def test_the_words_name_four_and_count_the_rest_and_say_nothing_when_nothing_was_there() -> None:
     assert words(Rerun(planned=3)) == ""
     assert words(Rerun(planned=3, reused=3)) == "3 reused"

@@ -87,6 +87,9 @@ def test_run_hooks_come_around_a_single_run_and_a_raising_callback_is_only_warne
         ("job_end", "b", 8), ("job_end", "a", 8), ("run_end", "b", 7), ("run_end", "a", 7),
     ]  # fmt: skip
     assert notes[-1]["status"] == "FAILED" and notes[-1]["value"] == "RuntimeError('no result')"
+    # And with the arguments Hydra's run_job names (its primary config is neuronexp's `config`).
+    run, job = {"config_name": "config"}, {"task_function": None}
+    assert [n["given"] for n in notes] == [run, run, job, job, {}, {}, run, run]
 
 
 def test_without_a_run_or_job_hook_nothing_is_called_or_kept(tmp_path: Path) -> None:

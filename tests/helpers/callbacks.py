@@ -51,8 +51,9 @@ class Detailed(Callback):
     def __init__(self, path: str, name: str) -> None:
         self.path, self.name = Path(path), name
 
-    def _note(self, hook: str, config: DictConfig, ret: Any = None) -> None:
+    def _note(self, hook: str, config: DictConfig, ret: Any = None, given: dict[str, Any] | None = None) -> None:
         note: dict[str, Any] = {"hook": hook, "by": self.name, "config": OmegaConf.to_container(config)}
+        note["given"] = {k: v for k, v in (given or {}).items() if k != "job_return"}  # as Hydra names them
         if ret is not None:
             value = ret.return_value if ret.status.name == "COMPLETED" else repr(ret._return_value)
             hydra = OmegaConf.to_container(ret.hydra_cfg) if ret.hydra_cfg is not None else None
@@ -62,16 +63,16 @@ class Detailed(Callback):
             f.write(json.dumps(note, default=str) + "\n")
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._note("run_start", config)
+        self._note("run_start", config, given=kwargs)
 
     def on_run_end(self, config: DictConfig, **kwargs: Any) -> None:
-        self._note("run_end", config, kwargs.get("job_return"))
+        self._note("run_end", config, kwargs.get("job_return"), given=kwargs)
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
-        self._note("job_start", config)
+        self._note("job_start", config, given=kwargs)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
-        self._note("job_end", config, job_return)
+        self._note("job_end", config, job_return, given=kwargs)
 
 
 class Raises(Callback):
