@@ -167,3 +167,9 @@ def test_a_config_dir_of_yours_serves_run_and_sweep_and_joins_sys_path_once(tmp_
     assert list(one.cells["module"]) == ["twice"] and list(one.cells["status"]) == ["ok"]
     assert sorted(many.cells["module"]) == ["rmsnorm_naive", "twice"] and set(many.cells["status"]) == {"ok"}
     assert sys.path.count(str(mine.resolve())) == 1
+
+
+def test_inputs_without_modules_is_refused_in_these_words(tmp_path: Path) -> None:
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.sweep(inputs=(torch.ones(1),), out=tmp_path / "out")
+    assert str(raised.value) == "inputs: given without modules; inputs are the example inputs of modules={name: module}"
