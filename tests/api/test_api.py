@@ -173,3 +173,9 @@ def test_inputs_without_modules_is_refused_in_these_words(tmp_path: Path) -> Non
     with pytest.raises(neuronexp.NeuronexpError) as raised:
         neuronexp.sweep(inputs=(torch.ones(1),), out=tmp_path / "out")
     assert str(raised.value) == "inputs: given without modules; inputs are the example inputs of modules={name: module}"
+
+
+def test_an_override_that_does_not_parse_is_named_in_the_line(tmp_path: Path) -> None:
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.run("timing.iters=[1,", out=tmp_path / "out")
+    assert str(raised.value).startswith("timing.iters=[1,: cannot parse") and not (tmp_path / "out").exists()
