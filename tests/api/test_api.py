@@ -4,6 +4,7 @@ and mistakes are the command line's one-line errors, raised as NeuronexpError be
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -84,7 +85,10 @@ def test_modules_from_memory_are_timed_paired_against_the_baseline_module(tmp_pa
         (lambda out: neuronexp.sweep("module=nosuch", out=out), "module=nosuch: unknown option"),
         (lambda out: neuronexp.sweep(modules={"x": object()}, inputs=(torch.ones(1),), out=out), "torch.nn.Module"),
         (lambda out: neuronexp.sweep(modules={"x": Naive(4)}, inputs=(torch.ones(1, 4), 3), out=out), "forward"),
-        (lambda out: neuronexp.sweep(inputs=(torch.ones(1),), out=out), "inputs: given without modules"),
+        (
+            lambda out: neuronexp.sweep(inputs=(torch.ones(1),), out=out),
+            "inputs: given without modules; inputs are the example inputs of modules={name: module}",
+        ),
     ],
 )
 def test_a_mistake_is_the_one_line_error_before_anything_is_written(tmp_path: Path, call, line: str) -> None:
@@ -136,3 +140,42 @@ def test_a_sweep_lets_its_own_fork_server_go_before_it_aggregates(tmp_path: Path
     monkeypatch.setattr(Local, "__enter__", lambda executor: executor)  # the caller's server only
     neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", *CPU, out=tmp_path / "theirs")
     assert events == ["aggregate"]
+
+
+def test_a_baseline_given_as_key_value_pairs_is_the_cell_they_name(tmp_path: Path) -> None:
+    res = neuronexp.sweep(
+        "module=rmsnorm_naive,rmsnorm_fused",
+        *CPU,
+        baseline={"module": "rmsnorm_naive", "input.shape": "[1,8,64]"},
+        out=tmp_path / "s",
+    )
+    by = res.cells.set_index("module")
+    assert by.loc["rmsnorm_fused", "speedup_method"] == "paired"
+    assert by.loc["rmsnorm_fused", "baseline_run_id"] == by.loc["rmsnorm_naive", "run_id"]
+
+
+def test_a_config_dir_of_yours_serves_run_and_sweep_and_joins_sys_path_once(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    mine = tmp_path / "mine"
+    (mine / "module").mkdir(parents=True)
+    (mine / "api_twice_layers.py").write_text(
+        "import torch\n\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    )
+    (mine / "module" / "twice.yaml").write_text("_target_: api_twice_layers.Twice\n")
+    one = neuronexp.run("module=twice", *CPU, out=tmp_path / "one", config_dir=mine)
+    many = neuronexp.sweep("module=twice,rmsnorm_naive", *CPU, out=tmp_path / "many", config_dir=mine)
+    assert list(one.cells["module"]) == ["twice"] and list(one.cells["status"]) == ["ok"]
+    assert sorted(many.cells["module"]) == ["rmsnorm_naive", "twice"] and set(many.cells["status"]) == {"ok"}
+    assert sys.path.count(str(mine.resolve())) == 1
+
+
+def test_inputs_without_modules_is_refused_in_these_words(tmp_path: Path) -> None:
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.sweep(inputs=(torch.ones(1),), out=tmp_path / "out")
+    assert str(raised.value) == "inputs: given without modules; inputs are the example inputs of modules={name: module}"
+
+
+def test_an_override_that_does_not_parse_is_named_in_the_line(tmp_path: Path) -> None:
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.run("timing.iters=[1,", out=tmp_path / "out")
+    assert str(raised.value).startswith("timing.iters=[1,: cannot parse") and not (tmp_path / "out").exists()

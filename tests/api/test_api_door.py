@@ -120,6 +120,9 @@ def test_out_is_a_path_never_an_interpolation(tmp_path: Path, monkeypatch) -> No
     res = neuronexp.run("module=rmsnorm_fused", "input.shape=[1,4,8]", *CPU, out=out)
     assert list(res.cells["status"]) == ["ok"]
     assert (out / "cells.parquet").is_file()
+    escaped = tmp_path / "odd_\\${oc.env:NEURONEXP_TEST_SECRET}"  # a backslash before it: still the path as given
+    neuronexp.run("module=rmsnorm_fused", "input.shape=[1,4,8]", *CPU, out=escaped)
+    assert (escaped / "cells.parquet").is_file()
     assert not (tmp_path / "odd_leaked").exists()
 
 

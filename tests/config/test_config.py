@@ -244,3 +244,45 @@ def test_a_retired_key_is_never_offered_as_allowed(cli) -> None:
         assert "extra" not in result.stderr.replace("extar", ""), result.stderr
     result = cli("+input.extra=[1]")
     assert result.returncode == 2 and "input.extra=[...]: renamed to input.args" in result.stderr, result.stderr
+
+
+@pytest.fixture
+def user_package(tmp_path, monkeypatch):
+    """A package of the user's, importable from the working directory, that no test has imported yet: its
+    `__init__` imports none of its modules (`nested` has a nested layer class, `needs` a missing dependency,
+    `raises` an error at import time)."""
+    name = f"userpkg_{tmp_path.name.replace('-', '_')}"
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "nested.py").write_text("import torch\n\nclass Outer:\n    class Inner(torch.nn.Identity):\n        pass\n")
+    (pkg / "needs.py").write_text("import no_such_dependency\n")
+    (pkg / "raises.py").write_text("raise RuntimeError('no GPU here')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield name
+    for mod in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[mod]
+
+
+def test_a_module_target_that_cannot_be_found_is_one_line_saying_why(user_package: str) -> None:
+    """What went wrong, in the module's own words where it has them, on the line that names the key and value."""
+    tip = (
+        "cannot be imported; give a dotted path like mypkg.layers.MyLayer "
+        "importable from the working directory or experiments/"
+    )
+    cases = {
+        "no_such_pkg.Layer": tip,
+        "no_such_pkg.layers.Layer": tip,  # a missing package, not only a missing last module
+        "neuronexp.modules.NoSuch.Deeper": "neuronexp.modules has no attribute NoSuch.Deeper",
+        f"{user_package}.needs.Layer": f"importing {user_package}.needs failed: No module named 'no_such_dependency'",
+        f"{user_package}.raises.Layer": f"importing {user_package}.raises failed: RuntimeError: no GPU here",
+    }
+    for target, why in cases.items():
+        with pytest.raises(ConfigError) as err:
+            validate(_run_config(_target_=target))
+        assert str(err.value) == f"module._target_={target}: {why}"
+
+
+def test_a_nested_class_in_a_module_its_package_does_not_import_is_found(user_package: str) -> None:
+    """As Hydra finds `pkg.mod.Outer.Inner`: in the longest prefix that imports as a module."""
+    validate(_run_config(_target_=f"{user_package}.nested.Outer.Inner"))

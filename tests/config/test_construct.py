@@ -190,3 +190,146 @@ def test_wrappers_named_init_are_looked_through_and_the_lookup_stops_at_its_dept
         five = _hide_as_init(five)
     assert hidden_init(type("Four", (nn.Module,), {"__init__": four})) is real  # takes **options: found all the same
     assert hidden_init(type("Five", (nn.Module,), {"__init__": five})) is None  # past the lookup: not an opaque one
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"_target_": "builtins.dict", "kw": {"a": [1, {"b": 2}]}, "n": {"_target_": "builtins.len", "_args_": [[1]]}},
+        {"_target_": "builtins.dict", "_recursive_": False, "inner": {"_target_": "builtins.len", "_args_": [[1]]}},
+        {"_target_": "builtins.dict", "_partial_": True, "_args_": [[["b", 2]]], "a": 1},
+        {"_target_": dict, "a": [{"_target_": "builtins.len", "_args_": ["ab"]}]},  # a callable, not its path
+    ],
+)
+def test_the_cell_builds_a_node_as_hydras_instantiate_builds_it(node: dict[str, Any]) -> None:
+    """The cell process builds its module without Hydra (config.targets.instantiate): what it builds is what
+    hydra.utils.instantiate(node, _convert_="all") builds, nested targets, `_args_`, `_recursive_`, `_partial_`."""
+    from hydra.utils import instantiate as hydra_instantiate
+
+    from neuronexp.config.targets import instantiate
+
+    built, expected = instantiate(node), hydra_instantiate(node, _convert_="all")
+    if node.get("_partial_"):
+        built, expected = built(c=3), expected(c=3)
+    assert built == expected and type(built) is dict
+
+
+def test_a_layer_given_positional_arguments_is_built_with_them() -> None:
+    from neuronexp.config.targets import instantiate
+
+    block = instantiate({"_target_": f"{HERE}.Block", "_args_": [8, 2], "bias": False})
+    assert block.proj.weight.shape == (16, 8) and block.proj.bias is None
+
+
+@pytest.mark.parametrize(
+    ("node", "key"),
+    [
+        ({"_target_": "builtins.dict", "layers": [{"x": {"_target_": "no_such_pkg.Make"}}]}, "layers[0].x._target_"),
+        ({"_target_": "builtins.list", "_args_": [{"_target_": "no_such_pkg.Make"}]}, "_args_[0]._target_"),
+        ({"norms": {"_target_": "no_such_pkg.Make"}}, "norms._target_"),
+    ],
+)
+def test_a_target_that_does_not_import_when_the_module_is_built_names_its_whole_key(
+    node: dict[str, Any], key: str
+) -> None:
+    """Where the module is built (a cell process, extract rebuilding a run's model), a target that no longer
+    imports is the one-line error naming where it sits in the node."""
+    from neuronexp.config.targets import instantiate
+
+    with pytest.raises(ConfigError) as err:
+        instantiate(node)
+    assert str(err.value).startswith(f"module.{key}=no_such_pkg.Make: cannot be imported;")
+
+
+TRACING = False  # what a decorator below reads: its hook is set only when tracing
+
+
+def _keywords_only(init):  # a wrapper passing keywords only: (self, **kwargs)
+    def wrapper(self, **kwargs):
+        return init(self, **kwargs)
+
+    return wrapper
+
+
+def _positional_only(init):  # a wrapper passing positional arguments only: (*args), self among them
+    def wrapper(*args):
+        return init(*args)
+
+    return wrapper
+
+
+def _traced(init):  # its closure has a cell never filled (the hook, unset while not tracing) before `init`
+    if TRACING:
+
+        def hook(*args: Any) -> None: ...
+
+    def wrapper(self, *args, **kwargs):
+        if TRACING:
+            hook(self)
+        return init(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _logged(init):  # its closure has two functions taking *args only or *args and **kwargs: which is the wrapped?
+    def log(*args: Any) -> None: ...
+
+    def wrapper(self, *args, **kwargs):
+        log(self)
+        return init(self, *args, **kwargs)
+
+    return wrapper
+
+
+class KeywordsOnly(nn.Module):
+    @_keywords_only
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+
+
+class TwoKeywordsOnly(nn.Module):
+    @_keywords_only
+    @_keywords_only
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+
+
+class Traced(nn.Module):
+    @_traced
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+
+
+@pytest.mark.parametrize("layer", ["KeywordsOnly", "TwoKeywordsOnly", "Traced"])
+def test_the_init_behind_a_keywords_only_or_traced_wrapper_is_found(layer: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        check_constructor({"_target_": f"{HERE}.{layer}", "hidden": 8, "espilon": 1e-5})
+    assert str(err.value) == f"module.espilon=1e-05: not an argument of {layer}(hidden, eps=1e-06)"
+    check_constructor({"_target_": f"{HERE}.{layer}", "hidden": 8, "eps": 1e-5})
+
+
+class PositionalBehindOpen(nn.Module):
+    @_hide
+    @_positional_only
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.hidden = hidden
+
+
+class Logged(nn.Module):
+    @_logged
+    @_hide
+    def __init__(self, hidden: int, eps: float = 1e-6) -> None:
+        super().__init__()
+
+
+def test_a_constructor_the_lookup_cannot_see_through_takes_what_its_signature_says() -> None:
+    """Behind a wrapper passing positional arguments only, or where two functions of a closure could be the
+    wrapped one, no signature is guessed: the (*args, **kwargs) the class shows is what is checked, and a layer
+    built from `_args_` through such wrappers is accepted, as it builds."""
+    from neuronexp.config.targets import instantiate
+
+    node = {"_target_": f"{HERE}.PositionalBehindOpen", "_args_": [8]}
+    check_constructor(node)
+    assert instantiate(node).hidden == 8
+    check_constructor({"_target_": f"{HERE}.Logged", "hidden": 8, "anything": 1})
