@@ -141,6 +141,7 @@ def _context(
     from neuronexp.config import compose as _schema  # noqa: F401  (registers the schema conf/ extends)
     from neuronexp.engine._hydra import launcher_maker, quoted
     from neuronexp.engine.context import SweepContext
+    from neuronexp.engine.user_callbacks import refuse_multirun_hooks
 
     parsed = OverridesParser.create().parse_overrides(overrides)
     fixed = [o.input_line for o in parsed if not o.is_sweep_override() and o.input_line]
@@ -150,6 +151,7 @@ def _context(
         fixed.append(f"hydra.searchpath=[{quoted('file://' + _literal(os.path.abspath(config_dir)))}]")
     with initialize_config_module(config_module="neuronexp.conf", version_base="1.3", job_name="neuronexp"):
         master = compose("config", overrides=fixed, return_hydra_config=True)
+        refuse_multirun_hooks(master)  # Hydra's main calls them; here nothing would
         params = {str(k): str(v) for k, v in (master.hydra.sweeper.get("params") or {}).items()}
         if single and params:
             raise NeuronexpError("this config sweeps (hydra.sweeper.params): run it with neuronexp.sweep(...)")

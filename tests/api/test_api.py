@@ -4,6 +4,7 @@ and mistakes are the command line's one-line errors, raised as NeuronexpError be
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -179,3 +180,29 @@ def test_an_override_that_does_not_parse_is_named_in_the_line(tmp_path: Path) ->
     with pytest.raises(neuronexp.NeuronexpError) as raised:
         neuronexp.run("timing.iters=[1,", out=tmp_path / "out")
     assert str(raised.value).startswith("timing.iters=[1,: cannot parse") and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("callback", "target"),
+    [
+        (["hydra/callbacks=mlflow"], "neuronexp.cli.callbacks.MlflowExport"),
+        (["+hydra.callbacks.q._target_=helpers.callbacks.OnlyMultirun"], "helpers.callbacks.OnlyMultirun"),
+    ],
+)
+def test_a_callback_whose_multirun_hooks_nothing_would_call_is_refused(tmp_path: Path, callback, target) -> None:
+    """Only Hydra's main calls on_multirun_start/end; from Python nothing would, and `hydra/callbacks=mlflow` logged
+    nothing without a word (the command line refuses a missing tracking URI, and logs with one)."""
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.run(*FAST, *callback, out=tmp_path / "out")
+    name = "mlflow" if "mlflow" in callback[0] else "q"
+    line = str(raised.value)
+    assert line.startswith(f"hydra.callbacks.{name}={target}: its on_multirun hooks run only from the command line")
+    assert "\n" not in line and not (tmp_path / "out").exists()
+
+
+def test_a_callback_with_job_hooks_only_runs_from_python(tmp_path: Path) -> None:
+    log = tmp_path / "hooks.jsonl"
+    hooks = ["+hydra.callbacks.d._target_=helpers.callbacks.Detailed", f"+hydra.callbacks.d.path={log}"]
+    res = neuronexp.run(*FAST, *hooks, "+hydra.callbacks.d.name=mine", out=tmp_path / "out")
+    hooks_called = [json.loads(line)["hook"] for line in log.read_text().splitlines()]
+    assert set(res.cells["status"]) == {"ok"} and hooks_called[0] == "run_start" and hooks_called[-1] == "run_end"

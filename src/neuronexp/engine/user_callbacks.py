@@ -13,13 +13,29 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from neuronexp.config import ConfigError
 from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.progress import finished_row
 
 _HOOKS = ("on_run_start", "on_run_end", "on_job_start", "on_job_end")
+_MULTIRUN_HOOKS = ("on_multirun_start", "on_multirun_end")
+
+
+def refuse_multirun_hooks(master: DictConfig) -> None:
+    """ConfigError: a callback of `master` with a multirun hook, where nothing would call it: only Hydra's main does,
+    and the Python door composes without it (`hydra/callbacks=mlflow` would log nothing, without a word)."""
+    for name, node in (OmegaConf.select(master, "hydra.callbacks") or {}).items():
+        target = node.get("_target_") if isinstance(node, DictConfig) else None
+        try:
+            kind = get_class(str(target))
+        except Exception:  # not a class that imports: UserCallbacks instantiating it says why
+            continue
+        if any(getattr(kind, h, None) is not getattr(Callback, h) for h in _MULTIRUN_HOOKS):
+            why = "its on_multirun hooks run only from the command line (neuronexp ...); neuronexp.run and sweep call"
+            raise ConfigError(f"hydra.callbacks.{name}", target, f"{why} a callback's run and job hooks only")
 
 
 class UserCallbacks:
