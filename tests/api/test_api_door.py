@@ -320,3 +320,8 @@ def test_run_says_cached_for_a_cell_it_reused_as_the_command_line_does(tmp_path:
     assert list(first.cells["status"]) == ["ok"] and list(again.cells["status"]) == ["cached"]
     assert list(again.cells["run_id"]) == list(first.cells["run_id"])
     assert list(neuronexp.load(tmp_path / "r").cells["status"]) == ["ok"]  # the file is left as the cell wrote it
+    # The reused cell's other tables, whole and in their places: what load() gives for that directory.
+    stored = neuronexp.load(tmp_path / "r")
+    for name in ("ops", "samples", "modules"):
+        assert getattr(again, name).equals(getattr(stored, name)), name
+    assert not again.ops.empty and not again.samples.empty
