@@ -82,6 +82,17 @@ def test_a_writers_staging_file_beside_the_temporary_is_removed_and_nothing_else
     assert left == sorted([p.name for p in neighbours] + ([] if fails else ["trace.json"]))
 
 
+def test_a_directory_removed_while_writing_leaves_the_writers_own_error(tmp_path: Path) -> None:
+    import shutil
+
+    where = tmp_path / "job"
+    where.mkdir()
+    with pytest.raises(RuntimeError, match="the writer's"):
+        with files.atomic_path(where / "trace.json"):
+            shutil.rmtree(where)
+            raise RuntimeError("the writer's")
+
+
 def test_a_link_planted_under_the_temporary_name_is_never_written_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -67,9 +67,10 @@ def atomic_path(path: Path, sync: str = "rename") -> Iterator[Path]:
         # export writes `<name>.tmp`) leave it behind when the disk fills; the name is ours, so is the file.
         # (Listed by prefix, not globbed: a pattern of a random name is compiled anew each time, 1 ms a file.)
         staged = tmp.name + "."
-        for entry in os.scandir(path.parent):
-            if entry.name.startswith(staged):
-                Path(entry.path).unlink(missing_ok=True)
+        with contextlib.suppress(OSError), os.scandir(path.parent) as entries:  # (a directory gone: nothing staged)
+            for entry in entries:
+                if entry.name.startswith(staged):
+                    Path(entry.path).unlink(missing_ok=True)
 
 
 def atomic_write_text(path: Path, text: str, sync: str = "rename") -> None:
