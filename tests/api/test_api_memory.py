@@ -84,13 +84,16 @@ def test_a_swept_override_beside_modules_is_an_axis_of_its_own(tmp_path: Path) -
         assert "module=doubles" in overrides.split(",") and "~module" not in overrides
 
 
-def test_modules_from_memory_under_another_launcher_is_one_line_before_anything_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("launcher", ["parallel", "submitit_local"])  # the option's name, not the launcher's kind
+def test_modules_from_memory_under_another_launcher_is_one_line_before_anything_runs(
+    tmp_path: Path, launcher: str
+) -> None:
     with pytest.raises(neuronexp.NeuronexpError) as raised:
         neuronexp.sweep(
-            *CPU, "hydra/launcher=parallel", modules={"d": Doubles()}, inputs=(torch.ones(1, 4),), out=tmp_path / "o"
+            *CPU, f"hydra/launcher={launcher}", modules={"d": Doubles()}, inputs=(torch.ones(1, 4),), out=tmp_path / "o"
         )
     assert str(raised.value) == (
-        "hydra/launcher=parallel: modules from Python's memory run in this process, one unit after another: "
+        f"hydra/launcher={launcher}: modules from Python's memory run in this process, one unit after another: "
         "leave hydra/launcher out"
     )
     assert not (tmp_path / "o").exists()

@@ -73,6 +73,31 @@ def test_a_cell_takes_a_slot_where_the_run_gives_it_one_and_only_there_is_its_lo
     assert isolated.returncode == 2 and "is not a directory" in isolated.stderr
 
 
+def test_a_baseline_given_as_a_mapping_is_the_sweeps_baseline(cli, tmp_path: Path) -> None:
+    """The dry run's estimate says how the sweep is timed: comparison groups against their baseline, or each cell on
+    its own where there is none."""
+    args = ["-m", "module=rmsnorm_naive,rmsnorm_fused", "input.shape=[1,8,64]", "backend=cpu", "sweep.dry_run=true"]
+    for baseline in ("rmsnorm_naive", "{module: rmsnorm_naive}", "null"):
+        res = cli(*args, f"baseline={baseline}", f"hydra.sweep.dir={tmp_path / 's'}")
+        assert res.returncode == 0, res.stderr[-2000:]
+        paired = "each comparison group is timed until its speedups are known" in res.stdout
+        assert paired is (baseline != "null"), (baseline, res.stdout)
+
+
+def test_a_hydra_launchers_job_takes_no_slot_its_launcher_does_not_give(cli, tmp_path: Path) -> None:
+    """Under another sweeper each cell is a job of its own (engine.job), which asks the launcher's executor whether it
+    takes a slot: the basic launcher with one device gives none, so the lock directory is never opened."""
+    import neuronexp
+
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    sweep = tmp_path / "s"
+    args = ["-m", "hydra/sweeper=basic", "module=rmsnorm_fused", "input.shape=[1,8,64]", *QUICK, "backend=cpu"]
+    res = cli(*args, "roofline.probe=off", f"launcher.lock_dir={not_a_dir}", f"hydra.sweep.dir={sweep}")
+    row = neuronexp.load(sweep / "0").cells.iloc[0]
+    assert res.returncode == 0 and row["status"] == "ok", (res.stderr[-2000:], row.get("error"))
+
+
 def test_the_invocation_is_a_frozen_value(tmp_path: Path) -> None:
     from neuronexp.engine.planned_invocation import Invocation
 
