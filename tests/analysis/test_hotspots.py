@@ -191,3 +191,15 @@ def test_a_cell_with_no_time_above_zero_has_no_hotspot() -> None:
     op, share = cell_hotspot(rows)
     assert op is None and math.isnan(share)
     assert cell_hotspot([]) == (None, pytest.approx(math.nan, nan_ok=True))
+
+
+def test_an_op_without_a_leaf_flag_counts_as_a_leaf() -> None:
+    """Rows written before the `leaf` column (None, or NaN read back from a table) are ops that did work: the
+    hottest op is one of them here, for a cell's own process and for the report's table alike."""
+    rows = [
+        {"run_id": "r", "cycle": 0, "op": op, "device_type": "CPU", "calls": 1.0, "leaf": leaf}
+        | {"self_device_us": us, "device_share": us / 10.0}
+        for op, leaf, us in (("aten::a", None, 6.0), ("aten::b", True, 3.0), ("aten::c", math.nan, 1.0))
+    ]
+    assert cell_hotspot(rows) == ("aten::a", pytest.approx(0.6))
+    assert list(hotspots(pd.DataFrame(rows))["r"]["op"]) == ["aten::a", "aten::b", "aten::c"]

@@ -456,6 +456,39 @@ def test_op_diff_names_appeared_disappeared_and_changed() -> None:
     assert "aten::to" not in diff.index
 
 
+def test_op_diff_reads_each_ops_median_over_cycles_keys_device_rows_and_an_empty_side() -> None:
+    """Three profiler cycles, one of them disturbed: each side's time is its op's median over cycles (a cycle without
+    the op counting 0), a device kernel keyed apart from the host op of its name; a side that profiled no ops
+    lost every op of the other."""
+    per_cycle = {  # (run, op, device type, calls): its time in cycles 0, 1, 2 (None: not in that cycle)
+        ("a", "aten::mul", "CPU", 3.0): (10.0, 90.0, 12.0),
+        ("a", "aten::mul", "CUDA", 1.0): (4.0, 4.0, 4.0),
+        ("b", "aten::mul", "CPU", 1.0): (20.0, 22.0, 21.0),
+        ("b", "aten::add", "CPU", 2.0): (6.0, 8.0, None),  # not in cycle 2: 0 there, so its median is 6, not 7
+        ("a", "aten::neg", "CPU", 1.0): (1.0, 1.0, 1.0),
+        ("b", "aten::neg", "", 1.0): (2.0, 2.0, 2.0),  # an empty device type: a host op, as "CPU"
+    }
+    rows = [
+        dict(run_id=run, cycle=cycle, op=op, device_type=kind, calls=calls, self_device_us=us)
+        for (run, op, kind, calls), times in per_cycle.items()
+        for cycle, us in enumerate(times)
+        if us is not None
+    ]
+    table = frame("ops", rows)
+    a, b = table[table["run_id"] == "a"], table[table["run_id"] == "b"]
+    diff = op_changes(a, b, [("a", "b", "cell")]).set_index("op")
+    assert diff.loc["aten::mul", "change"] == "changed"
+    assert (diff.loc["aten::mul", "a_us"], diff.loc["aten::mul", "b_us"]) == (12.0, 21.0)  # not 90 µs, not a mean
+    assert (diff.loc["aten::mul", "a_calls"], diff.loc["aten::mul", "b_calls"]) == (3.0, 1.0)
+    assert diff.loc["aten::mul [CUDA]", "change"] == "disappeared" and diff.loc["aten::mul [CUDA]", "a_us"] == 4.0
+    assert diff.loc["aten::add", "change"] == "appeared" and diff.loc["aten::add", "b_us"] == 6.0
+    assert diff.loc["aten::neg", "change"] == "changed" and diff.loc["aten::neg", "delta_us"] == 1.0
+    lost = op_changes(a, b.iloc[:0], [("a", "b", "cell")])
+    assert sorted(lost["op"]) == ["aten::mul", "aten::mul [CUDA]", "aten::neg"] and set(lost["change"]) == {
+        "disappeared"
+    }
+
+
 # --- the CLI on a real sweep ------------------------------------------------------------------------
 
 # `sweep`: a real 2 × 2 sweep, in tests/compare/conftest.py (shared with test_compare_cli.py).

@@ -97,6 +97,69 @@ def test_report_model_fusion_view_and_hotspots(sweep: Path) -> None:
     assert env["backend"] == "cpu" and env["torch"].startswith("2.") and "[1,8,64]; [1,64,512]" == env["shapes"]
 
 
+def _fusion_cell(module: str, dtype: str, status: str = "ok", ref: str | None = None, **columns: float) -> dict:
+    run = f"{module}-{dtype}"
+    return dict(run_id=run, experiment="x", module=module, backend="cpu", device="cpu", dtype=dtype, numel=512,
+                input_shape="[1,8,64]", overrides=f"module={module}", status=status, baseline_run_id=ref or run,
+                latency_median_us=columns.get("latency", 10.0), device_time_us=columns.get("device", 8.0),
+                device_ops=columns.get("device_ops", 4.0), ops_dispatched=columns.get("dispatched", 4.0))  # fmt: skip
+
+
+def _fusion_op(run: str, op: str, calls: float = 1.0, leaf: bool = True, device_type: str = "CPU") -> dict:
+    return dict(run_id=run, cycle=0, op=op, device_type=device_type, calls=calls, leaf=leaf, self_device_us=1.0)
+
+
+def test_the_fusion_view_lists_the_leaf_host_ops_a_variant_lost_and_gained_against_its_usable_baseline() -> None:
+    """Constructed cells of two dtypes (two input axes): float32's baseline is usable, bfloat16's failed. Only leaf
+    host ops that ran (calls > 0) count, their names keyed across builds; a baseline, and a variant whose baseline
+    failed, list nothing (`compared` false); a failed cell has no row."""
+    from neuronexp.analysis.ops import FUSION_COLUMNS, fusion_table
+
+    cells = [
+        _fusion_cell("rmsnorm_naive", "float32", dispatched=6.0),
+        _fusion_cell("rmsnorm_fused", "float32", ref="rmsnorm_naive-float32", latency=5.0, device=3.0, device_ops=2.0,
+                     dispatched=1.0),
+        _fusion_cell("rmsnorm_naive", "bfloat16", status="error"),
+        _fusion_cell("rmsnorm_fused", "bfloat16", ref="rmsnorm_naive-bfloat16"),
+    ]  # fmt: skip
+    naive, fused = "rmsnorm_naive-float32", "rmsnorm_fused-float32"
+    ops = [
+        *(
+            _fusion_op(naive, op)
+            for op in ("aten::mul", "aten::div", "## Call CompiledFxGraph abc123def456ghi789jk ##")
+        ),
+        _fusion_op(naive, "aten::zero_", calls=0.0),  # dispatched, never ran: in neither list
+        _fusion_op(fused, "aten::mul"),
+        _fusion_op(fused, "aten::pow", calls=1.0),
+        _fusion_op(fused, "## Call CompiledFxGraph zzz999yyy888xxx777ww ##"),  # the same graph, another build
+        _fusion_op(fused, "aten::_fused_rms_norm", leaf=False),  # the wrapper: its work is its children's
+        _fusion_op(fused, "triton_red_fused_0", device_type="CUDA"),  # a kernel: the host rows are the ops
+        _fusion_op("rmsnorm_fused-bfloat16", "aten::pow"),
+    ]
+    table = fusion_table(frame("cells", cells), frame("ops", ops))
+    assert list(table.columns) == FUSION_COLUMNS
+    assert list(zip(table["input"], table["variant"])) == [  # inputs in order, the baseline first
+        ("bfloat16 [1,8,64]", "rmsnorm_fused"),
+        ("float32 [1,8,64]", "rmsnorm_naive"),
+        ("float32 [1,8,64]", "rmsnorm_fused"),
+    ]
+    rows = table.set_index(["input", "variant"])
+    base, mine, orphan = (rows.loc[k] for k in [("float32 [1,8,64]", "rmsnorm_naive"),
+                                                ("float32 [1,8,64]", "rmsnorm_fused"),
+                                                ("bfloat16 [1,8,64]", "rmsnorm_fused")])  # fmt: skip
+    assert (mine["removed"], mine["added"]) == (["aten::div"], ["aten::pow"])
+    assert bool(mine["compared"]) and not mine["is_baseline"]
+    assert (mine["ops_dispatched"], mine["device_ops"], mine["device_time_us"], mine["latency_median_us"]) == (
+        1.0, 2.0, 3.0, 5.0,
+    )  # fmt: skip
+    assert base["is_baseline"] and not base["compared"] and base["removed"] == base["added"] == []
+    assert base["ops_dispatched"] == 6.0
+    assert not orphan["is_baseline"] and not orphan["compared"] and orphan["removed"] == orphan["added"] == []
+    # No ops profiled at all: nothing to list, every row still there.
+    empty = fusion_table(frame("cells", cells), frame("ops", []))
+    assert len(empty) == 3 and all(r == [] for r in [*empty["removed"], *empty["added"]])
+
+
 @pytest.mark.slow  # 7 s on the 2-core VM
 def test_report_of_a_single_run_written_elsewhere(tmp_path: Path) -> None:
     run = run_cli(["module=rmsnorm_fused", *FAST], cwd=tmp_path)
