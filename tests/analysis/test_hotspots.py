@@ -203,3 +203,26 @@ def test_an_op_without_a_leaf_flag_counts_as_a_leaf() -> None:
     ]
     assert cell_hotspot(rows) == ("aten::a", pytest.approx(0.6))
     assert list(hotspots(pd.DataFrame(rows))["r"]["op"]) == ["aten::a", "aten::b", "aten::c"]
+
+
+def test_a_cell_with_times_but_no_shares_names_its_hotspot_with_no_share() -> None:
+    rows = [
+        {"run_id": "r", "cycle": 0, "op": "aten::a", "device_type": "CPU", "leaf": True}
+        | {"self_device_us": 4.0, "device_share": share}
+        for share in (math.nan, 0.0)
+    ]
+    op, share = cell_hotspot(rows)  # the time is known, the step it is a share of is not: missing, not 0
+    assert op == "aten::a" and math.isnan(share)
+
+
+def test_each_runs_ops_come_sorted_by_run_then_op_whatever_order_the_rows_are_in() -> None:
+    rows = pd.DataFrame(
+        [
+            {"run_id": run, "cycle": 0, "op": op, "calls": 1.0, "self_device_us": us}
+            for run, op, us in (("run_b", "aten::z", 1.0), ("run_b", "aten::a", 2.0), ("run_a", "aten::m", 3.0))
+        ]
+    )
+    table = median_over_cycles(rows, rows, ["self_device_us"])
+    assert list(zip(table["run_id"], table["op"], table["self_device_us"])) == [
+        ("run_a", "aten::m", 3.0), ("run_b", "aten::a", 2.0), ("run_b", "aten::z", 1.0),
+    ]  # fmt: skip
