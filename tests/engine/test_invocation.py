@@ -98,6 +98,21 @@ def test_a_hydra_launchers_job_takes_no_slot_its_launcher_does_not_give(cli, tmp
     assert res.returncode == 0 and row["status"] == "ok", (res.stderr[-2000:], row.get("error"))
 
 
+def test_a_job_of_another_sweeper_whose_slot_locks_cannot_be_made_is_one_line_before_its_directory(
+    cli, tmp_path: Path
+) -> None:
+    """Another sweeper has no plan of neuronexp's to check the host first: its job does, before it touches its
+    directory (it said "cannot write the results (File exists: ...)" after making it)."""
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    sweep = tmp_path / "s"
+    args = ["-m", "hydra/sweeper=basic", "module=rmsnorm_fused", "input.shape=[1,8,64]", *QUICK, "backend=cpu"]
+    res = cli(*args, "launcher.isolate=true", f"launcher.lock_dir={not_a_dir}", f"hydra.sweep.dir={sweep}")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert f"neuronexp: error: launcher.lock_dir={not_a_dir}: {not_a_dir} is not a directory" in res.stderr
+    assert not (sweep / "0" / "cell.json").exists()
+
+
 def test_the_invocation_is_a_frozen_value(tmp_path: Path) -> None:
     from neuronexp.engine.planned_invocation import Invocation
 

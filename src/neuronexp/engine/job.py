@@ -32,6 +32,7 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
     from neuronexp.engine._hydra import launcher_kind
     from neuronexp.engine.plan import plan_cell
     from neuronexp.engine.planned_invocation import for_launcher
+    from neuronexp.engine.preflight import check_local_slots
 
     out_dir = Path(str(hydra.runtime.output_dir))
     composed = copy.deepcopy(cfg)
@@ -42,11 +43,14 @@ def run_hydra_job(cfg: DictConfig, hydra: DictConfig) -> Results:
     cell.dir, cell.spec = ".", dataclasses.replace(spec, warnings=tuple(validate_code(spec.config)))
     if (found := reused(out_dir, cell)) is not None:
         return found
+    slotted = for_launcher(launcher_kind(hydra), cfg).slotted
+    # On the host the job landed on, before its directory is touched: another sweeper's job is the first to look.
+    check_local_slots([cell], slotted)
     placed = prepare(cell, out_dir)
     planned = planned_run_id(Path(str(hydra.sweep.dir)), out_dir)
     if planned not in (None, spec.run_id):
         return _changed_since_planned(placed, planned)
-    return run_supervised([placed], slotted=for_launcher(launcher_kind(hydra), cfg).slotted(cell))[0]
+    return run_supervised([placed], slotted=slotted(cell))[0]
 
 
 def planned_run_id(sweep_dir: Path, out_dir: Path) -> str | None:
