@@ -5,6 +5,7 @@ comparison, the practical threshold is symmetric on the log scale, and the incon
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -157,6 +158,29 @@ def test_runs_in_pairs_are_judged_pair_by_pair_and_a_pair_without_samples_is_lef
     nothing = compare_run_pairs([empty])
     assert all(math.isnan(x) for x in (nothing.ratio, nothing.ci_low, nothing.ci_high, nothing.p_value))
     assert (nothing.n_a, nothing.n_b) == (0, 0)
+
+
+def test_runs_in_pairs_give_the_median_of_the_pairs_ratios_not_the_ratio_of_the_sides_medians() -> None:
+    """Pairs whose ratios differ (x3, x2, x1.5 on hosts 1, 0.7 and 1.4): the ratio is their median, 2, while the
+    sides' medians over runs, 100 and 210, would say 2.1."""
+    rounds = np.repeat(np.arange(2), 5)
+    pairs = [
+        ((np.full(10, a), rounds), (np.full(10, a * r), rounds)) for a, r in ((100.0, 3.0), (70.0, 2.0), (140.0, 1.5))
+    ]
+    stats = compare_run_pairs(pairs)
+    assert stats.ratio == pytest.approx(2.0) and (stats.median_a_us, stats.median_b_us) == (100.0, 210.0)
+
+
+@pytest.mark.parametrize(("a", "b", "counts"), [([], [100.0, 101.0], (0, 2)), ([100.0, 101.0], [np.nan], (2, 0))])
+def test_a_side_without_samples_gives_its_median_as_nan_and_no_numpy_warning(a, b, counts) -> None:
+    """A side with no finite sample: its median is NaN, the other side's is its own, and nothing is printed (numpy's
+    "Mean of empty slice" would reach the user's terminal from neuronexp-compare)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = compare_samples(a, b)
+    assert (stats.n_a, stats.n_b) == counts and math.isnan(stats.ratio)
+    medians = (stats.median_a_us, stats.median_b_us)
+    assert [math.isnan(m) for m in medians] == [n == 0 for n in counts] and 100.5 in medians
 
 
 def test_runs_without_samples_on_a_side_give_nan_not_an_error() -> None:
