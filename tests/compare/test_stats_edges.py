@@ -183,6 +183,18 @@ def test_a_side_without_samples_gives_its_median_as_nan_and_no_numpy_warning(a, 
     assert [math.isnan(m) for m in medians] == [n == 0 for n in counts] and 100.5 in medians
 
 
+def test_a_tie_is_not_faster_and_the_pooled_fallback_takes_the_resamples_asked_for() -> None:
+    """P(B faster) counts the bootstrap ratios below 1: two identical sides (every ratio exactly 1) give 0, not 1. The
+    one-round fallback draws as many resamples as asked (--resamples), as compare_samples would itself."""
+    same = np.full(10, 100.0)
+    assert compare_samples(same, same).p_faster == 0.0
+    a, b = _sides()
+    few = compare_rounds((a, None), (b, None), resamples=50)
+    asked = compare_samples(a, b, resamples=50)
+    assert (few.ci_low, few.ci_high, few.p_faster) == (asked.ci_low, asked.ci_high, asked.p_faster)
+    assert (few.ci_low, few.ci_high) != (compare_samples(a, b).ci_low, compare_samples(a, b).ci_high)
+
+
 def test_runs_without_samples_on_a_side_give_nan_not_an_error() -> None:
     some = [(np.full(10, 100.0), None), (np.full(10, 101.0), None)]
     for runs_a, runs_b in (
