@@ -195,6 +195,15 @@ def test_a_tie_is_not_faster_and_the_pooled_fallback_takes_the_resamples_asked_f
     assert (few.ci_low, few.ci_high) != (compare_samples(a, b).ci_low, compare_samples(a, b).ci_high)
 
 
+def test_one_run_against_two_counts_both_of_the_two() -> None:
+    """One run in A, two in B (medians 100 and 120): B's median over its runs is 110, and both runs are counted."""
+    rounds = np.repeat(np.arange(3), 4)
+    one, two = [(np.full(12, 100.0), rounds)], [(np.full(12, 100.0), rounds), (np.full(12, 120.0), rounds)]
+    stats = compare_runs(one, two)
+    assert stats.ratio == pytest.approx(1.1) and stats.median_b_us == 110.0
+    assert (stats.runs_a, stats.runs_b, stats.n_a, stats.n_b) == (1, 2, 12, 24)
+
+
 def test_runs_without_samples_on_a_side_give_nan_not_an_error() -> None:
     some = [(np.full(10, 100.0), None), (np.full(10, 101.0), None)]
     for runs_a, runs_b in (
