@@ -204,6 +204,15 @@ def test_one_run_against_two_counts_both_of_the_two() -> None:
     assert (stats.runs_a, stats.runs_b, stats.n_a, stats.n_b) == (1, 2, 12, 24)
 
 
+def test_two_runs_a_side_give_an_interval_around_their_ratio() -> None:
+    """Two runs a side, B twice A in each (hosts 1 and 1.1): the interval is B's draws over A's, around 2."""
+    rng = np.random.default_rng(2)
+    rounds = np.repeat(np.arange(3), 10)
+    a = [(100 * host * np.exp(0.02 * rng.standard_normal(30)), rounds) for host in (1.0, 1.1)]
+    stats = compare_runs(a, [(2 * x, r) for x, r in a])
+    assert 1.6 < stats.ci_low < 2.0 < stats.ci_high < 2.5 and stats.ratio == pytest.approx(2.0)
+
+
 def test_runs_without_samples_on_a_side_give_nan_not_an_error() -> None:
     some = [(np.full(10, 100.0), None), (np.full(10, 101.0), None)]
     for runs_a, runs_b in (
