@@ -5,6 +5,7 @@ comparison, the practical threshold is symmetric on the log scale, and the incon
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -157,6 +158,59 @@ def test_runs_in_pairs_are_judged_pair_by_pair_and_a_pair_without_samples_is_lef
     nothing = compare_run_pairs([empty])
     assert all(math.isnan(x) for x in (nothing.ratio, nothing.ci_low, nothing.ci_high, nothing.p_value))
     assert (nothing.n_a, nothing.n_b) == (0, 0)
+
+
+def test_runs_in_pairs_give_the_median_of_the_pairs_ratios_not_the_ratio_of_the_sides_medians() -> None:
+    """Pairs whose ratios differ (x3, x2, x1.5 on hosts 1, 0.7 and 1.4): the ratio is their median, 2, while the
+    sides' medians over runs, 100 and 210, would say 2.1."""
+    rounds = np.repeat(np.arange(2), 5)
+    pairs = [
+        ((np.full(10, a), rounds), (np.full(10, a * r), rounds)) for a, r in ((100.0, 3.0), (70.0, 2.0), (140.0, 1.5))
+    ]
+    stats = compare_run_pairs(pairs)
+    assert stats.ratio == pytest.approx(2.0) and (stats.median_a_us, stats.median_b_us) == (100.0, 210.0)
+
+
+@pytest.mark.parametrize(("a", "b", "counts"), [([], [100.0, 101.0], (0, 2)), ([100.0, 101.0], [np.nan], (2, 0))])
+def test_a_side_without_samples_gives_its_median_as_nan_and_no_numpy_warning(a, b, counts) -> None:
+    """A side with no finite sample: its median is NaN, the other side's is its own, and nothing is printed (numpy's
+    "Mean of empty slice" would reach the user's terminal from neuronexp-compare)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = compare_samples(a, b)
+    assert (stats.n_a, stats.n_b) == counts and math.isnan(stats.ratio)
+    medians = (stats.median_a_us, stats.median_b_us)
+    assert [math.isnan(m) for m in medians] == [n == 0 for n in counts] and 100.5 in medians
+
+
+def test_a_tie_is_not_faster_and_the_pooled_fallback_takes_the_resamples_asked_for() -> None:
+    """P(B faster) counts the bootstrap ratios below 1: two identical sides (every ratio exactly 1) give 0, not 1. The
+    one-round fallback draws as many resamples as asked (--resamples), as compare_samples would itself."""
+    same = np.full(10, 100.0)
+    assert compare_samples(same, same).p_faster == 0.0
+    a, b = _sides()
+    few = compare_rounds((a, None), (b, None), resamples=50)
+    asked = compare_samples(a, b, resamples=50)
+    assert (few.ci_low, few.ci_high, few.p_faster) == (asked.ci_low, asked.ci_high, asked.p_faster)
+    assert (few.ci_low, few.ci_high) != (compare_samples(a, b).ci_low, compare_samples(a, b).ci_high)
+
+
+def test_one_run_against_two_counts_both_of_the_two() -> None:
+    """One run in A, two in B (medians 100 and 120): B's median over its runs is 110, and both runs are counted."""
+    rounds = np.repeat(np.arange(3), 4)
+    one, two = [(np.full(12, 100.0), rounds)], [(np.full(12, 100.0), rounds), (np.full(12, 120.0), rounds)]
+    stats = compare_runs(one, two)
+    assert stats.ratio == pytest.approx(1.1) and stats.median_b_us == 110.0
+    assert (stats.runs_a, stats.runs_b, stats.n_a, stats.n_b) == (1, 2, 12, 24)
+
+
+def test_two_runs_a_side_give_an_interval_around_their_ratio() -> None:
+    """Two runs a side, B twice A in each (hosts 1 and 1.1): the interval is B's draws over A's, around 2."""
+    rng = np.random.default_rng(2)
+    rounds = np.repeat(np.arange(3), 10)
+    a = [(100 * host * np.exp(0.02 * rng.standard_normal(30)), rounds) for host in (1.0, 1.1)]
+    stats = compare_runs(a, [(2 * x, r) for x, r in a])
+    assert 1.6 < stats.ci_low < 2.0 < stats.ci_high < 2.5 and stats.ratio == pytest.approx(2.0)
 
 
 def test_runs_without_samples_on_a_side_give_nan_not_an_error() -> None:

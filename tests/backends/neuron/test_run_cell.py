@@ -407,3 +407,81 @@ def test_a_neuron_cell_reports_the_runtime_peak_memory_and_the_logical_core_roof
     cell = run_cell(_spec(Counting()), tmp_path / "b").cells.iloc[0]
     assert cell["peak_bw_gbs"] == 725 and cell["peak_source"].startswith("published: Logical NeuronCore NC_V3d")
     assert cell["pct_peak_bw"] == pytest.approx(100 * cell["achieved_gbs"] / 725)
+
+
+@pytest.mark.parametrize("route", ["events", "host_rows"])
+def test_without_step_spans_the_window_is_the_execution_count_over_the_kernels_per_step(
+    standin, explorer_in_process: Path, tmp_path: Path, route: str
+) -> None:
+    """A system trace without the profiled steps' spans: the capture's executions (12, two active steps) over
+    key_averages()' device kernels per step (6: its device events, or the host rows torch's stubs put time on) give
+    the window, and the runtime's busy time is divided by it."""
+    standin.STATE.switches.step_spans, standin.STATE.switches.key_averages = False, route
+    cell = run_cell(_spec(Counting(), active=2, correlate_device_time=True), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_capture_window_method"] == "execution_count" and cell["neuron_capture_steps"] == 2
+    assert cell["neuron_capture_window"] == "active" and cell["neuron_runtime_executions"] == 12
+    assert cell["neuron_device_time_runtime_us"] == pytest.approx(112) and cell["device_time_check"] == "agree"
+    assert cell[f"neuron_device_time_{route}_us"] == pytest.approx(112)
+
+
+class SlowerSecondCycle(Counting):
+    """The emulated device takes twice as long per op from the second profiling cycle on (its 8th call: the first
+    call, 3 warm-up, 1 timed, the first cycle's warm-up and active step, then the second cycle's warm-up)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = super().forward(x)
+        if self.calls == 8:
+            import torch_neuronx
+
+            torch_neuronx.STATE.device_us = {op: 2 * us for op, us in torch_neuronx.STATE.device_us.items()}
+        return out
+
+
+@pytest.mark.parametrize("route", ["events", "host_rows"])
+def test_cycles_of_different_speed_are_not_taken_for_a_window_of_half_steps(
+    standin, explorer_in_process: Path, tmp_path: Path, route: str
+) -> None:
+    """Two cycles, 112 then 224 us a step, no runtime trace: Explorer's totals over the capture (336) against the middle
+    cycle's per-op time give no whole number of steps, so the window stays the schedule's (unverified) and both sources
+    give the cycles' median, 168, agreeing. Matched against the first cycle instead, they would claim a window of 1.5
+    steps a cycle and a disagreement that is not there."""
+    standin.STATE.switches.runtime_events, standin.STATE.switches.key_averages = False, route
+    spec = _spec(SlowerSecondCycle(), debug_info=True, correlate_device_time=True)
+    spec.config.profiler.schedule.repeat = 2
+    cell = run_cell(spec, tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_capture_window"] == "unverified" and math.isnan(cell["neuron_capture_steps"])
+    assert cell["device_time_us"] == pytest.approx(168) and cell["neuron_device_time_explorer_us"] == pytest.approx(168)
+    assert cell["device_time_check"] == "agree"
+
+
+def test_the_manifest_holds_the_rows_neuron_figures_and_where_each_came_from(
+    standin, fake_explorer: Path, tmp_path: Path
+) -> None:
+    """neuron_profile/manifest.json: the row's columns (NaN as null), the NEFF cache and how it was chosen, the debug
+    variables set for the cell, and Neuron Explorer's run (its command, attempts, tables and per-op device time)."""
+    cell = run_cell(_spec(Counting(), debug_info=True), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    manifest = json.loads((tmp_path / cell["neuron_manifest"]).read_text())
+    assert manifest["api"] == cell["neuron_api"] and manifest["torch_neuronx"] == standin.__version__
+    assert manifest["framework_trace_copied"] is None  # the documented API's export_trace wrote its own
+    columns = dict(manifest["columns"])
+    # Written when the Neuron figures are in: the cell's own notes (a noisy host, ...) come after it.
+    assert set(columns.pop("warnings").split(" | ")) <= set(cell["warnings"].split(" | "))
+    for key, value in columns.items():
+        assert value == cell[key] or (value is None and (cell[key] is None or math.isnan(cell[key]))), key
+    assert manifest["columns"]["neuron_device_time_host_rows_us"] is None  # NaN in the row
+    assert {"neuron_explorer_status", "neuron_device_time_events_us", "warnings"} <= set(manifest["columns"])
+    cache = manifest["neff_cache"]
+    assert cache["dir"] == cell["neuron_neff_cache_dir"] and cache["chosen_by"] == "neuronexp cache"
+    assert Path(cache["pinned"]).is_dir() and cache["torch_neuronx_imported_before"] is True
+    debug = manifest["debug_info"]["variables"]
+    assert debug["XLA_HLO_DEBUG"] == "1" and debug["TORCH_NEURONX_NEFF_CACHE_DIR"] == cell["neuron_neff_cache_dir"]
+    explorer = manifest["explorer"]
+    assert explorer["status"] == "ok" and explorer["summary_files"] == ["Summary.parquet"]
+    assert [a["command"] for a in explorer["attempts"]] == [explorer["command"]]
+    assert explorer["attempts"][0]["returncode"] == 0 and explorer["schema"]["versions"] == ["7.4.0"]
+    ops = explorer["device_ops"]
+    assert ops["framework_us"] == {"aten::add_": 4.0, "aten::mean": 12.0, "aten::mul": 90.0}
+    assert ops["framework_unnamed_us"] == 6.0

@@ -52,6 +52,9 @@ class Switches:
     capture_from: str = "active"
     # nc_exec_running events in the runtime's system trace (ntrace.pb); False: a trace without them.
     runtime_events: bool = True
+    # The profiled steps' spans (ProfilerStep#N) on the system trace's clock, where Explorer places the framework
+    # trace's events; False: a trace without them (the window then comes from the execution count).
+    step_spans: bool = True
     # The runtime's and driver's own activities in the profile, typed CPU by PyTorch (privateuse1_runtime), nested in
     # the op that launched them.
     runtime_rows: bool = False

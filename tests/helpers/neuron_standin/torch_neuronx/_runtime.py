@@ -134,7 +134,7 @@ def write(capture: Capture) -> None:
     _compile({r["neff"] for r in runs})
     if "system_profile" in capture.modes:
         traced = _layout(capture, STATE.runtime_scale)[1]
-        trace = {"standin": "neuron runtime trace", "steps": spans}
+        trace = {"standin": "neuron runtime trace", "steps": spans if STATE.switches.step_spans else []}
         trace["executions"] = traced if STATE.switches.runtime_events else []
         (folder / "ntrace.pb").write_text(json.dumps(trace))
         (folder / "trace_info.pb").write_bytes(b"\x08\x02" * 16)
