@@ -467,6 +467,8 @@ def test_op_diff_reads_each_ops_median_over_cycles_keys_device_rows_and_an_empty
         ("b", "aten::add", "CPU", 2.0): (6.0, 8.0, None),  # not in cycle 2: 0 there, so its median is 6, not 7
         ("a", "aten::neg", "CPU", 1.0): (1.0, 1.0, 1.0),
         ("b", "aten::neg", "", 1.0): (2.0, 2.0, 2.0),  # an empty device type: a host op, as "CPU"
+        ("a", "aten::sub", None, 1.0): (3.0, 3.0, 3.0),  # none (a null read back from parquet): a host op too
+        ("b", "aten::sub", "CPU", 1.0): (5.0, 5.0, 5.0),
     }
     rows = [
         dict(run_id=run, cycle=cycle, op=op, device_type=kind, calls=calls, self_device_us=us)
@@ -483,10 +485,11 @@ def test_op_diff_reads_each_ops_median_over_cycles_keys_device_rows_and_an_empty
     assert diff.loc["aten::mul [CUDA]", "change"] == "disappeared" and diff.loc["aten::mul [CUDA]", "a_us"] == 4.0
     assert diff.loc["aten::add", "change"] == "appeared" and diff.loc["aten::add", "b_us"] == 6.0
     assert diff.loc["aten::neg", "change"] == "changed" and diff.loc["aten::neg", "delta_us"] == 1.0
+    assert diff.loc["aten::sub", "change"] == "changed" and diff.loc["aten::sub", "delta_us"] == 2.0
     lost = op_changes(a, b.iloc[:0], [("a", "b", "cell")])
-    assert sorted(lost["op"]) == ["aten::mul", "aten::mul [CUDA]", "aten::neg"] and set(lost["change"]) == {
-        "disappeared"
-    }
+    assert sorted(lost["op"]) == ["aten::mul", "aten::mul [CUDA]", "aten::neg", "aten::sub"] and set(
+        lost["change"]
+    ) == {"disappeared"}
 
 
 # --- the CLI on a real sweep ------------------------------------------------------------------------

@@ -48,9 +48,9 @@ def normalize_op(name: str) -> str:
 
 
 def op_key(name: str, device_type: str) -> str:
-    """Names keyed across builds (normalize_op), device rows tagged with their device."""
+    """Names keyed across builds (normalize_op), device rows tagged with their device (none given: a host op)."""
     name = normalize_op(name)
-    return name if device_type in ("CPU", "", "None") else f"{name} [{device_type}]"
+    return name if device_type in ("CPU", "") else f"{name} [{device_type}]"
 
 
 def median_over_cycles(rows: pd.DataFrame, cycles_of: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -103,7 +103,8 @@ def per_op(ops: pd.DataFrame) -> pd.DataFrame:
     """run_id, op, us, calls: self device time and calls per step, median over profiler cycles."""
     if ops.empty:
         return pd.DataFrame(columns=["run_id", "op", "us", "calls"])
-    keys = [op_key(o, str(t)) for o, t in zip(ops["op"], ops["device_type"])]
+    # A null read back is NaN (pandas' str columns), not None: either is no device, never "[nan]".
+    keys = [op_key(o, "" if pd.isna(t) else str(t)) for o, t in zip(ops["op"], ops["device_type"])]
     out = median_over_cycles(ops.assign(op=keys), ops, ["self_device_us", "calls"])
     return out.rename(columns={"self_device_us": "us"})
 
