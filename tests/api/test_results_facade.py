@@ -129,6 +129,7 @@ def test_the_first_line_counts_each_table_and_the_notebook_table_has_a_row_per_f
     page = res._repr_html_()
     header = "".join(f"<th>{h}</th>" for h in ("input", "variant", "median", "speedup (95% CI)", "outcome"))
     assert f"<tr>{header}</tr>" in page
+    assert f"<p><b>{repr(res).splitlines()[0]}</b></p>" in page  # the repr's first line heads it
     rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr><td>.*?</tr>", page)]
     found = res.findings
     assert [r[1] for r in rows] == list(found["variant"]) and [r[4] for r in rows] == list(found["outcome"])
@@ -207,3 +208,10 @@ def test_a_run_without_operators_has_an_empty_hotspots_table_with_its_columns(tm
         "share",
         "run_id",
     ]
+
+
+def test_a_run_with_time_per_module_returns_its_modules_table(tmp_path: Path) -> None:
+    one = [a for a in CPU if not a.startswith("input.shape")]
+    res = neuronexp.run("module=rmsnorm_naive", *one, "profiler.modules=true", out=tmp_path / "r")
+    assert not res.modules.empty and res.modules.equals(neuronexp.load(tmp_path / "r").modules)
+    assert set(res.modules["run_id"]) == set(res.cells["run_id"])
