@@ -155,6 +155,14 @@ def test_a_baseline_given_as_key_value_pairs_is_the_cell_they_name(tmp_path: Pat
     assert by.loc["rmsnorm_fused", "baseline_run_id"] == by.loc["rmsnorm_naive", "run_id"]
 
 
+def test_a_baseline_given_as_an_override_string_is_the_sweeps_baseline(tmp_path: Path) -> None:
+    """`baseline=` among the overrides, as on the command line, with no `baseline` argument: that is the baseline."""
+    res = neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", "baseline=rmsnorm_naive", *CPU, out=tmp_path / "s")
+    by = res.cells.set_index("module")
+    assert by.loc["rmsnorm_fused", "speedup_method"] == "paired"
+    assert by.loc["rmsnorm_fused", "baseline_run_id"] == by.loc["rmsnorm_naive", "run_id"]
+
+
 def test_a_config_dir_of_yours_serves_run_and_sweep_and_joins_sys_path_once(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
     mine = tmp_path / "mine"
@@ -206,3 +214,66 @@ def test_a_callback_with_job_hooks_only_runs_from_python(tmp_path: Path) -> None
     res = neuronexp.run(*FAST, *hooks, "+hydra.callbacks.d.name=mine", out=tmp_path / "out")
     hooks_called = [json.loads(line)["hook"] for line in log.read_text().splitlines()]
     assert set(res.cells["status"]) == {"ok"} and hooks_called[0] == "run_start" and hooks_called[-1] == "run_end"
+
+
+def test_a_config_dirs_layers_come_before_a_same_named_module_on_sys_path(tmp_path: Path, monkeypatch) -> None:
+    """As with --config-dir: your directory goes first on sys.path, so its layer file is the one imported, not a
+    same-named module of a directory already there."""
+    other, mine = tmp_path / "other", tmp_path / "mine"
+    (mine / "module").mkdir(parents=True)
+    other.mkdir()
+    (other / "api_first_layers.py").write_text("raise ImportError('not the config dir file')\n")
+    (mine / "api_first_layers.py").write_text(
+        "import torch\n\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    )
+    (mine / "module" / "twice.yaml").write_text("_target_: api_first_layers.Twice\n")
+    monkeypatch.setattr(sys, "path", [str(other), *sys.path])
+    res = neuronexp.run("module=twice", *CPU, out=tmp_path / "one", config_dir=mine)
+    assert list(res.cells["status"]) == ["ok"], res.cells.iloc[0]["error"]
+    assert sys.path[:2] == [str(mine.resolve()), str(other)]
+
+
+def test_a_launcher_that_gives_up_returns_what_finished_and_says_how_to_resume(tmp_path: Path, capsys) -> None:
+    """The command line's exit status 3, from Python: no exception, the cells that finished (none here: submitit
+    could not make its folder under a file), and the line saying how to resume on stderr."""
+    (tmp_path / "a_file").write_text("not a directory\n")
+    out = tmp_path / "s"
+    res = neuronexp.sweep(
+        "module=rmsnorm_naive,rmsnorm_fused",
+        *CPU,
+        "hydra/launcher=submitit_local",
+        f"hydra.launcher.submitit_folder={tmp_path / 'a_file' / 'jobs'}",
+        out=out,
+    )
+    assert res.cells.empty and (out / "results" / "summary.md").is_file()
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("neuronexp: ")]
+    assert said == [
+        f"neuronexp: [Errno 20] Not a directory: '{tmp_path / 'a_file' / 'jobs'}'; "
+        f"rerun with hydra.sweep.dir={out} to resume the sweep"
+    ]
+
+
+def test_a_sweep_whose_results_cannot_be_written_is_the_one_line_error(tmp_path: Path) -> None:
+    from neuronexp.engine.ownership import mark
+
+    out = tmp_path / "s"
+    out.mkdir()
+    mark(out, "sweep")  # an earlier sweep's directory, where someone put a file in results/'s place
+    (out / "results").write_text("a file where results/ goes")
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.sweep(
+            *[a for a in CPU if not a.startswith(("input.shape", "input.dtype"))],
+            modules={"naive": Naive(8)},
+            inputs=(torch.ones(1, 8),),
+            out=out,
+        )
+    line = str(raised.value)
+    assert line.startswith(f"aggregating {out}/results failed (FileExistsError") and "\n" not in line
+    assert line.endswith(f"rerun with hydra.sweep.dir={out} to aggregate again")
+    assert (out / "results").read_text() == "a file where results/ goes"
+
+
+def test_a_dry_run_returns_the_tables_without_a_row_and_writes_nothing(tmp_path: Path) -> None:
+    res = neuronexp.sweep("module=rmsnorm_naive,rmsnorm_fused", *CPU, "sweep.dry_run=true", out=tmp_path / "s")
+    assert res.cells.empty and res.ops.empty and res.samples.empty and "latency_median_us" in res.cells
+    assert not (tmp_path / "s").exists()

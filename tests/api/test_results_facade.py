@@ -4,6 +4,7 @@ compare, report and plot, each the command's own code, so each gives what the co
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -118,3 +119,99 @@ def test_tables_from_two_directories_say_why_the_readers_need_one(swept) -> None
         several.findings  # noqa: B018
     with pytest.raises(ReportError, match="none: tables built in memory"):
         neuronexp.Results.of_tables(loaded._replace(cells=loaded.cells.drop(columns="source_dir"))).plot()
+
+
+def test_the_first_line_counts_each_table_and_the_notebook_table_has_a_row_per_finding(swept) -> None:
+    out, res = swept
+    assert (
+        repr(res).splitlines()[0].endswith(f" · tables: cells (4), ops ({len(res.ops)}), samples ({len(res.samples)})")
+    )
+    page = res._repr_html_()
+    header = "".join(f"<th>{h}</th>" for h in ("input", "variant", "median", "speedup (95% CI)", "outcome"))
+    assert f"<tr>{header}</tr>" in page
+    assert f"<p><b>{repr(res).splitlines()[0]}</b></p>" in page  # the repr's first line heads it
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr><td>.*?</tr>", page)]
+    found = res.findings
+    assert [r[1] for r in rows] == list(found["variant"]) and [r[4] for r in rows] == list(found["outcome"])
+    assert all(r[2].endswith("µs") for r in rows)
+    assert all(re.match(r"×\d", r[3]) for r in rows)  # each cell's speedup over its group's baseline
+
+
+def test_hotspots_keep_each_cells_eight_slowest_operators_by_default(swept) -> None:
+    _, res = swept
+    every = hotspots(res.ops, top=100)
+    assert max(len(ops) for ops in every.values()) > 8  # rmsnorm_naive's leaf operators
+    spots = res.hotspots()
+    assert spots.groupby("run_id").size().to_dict() == {run: min(len(ops), 8) for run, ops in every.items()}
+    assert list(spots.index) == list(range(len(spots)))  # one table, numbered anew
+    named = res.findings.set_index("run_id")  # each cell's variant and input, as the findings name them
+    assert list(spots["variant"]) == list(named.loc[spots["run_id"], "variant"])
+    assert list(spots["input"]) == list(named.loc[spots["run_id"], "input"])
+
+
+def test_a_single_run_has_no_speedup_to_draw_and_says_so(tmp_path: Path) -> None:
+    one = [a for a in CPU if not a.startswith("input.shape")]
+    res = neuronexp.run("module=rmsnorm_fused", *one, out=tmp_path / "r")
+    head = repr(res).splitlines()[0]
+    assert head.startswith(f"neuronexp.Results · run {tmp_path / 'r'} · 1 cell(s): 1 ok · baseline — · tables: ")
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr><td>.*?</tr>", res._repr_html_())]
+    assert [r[1] for r in rows] == ["rmsnorm_fused"] and rows[0][3] == "—"  # no speedup: a dash
+    with pytest.raises(ReportError) as raised:
+        res.plot()
+    assert str(raised.value) == (
+        "no speedup to draw: no cell has a baseline (sweep with baseline=MODULE, or report one)"
+    )
+    assert res.report() == tmp_path / "r" / "report.html" and (tmp_path / "r" / "report.md").is_file()  # its source
+
+
+def test_tables_built_in_memory_show_their_sizes_only() -> None:
+    from neuronexp.results import no_results
+
+    res = neuronexp.Results.of_tables(no_results())
+    assert res.source is None and repr(res) == "neuronexp.Results · tables: cells (0), ops (0), samples (0)"
+    with pytest.raises(ReportError) as raised:
+        res.hotspots()
+    assert str(raised.value) == (
+        "this needs the results of one run or sweep directory; these come from none: tables built in memory"
+    )
+
+
+def test_tables_from_two_directories_name_both_in_the_refusal(swept) -> None:
+    out, res = swept
+    several = neuronexp.Results.of_tables(res._replace(cells=res.cells.assign(source_dir=[str(out)] * 3 + ["b"])))
+    with pytest.raises(ReportError) as raised:
+        several.plot()
+    assert str(raised.value) == f"this needs the results of one run or sweep directory; these come from {out}, b"
+
+
+def test_report_and_compare_take_the_commands_options(swept, tmp_path: Path) -> None:
+    out, res = swept
+    res.report(tmp_path / "b", baseline="rmsnorm_fused")  # neuronexp-report --baseline rmsnorm_fused
+    assert (
+        f"sweep `{os.path.relpath(out, tmp_path / 'b')}` · 4 cell(s): 4 ok · baseline rmsnorm_fused"
+        in (tmp_path / "b" / "report.md").read_text()
+    )
+    assert res.compare(neuronexp.load(out), ignore=["threads"]).ignored == ["threads"]  # --ignore threads
+
+
+def test_a_run_without_operators_has_an_empty_hotspots_table_with_its_columns(tmp_path: Path) -> None:
+    one = [a for a in CPU if not a.startswith("input.shape")]
+    res = neuronexp.run("module._target_=helpers.layers.Broken", *one, out=tmp_path / "bad")
+    spots = res.hotspots()
+    assert list(res.cells["status"]) == ["error"] and res.ops.empty
+    assert spots.empty and list(spots.columns) == [
+        "variant",
+        "input",
+        "op",
+        "calls",
+        "self_device_us",
+        "share",
+        "run_id",
+    ]
+
+
+def test_a_run_with_time_per_module_returns_its_modules_table(tmp_path: Path) -> None:
+    one = [a for a in CPU if not a.startswith("input.shape")]
+    res = neuronexp.run("module=rmsnorm_naive", *one, "profiler.modules=true", out=tmp_path / "r")
+    assert not res.modules.empty and res.modules.equals(neuronexp.load(tmp_path / "r").modules)
+    assert set(res.modules["run_id"]) == set(res.cells["run_id"])
