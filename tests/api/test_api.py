@@ -5,6 +5,7 @@ and mistakes are the command line's one-line errors, raised as NeuronexpError be
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -208,9 +209,28 @@ def test_a_callback_whose_multirun_hooks_nothing_would_call_is_refused(tmp_path:
     assert "\n" not in line and not (tmp_path / "out").exists()
 
 
-def test_a_callback_with_job_hooks_only_runs_from_python(tmp_path: Path) -> None:
+def test_a_callback_that_does_not_import_is_the_same_one_line_from_python_and_the_command_line(
+    tmp_path: Path, cli, capfd, caplog
+) -> None:
+    """Hydra's words were "Error locating target ..., set env var HYDRA_FULL_ERROR=1 ..." without the reason, and
+    from Python three more lines Hydra's get_class logged; now the key, the value and why, nothing else."""
+    callback = "+hydra.callbacks.x._target_=os.nosuch"
+    line = (
+        "hydra.callbacks.x._target_=os.nosuch: cannot be imported (No module named 'os.nosuch'; 'os' is not a "
+        "package); give a dotted path to a class importable from the working directory or experiments/"
+    )
+    with pytest.raises(neuronexp.NeuronexpError) as raised:
+        neuronexp.run(*FAST, callback, out=tmp_path / "out")
+    assert str(raised.value) == line and capfd.readouterr().err == "" and not (tmp_path / "out").exists()
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]  # printed outside pytest
+    res = cli(*FAST, callback, f"hydra.run.dir={tmp_path / 'cli'}")
+    assert (res.returncode, res.stderr) == (2, f"neuronexp: error: {line}\n") and not (tmp_path / "cli").exists()
+
+
+@pytest.mark.parametrize("target", ["helpers.callbacks.Detailed", "helpers.callbacks.detailed"])  # a factory too
+def test_a_callback_with_job_hooks_only_runs_from_python(tmp_path: Path, target: str) -> None:
     log = tmp_path / "hooks.jsonl"
-    hooks = ["+hydra.callbacks.d._target_=helpers.callbacks.Detailed", f"+hydra.callbacks.d.path={log}"]
+    hooks = [f"+hydra.callbacks.d._target_={target}", f"+hydra.callbacks.d.path={log}"]
     res = neuronexp.run(*FAST, *hooks, "+hydra.callbacks.d.name=mine", out=tmp_path / "out")
     hooks_called = [json.loads(line)["hook"] for line in log.read_text().splitlines()]
     assert set(res.cells["status"]) == {"ok"} and hooks_called[0] == "run_start" and hooks_called[-1] == "run_end"

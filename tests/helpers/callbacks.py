@@ -87,3 +87,8 @@ class OnlyMultirun(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         return None
+
+
+def detailed(**kwargs: Any) -> Detailed:
+    """A factory, not a class, as a callback's `_target_` (Hydra instantiates either)."""
+    return Detailed(**kwargs)

@@ -119,6 +119,14 @@ def _yaml_error(exc: BaseException | None) -> yaml.YAMLError | None:
 
 def _hydra_error_line(text: str, cause: BaseException | None) -> str:
     detail = first_line(str(cause)) if cause is not None else ""
+    if m := re.match(r"Error locating target '([^']*)'.*?full_key: (\S+)", text, re.S):  # a callback's, say
+        while cause is not None and cause.__cause__ is not None:  # Hydra wraps the import's own reason twice
+            cause = cause.__cause__
+        why = f" ({first_line(str(cause))})" if cause is not None else ""
+        return (
+            f"{m.group(2)}._target_={m.group(1)}: cannot be imported{why}; give a dotted path to a class importable "
+            "from the working directory or experiments/"
+        )
     if m := re.match(r"Error merging override (.+)", text):
         return f"{m.group(1)}: {detail or 'cannot be applied'}"
     if m := re.match(r"Could not override '([^']+)'", text):

@@ -13,10 +13,11 @@ from typing import Any
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
-from hydra.utils import get_class, instantiate
+from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from neuronexp.config import ConfigError
+from neuronexp.config.targets import locate
 from neuronexp.engine.planned import PlannedCell
 from neuronexp.engine.progress import finished_row
 
@@ -29,11 +30,11 @@ def refuse_multirun_hooks(master: DictConfig) -> None:
     and the Python door composes without it (`hydra/callbacks=mlflow` would log nothing, without a word)."""
     for name, node in (OmegaConf.select(master, "hydra.callbacks") or {}).items():
         target = node.get("_target_") if isinstance(node, DictConfig) else None
-        try:
-            kind = get_class(str(target))
-        except Exception:  # not a class that imports: UserCallbacks instantiating it says why
+        try:  # not Hydra's get_class: it logs three lines of its own before raising
+            kind = locate(str(target), f"hydra.callbacks.{name}._target_")
+        except ConfigError:  # UserCallbacks instantiating it says why, in the command line's words
             continue
-        if any(getattr(kind, h, None) is not getattr(Callback, h) for h in _MULTIRUN_HOOKS):
+        if isinstance(kind, type) and any(getattr(kind, h, None) is not getattr(Callback, h) for h in _MULTIRUN_HOOKS):
             why = "its on_multirun hooks run only from the command line (neuronexp ...); neuronexp.run and sweep call"
             raise ConfigError(f"hydra.callbacks.{name}", target, f"{why} a callback's run and job hooks only")
 
