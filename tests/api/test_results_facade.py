@@ -186,11 +186,12 @@ def test_tables_from_two_directories_name_both_in_the_refusal(swept) -> None:
 
 def test_report_and_compare_take_the_commands_options(swept, tmp_path: Path) -> None:
     out, res = swept
-    res.report(tmp_path / "b", baseline="rmsnorm_fused")  # neuronexp-report --baseline rmsnorm_fused
-    assert (
-        f"sweep `{os.path.relpath(out, tmp_path / 'b')}` · 4 cell(s): 4 ok · baseline rmsnorm_fused"
-        in (tmp_path / "b" / "report.md").read_text()
-    )
+    res.report(tmp_path / "b", baseline="rmsnorm_fused", top=2)  # neuronexp-report --baseline rmsnorm_fused --top 2
+    page = (tmp_path / "b" / "report.md").read_text()
+    assert f"sweep `{os.path.relpath(out, tmp_path / 'b')}` · 4 cell(s): 4 ok · baseline rmsnorm_fused" in page
+    cards = page.split("\n## Hotspots\n")[1].split("\n## ")[0].split("\n### ")[1:]  # a card per cell
+    rows = [sum(line.startswith("| ") for line in card.splitlines()) - 1 for card in cards]  # less the header
+    assert rows == [2, 2, 2, 2]  # each cell's two slowest ops (rmsnorm_naive has more than eight)
     assert res.compare(neuronexp.load(out), ignore=["threads"]).ignored == ["threads"]  # --ignore threads
 
 
