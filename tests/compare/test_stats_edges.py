@@ -288,3 +288,11 @@ def test_without_a_whole_interval_only_a_cell_with_rounds_on_both_sides_is_calle
     assert verdict(interval(1 / 1.5, nan, nan, separable=False), 0.001, rule) == "no change"
     assert verdict(interval(1.5, nan, nan, separable=False), 0.001, Criteria()) == "inconclusive"
 
+
+def test_a_ratio_of_exactly_one_is_no_change_even_at_a_zero_threshold() -> None:
+    """--threshold 0 calls any significant difference, but a ratio of exactly 1 is none: with rounds on both sides and
+    no interval, it was called "faster"."""
+    rule = Criteria(threshold=0.0, alpha=0.05, inconclusive=None)
+    assert verdict(interval(1.0, math.nan, math.nan), 0.001, rule) == "no change"
+    assert verdict(interval(1.01, math.nan, math.nan), 0.001, rule) == "slower"
+    assert verdict(interval(0.99, math.nan, math.nan), 0.001, rule) == "faster"
