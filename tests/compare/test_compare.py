@@ -409,6 +409,16 @@ def test_a_cell_that_ran_in_a_and_fails_in_b_is_a_regression() -> None:
     assert back.fixed == ["rmsnorm_fused · [1,128,1024]"] and not regressed(back)
 
 
+def test_every_cell_failing_in_b_is_a_regression_with_an_empty_table_not_an_error() -> None:
+    """No cell ran on both sides: no row to judge (the q-values of none), every cell named as failed in B."""
+    from neuronexp.compare import comparison_markdown, regressed
+
+    a, b = make_results("a"), make_results("b")
+    cmp = compare(a, b._replace(cells=b.cells.assign(status="error")))
+    assert cmp.cells.empty and len(cmp.broken) == 12 and regressed(cmp)
+    assert "Failed in B, ran in A: rmsnorm_naive · [1,8,64]" in comparison_markdown(cmp, "a", "b")
+
+
 def test_ignoring_a_label_that_identifies_cells_is_an_error() -> None:
     with pytest.raises(CompareError, match="same labels"):
         compare(make_results("a"), make_results("b"), CompareOptions(ignore=["input_shape"]))

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
+from neuronexp.analysis.floor import FLOOR_FACTOR
 from neuronexp.analysis.stats import (
     CellStats,
     Criteria,
@@ -233,3 +234,65 @@ def test_the_seed_is_the_bootstraps_with_one_run_a_side_or_more() -> None:
         assert (same.ci_low, same.ci_high) == (again.ci_low, again.ci_high) != (other.ci_low, other.ci_high)
     same, again, other = (compare_run_pairs([((a, rounds), (b, rounds))] * 2, seed=s) for s in (0, 0, 1))  # --paired
     assert (same.ci_low, same.ci_high) == (again.ci_low, again.ci_high) != (other.ci_low, other.ci_high)
+
+
+def test_one_run_a_side_takes_the_resamples_and_level_asked_for() -> None:
+    """One run a side is compare_rounds with the noise floor: the resamples and the level asked for reach it, as they
+    reach two runs a side (50 resamples draw another interval than the 2,000 drawn unless asked; a 50% interval is
+    narrower than a 95% one)."""
+    a, b = _sides()
+    rounds = [i % 3 for i in range(30)]
+    default = compare_runs([(a, rounds)], [(b, rounds)])
+    for asked in ({"resamples": 50}, {"level": 0.5}):
+        one = compare_runs([(a, rounds)], [(b, rounds)], **asked)
+        rounds_only = compare_rounds((a, rounds), (b, rounds), floor=FLOOR_FACTOR, **asked)
+        assert (one.ci_low, one.ci_high) == (rounds_only.ci_low, rounds_only.ci_high)
+        assert (one.ci_low, one.ci_high) != (default.ci_low, default.ci_high)
+    narrow = compare_runs([(a, rounds)], [(b, rounds)], level=0.5)
+    assert default.ci_low < narrow.ci_low < narrow.ci_high < default.ci_high
+    documented = compare_runs([(a, rounds)], [(b, rounds)], resamples=2000)  # unless asked (docs/compare.md)
+    assert (default.ci_low, default.ci_high) == (documented.ci_low, documented.ci_high)
+
+
+def test_runs_in_pairs_take_the_resamples_and_level_asked_for() -> None:
+    """Over pairs too: 2,000 resamples unless asked (docs/compare.md), another count draws another interval, and a
+    50% interval lies inside the 95% one."""
+    a, b = _sides()
+    rounds = [i % 3 for i in range(30)]
+    pairs = [((a, rounds), (b, rounds)), ((1.1 * a, rounds), (1.1 * b, rounds))]
+    default = compare_run_pairs(pairs)
+    documented, few, narrow = (
+        compare_run_pairs(pairs, **kw) for kw in ({"resamples": 2000}, {"resamples": 50}, {"level": 0.5})
+    )
+    assert (default.ci_low, default.ci_high) == (documented.ci_low, documented.ci_high) != (few.ci_low, few.ci_high)
+    assert default.ci_low < narrow.ci_low < narrow.ci_high < default.ci_high
+
+
+def test_a_ratio_exactly_the_threshold_is_a_change() -> None:
+    """A change is at least the threshold in size: with rounds on both sides, q below alpha and no interval to say
+    otherwise, ×1.25 against a threshold of 25% is slower, and ×0.5 against one of 100% (×2) faster."""
+    nan = math.nan
+    assert verdict(interval(1.25, nan, nan), 0.001, Criteria(threshold=0.25, inconclusive=None)) == "slower"
+    assert verdict(interval(0.5, nan, nan), 0.001, Criteria(threshold=1.0, inconclusive=None)) == "faster"
+
+
+def test_without_a_whole_interval_only_a_cell_with_rounds_on_both_sides_is_called() -> None:
+    """No interval (NaN), or only one end of one: with rounds on both sides, q and the ratio decide; with one round on
+    a side only the interval could, so without one the cell is not called (inconclusive where a band is set)."""
+    rule = Criteria(threshold=0.02, alpha=0.05, inconclusive=None)
+    nan = math.nan
+    for low, high in ((nan, nan), (nan, 1.6), (1.4, nan)):
+        assert verdict(interval(1.5, low, high), 0.001, rule) == "slower"
+        assert verdict(interval(1 / 1.5, 1 / high, 1 / low), 0.001, rule) == "faster"
+    assert verdict(interval(1.5, nan, nan, separable=False), 0.001, rule) == "no change"
+    assert verdict(interval(1 / 1.5, nan, nan, separable=False), 0.001, rule) == "no change"
+    assert verdict(interval(1.5, nan, nan, separable=False), 0.001, Criteria()) == "inconclusive"
+
+
+def test_a_ratio_of_exactly_one_is_no_change_even_at_a_zero_threshold() -> None:
+    """--threshold 0 calls any significant difference, but a ratio of exactly 1 is none: with rounds on both sides and
+    no interval, it was called "faster"."""
+    rule = Criteria(threshold=0.0, alpha=0.05, inconclusive=None)
+    assert verdict(interval(1.0, math.nan, math.nan), 0.001, rule) == "no change"
+    assert verdict(interval(1.01, math.nan, math.nan), 0.001, rule) == "slower"
+    assert verdict(interval(0.99, math.nan, math.nan), 0.001, rule) == "faster"

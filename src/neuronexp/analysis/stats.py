@@ -265,7 +265,7 @@ def verdict(stats: CellStats, q_value: float, criteria: Criteria) -> str:
     if stats.separable and (q_value >= criteria.alpha or abs(math.log(ratio)) < math.log1p(threshold)):
         word = "no change"
     elif stats.separable and not (math.isfinite(ci_low) and math.isfinite(ci_high)):
-        word = "slower" if ratio > 1 else "faster"
+        word = "slower" if ratio > 1 else "faster" if ratio < 1 else "no change"  # 1: none, even at threshold 0
     wide = inconclusive is not None and not (1 / (1 + inconclusive) <= ci_low and ci_high <= 1 + inconclusive)
     return "inconclusive" if word == "no change" and wide else word
 
