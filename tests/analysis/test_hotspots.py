@@ -226,3 +226,47 @@ def test_each_runs_ops_come_sorted_by_run_then_op_whatever_order_the_rows_are_in
     assert list(zip(table["run_id"], table["op"], table["self_device_us"])) == [
         ("run_a", "aten::m", 3.0), ("run_b", "aten::a", 2.0), ("run_b", "aten::z", 1.0),
     ]  # fmt: skip
+
+
+def test_no_row_is_in_a_median_when_no_profiled_cycle_is_listed() -> None:
+    """`cycles_of` listing no (run, cycle) (none at all, or none with a run id and a cycle number): every op row is of
+    a run not listed, so the table is empty rather than an error or another run's cycle."""
+    ops = _ops()
+    for cycles_of in (ops.iloc[:0], ops.assign(cycle=math.nan), ops.assign(run_id=None)):
+        table = median_over_cycles(ops, cycles_of, ["calls", "self_device_us"])
+        assert table.empty and list(table.columns) == ["run_id", "op", "calls", "self_device_us"]
+
+
+def test_a_row_of_the_cycle_just_past_a_runs_listed_ones_is_in_no_sum() -> None:
+    """Run a's row of cycle 2, a cycle not listed, one past the last listed: in no median, never read as run b's
+    first cycle."""
+    rows = pd.DataFrame(
+        [
+            {"run_id": run, "cycle": cycle, "op": "aten::mm", "calls": 1.0, "self_device_us": us}
+            for run, cycle, us in (("a", 0, 1.0), ("a", 1, 3.0), ("b", 0, 5.0), ("b", 1, 7.0), ("a", 2, 100.0))
+        ]
+    )
+    table = median_over_cycles(rows, rows[rows["cycle"] < 2], ["self_device_us"])
+    assert list(zip(table["run_id"], table["self_device_us"])) == [("a", 2.0), ("b", 6.0)]
+
+
+def test_a_cells_table_is_its_ops_columns_numbered_from_its_hotspot() -> None:
+    """What a report prints per cell: op, calls, time and share, rows numbered 0 (the hotspot) onwards, with no
+    column left over from the whole table's row numbers."""
+    two = pd.concat([_ops().assign(run_id="q"), _ops()])
+    for run in ("q", "r"):
+        table = hotspots(two, top=1)[run]
+        assert list(table.columns) == ["op", "calls", "self_device_us", "share"]
+        assert list(table.index) == [0] and list(table["op"]) == ["aten::b"]
+
+
+def test_a_column_read_back_with_no_value_at_all_is_the_pandas_rule() -> None:
+    """A column with no value in any row (None throughout: pandas keeps it as objects) is the rule's too: no time is
+    0 in a cycle's sum, and no cycle number puts the row in no cycle, instead of an error."""
+    ops = _ops()
+    no_time = ops.assign(self_device_us=None)
+    cols = ["calls", "self_device_us"]
+    expected = _reference_median_over_cycles(no_time, ops, cols)
+    pd.testing.assert_frame_equal(median_over_cycles(no_time, ops, cols), expected, check_dtype=False)
+    no_cycle = ops.assign(cycle=None)
+    assert median_over_cycles(no_cycle, no_cycle, cols).empty and hotspots(no_cycle) == {}
