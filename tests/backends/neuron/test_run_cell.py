@@ -280,6 +280,12 @@ NO_EVENTS = "profiler_device_events: key_averages() had no device events (correl
             "neuron_explorer",
             f"{NO_EVENTS}; {HOST_ROWS}; neuron_runtime: no nc_exec_running event in the system trace",
         ),
+        (  # the modes as plain names, as a caller building the config in Python may give them
+            {"key_averages": "none", "runtime_events": False},
+            {"debug_info": True, "modes": ["DEVICE", "RUNTIME"]},
+            "neuron_explorer",
+            f"{NO_EVENTS}; {HOST_ROWS}; neuron_runtime: no nc_exec_running event in the system trace",
+        ),
     ],
 )
 def test_each_source_that_gave_no_device_time_says_why_in_the_row(
