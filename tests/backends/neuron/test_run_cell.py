@@ -87,6 +87,8 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
     assert cell["top_op"] == "aten::mul" and cell["top_op_share"] == pytest.approx(90 / 112)
     assert standin.STATE.configs[-1]["neff_cache_dir"] == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
     assert cell["neuron_neff_cache_dir"] == os.environ["TORCH_NEURONX_NEFF_CACHE_DIR"]
+    assert cell["neuron_neff_cache_source"] == "neuronexp cache" and cell["neuron_min_warmup_calls"] == 3
+    assert cell["neuron_cores"].startswith("NEURON_RT_NUM_CORES=1")
     warnings = cell["warnings"].split(" | ")
     assert "neuron-explorer: Missing Data: Current NEFF is missing compiler metrics." in warnings
     assert not any("device time" in w or "capture" in w for w in warnings), warnings
@@ -115,6 +117,7 @@ def test_documented_api_cell_end_to_end(standin, fake_explorer: Path, tmp_path: 
         (out / "neuron_profile").resolve()
     )
     assert manifest["explorer"]["command"][1:4] == ["view", "-d", str((out / "neuron_profile").resolve())]
+    assert "--system-trace-filter-neuron-core" not in manifest["explorer"]["command"]  # every core captured
     assert manifest["explorer"]["schema"]["versions"] == ["7.4.0"] and len(manifest["sessions"]) == 1
     # On disk: the contract columns first, the neuron_* columns after them.
     loaded = neuronexp.load(out).cells
@@ -274,6 +277,12 @@ NO_EVENTS = "profiler_device_events: key_averages() had no device events (correl
         (
             {"key_averages": "none", "runtime_events": False},
             {"debug_info": True},
+            "neuron_explorer",
+            f"{NO_EVENTS}; {HOST_ROWS}; neuron_runtime: no nc_exec_running event in the system trace",
+        ),
+        (  # the modes as plain names, as a caller building the config in Python may give them
+            {"key_averages": "none", "runtime_events": False},
+            {"debug_info": True, "modes": ["DEVICE", "RUNTIME"]},
             "neuron_explorer",
             f"{NO_EVENTS}; {HOST_ROWS}; neuron_runtime: no nc_exec_running event in the system trace",
         ),
@@ -475,6 +484,7 @@ def test_the_manifest_holds_the_rows_neuron_figures_and_where_each_came_from(
     assert {"neuron_explorer_status", "neuron_device_time_events_us", "warnings"} <= set(manifest["columns"])
     cache = manifest["neff_cache"]
     assert cache["dir"] == cell["neuron_neff_cache_dir"] and cache["chosen_by"] == "neuronexp cache"
+    assert cell["neuron_neff_cache_source"] == "neuron.debug_info (a fresh folder)"  # not the pinned one
     assert Path(cache["pinned"]).is_dir() and cache["torch_neuronx_imported_before"] is True
     debug = manifest["debug_info"]["variables"]
     assert debug["XLA_HLO_DEBUG"] == "1" and debug["TORCH_NEURONX_NEFF_CACHE_DIR"] == cell["neuron_neff_cache_dir"]
@@ -485,3 +495,99 @@ def test_the_manifest_holds_the_rows_neuron_figures_and_where_each_came_from(
     ops = explorer["device_ops"]
     assert ops["framework_us"] == {"aten::add_": 4.0, "aten::mean": 12.0, "aten::mul": 90.0}
     assert ops["framework_unnamed_us"] == 6.0
+
+
+def test_explorer_refusing_the_capture_root_reads_the_one_session_folder(
+    standin, fake_explorer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A neuron-explorer that wants the folder holding trace_info.pb itself: the capture's only session is tried."""
+    monkeypatch.setenv("FAKE_EXPLORER_MODE", "rootfail")
+    cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    (session,) = [p for p in (tmp_path / "neuron_profile").glob("*/*") if (p / "trace_info.pb").is_file()]
+    argvs = [json.loads(line) for line in fake_explorer.read_text().splitlines()]
+    assert argvs[0][2] == str((tmp_path / "neuron_profile").resolve()) and argvs[-1][2] == str(session)
+    assert cell["neuron_explorer_status"] == "ok" and cell["neuron_total_time_us"] == pytest.approx(403.0)
+    assert any(f"processed on attempt {len(argvs)}" in w for w in cell["warnings"].split(" | "))
+
+
+def test_explorer_past_its_time_limit_leaves_the_summary_columns_empty(
+    standin, fake_explorer: Path, tmp_path: Path
+) -> None:
+    cell = run_cell(_spec(Counting(), explorer_timeout_s=0.001), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_explorer_status"] == "timeout" and math.isnan(cell["neuron_total_time_us"])
+    assert any(w.startswith("neuron-explorer view ran past 0.001 s") for w in cell["warnings"].split(" | "))
+    assert cell["device_time_source"] == "profiler_device_events"  # key_averages() still gives it
+
+
+@pytest.mark.parametrize(
+    ("route", "source"), [("events", "profiler_device_events"), ("host_rows", "profiler_host_rows")]
+)
+def test_a_step_under_one_microsecond_of_device_time_is_still_device_time(
+    standin, no_explorer: None, tmp_path: Path, route: str, source: str
+) -> None:
+    standin.STATE.switches.key_averages = route
+    standin.STATE.device_us = {"aten::mul": 0.1, "aten::mean": 0.1, "aten::add": 0.1, "aten::rsqrt": 0.1}
+    cell = run_cell(_spec(Counting(), correlate_device_time=True), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["device_time_source"] == source and cell["device_time_us"] == pytest.approx(0.6)
+    assert cell["device_ops"] == 6
+
+
+def test_explorer_without_a_summary_still_gives_the_runtime_trace(
+    standin, explorer_in_process: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Processed, but no Summary table: the system trace is read, and the Explorer source says why it gave nothing."""
+    monkeypatch.setenv("FAKE_EXPLORER_MODE", "empty")
+    cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_explorer_status"] == "no_summary"
+    assert cell["neuron_device_time_runtime_us"] == pytest.approx(112)
+    assert cell["neuron_sources_missing"] == f"{HOST_ROWS}; {NO_TABLE}"
+
+
+def test_without_copied_neffs_the_capture_warning_says_copy_neffs_is_off(
+    standin, no_explorer: None, tmp_path: Path
+) -> None:
+    cell = run_cell(_spec(Counting(), copy_neffs=False), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_neff_cache_dir"] is None and cell["neuron_neff_files"] == 0
+    assert any(
+        w.startswith(
+            "no .neff files next to the .ntff files (NeuronConfig was given no neff_cache_dir "
+            "(profiler.neuron.copy_neffs=false)): set profiler.neuron.neff_cache_dir"
+        )
+        for w in cell["warnings"].split(" | ")
+    ), cell["warnings"]
+
+
+def test_a_capture_without_files_is_not_given_to_explorer(
+    standin, explorer_in_process: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runtime that writes its files in export_trace, and an export_trace that fails: no session to process."""
+    standin.STATE.switches.capture_written = "export"
+
+    def export_fails(self, prof) -> None:
+        raise RuntimeError("no capture for you")
+
+    monkeypatch.setattr(standin.profiling.NeuronProfiler, "export_trace", export_fails)
+    cell = run_cell(_spec(Counting()), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["neuron_explorer_status"] == "no_capture" and cell["neuron_sessions"] == 0
+    assert not explorer_in_process.exists() or not explorer_in_process.read_text()  # the tool never ran
+    assert any(w.startswith("no Neuron capture files under neuron_profile/") for w in cell["warnings"].split(" | "))
+
+
+def test_ops_that_take_no_device_time_leave_every_source_empty_and_say_so(
+    standin, explorer_in_process: Path, tmp_path: Path
+) -> None:
+    """Executions in the system trace and a FrameworkInstruction table, all of zero length: NaN, not 0, and why."""
+    standin.STATE.switches.key_averages = "none"
+    standin.STATE.device_us = dict.fromkeys(standin.STATE.device_us, 0.0)
+    cell = run_cell(_spec(Counting(), debug_info=True), tmp_path).cells.iloc[0]
+    assert cell["status"] == "ok", cell["error"]
+    assert cell["device_time_source"] == "none" and math.isnan(cell["device_time_us"])
+    assert cell["neuron_sources_missing"] == (
+        f"{NO_EVENTS}; {HOST_ROWS}; neuron_runtime: none; neuron_explorer: no device time in it"
+    )
